@@ -1,0 +1,43 @@
+"""ladr_core: host-independent LADR sampling for Lumina-DiMOO.
+
+Imports nothing from ComfyUI. Public names are resolved lazily so that importing the
+package is cheap and a missing optional piece fails only where it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (relative to this package)
+_EXPORTS: dict[str, str] = {
+    "sample": ".sampling",
+    "SampleResult": ".sampling",
+    "STEP_RECORD_KEYS": ".sampling",
+    "LADRPolicy": ".policy",
+    "ProphetPolicy": ".policy",
+    "POLICY_PRESETS": ".policy",
+    "get_schedule": ".schedules",
+    "load_dimoo": ".dimoo.pipeline",
+    "DiMOOPipeline": ".dimoo.pipeline",
+    "GenerationResult": ".dimoo.pipeline",
+    "MLCacheConfig": ".dimoo.cache",
+    "nano_model_path": ".assets",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ladr_core' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

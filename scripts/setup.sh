@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Creates .venv (Python 3.11) with the CPU torch wheel and the pack's dependencies.
+# Idempotent: a second run only checks what is installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3.11}"
+command -v "$PY" >/dev/null || PY=python3
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+# torch is pinned here, not in requirements.txt, so a ComfyUI host keeps its own build.
+# 2.13.0 is the CPU wheel this workplace keeps on disk.
+.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
+.venv/bin/python -m pip install -q -r requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither" || true
+.venv/bin/python -c "import torch, transformers, diffusers, safetensors, pytest" 
