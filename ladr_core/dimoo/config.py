@@ -1,0 +1,249 @@
+"""LLaDA model configuration and DiMOO special token ids.
+
+`LLaDAConfig` mirrors the fields of the official LLaDA ``ModelConfig`` (Lumina-DiMOO's
+``model/configuration_llada.py``) that change the forward pass; missing keys take the official
+``ModelConfig`` defaults, then the result is checked against what the native model implements
+(the LLaDA-8B / Lumina-DiMOO combination: llama blocks, RoPE, RMSNorm, SiLU-gated MLP).
+
+`DiMOOIds` holds the special token ids. Rule (docs/ARCHITECTURE.md section 2): config.json may
+carry each id key; every missing key takes the DiMOO default below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LLaDAConfig", "DiMOOIds", "DIMOO_DEFAULT_IDS", "ConfigError", "SUPPORTED_ARCHITECTURES"]
+
+#: `architectures` entries of LLaDA-family checkpoints (LLaDA-8B and Lumina-DiMOO).
+SUPPORTED_ARCHITECTURES = ("LLaDAModelLM", "LLaDAForMultiModalGeneration")
+
+
+class ConfigError(ValueError):
+    """config.json is not a LLaDA configuration the native model can run (message names the fix)."""
+
+
+@dataclass(frozen=True)
+class LLaDAConfig:
+    """Architecture hyper-parameters of a LLaDA transformer (official field names).
+
+    Defaults equal the official ``ModelConfig`` defaults except the few that the native model
+    requires (block_type="llama", rope=True, layer_norm_type="rms", activation_type="silu",
+    weight_tying=False), so ``LLaDAConfig(d_model=..., ...)`` builds a LLaDA-8B-style model.
+    """
+
+    d_model: int = 768
+    n_heads: int = 12
+    n_kv_heads: int | None = None
+    n_layers: int = 12
+    mlp_ratio: int = 4
+    mlp_hidden_size: int | None = None
+    activation_type: str = "silu"
+    block_type: str = "llama"
+    block_group_size: int = 1
+    alibi: bool = False
+    rope: bool = True
+    rope_full_precision: bool = True
+    rope_theta: float = 10000.0
+    multi_query_attention: bool | None = None
+    attention_layer_norm: bool = False
+    input_emb_norm: bool = False
+    layer_norm_type: str = "rms"
+    layer_norm_with_affine: bool = True
+    rms_norm_eps: float = 1e-5
+    max_sequence_length: int = 1024
+    include_qkv_bias: bool | None = False
+    include_bias: bool = False
+    bias_for_layer_norm: bool | None = None
+    scale_logits: bool = False
+    vocab_size: int = 50257
+    embedding_size: int | None = None
+    weight_tying: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    # ---- derived sizes -------------------------------------------------------------------
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+    @property
+    def effective_n_kv_heads(self) -> int:
+        """Official rule: n_kv_heads, or 1 with multi_query_attention, else n_heads."""
+        if self.n_kv_heads is not None:
+            return self.n_kv_heads
+        return 1 if self.multi_query_attention else self.n_heads
+
+    @property
+    def hidden_size(self) -> int:
+        """MLP inner size: mlp_hidden_size, else mlp_ratio * d_model (official)."""
+        return self.mlp_hidden_size if self.mlp_hidden_size is not None else self.mlp_ratio * self.d_model
+
+    @property
+    def n_embeddings(self) -> int:
+        """Rows of wte / ff_out: embedding_size or vocab_size (official)."""
+        return self.embedding_size or self.vocab_size
+
+    @property
+    def qkv_bias(self) -> bool:
+        return bool(self.include_bias or self.include_qkv_bias)
+
+    @property
+    def norm_bias(self) -> bool:
+        return self.include_bias if self.bias_for_layer_norm is None else bool(self.bias_for_layer_norm)
+
+    # ---- construction --------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self, source: str = "LLaDAConfig") -> None:
+        """Raise ConfigError for values the native model does not implement."""
+        problems: list[str] = []
+        for name in ("d_model", "n_heads", "n_layers", "vocab_size", "max_sequence_length"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+                problems.append(f"{name} must be a positive int (got {value!r})")
+        if problems:
+            raise ConfigError(f"{source}: " + "; ".join(problems))
+        if self.d_model % self.n_heads or self.head_dim % 2:
+            problems.append(f"d_model {self.d_model} must split into n_heads {self.n_heads} heads of even size")
+        if self.n_heads % self.effective_n_kv_heads:
+            problems.append(f"n_heads {self.n_heads} must be a multiple of n_kv_heads {self.effective_n_kv_heads}")
+        if self.block_type != "llama":
+            problems.append(f"block_type must be 'llama' (got {self.block_type!r})")
+        if self.activation_type not in ("silu", "gelu", "relu"):
+            problems.append(f"activation_type must be silu/gelu/relu for llama blocks (got {self.activation_type!r})")
+        if self.layer_norm_type not in ("rms", "default"):
+            problems.append(f"layer_norm_type must be 'rms' or 'default' (got {self.layer_norm_type!r})")
+        if not self.rope or self.alibi:
+            problems.append("rope must be true and alibi false (LLaDA is a RoPE model)")
+        if self.block_group_size != 1:
+            problems.append(f"block_group_size must be 1 (got {self.block_group_size})")
+        if self.attention_layer_norm:
+            problems.append("attention_layer_norm (QK-norm) is not used by LLaDA and not implemented")
+        if not self.layer_norm_with_affine:
+            problems.append("layer_norm_with_affine must be true")
+        if self.n_embeddings < self.vocab_size:
+            problems.append(f"embedding_size {self.embedding_size} is smaller than vocab_size {self.vocab_size}")
+        if self.rope_theta <= 0 or self.rms_norm_eps <= 0:
+            problems.append("rope_theta and rms_norm_eps must be positive")
+        if problems:
+            raise ConfigError(f"{source}: " + "; ".join(problems) + ". Use a LLaDA / Lumina-DiMOO config.json.")
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str = "config.json") -> LLaDAConfig:
+        """Parse an official config.json dict (unknown keys kept in ``extra``).
+
+        Checks model_type == "llada" (or an `architectures` entry of SUPPORTED_ARCHITECTURES).
+        Missing keys take the official ModelConfig defaults (block_type "sequential",
+        activation "swiglu", rope False, ...), so an incomplete config is rejected by validate().
+        """
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        model_type = data.get("model_type")
+        archs = data.get("architectures") or []
+        if model_type != "llada" and not any(a in SUPPORTED_ARCHITECTURES for a in archs):
+            raise ConfigError(
+                f"{source}: model_type is {model_type!r} and architectures {archs!r}; this is not a "
+                "LLaDA checkpoint. Point the loader at a Lumina-DiMOO folder (model_type 'llada')."
+            )
+        official_defaults = {
+            "activation_type": "swiglu", "block_type": "sequential", "rope": False,
+            "layer_norm_type": "default", "weight_tying": True, "embedding_size": 50304,
+        }
+        names = {f.name for f in fields(cls)} - {"extra"}
+        kwargs: dict[str, Any] = {k: data.get(k, official_defaults.get(k, _default(cls, k))) for k in names}
+        kwargs["extra"] = {k: v for k, v in data.items() if k not in names}
+        try:
+            return cls(**kwargs)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("LLaDAConfig", source, 1)) from None
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{source}: invalid value ({exc}). Fix the field in config.json.") from None
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> LLaDAConfig:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc}); re-download config.json") from None
+        return cls.from_dict(data, source=str(path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Official-style config.json content (model_type "llada", architectures LLaDAModelLM)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        out.update(self.extra)
+        out.setdefault("model_type", "llada")
+        out.setdefault("architectures", ["LLaDAModelLM"])
+        return out
+
+    def replace(self, **changes: Any) -> LLaDAConfig:
+        return dataclasses.replace(self, **changes)
+
+
+def _default(cls: type, name: str) -> Any:
+    for f in fields(cls):
+        if f.name == name:
+            return f.default
+    raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class DiMOOIds:
+    """Special token ids of the DiMOO image layout (defaults: official ``config.py``)."""
+
+    mask: int = 126336
+    newline: int = 126084
+    image_offset: int = 126356
+    boa: int = 126354
+    eoa: int = 126355
+    boi: int = 126349
+    eoi: int = 126350
+    uncondition: int = 126351
+    codebook_size: int = 8192
+
+    #: config.json key for each field (docs/ARCHITECTURE.md section 2).
+    CONFIG_KEYS = {
+        "mask": "mask_token_id", "newline": "newline_token_id", "image_offset": "image_token_offset",
+        "codebook_size": "codebook_size", "boi": "boi_token_id", "eoi": "eoi_token_id",
+        "boa": "boa_token_id", "eoa": "eoa_token_id", "uncondition": "uncondition_token_id",
+    }
+
+    @classmethod
+    def from_config_dict(cls, data: dict[str, Any], source: str = "config.json") -> DiMOOIds:
+        """Read each id key of config.json, falling back to the DiMOO default."""
+        kwargs = {}
+        for name, key in cls.CONFIG_KEYS.items():
+            value = data.get(key, getattr(DIMOO_DEFAULT_IDS, name))
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{source}: {key} must be a non-negative int (got {value!r})")
+            kwargs[name] = value
+        ids = cls(**kwargs)
+        if ids.codebook_size <= 0:
+            raise ConfigError(f"{source}: codebook_size must be positive")
+        return ids
+
+    def validate_against(self, vocab_size: int, source: str = "config.json") -> None:
+        """Every id and the whole codebook range [offset, offset + K) must lie in the vocab."""
+        top = self.image_offset + self.codebook_size
+        if top > vocab_size:
+            raise ConfigError(
+                f"{source}: image_token_offset {self.image_offset} + codebook_size "
+                f"{self.codebook_size} = {top} exceeds the vocabulary ({vocab_size}); fix the id keys"
+            )
+        for name in ("mask", "newline", "boa", "eoa", "boi", "eoi", "uncondition"):
+            value = getattr(self, name)
+            if value >= vocab_size:
+                raise ConfigError(f"{source}: {self.CONFIG_KEYS[name]} {value} >= vocab size {vocab_size}")
+            if self.image_offset <= value < top:
+                raise ConfigError(f"{source}: {self.CONFIG_KEYS[name]} {value} lies inside the image codebook range")
+
+    def to_config_dict(self) -> dict[str, int]:
+        return {key: getattr(self, name) for name, key in self.CONFIG_KEYS.items()}
+
+
+DIMOO_DEFAULT_IDS = DiMOOIds()

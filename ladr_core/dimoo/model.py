@@ -1,0 +1,280 @@
+"""Native LLaDA transformer (the Lumina-DiMOO backbone) with the official parameter names.
+
+Behaviour follows the official ``LLaDAModel`` with ``block_type="llama"``
+(Lumina-DiMOO ``model/modeling_llada.py``), re-written for inference speed and training:
+
+* embedding ``wte`` (x ``sqrt(d_model)`` if ``input_emb_norm``), no positional table;
+* per block: ``h = x + attn_out(SDPA(RoPE(q_proj(n)), RoPE(k_proj(n)), v_proj(n)))`` with
+  ``n = attn_norm(x)``; ``y = h + ff_out(act(ff_proj(m)) * up_proj(m))`` with ``m = ff_norm(h)``;
+* RMSNorm in float32, cast back, then ``weight * x`` (+ bias), eps = ``rms_norm_eps``;
+* RoPE "rotate half" (NeoX layout) in float32 with base ``rope_theta``;
+* bidirectional attention (no causal mask). The official code ignores padding; here an optional
+  key-padding ``attention_mask`` [B, L] (1 = real token) masks padded keys, and position ids
+  default to ``cumsum(mask) - 1`` so a padded row equals the same row unpadded;
+* ``ln_f`` then ``ff_out`` (or ``wte`` when ``weight_tying``), x ``1/sqrt(d_model)`` if
+  ``scale_logits``.
+
+``state_dict()`` keys equal the official checkpoint's: ``model.transformer.wte.weight``,
+``model.transformer.blocks.{i}.{attn_norm,ff_norm,q_proj,k_proj,v_proj,attn_out,ff_proj,up_proj,
+ff_out}.weight``, ``model.transformer.ln_f.weight``, ``model.transformer.ff_out.weight``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import LLaDAConfig
+
+__all__ = ["LLaDAModel", "LayerKV", "rope_tables", "default_position_ids"]
+
+#: per-layer (key, value) after RoPE, each [B, n_kv_heads, L, head_dim]
+LayerKV = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+class RMSNorm(nn.Module):
+    """Official RMSLayerNorm: normalise in float32, cast back, then ``weight * x (+ bias)``."""
+
+    def __init__(self, size: int, eps: float, bias: bool) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        out = self.weight * xf.to(x.dtype)
+        return out + self.bias if self.bias is not None else out
+
+
+class LayerNorm(nn.Module):
+    """Official default LayerNorm (``layer_norm_type="default"``), eps 1e-5."""
+
+    def __init__(self, size: int, bias: bool) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+        self.bias = nn.Parameter(torch.zeros(size)) if bias else None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+def _norm(cfg: LLaDAConfig) -> nn.Module:
+    if cfg.layer_norm_type == "rms":
+        return RMSNorm(cfg.d_model, cfg.rms_norm_eps, cfg.norm_bias)
+    return LayerNorm(cfg.d_model, cfg.norm_bias)
+
+
+_ACT = {"silu": F.silu, "gelu": F.gelu, "relu": F.relu}
+
+
+def default_position_ids(attention_mask: torch.Tensor | None, batch: int, length: int,
+                         device: torch.device) -> torch.Tensor:
+    """[B, L] positions: ``cumsum(mask) - 1`` (padding-independent), or ``arange(L)``."""
+    if attention_mask is None:
+        return torch.arange(length, device=device).expand(batch, length)
+    return (attention_mask.long().cumsum(-1) - 1).clamp_min(0)
+
+
+def rope_tables(position_ids: torch.Tensor, head_dim: int, theta: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """float32 (cos, sin) [B, 1, L, head_dim] for positions [B, L] (official frequencies)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, head_dim, 2, device=position_ids.device,
+                                             dtype=torch.float32) / head_dim))
+    freqs = position_ids.to(torch.float32)[..., None] * inv_freq
+    angles = torch.cat((freqs, freqs), dim=-1)[:, None]
+    return angles.cos(), angles.sin()
+
+
+def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Official rotate-half RoPE in float32; x [B, H, L, hd] -> same dtype."""
+    xf = x.float()
+    x1, x2 = xf.chunk(2, dim=-1)
+    rotated = torch.cat((-x2, x1), dim=-1)
+    return (xf * cos + rotated * sin).to(x.dtype)
+
+
+class LLaDABlock(nn.Module):
+    """One official ``LLaDALlamaBlock`` (pre-norm attention + gated MLP)."""
+
+    def __init__(self, cfg: LLaDAConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        kv_dim = cfg.effective_n_kv_heads * cfg.head_dim
+        self.attn_norm = _norm(cfg)
+        self.ff_norm = _norm(cfg)
+        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
+        self.attn_out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.include_bias)
+        self.ff_proj = nn.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
+        self.ff_out = nn.Linear(cfg.hidden_size, cfg.d_model, bias=cfg.include_bias)
+        self.act = _ACT[cfg.activation_type]
+
+    def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, M, D] -> q [B, H, M, hd], k/v [B, Hkv, M, hd] (RoPE applied to q and k)."""
+        b, m, _ = x.shape
+        hd, h, hkv = self.cfg.head_dim, self.cfg.n_heads, self.cfg.effective_n_kv_heads
+        n = self.attn_norm(x)
+        q = self.q_proj(n).view(b, m, h, hd).transpose(1, 2)
+        k = self.k_proj(n).view(b, m, hkv, hd).transpose(1, 2)
+        v = self.v_proj(n).view(b, m, hkv, hd).transpose(1, 2)
+        return _apply_rope(q, cos, sin), _apply_rope(k, cos, sin), v
+
+    def finish(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               key_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attention of q [B,H,M,hd] over k/v [B,Hkv,L,hd] + MLP; x [B, M, D] -> [B, M, D]."""
+        b, m, d = x.shape
+        groups = self.cfg.n_heads // self.cfg.effective_n_kv_heads
+        if groups > 1:
+            k = k.repeat_interleave(groups, dim=1)
+            v = v.repeat_interleave(groups, dim=1)
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
+        x = x + self.attn_out(att.transpose(1, 2).reshape(b, m, d))
+        y = self.ff_norm(x)
+        return x + self.ff_out(self.act(self.ff_proj(y)) * self.up_proj(y))
+
+
+class _Backbone(nn.Module):
+    """Holds ``transformer`` so parameter names start with ``model.transformer.`` (official)."""
+
+    def __init__(self, cfg: LLaDAConfig) -> None:
+        super().__init__()
+        modules: dict[str, nn.Module] = {
+            "wte": nn.Embedding(cfg.n_embeddings, cfg.d_model),
+            "blocks": nn.ModuleList(LLaDABlock(cfg) for _ in range(cfg.n_layers)),
+            "ln_f": _norm(cfg),
+        }
+        if not cfg.weight_tying:
+            modules["ff_out"] = nn.Linear(cfg.d_model, cfg.n_embeddings, bias=cfg.include_bias)
+        self.transformer = nn.ModuleDict(modules)
+
+
+class LLaDAModel(nn.Module):
+    """LLaDA / Lumina-DiMOO transformer: ``forward(input_ids [B, L]) -> logits [B, L, V]``.
+
+    Differentiable (no ``no_grad`` inside, no dropout), so training scripts can use it directly.
+    ``V`` = ``embedding_size or vocab_size`` (the official logits width).
+    """
+
+    def __init__(self, config: LLaDAConfig, init_std: float | None = 0.02) -> None:
+        super().__init__()
+        self.config = config
+        self.model = _Backbone(config)
+        if init_std is not None and not any(p.is_meta for p in self.parameters()):
+            self.reset_parameters(init_std)
+
+    @classmethod
+    def from_config(cls, config: LLaDAConfig | dict, init_std: float | None = 0.02) -> LLaDAModel:
+        """Build from a config (object or config.json dict) with random N(0, init_std) weights."""
+        if isinstance(config, dict):
+            config = LLaDAConfig.from_dict(config, source="config dict")
+        return cls(config, init_std=init_std)
+
+    def reset_parameters(self, std: float = 0.02) -> None:
+        """Official ``init_fn="normal"``: N(0, std) for linear/embedding weights, norms to 1, biases 0;
+        residual output projections (block ``ff_out``) divided by sqrt(2 n_layers)."""
+        with torch.no_grad():
+            for name, module in self.named_modules():
+                if isinstance(module, (nn.Linear, nn.Embedding)):
+                    nn.init.normal_(module.weight, 0.0, std)
+                    if ".blocks." in name and name.endswith(".ff_out"):
+                        module.weight.div_(math.sqrt(2 * self.config.n_layers))
+                    if getattr(module, "bias", None) is not None:
+                        nn.init.zeros_(module.bias)
+                elif isinstance(module, (RMSNorm, LayerNorm)):
+                    nn.init.ones_(module.weight)
+                    if module.bias is not None:
+                        nn.init.zeros_(module.bias)
+
+    # ---- pieces used by the DiMOO denoiser ----------------------------------------------
+    @property
+    def blocks(self) -> Sequence[LLaDABlock]:
+        return self.model.transformer.blocks  # type: ignore[return-value]
+
+    def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
+        x = self.model.transformer.wte(input_ids)
+        return x * (self.config.d_model ** 0.5) if self.config.input_emb_norm else x
+
+    def output_weight(self) -> torch.Tensor:
+        """[V, D] output projection (``ff_out`` or tied ``wte``)."""
+        t = self.model.transformer
+        return t.wte.weight if self.config.weight_tying else t.ff_out.weight
+
+    def project(self, hidden: torch.Tensor, rows: slice | None = None) -> torch.Tensor:
+        """``ln_f`` + output projection restricted to vocab ``rows`` (e.g. the codebook slice)."""
+        t = self.model.transformer
+        x = t.ln_f(hidden)
+        weight = self.output_weight()
+        bias = None if self.config.weight_tying else t.ff_out.bias
+        if rows is not None:
+            weight = weight[rows]
+            bias = bias[rows] if bias is not None else None
+        logits = F.linear(x, weight, bias)
+        return logits / math.sqrt(self.config.d_model) if self.config.scale_logits else logits
+
+    @staticmethod
+    def key_mask(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+        """[B, L] 1/0 -> boolean SDPA mask [B, 1, 1, L] (None when nothing is padded)."""
+        if attention_mask is None:
+            return None
+        return attention_mask.bool()[:, None, None, :]
+
+    def hidden_states(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                      position_ids: torch.Tensor | None = None, return_kv: bool = False
+                      ) -> tuple[torch.Tensor, LayerKV | None]:
+        """Full pass: last hidden state [B, L, D] (before ln_f) and optionally per-layer K/V."""
+        b, length = input_ids.shape
+        if position_ids is None:
+            position_ids = default_position_ids(attention_mask, b, length, input_ids.device)
+        cos, sin = rope_tables(position_ids, self.config.head_dim, self.config.rope_theta)
+        mask = self.key_mask(attention_mask)
+        x = self.embed(input_ids)
+        kv: LayerKV = []
+        for block in self.blocks:
+            q, k, v = block.qkv(x, cos, sin)
+            if return_kv:
+                kv.append((k, v))
+            x = block.finish(x, q, k, v, mask)
+        return x, (kv if return_kv else None)
+
+    def hidden_states_partial(self, input_ids: torch.Tensor, index: torch.Tensor, kv: LayerKV,
+                              attention_mask: torch.Tensor | None = None,
+                              position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """ML-Cache pass: recompute only positions ``index`` [B, M] of ``input_ids`` [B, L].
+
+        Per layer the fresh K/V of those positions are written into ``kv`` (in place; official
+        ``LLaDALlamaBlock`` cache update) and their queries attend over the full cached K/V.
+        Returns the hidden states [B, M, D] of the recomputed positions.
+        """
+        b, length = input_ids.shape
+        if position_ids is None:
+            position_ids = default_position_ids(attention_mask, b, length, input_ids.device)
+        pos = position_ids.gather(1, index)
+        cos, sin = rope_tables(pos, self.config.head_dim, self.config.rope_theta)
+        mask = self.key_mask(attention_mask)
+        x = self.embed(input_ids.gather(1, index))
+        for block, (k_all, v_all) in zip(self.blocks, kv, strict=True):
+            q, k, v = block.qkv(x, cos, sin)
+            slot = index[:, None, :, None].expand(-1, k.shape[1], -1, k.shape[-1])
+            k_all.scatter_(2, slot, k)
+            v_all.scatter_(2, slot, v)
+            x = block.finish(x, q, k_all, v_all, mask)
+        return x
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids [B, L] (+ key-padding mask [B, L], 1 = real) -> logits [B, L, V]."""
+        if input_ids.dim() != 2:
+            raise ValueError(f"input_ids must be [B, L], got shape {tuple(input_ids.shape)}")
+        if attention_mask is not None and attention_mask.shape != input_ids.shape:
+            raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} must equal input_ids "
+                             f"shape {tuple(input_ids.shape)}")
+        hidden, _ = self.hidden_states(input_ids, attention_mask, position_ids)
+        return self.project(hidden)
