@@ -1,0 +1,154 @@
+"""LADR and Prophet policies: frozen, validated dataclasses holding the paper's defaults.
+
+`LADRPolicy` is the phase-aware policy Pi(t) = (alpha_t, tau_t) of paper Sec. 3.3.2 together
+with the frontier kernel of Eq. 9 and the ablation switches of Sec. 4.3 (Table 5 / Figs. 5-6).
+`ProphetPolicy` holds the early-commit thresholds of Prophet (Li et al. 2025), which the paper
+adapts to images as a comparison method.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from numbers import Real
+
+METRICS = ("margin", "confidence", "random")
+CANDIDATES = ("neighbors", "non_neighbors", "random")
+PHASE_NAMES = ("exploration", "structure", "refinement")
+
+
+def _is_real(x: object) -> bool:
+    return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(float(x))
+
+
+def _triple(name: str, value: object) -> tuple:
+    if not isinstance(value, (tuple, list)) or len(value) != 3:
+        raise ValueError(
+            f"{name} must be a tuple of 3 values (exploration, structure, refinement); "
+            f"got {value!r}"
+        )
+    return tuple(value)
+
+
+def _check_bounds(name: str, value: object) -> tuple[float, float]:
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 2
+        or not all(_is_real(v) for v in value)
+    ):
+        raise ValueError(f"{name} must be a pair of numbers (lo, hi); got {value!r}")
+    lo, hi = float(value[0]), float(value[1])
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(
+            f"{name} must be monotone within [0, 1] (0 <= lo <= hi <= 1); got {value!r}"
+        )
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class LADRPolicy:
+    """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-30).
+
+    Fields (defaults are the paper's):
+      phase_bounds: (0.2, 0.7). t_eff < 0.2 is exploration, < 0.7 structure, else refinement;
+          t_eff = gamma^-1(masked ratio) at the start of the step (Prop. 2, Alg. 1 line 8).
+      tau: (0.05, 0.05, None). Margin threshold per phase: a frontier token is valid only if
+          Delta = p(1) - p(2) > tau (Eq. 10, Alg. 1 line 24); None = no threshold. In [0, 1].
+      alpha: (0.1, 0.3, 1.0). Rescue ratio per phase: budget floor(|C_t| * alpha) (Eq. 10,
+          Alg. 1 line 25), computed exactly from alpha's decimal value. In [0, 1].
+      kernel_size: 3. Side k of the k x k dilation kernel K of Eq. 9; odd and >= 1.
+      metric: "margin" ranks valid candidates by Delta (Eq. 10); "confidence" by the top-1
+          probability; "random" picks uniformly among the frontier C_t (ablation, Fig. 6).
+      candidates: "neighbors" = the frontier C_t of Eq. 9; "non_neighbors" prefers still-masked
+          tokens off the frontier, falling back to the frontier when exhausted; "random" picks
+          uniformly among all still-masked tokens (ablation, Fig. 5). Ablations keep the budget
+          k_res that "neighbors" would use, so only *which* tokens change.
+      delayed: False. True disables rescue in the exploration phase (paper Table 5).
+    """
+
+    phase_bounds: tuple[float, float] = (0.2, 0.7)
+    tau: tuple[float | None, float | None, float | None] = (0.05, 0.05, None)
+    alpha: tuple[float, float, float] = (0.1, 0.3, 1.0)
+    kernel_size: int = 3
+    metric: str = "margin"
+    candidates: str = "neighbors"
+    delayed: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase_bounds", _check_bounds("phase_bounds", self.phase_bounds))
+        tau = _triple("tau", self.tau)
+        for v in tau:
+            if v is not None and not (_is_real(v) and 0.0 <= float(v) <= 1.0):
+                raise ValueError(f"tau values must be None or in [0, 1]; got tau={self.tau!r}")
+        object.__setattr__(self, "tau", tuple(None if v is None else float(v) for v in tau))
+        alpha = _triple("alpha", self.alpha)
+        if not all(_is_real(v) and 0.0 <= float(v) <= 1.0 for v in alpha):
+            raise ValueError(f"alpha values must be numbers in [0, 1]; got alpha={self.alpha!r}")
+        object.__setattr__(self, "alpha", tuple(float(v) for v in alpha))
+        k = self.kernel_size
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k % 2 == 0:
+            raise ValueError(f"kernel_size must be an odd integer >= 1 (e.g. 3); got {k!r}")
+        if self.metric not in METRICS:
+            raise ValueError(f"metric must be one of {METRICS}; got {self.metric!r}")
+        if self.candidates not in CANDIDATES:
+            raise ValueError(f"candidates must be one of {CANDIDATES}; got {self.candidates!r}")
+        if not isinstance(self.delayed, bool):
+            raise ValueError(f"delayed must be True or False; got {self.delayed!r}")
+
+    def alpha_fractions(self) -> tuple[tuple[int, int], ...]:
+        """alpha per phase as exact (numerator, denominator) of its decimal value.
+
+        floor(|C| * alpha) is then computed in integers, so 0.29 * 100 gives 29, not the
+        28 that float rounding (28.999...) would give. With `delayed`, exploration gets 0.
+        """
+        out = []
+        for phase, a in enumerate(self.alpha):
+            if phase == 0 and self.delayed:
+                a = 0.0
+            f = Fraction(repr(a)).limit_denominator(1_000_000)
+            out.append((f.numerator, f.denominator))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class ProphetPolicy:
+    """Prophet early-commit thresholds (Li et al. 2025, pixeli99/Prophet), adapted to images.
+
+    Each step the mean top1 - top2 *logit* gap over an item's masked tokens is compared with a
+    threshold chosen by progress = step / steps: thresholds[0] (7.5) while progress <
+    progress_bounds[0] (0.33), thresholds[1] (5.0) while < progress_bounds[1] (0.67), else
+    thresholds[2] (2.5). When gap >= threshold, every masked token of that item is committed to
+    its current prediction and the item is finished.
+    """
+
+    thresholds: tuple[float, float, float] = (7.5, 5.0, 2.5)
+    progress_bounds: tuple[float, float] = (0.33, 0.67)
+
+    def __post_init__(self) -> None:
+        th = _triple("thresholds", self.thresholds)
+        if not all(_is_real(v) and float(v) >= 0.0 for v in th):
+            raise ValueError(
+                f"thresholds must be 3 finite numbers >= 0 (logit gaps); got {self.thresholds!r}"
+            )
+        object.__setattr__(self, "thresholds", tuple(float(v) for v in th))
+        object.__setattr__(
+            self, "progress_bounds", _check_bounds("progress_bounds", self.progress_bounds)
+        )
+
+    def threshold(self, progress: float) -> float:
+        """Logit-gap threshold for progress = step / steps in [0, 1)."""
+        lo, hi = self.progress_bounds
+        if progress < lo:
+            return self.thresholds[0]
+        return self.thresholds[1] if progress < hi else self.thresholds[2]
+
+
+POLICY_PRESETS: dict[str, LADRPolicy] = {
+    "paper": LADRPolicy(),
+    "delayed": LADRPolicy(delayed=True),
+    "ablation_non_neighbors": LADRPolicy(candidates="non_neighbors"),
+    "ablation_random_candidates": LADRPolicy(candidates="random"),
+    "ablation_confidence": LADRPolicy(metric="confidence"),
+    "ablation_random_metric": LADRPolicy(metric="random"),
+}

@@ -1,0 +1,227 @@
+"""sample(): the one masked-diffusion sampling loop, its result and its step record.
+
+Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
+`denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
+(CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
+derives what the strategy needs from the logits (log-sum-exp, top-2, argmax or Gumbel-max: the
+full softmax is never materialised), lets the strategy pick which masked tokens to unmask and
+makes at most ONE host synchronisation: the "is anything still masked?" early-exit check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .noise import StepNoise, draw_step_noise, generators_for
+from .policy import LADRPolicy, ProphetPolicy
+from .schedules import Schedule, get_schedule
+from .strategies import (
+    LOG_CONF_FLOOR,
+    LADRTables,
+    baseline_keep_table,
+    baseline_remask,
+    keep_lowest,
+    ladr_keep_counts,
+    ladr_rescue,
+    prophet_fire,
+)
+from .validation import check_logits, validate_arguments
+
+STRATEGIES = ("baseline", "ladr", "prophet")
+
+STEP_RECORD_KEYS: tuple[str, ...] = (
+    "step",  # int, 0-based
+    "steps",  # int T
+    "strategy",  # str
+    "tokens",  # LongTensor [B, N]; masked positions hold the current prediction
+    "masked",  # BoolTensor [B, N] after the step
+    "rescued",  # BoolTensor [B, N], unmasked by LADR's rescue this step
+    "unmasked",  # BoolTensor [B, N], every position unmasked this step
+    "nfe",  # int, denoise calls so far
+    "t_eff",  # FloatTensor [B], gamma^-1(masked ratio) at the start of the step
+    "phase",  # LongTensor [B]: 0 exploration, 1 structure, 2 refinement, -1 n/a
+    "grid",  # (H, W)
+)
+
+
+@dataclass
+class SampleResult:
+    """tokens: LongTensor [B, H*W] in [0, K); nfe: denoise calls; steps: steps actually run."""
+
+    tokens: torch.Tensor
+    nfe: int
+    steps: int
+
+
+@dataclass
+class _Prediction:
+    """What one step derives from the logits [B, N, K]; every field is [B, N]."""
+
+    sampled: torch.Tensor  # LongTensor: Gumbel-max sample (argmax at temperature 0)
+    log_conf: torch.Tensor | None  # log p(sampled), floored at log(1e-20) (baseline, prophet)
+    top1: torch.Tensor | None  # top-1 probability (ladr)
+    margin: torch.Tensor | None  # Delta = p(1) - p(2) (ladr)
+    logit_gap: torch.Tensor | None  # top-1 minus top-2 logit (prophet)
+
+
+def _predict(
+    logits: torch.Tensor, strategy: str, temperature: float, gumbel: list[torch.Tensor] | None
+) -> _Prediction:
+    """Sampling (official `gumbel_max_sample`) and the per-token statistics the strategy needs.
+
+    Half-precision logits are upcast once to float32 so probabilities near the LADR threshold
+    tau are not rounded away. Gumbel noise (`gumbel[i]` is item i's [N, K] noise, already
+    transformed) is consumed in place: argmax(logits / temperature + g).
+    """
+    x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+    if gumbel is None:
+        sampled = x.argmax(dim=-1)
+    else:
+        rows = []
+        for i, g in enumerate(gumbel):
+            g.add_(x[i] if temperature == 1.0 else x[i] / temperature)
+            rows.append(g.argmax(dim=-1))
+        sampled = torch.stack(rows)
+    lse = torch.logsumexp(x, dim=-1)
+    log_conf = top1 = margin = gap = None
+    if strategy != "ladr":
+        log_conf = (x.gather(-1, sampled.unsqueeze(-1)).squeeze(-1) - lse).clamp_min(LOG_CONF_FLOOR)
+    if strategy != "baseline":
+        top2 = x.topk(2, dim=-1).values
+        if strategy == "ladr":
+            p = torch.exp(top2 - lse.unsqueeze(-1))
+            top1, margin = p[..., 0], p[..., 0] - p[..., 1]
+        else:
+            gap = top2[..., 0] - top2[..., 1]
+    return _Prediction(sampled, log_conf, top1, margin, gap)
+
+
+class _Run:
+    """State of one sample() call: tokens / mask on the denoiser's device plus per-run tables."""
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self.__dict__.update(args)
+        b, h, w = self.shape
+        self.b, self.n, self.grid = b, h * w, (h, w)
+        self.tokens = torch.zeros(b, self.n, dtype=torch.long, device=self.device)
+        self.masked = torch.ones(b, self.n, dtype=torch.bool, device=self.device)
+        self.k: int | None = None
+        self.nfe = 0
+
+    def bind_device(self, device: torch.device) -> None:
+        """After the first denoise call: move state to the logits' device and build tables."""
+        self.device = device
+        self.tokens = self.tokens.to(device)
+        self.masked = self.masked.to(device)
+        self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
+        self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
+
+    def step(self, step: int) -> dict[str, Any]:
+        """One denoise call and one unmasking decision; returns the step record."""
+        logits = self.denoise(self.tokens, self.masked)
+        self.nfe += 1
+        self.k = check_logits(logits, self.b, self.n, self.k)
+        if step == 0:
+            self.bind_device(logits.device)
+        masked = self.masked
+        remaining = masked.sum(dim=1)
+        t_eff = self.schedule.gamma_inv(remaining.to(torch.float32) / self.n)
+        noise = draw_step_noise(self, logits)
+        pred = _predict(logits, self.strategy, self.temperature, noise.gumbel)
+        rescued = torch.zeros_like(masked)
+        phase = torch.full_like(remaining, -1)
+        if self.strategy == "ladr":
+            phase = self.tables.phase(t_eff)
+            n_mask = ladr_keep_counts(masked, t_eff, step, self.steps, self.schedule)
+            m_std = keep_lowest(pred.top1, masked, n_mask)
+            rescued = ladr_rescue(
+                m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform
+            )
+            new_masked = m_std & ~rescued
+        else:
+            confidence = pred.log_conf
+            if noise.remask is not None:
+                confidence = confidence + self.temperature * noise.remask
+            new_masked = baseline_remask(masked, confidence, self.keep_table[step])
+            if self.strategy == "prophet":
+                fire = prophet_fire(
+                    masked, pred.logit_gap, self.prophet.threshold(step / self.steps)
+                )
+                new_masked = new_masked & ~fire.unsqueeze(1)
+        unmasked = masked & ~new_masked
+        self.tokens = torch.where(unmasked, pred.sampled, self.tokens)
+        self.masked = new_masked
+        return {
+            "step": step,
+            "steps": self.steps,
+            "strategy": self.strategy,
+            "tokens": torch.where(new_masked, pred.sampled, self.tokens),
+            "masked": new_masked,
+            "rescued": rescued,
+            "unmasked": unmasked,
+            "nfe": self.nfe,
+            "t_eff": t_eff,
+            "phase": phase,
+            "grid": self.grid,
+        }
+
+
+def sample(
+    denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    shape: Sequence[int],
+    steps: int,
+    strategy: str = "ladr",
+    policy: LADRPolicy | None = None,
+    temperature: float = 1.0,
+    generator: torch.Generator | Sequence[torch.Generator] | None = None,
+    callback: Callable[[dict[str, Any]], None] | None = None,
+    schedule: str | Schedule = "cosine",
+    prophet: ProphetPolicy | None = None,
+    device: torch.device | str | None = None,
+) -> SampleResult:
+    """Generate B token grids of H x W with `steps` = T schedule steps (contract: ARCHITECTURE 1).
+
+    strategy: "baseline" (official DiMOO `generate_image`), "ladr" (Algorithm 1 with `policy`,
+    default LADRPolicy()), "prophet" (baseline plus Prophet early commit with `prophet`, default
+    ProphetPolicy()). temperature 0 = greedy with no random draw (except a random LADR ablation).
+    generator: None (device default generator), one generator shared by all items (each step,
+    item 0 draws its noise, then item 1, ...), or a list of B generators (item i with g_i equals a
+    B=1 run with g_i). Noise is drawn on the generator's device and moved to the logits' device;
+    use a generator on the denoiser's device to avoid the copy. device: where the first `tokens`
+    passed to `denoise` live (default: the generator's device, else CPU); from then on all state
+    lives on the device of the returned logits. The loop stops early once nothing is masked and
+    always finishes within T steps (the last step unmasks everything).
+    """
+    args = validate_arguments(
+        denoise,
+        shape,
+        steps,
+        strategy,
+        policy,
+        temperature,
+        generator,
+        callback,
+        schedule,
+        prophet,
+        device,
+    )
+    args["schedule"] = get_schedule(args["schedule"])
+    args["generators"] = generators_for(args["generator"], args["shape"][0])
+    run = _Run(args)
+    steps_run = 0
+    for step in range(run.steps):
+        record = run.step(step)
+        steps_run += 1
+        if callback is not None:
+            callback(record)
+        # The loop's single host synchronisation: stop once nothing is masked anywhere.
+        if step < run.steps - 1 and not bool(run.masked.any()):
+            break
+    return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
+
+
+__all__ = ["STEP_RECORD_KEYS", "STRATEGIES", "SampleResult", "StepNoise", "sample"]

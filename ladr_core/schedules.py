@@ -1,0 +1,88 @@
+"""Mask schedules gamma(t) and their inverses gamma^-1(r).
+
+gamma(t) is the expected fraction of image tokens still masked at time t in [0, 1]
+(paper Eq. 1: q(z_t,i = [MASK]) = gamma(t)); gamma(0) = 1 (all masked), gamma(1) = 0.
+LADR's inverse scheduling (paper Prop. 2 "Manifold Consistency", the step Algorithm 1 labels
+"Prop. 1") needs gamma^-1 to turn the actual mask ratio back into an effective time t_eff.
+
+Both functions accept a float or a tensor (any shape, any floating dtype, any device) and clamp
+their input to [0, 1] first, so rounding slop just outside the range is harmless. Tensor in gives
+tensor out on the same device and dtype: the sampler evaluates the schedule on the denoiser's
+device, exactly as the official DiMOO loop does (cos on the model's device, float32).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import torch
+
+Value = TypeVar("Value", float, torch.Tensor)
+
+
+def _clamp01(x: Value) -> Value:
+    if isinstance(x, torch.Tensor):
+        return x.clamp(0.0, 1.0)
+    return min(max(float(x), 0.0), 1.0)
+
+
+def cosine_gamma(t: Value) -> Value:
+    """MaskGIT / DiMOO cosine schedule gamma(t) = cos(pi t / 2) (official `cosine_schedule`)."""
+    t = _clamp01(t)
+    if isinstance(t, torch.Tensor):
+        return torch.cos(0.5 * math.pi * t)
+    return math.cos(0.5 * math.pi * t)
+
+
+def cosine_gamma_inv(r: Value) -> Value:
+    """Inverse of the cosine schedule: gamma^-1(r) = (2 / pi) * arccos(r)."""
+    r = _clamp01(r)
+    if isinstance(r, torch.Tensor):
+        return torch.arccos(r) * (2.0 / math.pi)
+    return math.acos(r) * (2.0 / math.pi)
+
+
+def linear_gamma(t: Value) -> Value:
+    """Linear schedule gamma(t) = 1 - t (LLaDA's forward process)."""
+    return 1.0 - _clamp01(t)
+
+
+def linear_gamma_inv(r: Value) -> Value:
+    """Inverse of the linear schedule: gamma^-1(r) = 1 - r."""
+    return 1.0 - _clamp01(r)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """A mask schedule: `gamma` (time -> masked fraction) with its inverse `gamma_inv`.
+
+    Both are monotone decreasing bijections of [0, 1] with gamma(0) = 1 and gamma(1) = 0.
+    """
+
+    name: str
+    gamma: Callable[[Value], Value]
+    gamma_inv: Callable[[Value], Value]
+
+
+SCHEDULES: dict[str, Schedule] = {
+    "cosine": Schedule("cosine", cosine_gamma, cosine_gamma_inv),
+    "linear": Schedule("linear", linear_gamma, linear_gamma_inv),
+}
+
+
+def get_schedule(schedule: str | Schedule = "cosine") -> Schedule:
+    """Return the named schedule ("cosine" default, "linear"), or `schedule` itself if given one.
+
+    Raises ValueError naming the argument and the allowed names for anything else.
+    """
+    if isinstance(schedule, Schedule):
+        return schedule
+    if isinstance(schedule, str) and schedule in SCHEDULES:
+        return SCHEDULES[schedule]
+    raise ValueError(
+        f"schedule must be one of {sorted(SCHEDULES)} or a ladr_core.schedules.Schedule; "
+        f"got {schedule!r}"
+    )

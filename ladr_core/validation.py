@@ -1,0 +1,131 @@
+"""Argument and denoiser-output validation for sample(): every bad input is a ValueError that
+names the argument, the allowed range and (where useful) the fix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from numbers import Real
+from typing import Any
+
+import torch
+
+from .policy import LADRPolicy, ProphetPolicy
+from .schedules import get_schedule
+
+STRATEGY_NAMES = ("baseline", "ladr", "prophet")
+
+
+def _check_shape(shape: object) -> tuple[int, int, int]:
+    ok = isinstance(shape, (tuple, list, torch.Size)) and len(shape) == 3
+    ok = ok and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)
+    if not ok:
+        raise ValueError(f"shape must be 3 positive ints (B, H, W); got {shape!r}")
+    return tuple(int(v) for v in shape)  # type: ignore[return-value]
+
+
+def _check_generator(generator: object, batch: int) -> None:
+    if generator is None or isinstance(generator, torch.Generator):
+        return
+    if isinstance(generator, (list, tuple)):
+        if len(generator) != batch or not all(isinstance(g, torch.Generator) for g in generator):
+            raise ValueError(
+                f"generator list must hold exactly B={batch} torch.Generator objects "
+                f"(one per item); got {len(generator)} entries"
+            )
+        return
+    raise ValueError(
+        "generator must be None, a torch.Generator or a list of B torch.Generator; "
+        f"got {type(generator).__name__}"
+    )
+
+
+def _default_device(device: object, generator: object) -> torch.device:
+    if device is not None:
+        try:
+            return torch.device(device)  # type: ignore[arg-type]
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(
+                f"device must be a torch.device or a name like 'cpu'; got {device!r}"
+            ) from exc
+    if isinstance(generator, torch.Generator):
+        return generator.device
+    if isinstance(generator, (list, tuple)) and generator:
+        return generator[0].device
+    return torch.device("cpu")
+
+
+def validate_arguments(
+    denoise: Callable[..., Any],
+    shape: Sequence[int],
+    steps: int,
+    strategy: str,
+    policy: LADRPolicy | None,
+    temperature: float,
+    generator: object,
+    callback: object,
+    schedule: object,
+    prophet: ProphetPolicy | None,
+    device: object,
+) -> dict[str, Any]:
+    """Check every sample() argument; return them normalised (defaults filled in) as a dict."""
+    if not callable(denoise):
+        raise ValueError(
+            "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
+        )
+    shape = _check_shape(shape)
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
+    if strategy not in STRATEGY_NAMES:
+        raise ValueError(f"strategy must be one of {STRATEGY_NAMES}; got {strategy!r}")
+    if policy is None:
+        policy = LADRPolicy()
+    if not isinstance(policy, LADRPolicy):
+        raise ValueError(f"policy must be a LADRPolicy or None; got {type(policy).__name__}")
+    if prophet is None:
+        prophet = ProphetPolicy()
+    if not isinstance(prophet, ProphetPolicy):
+        raise ValueError(f"prophet must be a ProphetPolicy or None; got {type(prophet).__name__}")
+    ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
+    if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
+        raise ValueError(
+            f"temperature must be a finite number >= 0 (0 = greedy); got {temperature!r}"
+        )
+    _check_generator(generator, shape[0])
+    if callback is not None and not callable(callback):
+        raise ValueError("callback must be None or callable(record: dict)")
+    get_schedule(schedule)  # raises ValueError naming `schedule`
+    return {
+        "denoise": denoise,
+        "shape": shape,
+        "steps": steps,
+        "strategy": strategy,
+        "policy": policy,
+        "temperature": float(temperature),
+        "generator": generator,
+        "callback": callback,
+        "schedule": schedule,
+        "prophet": prophet,
+        "device": _default_device(device, generator),
+    }
+
+
+def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:
+    """Validate one denoise output ([B, N, K] floating, K >= 2 and fixed); return K."""
+    if not isinstance(logits, torch.Tensor):
+        raise ValueError(
+            f"denoise must return a torch.Tensor of logits [B, N, K]; got {type(logits).__name__}"
+        )
+    expected = f"(B={batch}, N={n}, K)" if k is None else f"(B={batch}, N={n}, K={k})"
+    shape = tuple(logits.shape)
+    if logits.dim() != 3 or shape[:2] != (batch, n) or (k is not None and shape[2] != k):
+        raise ValueError(
+            f"denoise returned shape {shape}; expected {expected} with K fixed across steps"
+        )
+    if not logits.is_floating_point():
+        raise ValueError(
+            f"denoise returned dtype {logits.dtype}; expected floating-point logits {expected}"
+        )
+    if shape[2] < 2:
+        raise ValueError(f"denoise returned K={shape[2]} classes; expected K >= 2 (codebook size)")
+    return shape[2]
