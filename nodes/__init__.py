@@ -1,0 +1,34 @@
+"""ComfyUI V3 nodes of the pack: a thin adapter over `ladr_core` (STYLE.md "The nodes").
+
+Node modules are imported only by `node_classes()` (called from `comfy_entrypoint`), never at
+package import, so importing `nodes` is free. `nodes.host` is the only module touching ComfyUI.
+"""
+
+from __future__ import annotations
+
+
+def node_classes() -> list[type]:
+    """All node classes, in menu order. Their `node_id`s are stable forever."""
+    from .cache import MLCacheOptions
+    from .decode import DiMOOVQDecode
+    from .loader import LoadDiMOOModel
+    from .policy import LADRPolicyNode
+    from .sampler import DiMOOSampler
+
+    return [LoadDiMOOModel, LADRPolicyNode, MLCacheOptions, DiMOOSampler, DiMOOVQDecode]
+
+
+def extension_class() -> type:
+    """The `ComfyExtension` subclass returned by the pack's `comfy_entrypoint`."""
+    from . import host
+
+    _io, base = host.v3()
+
+    class LADRExtension(base):
+        async def on_load(self) -> None:
+            host.register_model_folder()
+
+        async def get_node_list(self) -> list[type]:
+            return node_classes()
+
+    return LADRExtension

@@ -1,0 +1,66 @@
+"""ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`).
+
+Max-Logit Cache of the official Lumina-DiMOO sampler (generators/image_generation_generator.py):
+after `warmup_ratio * steps` full steps, only the `1 - cache_ratio` least certain image tokens
+are recomputed each step, with a full refresh every `refresh_interval` steps.
+"""
+
+from __future__ import annotations
+
+import ladr_core
+
+from . import host
+from .handles import CACHE_TYPE
+
+io, _ = host.v3()
+
+
+def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int) -> object:
+    """Widget values -> MLCacheConfig (its own validation names the bad argument)."""
+    return ladr_core.MLCacheConfig(
+        cache_ratio=float(cache_ratio),
+        warmup_ratio=float(warmup_ratio),
+        refresh_interval=int(refresh_interval),
+    )
+
+
+class MLCacheOptions(io.ComfyNode):
+    """Options of DiMOO's Max-Logit Cache; connect to the sampler's optional `cache` input."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_MLCacheOptions",
+            display_name="ML-Cache Options",
+            category="LADR",
+            description="Lumina-DiMOO's Max-Logit Cache: reuse the computation of confident "
+            "tokens between steps. Combines with LADR. Defaults are the official ones.",
+            inputs=[
+                io.Float.Input("cache_ratio", default=0.9, min=0.0, max=0.99, step=0.01,
+                               tooltip="Fraction of image tokens whose computation is reused "
+                               "each cached step (official default 0.9; higher = faster)."),
+                io.Float.Input("warmup_ratio", default=0.3, min=0.0, max=0.99, step=0.01,
+                               tooltip="Fraction of steps run without the cache at the start "
+                               "(official default 0.3; lower = faster)."),
+                io.Int.Input("refresh_interval", default=5, min=1, max=1000,
+                             tooltip="Recompute every token every N steps after warm-up "
+                             "(official default 5; higher = faster)."),
+            ],
+            outputs=[io.Custom(CACHE_TYPE).Output("cache", tooltip="ML-Cache options.")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, cache_ratio: float, warmup_ratio: float,
+                        refresh_interval: int) -> bool | str:
+        if None in (cache_ratio, warmup_ratio, refresh_interval):
+            return True
+        try:
+            build_cache(cache_ratio, warmup_ratio, refresh_interval)
+        except (ValueError, TypeError) as exc:
+            return f"ML-Cache Options: {exc}"
+        return True
+
+    @classmethod
+    def execute(cls, cache_ratio: float, warmup_ratio: float,
+                refresh_interval: int) -> io.NodeOutput:
+        return io.NodeOutput(build_cache(cache_ratio, warmup_ratio, refresh_interval))

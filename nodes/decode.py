@@ -1,0 +1,49 @@
+"""DiMOO VQ Decode node: image tokens -> IMAGE [B, H, W, 3] float32 in [0, 1] (ComfyUI layout)."""
+
+from __future__ import annotations
+
+import torch
+
+from . import host
+from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
+
+io, _ = host.v3()
+
+
+def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
+    """`pipe.decode(tokens [B, h*w], grid)` on the model's device -> CPU float [B, H, W, 3]."""
+    if tokens.model_key != model.key:
+        raise ValueError(
+            f"tokens: they were sampled with another checkpoint/dtype than {model.name!r} "
+            "(different codebook). Connect VQ Decode to the same Load DiMOO Model as the sampler."
+        )
+    host.load_to_device(model.patcher)
+    with torch.inference_mode():
+        images = model.pipe.decode(tokens.tokens, tokens.grid)
+    images = images.detach().float().clamp(0.0, 1.0).cpu()
+    expected = (tokens.tokens.shape[0], tokens.height, tokens.width, 3)
+    if tuple(images.shape) != expected:
+        raise RuntimeError(f"VQ decode returned {tuple(images.shape)}, expected {expected}")
+    return images.contiguous()
+
+
+class DiMOOVQDecode(io.ComfyNode):
+    """Decode DiMOO image tokens to pixels with the checkpoint's VQ decoder."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_DiMOOVQDecode",
+            display_name="DiMOO VQ Decode",
+            category="LADR",
+            description="Turns sampled DiMOO tokens into an IMAGE batch with the VQ decoder.",
+            inputs=[
+                io.Custom(MODEL_TYPE).Input("model", tooltip="The same model that sampled."),
+                io.Custom(TOKENS_TYPE).Input("tokens", tooltip="From DiMOO Sampler."),
+            ],
+            outputs=[io.Image.Output("image", tooltip="[B, H, W, 3] in [0, 1].")],
+        )
+
+    @classmethod
+    def execute(cls, model: DiMOOModel, tokens: DiMOOTokens) -> io.NodeOutput:
+        return io.NodeOutput(decode_tokens(model, tokens))

@@ -1,0 +1,46 @@
+"""Values carried by the pack's typed sockets (frozen dataclasses, never string-keyed dicts).
+
+Socket type names are part of saved workflows and must never change:
+  LADR_DIMOO_MODEL  -> DiMOOModel      (Load DiMOO Model -> Sampler / VQ Decode)
+  LADR_POLICY       -> ladr_core.LADRPolicy
+  LADR_MLCACHE      -> ladr_core.MLCacheConfig
+  LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+MODEL_TYPE = "LADR_DIMOO_MODEL"
+POLICY_TYPE = "LADR_POLICY"
+CACHE_TYPE = "LADR_MLCACHE"
+TOKENS_TYPE = "LADR_TOKENS"
+
+
+@dataclass(frozen=True, eq=False)
+class DiMOOModel:
+    """A loaded DiMOO pipeline (transformer + tokenizer + VQ) and its ComfyUI memory wrapper.
+
+    `key` identifies the loader inputs (checkpoint folder, dtype, device); tokens remember it so
+    VQ Decode can refuse tokens sampled by another checkpoint (different codebook).
+    """
+
+    pipe: Any
+    key: tuple
+    name: str
+    patcher: Any | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class DiMOOTokens:
+    """Sampled image tokens: `tokens` LongTensor [B, h*w] on CPU, row-major over `grid` (h, w)."""
+
+    tokens: torch.Tensor
+    grid: tuple[int, int]
+    width: int
+    height: int
+    model_key: tuple
+    stats: dict = field(default_factory=dict)

@@ -1,0 +1,180 @@
+"""The ONLY module of the pack that touches ComfyUI (STYLE.md "one place touches the host").
+
+Every ComfyUI import (`comfy`, `comfy_api`, `folder_paths`, `server`) happens lazily inside a
+function, so importing this module probes nothing. Without ComfyUI each function falls back to
+CPU / a no-op, which is what lets the nodes run under pytest.
+
+V3 API version: we pin `comfy_api.v0_0_2`, the newest *numbered* API that ComfyUI 0.33 ships
+(`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
+`ComfyExtension` as `comfy_api.latest`, but unlike `latest` (documented as moving) a numbered
+version is kept as an adapter when the API evolves, so saved workflows keep their schema.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import torch
+
+MODEL_FOLDER = "lumina_dimoo"
+"""folder_paths key: `models/lumina_dimoo/<name>/` and the extra_model_paths.yaml key."""
+
+
+def _comfy_module(name: str) -> ModuleType | None:
+    """Import a host module if we run inside ComfyUI (it is already in sys.modules then)."""
+    if "comfy" not in sys.modules and not os.environ.get("LADR_FORCE_HOST_IMPORT"):
+        return None
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        return None
+
+
+def v3() -> tuple[Any, type]:
+    """(io module, ComfyExtension base): ComfyUI's pinned V3 API, or the host-free stand-in."""
+    try:
+        from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
+    except ImportError:
+        from . import _v3_fallback as io  # noqa: PLC0415
+
+        return io, io.ComfyExtension
+    return io, ComfyExtension
+
+
+def in_comfyui() -> bool:
+    """True when ComfyUI's model management is importable (we are inside the server)."""
+    return _comfy_module("comfy.model_management") is not None
+
+
+# ---------------------------------------------------------------- devices and dtypes
+def torch_device() -> torch.device:
+    """Compute device: ComfyUI's choice (`--cpu`, CUDA, MPS, ...) or CPU without the host."""
+    mm = _comfy_module("comfy.model_management")
+    return mm.get_torch_device() if mm else torch.device("cpu")
+
+
+def offload_device() -> torch.device:
+    """Where weights rest between runs (`unet_offload_device`), CPU without the host."""
+    mm = _comfy_module("comfy.model_management")
+    return mm.unet_offload_device() if mm else torch.device("cpu")
+
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def pick_dtype(choice: str, device: torch.device) -> torch.dtype:
+    """`auto`: bf16 where the device computes it well, else fp32 (CPU matmuls in fp16 are slow).
+
+    Inside ComfyUI `auto` follows `should_use_bf16` for the device (and its `--fp32-unet`-style
+    flags through `unet_dtype`).
+    """
+    if choice in DTYPES:
+        return DTYPES[choice]
+    if choice != "auto":
+        raise ValueError(f"dtype: {choice!r} is not one of auto, bf16, fp16, fp32")
+    mm = _comfy_module("comfy.model_management")
+    if mm is not None:
+        return mm.unet_dtype(device, supported_dtypes=[torch.bfloat16, torch.float32])
+    return torch.float32 if device.type == "cpu" else torch.bfloat16
+
+
+# ---------------------------------------------------------------- model folders
+def register_model_folder() -> None:
+    """Register `models/lumina_dimoo` with folder_paths (idempotent; keeps yaml-added paths)."""
+    fp = _comfy_module("folder_paths")
+    if fp is None:
+        return
+    default = os.path.join(fp.models_dir, MODEL_FOLDER)
+    fp.add_model_folder_path(MODEL_FOLDER, default, is_default=False)
+
+
+def model_folder_paths() -> list[str]:
+    """Folders that may hold DiMOO checkpoints (one sub-folder per checkpoint)."""
+    fp = _comfy_module("folder_paths")
+    if fp is None:
+        env = os.environ.get("LADR_MODELS_DIR")
+        return [env] if env else []
+    register_model_folder()
+    return fp.get_folder_paths(MODEL_FOLDER)
+
+
+# ---------------------------------------------------------------- memory management
+def wrap_for_memory(modules: torch.nn.Module) -> Any | None:
+    """Wrap the weights in ComfyUI's ModelPatcher so `load_models_gpu` can place/evict them."""
+    mp = _comfy_module("comfy.model_patcher")
+    if mp is None:
+        return None
+    cls = getattr(mp, "CoreModelPatcher", mp.ModelPatcher)
+    return cls(modules, load_device=torch_device(), offload_device=offload_device())
+
+
+def load_to_device(patcher: Any | None, memory_required: int = 0) -> None:
+    """Ask ComfyUI to load the weights (freeing other models if needed) before sampling."""
+    mm = _comfy_module("comfy.model_management")
+    if mm is None or patcher is None:
+        return
+    mm.load_models_gpu([patcher], memory_required=memory_required, force_full_load=True)
+
+
+# ---------------------------------------------------------------- interrupts
+class FallbackInterrupt(BaseException):
+    """Raised by `check_interrupt` after `request_interrupt()` when ComfyUI is absent."""
+
+
+_fallback_interrupt = False
+
+
+def request_interrupt() -> None:
+    """Host-free twin of ComfyUI's `interrupt_current_processing()` (for tests and the CLI)."""
+    global _fallback_interrupt
+    mm = _comfy_module("comfy.model_management")
+    if mm is not None:
+        mm.interrupt_current_processing(True)
+        return
+    _fallback_interrupt = True
+
+
+def check_interrupt() -> None:
+    """`throw_exception_if_processing_interrupted()`; the exception must propagate (BaseException)."""
+    global _fallback_interrupt
+    mm = _comfy_module("comfy.model_management")
+    if mm is not None:
+        mm.throw_exception_if_processing_interrupted()
+        return
+    if _fallback_interrupt:
+        _fallback_interrupt = False
+        raise FallbackInterrupt("processing interrupted")
+
+
+# ---------------------------------------------------------------- progress and events
+@dataclass
+class Progress:
+    """ComfyUI's ProgressBar (or nothing) for one node execution."""
+
+    total: int
+    bar: Any | None = None
+
+    @classmethod
+    def start(cls, total: int) -> Progress:
+        utils = _comfy_module("comfy.utils")
+        return cls(total, utils.ProgressBar(total) if utils else None)
+
+    def update(self, value: int, preview: Any | None = None) -> None:
+        """Absolute progress; `preview` is a PIL image shown at its own size (max_size None)."""
+        if self.bar is None:
+            return
+        shown = ("JPEG", preview, None) if preview is not None else None
+        self.bar.update_absolute(value, self.total, shown)
+
+
+def send_event(event: str, payload: dict) -> None:
+    """`PromptServer.instance.send_sync(event, payload, sid)` to the client that queued the run."""
+    srv = _comfy_module("server")
+    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    if instance is None:
+        return
+    instance.send_sync(event, payload, getattr(instance, "client_id", None))

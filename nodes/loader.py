@@ -1,0 +1,127 @@
+"""Load DiMOO Model: a checkpoint folder (official layout) -> LADR_DIMOO_MODEL.
+
+Choices are the sub-folders of every `lumina_dimoo` model folder ComfyUI knows (its
+`models/lumina_dimoo/` plus any `lumina_dimoo:` path from extra_model_paths.yaml) that hold a
+`config.json`, and the built-in nano checkpoint. The loaded pipeline is cached across queue
+runs, keyed on (folder, its config.json mtime, dtype, device); changing an input reloads.
+"""
+
+from __future__ import annotations
+
+import os
+
+import ladr_core
+
+from . import host
+from .handles import MODEL_TYPE, DiMOOModel
+
+io, _ = host.v3()
+
+NANO = "dimoo-nano (built-in)"
+DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
+_CACHE: dict[tuple, DiMOOModel] = {}
+
+
+def model_choices() -> list[str]:
+    """[built-in nano] + sorted checkpoint sub-folders (those with a config.json)."""
+    found: set[str] = set()
+    for root in host.model_folder_paths():
+        if not os.path.isdir(root):
+            continue
+        for name in os.listdir(root):
+            if os.path.isfile(os.path.join(root, name, "config.json")):
+                found.add(name)
+    return [NANO, *sorted(found)]
+
+
+def resolve_model_path(model_name: str) -> str:
+    """Folder of `model_name`; a clear error naming the searched folders when it is missing."""
+    if model_name == NANO:
+        return str(ladr_core.nano_model_path())
+    roots = host.model_folder_paths()
+    for root in roots:
+        path = os.path.join(root, model_name)
+        if os.path.isfile(os.path.join(path, "config.json")):
+            return path
+    where = ", ".join(roots) if roots else "(no lumina_dimoo model folder is registered)"
+    raise ValueError(
+        f"model_name: checkpoint folder {model_name!r} with a config.json was not found in "
+        f"{where}. Put the official Lumina-DiMOO folder (config.json, *.safetensors, tokenizer "
+        f"files, vqvae/) at models/lumina_dimoo/{model_name}/ and refresh, or pick "
+        f"{NANO!r}."
+    )
+
+
+def load_model(model_name: str, dtype: str) -> DiMOOModel:
+    """Load (or reuse) the pipeline for these loader inputs and wrap it for ComfyUI memory."""
+    path = resolve_model_path(model_name)
+    device = host.torch_device()
+    torch_dtype = host.pick_dtype(dtype, device)
+    mtime = os.path.getmtime(os.path.join(path, "config.json"))
+    key = (os.path.realpath(path), mtime, str(torch_dtype), str(device))
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    _CACHE.clear()  # one DiMOO at a time: drop the old one before loading the next
+    pipe = load_pipeline(path, device, torch_dtype)
+    modules = _weights_module(pipe)
+    handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=host.wrap_for_memory(modules))
+    _CACHE[key] = handle
+    return handle
+
+
+def load_pipeline(path: str, device: object, dtype: object) -> object:
+    """`ladr_core.load_dimoo` (ARCHITECTURE.md Sec. 2); one seam for tests to substitute."""
+    return ladr_core.load_dimoo(path, device=device, dtype=dtype)
+
+
+def _weights_module(pipe: object) -> object:
+    """One nn.Module holding the transformer and the VQ model, for ComfyUI's ModelPatcher."""
+    import torch  # noqa: PLC0415
+
+    parts = {"transformer": pipe.transformer}
+    if isinstance(getattr(pipe, "vq", None), torch.nn.Module):
+        parts["vq"] = pipe.vq
+    return torch.nn.ModuleDict(parts)
+
+
+class LoadDiMOOModel(io.ComfyNode):
+    """Load a Lumina-DiMOO checkpoint (transformer + tokenizer + VQ) for LADR sampling."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_LoadDiMOOModel",
+            display_name="Load DiMOO Model",
+            category="LADR",
+            description="Loads a Lumina-DiMOO checkpoint folder (official layout) from "
+            "models/lumina_dimoo/, or the small built-in nano model that runs on a CPU.",
+            inputs=[
+                io.Combo.Input(
+                    "model_name", options=model_choices(), default=NANO,
+                    tooltip="Checkpoint folder under models/lumina_dimoo/ (or an "
+                    "extra_model_paths.yaml 'lumina_dimoo:' path). The built-in nano model is "
+                    "tiny and CPU-friendly; the real 8B Lumina-DiMOO needs a GPU.",
+                ),
+                io.Combo.Input(
+                    "dtype", options=DTYPE_CHOICES, default="auto",
+                    tooltip="Weight dtype. auto: bf16 where the device supports it well, "
+                    "fp32 on CPU.",
+                ),
+            ],
+            outputs=[io.Custom(MODEL_TYPE).Output("model", tooltip="DiMOO model handle.")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, model_name: str, dtype: str) -> bool | str:
+        if dtype not in DTYPE_CHOICES:
+            return f"dtype: {dtype!r} is not one of {DTYPE_CHOICES}"
+        try:
+            resolve_model_path(model_name)
+        except ValueError as exc:
+            return str(exc)
+        return True
+
+    @classmethod
+    def execute(cls, model_name: str, dtype: str) -> io.NodeOutput:
+        return io.NodeOutput(load_model(model_name, dtype))

@@ -1,0 +1,165 @@
+"""Every node executed on CPU without ComfyUI (host fallbacks), on a contract-shaped pipeline
+that runs the real `ladr_core.sample` (tests/nodes_fakes.py). The nano-model run is in
+tests/test_nodes_nano.py."""
+
+from __future__ import annotations
+
+import base64
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+import ladr_core
+from nodes import events, host, loader
+from nodes.decode import DiMOOVQDecode
+from nodes.handles import DiMOOModel
+from nodes.loader import LoadDiMOOModel
+from nodes.policy import LADRPolicyNode
+from nodes.sampler import DiMOOSampler
+from tests.nodes_fakes import FakeDiMOO
+
+SAMPLER_DEFAULTS = dict(prompt="a red circle", negative_prompt="", width=64, height=48, steps=12,
+                        cfg=4.0, temperature=1.0, seed=3, batch_size=1, strategy="ladr",
+                        one_prompt_per_line=False)
+
+
+@pytest.fixture
+def fake_model() -> DiMOOModel:
+    return DiMOOModel(pipe=FakeDiMOO(), key=("fake",), name="fake")
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    """Events the sampler hands to the host (a no-op without ComfyUI), recorded."""
+    out: list[tuple[str, dict]] = []
+    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
+    return out
+
+
+def run(model: DiMOOModel, **kw) -> tuple:
+    args = {**SAMPLER_DEFAULTS, **kw}
+    return DiMOOSampler.execute(model=model, **args).args
+
+
+def bits(b64: str, n: int) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(base64.b64decode(b64), np.uint8))[:n].astype(bool)
+
+
+def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -> None:
+    tokens, stats = run(fake_model)
+    assert tokens.tokens.shape == (1, 3 * 4) and tokens.grid == (3, 4)
+    assert tokens.tokens.dtype == torch.long and tokens.tokens.device.type == "cpu"
+    steps = tokens.stats["steps"]
+    assert stats.startswith("ladr: ") and f"NFE {tokens.stats['nfe']}" in stats
+    step_events = [p for e, p in sent if e == events.EVENT and not p["done"]]
+    assert [p["step"] for p in step_events] == list(range(1, steps + 1))
+    assert sent[-1][1]["done"] and sent[-1][1]["stats"] == tokens.stats
+    last = step_events[-1]
+    assert last["masked_pct"] == 0.0 and not bits(last["masked_bits"], 12).any()
+    for p in step_events:
+        assert bits(p["rescued_bits"], 12).sum() == p["rescued"] <= p["unmasked"]
+        assert p["phase"] in ("exploration", "structure", "refinement")
+        assert base64.b64decode(p["preview"]).startswith(b"\x89PNG")
+
+
+def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> None:
+    ladr, _ = run(fake_model, steps=16, width=128, height=128)
+    base, _ = run(fake_model, steps=16, width=128, height=128, strategy="baseline")
+    assert base.stats["steps"] == 16
+    assert ladr.stats["steps"] < base.stats["steps"]
+    assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
+
+
+def test_policy_preset_reaches_the_core(fake_model, sent) -> None:
+    (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
+    run(fake_model, policy=policy)
+    assert fake_model.pipe.calls[-1]["policy"] == ladr_core.POLICY_PRESETS["delayed"]
+    run(fake_model, strategy="baseline", policy=policy)
+    assert fake_model.pipe.calls[-1]["policy"] is None
+
+
+def test_prompt_lines_and_batch_items_match_single_runs(fake_model, sent) -> None:
+    batch, _ = run(fake_model, prompt="a cat\n\na dog\n", one_prompt_per_line=True, batch_size=2)
+    assert batch.tokens.shape[0] == 4
+    single, _ = run(fake_model, prompt="a cat", seed=SAMPLER_DEFAULTS["seed"] + 1)
+    assert torch.equal(batch.tokens[1], single.tokens[0])
+
+
+def test_interrupt_propagates_and_next_run_equals_a_fresh_one(fake_model, sent) -> None:
+    fresh, _ = run(fake_model)
+    host.request_interrupt()
+    with pytest.raises(host.FallbackInterrupt):
+        run(fake_model)
+    assert not isinstance(host.FallbackInterrupt(), Exception)  # not caught by `except Exception`
+    again, _ = run(fake_model)
+    assert torch.equal(fresh.tokens, again.tokens)
+
+
+def test_decode_returns_comfy_image_batch(fake_model, sent) -> None:
+    tokens, _ = run(fake_model, batch_size=2)
+    (image,) = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args
+    assert image.shape == (2, 48, 64, 3) and image.dtype == torch.float32
+    assert float(image.min()) >= 0.0 and float(image.max()) <= 1.0
+    other = DiMOOModel(pipe=fake_model.pipe, key=("other",), name="other")
+    with pytest.raises(ValueError, match="same Load DiMOO Model"):
+        DiMOOVQDecode.execute(model=other, tokens=tokens)
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"width": 1000}, "multiple of 16"), ({"height": 4096}, "outside"),
+    ({"prompt": "  \n ", "one_prompt_per_line": True}, "prompt is empty"),
+])
+def test_sampler_validation_messages(kw, needle) -> None:
+    args = {k: SAMPLER_DEFAULTS[k] for k in ("prompt", "width", "height", "one_prompt_per_line")}
+    assert needle in DiMOOSampler.validate_inputs(**{**args, **kw})
+    assert DiMOOSampler.validate_inputs(**args) is True
+
+
+def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
+    stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
+    with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
+        run(fake_model, policy=stale)
+    fake_model.pipe.vq_factor = 32  # a checkpoint with a coarser VQ than the widget step
+    with pytest.raises(ValueError, match="multiple of 32"):
+        run(fake_model)
+
+
+def _fields(**kw) -> dict:
+    d = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
+    return {**d, **kw}
+
+
+def test_policy_node_custom_fields_and_invalid_combos() -> None:
+    (p,) = LADRPolicyNode.execute(preset="custom", **_fields(alpha_structure=0.5)).args
+    assert p == ladr_core.LADRPolicy(alpha=(0.1, 0.5, 1.0))
+    assert LADRPolicyNode.execute(preset="custom", **_fields()).args[0] == ladr_core.LADRPolicy()
+    (off,) = LADRPolicyNode.execute(preset="off", **_fields()).args
+    assert off.alpha == (0.0, 0.0, 0.0)
+    bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(exploration_end=0.9))
+    assert isinstance(bad, str) and "phase_bounds" in bad
+    assert "kernel_size" in LADRPolicyNode.validate_inputs(preset="custom", **_fields(kernel_size=4))
+    assert LADRPolicyNode.validate_inputs(preset="paper", **_fields()) is True
+
+
+def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
+    (tmp_path / "DiMOO-8B").mkdir()
+    (tmp_path / "DiMOO-8B" / "config.json").write_text("{}")
+    (tmp_path / "not-a-model").mkdir()
+    monkeypatch.setenv("LADR_MODELS_DIR", str(tmp_path))
+    loads: list[tuple] = []
+
+    def fake_load(path, device, dtype):
+        loads.append((path, dtype))
+        return FakeDiMOO()
+
+    monkeypatch.setattr(loader, "load_pipeline", fake_load)
+    assert loader.model_choices() == [loader.NANO, "DiMOO-8B"]
+    a = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="fp32").args[0]
+    b = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="fp32").args[0]
+    c = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="bf16").args[0]
+    assert a is b and c is not a and len(loads) == 2 and loads[1][1] == torch.bfloat16
+    msg = LoadDiMOOModel.validate_inputs(model_name="gone", dtype="auto")
+    assert "'gone'" in msg and str(tmp_path) in msg and "models/lumina_dimoo/gone" in msg
+    assert LoadDiMOOModel.validate_inputs(model_name="DiMOO-8B", dtype="auto") is True
