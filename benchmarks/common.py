@@ -1,0 +1,266 @@
+"""Shared helpers for the benchmark scripts: interleaved timing, host-sync counting, JSON output.
+
+Every script measures the things it compares *side by side in one run*: repetitions of A, B, C
+are interleaved (A B C A B C ...) and the median of each is reported, together with the ratio
+of medians. The machines this runs on are noisy (2 shared cores, other jobs), so an absolute
+time is only meaningful next to its neighbour measured in the same loop.
+
+Run a script as a module from the repository root, e.g. ``python -m benchmarks.host_syncs``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+
+NOISE_NOTE = (
+    "CPU figures from a shared 2-core machine (other jobs, incl. model training, may run); "
+    "compare ratios measured in the same run, not absolute times across runs."
+)
+
+
+# --------------------------------------------------------------------------- timing
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Summary of repeated wall-clock measurements (seconds)."""
+
+    median: float
+    minimum: float
+    maximum: float
+    reps: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"median_s": self.median, "min_s": self.minimum, "max_s": self.maximum,
+                "reps": self.reps}
+
+
+def summarize(times: list[float]) -> Timing:
+    """Median/min/max of a list of durations (seconds); the list must not be empty."""
+    if not times:
+        raise ValueError("summarize() needs at least one measurement")
+    return Timing(statistics.median(times), min(times), max(times), len(times))
+
+
+def interleaved(cases: Mapping[str, Callable[[], Any]], reps: int,
+                warmup: int = 1) -> dict[str, Timing]:
+    """Time each case ``reps`` times, round-robin (A B C A B C ...), after ``warmup`` rounds.
+
+    Interleaving spreads background noise evenly over the cases so that the ratio of their
+    medians is meaningful even when absolute times drift during the run.
+    """
+    if reps < 1:
+        raise ValueError(f"reps must be >= 1, got {reps}")
+    for _ in range(warmup):
+        for fn in cases.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(reps):
+        for name, fn in cases.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: summarize(ts) for name, ts in times.items()}
+
+
+def ratio(a: float, b: float) -> float:
+    """a / b, or inf when b is zero (kept JSON-safe by ``write_result``)."""
+    return a / b if b else float("inf")
+
+
+# --------------------------------------------------------------------------- host syncs
+
+# aten ops whose result (value or output shape) must be known on the host: on a GPU each one
+# blocks the CPU until the device has caught up.
+SYNC_ATEN_OPS = frozenset({
+    "aten._local_scalar_dense",  # .item(), bool(t), int(t), float(t), `if t:`
+    "aten.nonzero", "aten.argwhere", "aten.masked_select", "aten.unique_dim",
+    "aten._unique", "aten._unique2", "aten.unique_consecutive", "aten.bincount",
+    "aten.equal", "aten.is_nonzero", "aten.histc",
+})
+# Tensor methods that copy to host memory (free on a CPU tensor, a sync on a GPU tensor).
+SYNC_TENSOR_METHODS = frozenset({"tolist", "numpy", "__array__", "cpu"})
+
+
+def _op_name(func: Any) -> str:
+    return str(getattr(func, "overloadpacket", func))
+
+
+class _DispatchCounter(TorchDispatchMode):
+    def __init__(self, sink: Counter) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        name = _op_name(func)
+        if name in SYNC_ATEN_OPS:
+            self.sink[name] += 1
+        elif name in ("aten.index", "aten.index_put", "aten.index_put_"):
+            # boolean-mask indexing computes nonzero() internally: output shape is data-dependent
+            indices = args[1] if len(args) > 1 else ()
+            if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices):
+                self.sink[f"{name}[bool mask]"] += 1
+        elif name == "aten.repeat_interleave" and (kwargs or {}).get("output_size") is None \
+                and len(args) == 1:
+            self.sink[name] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class _FunctionCounter(TorchFunctionMode):
+    def __init__(self, sink: Counter) -> None:
+        super().__init__()
+        self.sink = sink
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        name = getattr(func, "__name__", "")
+        if name in SYNC_TENSOR_METHODS:
+            self.sink[f"Tensor.{name}"] += 1
+        return func(*args, **(kwargs or {}))
+
+
+class SyncCounter:
+    """Count operations that would force a host<->device sync on a GPU, on any device.
+
+    Combines a ``TorchDispatchMode`` (aten ops with data-dependent results such as
+    ``_local_scalar_dense`` behind ``.item()``/``bool()``, ``nonzero``, boolean-mask indexing)
+    and a ``TorchFunctionMode`` (``.tolist()``, ``.numpy()``, ``.cpu()``, which never reach
+    the dispatcher for CPU tensors). ``.to(device)`` is not counted: on a CPU run it cannot be
+    told apart from a harmless ``.to(x.device)``. Use as a context manager;
+    ``counts`` maps op name -> number of calls, ``total`` is their sum.
+    """
+
+    def __init__(self) -> None:
+        self.counts: Counter = Counter()
+        self._modes: list[Any] = []
+
+    def __enter__(self) -> SyncCounter:
+        self._modes = [_FunctionCounter(self.counts), _DispatchCounter(self.counts)]
+        for mode in self._modes:
+            mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for mode in reversed(self._modes):
+            mode.__exit__(*exc)
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def snapshot(self) -> Counter:
+        """A copy of the counts so far (to difference before/after a region)."""
+        return Counter(self.counts)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def env_info() -> dict[str, Any]:
+    """Machine/software facts stored next to every result."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT,
+                                capture_output=True, text=True, check=False).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "git_commit": commit,
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "machine": platform.machine(),
+        "processor": _cpu_model(),
+        "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
+        "note": NOISE_NOTE,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def write_result(name: str, payload: Mapping[str, Any], out_dir: Path | None = None) -> Path:
+    """Write ``{"benchmark": name, "env": ..., **payload}`` to ``<out_dir>/<name>.json``."""
+    out_dir = Path(out_dir) if out_dir is not None else RESULTS_DIR
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.json"
+    doc = {"benchmark": name, "env": env_info(), **payload}
+    path.write_text(json.dumps(_json_safe(doc), indent=2, sort_keys=False) + "\n")
+    return path
+
+
+def print_table(title: str, rows: list[Mapping[str, Any]]) -> None:
+    """Print rows (dicts with the same keys) as an aligned plain-text table."""
+    print(f"\n== {title}")
+    if not rows:
+        print("(no rows)")
+        return
+    cols = list(rows[0])
+    cells = [[_fmt(r.get(c)) for c in cols] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
+    print("  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=True)))
+    for row in cells:
+        print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value == 0 or 1e-3 <= abs(value) < 1e5:
+            return f"{value:.4g}"
+        return f"{value:.3e}"
+    return str(value)
+
+
+def base_parser(description: str) -> argparse.ArgumentParser:
+    """CLI shared by every script: ``--tiny`` (smoke-test sizes), ``--reps``, ``--out``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--tiny", action="store_true",
+                        help="tiny sizes for smoke tests (figures are meaningless)")
+    parser.add_argument("--reps", type=int, default=None, help="timed repetitions per case")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR,
+                        help="directory for the JSON result (default benchmarks/results)")
+    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    return parser
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    if args.threads:
+        torch.set_num_threads(args.threads)
