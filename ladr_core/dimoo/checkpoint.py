@@ -1,0 +1,233 @@
+"""Load an official Lumina-DiMOO folder without running any code from it.
+
+Layout (Hugging Face ``Alpha-VLLM/Lumina-DiMOO``)::
+
+    config.json                        LLaDA config (model_type "llada") + optional DiMOO id keys
+    model.safetensors.index.json       weight_map -> shards   (or a single model.safetensors)
+    model-0000k-of-0000n.safetensors   official parameter names (model.transformer....)
+    tokenizer.json (+ tokenizer_config.json)
+    vqvae/config.json, vqvae/diffusion_pytorch_model.safetensors   diffusers VQModel
+
+The transformer is built on the ``meta`` device and filled with ``load_state_dict(assign=True)``
+from safetensors tensors converted one at a time to the target dtype/device, so peak memory is
+about the size of the weights. Pickle weights (.bin/.pt/.pth) are refused, ``trust_remote_code``
+is never used and no ``.py`` in the folder is imported (config ``auto_map`` is ignored).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .config import ConfigError, DiMOOIds, LLaDAConfig
+from .model import LLaDAModel
+
+__all__ = ["CheckpointError", "LoadedCheckpoint", "load_checkpoint", "load_transformer",
+           "load_tokenizer", "load_vqvae", "resolve_dtype", "TEMPLATE_TOKENS"]
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+INDEX_FILE = "model.safetensors.index.json"
+SINGLE_FILE = "model.safetensors"
+HUB_HINT = "download the full Alpha-VLLM/Lumina-DiMOO repository (huggingface-cli download)"
+#: tokens the official template writes literally (prompt_utils.generate_text_to_image_prompt)
+TEMPLATE_TOKENS = ("<system>", "</system>", "<user>", "</user>", "<uncondition>")
+DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
+          "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}
+
+
+class CheckpointError(RuntimeError):
+    """The model folder is incomplete or invalid; the message names the file and the fix."""
+
+
+@dataclass
+class LoadedCheckpoint:
+    transformer: LLaDAModel
+    config: LLaDAConfig
+    ids: DiMOOIds
+    tokenizer: Any  # tokenizers.Tokenizer
+    vq: Any  # diffusers.VQModel
+    vq_factor: int
+    raw_config: dict[str, Any]
+
+
+def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
+    """torch.bfloat16 / float16 / float32 or their names ("bf16", "fp16", "fp32")."""
+    if isinstance(dtype, str):
+        if dtype.lower() not in DTYPES:
+            raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
+        return DTYPES[dtype.lower()]
+    if dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        raise ValueError(f"dtype {dtype} is not supported; use torch.bfloat16, float16 or float32")
+    return dtype
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing ({what}); {HUB_HINT}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path} is not valid JSON ({exc}); re-download it") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} must hold a JSON object; re-download it")
+    return data
+
+
+def read_config(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
+    """Parse config.json: LLaDA architecture + DiMOO ids (ARCHITECTURE.md section 2 rule)."""
+    path = folder / "config.json"
+    raw = _read_json(path, "the LLaDA model config")
+    try:
+        config = LLaDAConfig.from_dict(raw, source=str(path))
+        ids = DiMOOIds.from_config_dict(raw, source=str(path))
+        ids.validate_against(config.n_embeddings, source=str(path))
+    except ConfigError as exc:
+        raise CheckpointError(str(exc)) from None
+    return config, ids, raw
+
+
+def shard_files(folder: Path) -> dict[Path, list[str] | None]:
+    """Shard path -> parameter names it must hold (None for a single un-indexed file)."""
+    index = folder / INDEX_FILE
+    if index.is_file():
+        weight_map = _read_json(index, "the shard index").get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise CheckpointError(f"{index} has no 'weight_map'; re-download it")
+        shards: dict[Path, list[str] | None] = {}
+        for name, fname in weight_map.items():
+            shards.setdefault(folder / fname, []).append(name)  # type: ignore[union-attr]
+        for shard in shards:
+            if not shard.is_file():
+                raise CheckpointError(f"{shard} is listed in {index.name} but missing; {HUB_HINT}")
+        return shards
+    if (folder / SINGLE_FILE).is_file():
+        return {folder / SINGLE_FILE: None}
+    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise CheckpointError(
+            f"{folder} holds pickle weights ({', '.join(pickles)}), which are refused because "
+            "loading them can run arbitrary code; use the .safetensors files of the release "
+            "(or convert them once with safetensors.torch.save_file)")
+    loose = sorted(p.name for p in folder.glob("*.safetensors"))
+    hint = f" (found {', '.join(loose)} without {INDEX_FILE})" if loose else ""
+    raise CheckpointError(f"{folder} has no {INDEX_FILE} or {SINGLE_FILE}{hint}; {HUB_HINT}")
+
+
+def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] | None,
+                dtype: torch.dtype, device: torch.device, out: dict[str, torch.Tensor]) -> list[str]:
+    """Read one shard into ``out`` (converted per tensor); return the unexpected names."""
+    from safetensors import safe_open
+
+    try:
+        handle = safe_open(str(shard), framework="pt", device="cpu")
+    except Exception as exc:  # safetensors raises its own SafetensorError on bad headers
+        raise CheckpointError(f"{shard} is truncated or corrupt ({exc}); re-download this file") from None
+    unexpected: list[str] = []
+    with handle:
+        keys = list(handle.keys())
+        if names is not None and set(names) - set(keys):
+            missing = sorted(set(names) - set(keys))[:3]
+            raise CheckpointError(f"{shard} lacks {missing} promised by {INDEX_FILE}; re-download it")
+        for key in keys:
+            if key not in expected:
+                unexpected.append(key)
+                continue
+            try:
+                tensor = handle.get_tensor(key)
+            except Exception as exc:
+                raise CheckpointError(f"{shard}: tensor {key} cannot be read ({exc}); the file is "
+                                      "truncated or corrupt, re-download it") from None
+            if tensor.shape != expected[key]:
+                raise CheckpointError(
+                    f"{shard}: {key} has shape {tuple(tensor.shape)} but config.json implies "
+                    f"{tuple(expected[key])}; config.json and the weights do not belong together")
+            out[key] = tensor.to(device=device, dtype=dtype)
+    return unexpected
+
+
+def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
+                     device: torch.device) -> LLaDAModel:
+    """Meta-device model + per-tensor converted safetensors weights (strict key check)."""
+    shards = shard_files(folder)
+    with torch.device("meta"):
+        model = LLaDAModel(config, init_std=None)
+    expected = {k: v.shape for k, v in model.state_dict().items()}
+    state: dict[str, torch.Tensor] = {}
+    unexpected: list[str] = []
+    for shard, names in shards.items():
+        unexpected += _read_shard(shard, expected, names, dtype, device, state)
+    missing = sorted(set(expected) - set(state))
+    if missing or unexpected:
+        raise CheckpointError(
+            f"{folder}: weights do not match config.json (missing {missing[:4]}"
+            f"{'...' if len(missing) > 4 else ''}, unexpected {sorted(unexpected)[:4]}); use the "
+            "config.json shipped with these shards, or re-download the missing shard")
+    model.load_state_dict(state, strict=True, assign=True)
+    return model.eval().requires_grad_(False)
+
+
+def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
+    """``tokenizers.Tokenizer`` from tokenizer.json (no remote code), template tokens checked."""
+    from tokenizers import Tokenizer
+
+    path = folder / "tokenizer.json"
+    if not path.is_file():
+        raise CheckpointError(f"{path} is missing (the fast tokenizer); {HUB_HINT}")
+    try:
+        tokenizer = Tokenizer.from_file(str(path))
+    except Exception as exc:
+        raise CheckpointError(f"{path} cannot be parsed ({exc}); re-download it") from None
+    for text in TEMPLATE_TOKENS:
+        got = tokenizer.encode(text, add_special_tokens=False).ids
+        if not got or (text == "<uncondition>" and got != [ids.uncondition]):
+            raise CheckpointError(
+                f"{path} encodes {text!r} as {got}, but the DiMOO template needs "
+                f"{'[' + str(ids.uncondition) + '] (uncondition_token_id)' if text == '<uncondition>' else 'a token'}; "
+                "use the tokenizer shipped with the checkpoint or fix uncondition_token_id in config.json")
+    return tokenizer
+
+
+def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, int]:
+    """diffusers ``VQModel`` from ``vqvae/`` (safetensors only, float32) and its VQ factor."""
+    vq_dir = folder / "vqvae"
+    vq_config = _read_json(vq_dir / "config.json", "the VQ-VAE config")
+    weights = vq_dir / "diffusion_pytorch_model.safetensors"
+    if not weights.is_file():
+        pickles = sorted(p.name for p in vq_dir.glob("*") if p.suffix in PICKLE_SUFFIXES)
+        why = f"only pickle weights ({', '.join(pickles)}) were found and are refused" if pickles else "it is missing"
+        raise CheckpointError(f"{weights}: {why}; {HUB_HINT}")
+    channels = vq_config.get("block_out_channels")
+    if not isinstance(channels, list) or not channels:
+        raise CheckpointError(f"{vq_dir / 'config.json'} has no block_out_channels list; re-download it")
+    if vq_config.get("num_vq_embeddings") != ids.codebook_size:
+        raise CheckpointError(
+            f"{vq_dir / 'config.json'}: num_vq_embeddings {vq_config.get('num_vq_embeddings')} != "
+            f"codebook_size {ids.codebook_size} of config.json; the VQ-VAE belongs to another model")
+    from diffusers import VQModel
+
+    try:
+        vq = VQModel.from_pretrained(str(vq_dir), use_safetensors=True, local_files_only=True,
+                                     low_cpu_mem_usage=False)
+    except Exception as exc:
+        raise CheckpointError(f"{vq_dir} cannot be loaded by diffusers VQModel ({exc}); "
+                              "re-download the vqvae/ folder") from None
+    return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
+
+
+def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
+                    dtype: torch.dtype | str = torch.bfloat16) -> LoadedCheckpoint:
+    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder."""
+    folder = Path(path).expanduser()
+    if not folder.is_dir():
+        raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
+    dtype = resolve_dtype(dtype)
+    device = torch.device(device)
+    config, ids, raw = read_config(folder)
+    tokenizer = load_tokenizer(folder, ids)
+    vq, vq_factor = load_vqvae(folder, ids, device)
+    transformer = load_transformer(folder, config, dtype, device)
+    return LoadedCheckpoint(transformer, config, ids, tokenizer, vq, vq_factor, raw)

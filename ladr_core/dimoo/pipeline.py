@@ -1,0 +1,164 @@
+"""``load_dimoo`` and ``DiMOOPipeline``: load an official folder, generate, decode, preview.
+
+Contract: docs/ARCHITECTURE.md section 2. Generation = prompt layout (prompt.py) -> the
+``denoise`` callable (denoiser.py) -> the core ``sample`` loop (sampling.py, any strategy) ->
+VQ decode (vq.py). Item i of a batch uses ``torch.Generator(device).manual_seed(seed + i)``;
+seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .cache import MLCacheConfig
+from .checkpoint import LoadedCheckpoint, load_checkpoint
+from .config import DiMOOIds, LLaDAConfig
+from .denoiser import DiMOODenoiser
+from .model import LLaDAModel
+from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
+from .vq import build_preview_table, decode_codes, preview_from_table
+
+__all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
+
+DEFAULT_SIZE = 1024
+
+
+@dataclass
+class GenerationResult:
+    """tokens [B, h*w] codes; images float [B, H, W, 3] in [0, 1]; seconds = sampling time
+    (excluding the VQ decode, reported in ``decode_seconds``)."""
+
+    tokens: torch.Tensor
+    images: torch.Tensor
+    nfe: int
+    steps: int
+    seconds: float
+    token_forwards: int
+    token_forwards_full: int
+    grid: tuple[int, int]
+    decode_seconds: float = 0.0
+
+
+def _prompt_list(prompt: str | Sequence[str]) -> list[str]:
+    if isinstance(prompt, str):
+        return [prompt]
+    prompts = list(prompt) if isinstance(prompt, Sequence) else []
+    if not prompts or not all(isinstance(p, str) for p in prompts):
+        raise ValueError("prompt must be a string or a non-empty list of strings")
+    return prompts
+
+
+def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum} (got {value!r})")
+    return value
+
+
+class DiMOOPipeline:
+    """Native Lumina-DiMOO text-to-image pipeline (see module docstring)."""
+
+    def __init__(self, checkpoint: LoadedCheckpoint, preview_size: int = 4) -> None:
+        self.transformer: LLaDAModel = checkpoint.transformer
+        self.config: LLaDAConfig = checkpoint.config
+        self.tokenizer = checkpoint.tokenizer
+        self.vq = checkpoint.vq
+        self.ids: DiMOOIds = checkpoint.ids
+        self.vq_factor: int = checkpoint.vq_factor
+        size = checkpoint.raw_config.get("default_image_size", DEFAULT_SIZE)
+        self.default_size: int = size if isinstance(size, int) and size > 0 else DEFAULT_SIZE
+        self.preview_size = preview_size
+        self._preview_table: torch.Tensor | None = None
+
+    @property
+    def device(self) -> torch.device:
+        return self.transformer.output_weight().device
+
+    def encode(self, text: str) -> list[int]:
+        """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""
+        return list(self.tokenizer.encode(text).ids)
+
+    def layout(self, width: int, height: int, prompts: Sequence[str],
+               negative_prompt: str | None = None) -> ImageLayout:
+        """Validated token grid for a pixel size; ValueError with the nearest valid sizes."""
+        texts = [cond_text(p) for p in prompts] + [uncond_text(negative_prompt)]
+        longest = max(len(self.encode(t)) for t in texts)
+        return check_image_size(width, height, self.vq_factor, self.config.max_sequence_length, longest)
+
+    def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
+                      width: int | None = None, height: int | None = None, cfg: float = 4.0,
+                      cache: MLCacheConfig | None = None, steps: int | None = None,
+                      batch_size: int = 1) -> DiMOODenoiser:
+        """The ``denoise`` callable for B = len(prompts) * batch_size items (``.stats`` inside).
+
+        ``steps`` (the sampler's T) is needed with an ML-Cache to place the refresh steps.
+        """
+        prompt_list = _prompt_list(prompts)
+        _positive_int("batch_size", batch_size)
+        if negative_prompt is not None and not isinstance(negative_prompt, str):
+            raise ValueError("negative_prompt must be a string or None")
+        width = self.default_size if width is None else width
+        height = self.default_size if height is None else height
+        layout = self.layout(width, height, prompt_list, negative_prompt)
+        items = [p for p in prompt_list for _ in range(batch_size)]
+        batch = build_prompt_batch(self.encode, self.ids, items, negative_prompt, layout,
+                                   with_uncond=bool(cfg and cfg > 0))
+        return DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps)
+
+    def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
+                 width: int | None = None, height: int | None = None, steps: int = 64,
+                 cfg: float = 4.0, temperature: float = 1.0, seed: int = 0,
+                 strategy: str = "ladr", policy: Any = None, cache: MLCacheConfig | None = None,
+                 callback: Callable[[dict[str, Any]], None] | None = None,
+                 batch_size: int = 1) -> GenerationResult:
+        """Text -> images. ``policy``: LADRPolicy (ladr) or ProphetPolicy (prophet) or None."""
+        from ..policy import ProphetPolicy
+        from ..sampling import sample
+
+        _positive_int("seed", seed, minimum=0)
+        _positive_int("steps", steps)
+        denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
+                                     batch_size)
+        layout = denoise.layout
+        generators = [torch.Generator(device=self.device).manual_seed(seed + i)
+                      for i in range(denoise.batch)]
+        prophet = policy if isinstance(policy, ProphetPolicy) else None
+        ladr_policy = None if prophet is not None else policy
+        start = time.perf_counter()
+        result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
+                        strategy=strategy, policy=ladr_policy, temperature=temperature,
+                        generator=generators, callback=callback, prophet=prophet,
+                        device=self.device)
+        seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        images = self.decode(result.tokens, (layout.h, layout.w))
+        decode_seconds = time.perf_counter() - start
+        return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
+                                denoise.stats.token_forwards, denoise.stats.token_forwards_full,
+                                (layout.h, layout.w), decode_seconds)
+
+    def decode(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
+        """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""
+        return decode_codes(self.vq, tokens, grid)
+
+    def preview_table(self) -> torch.Tensor:
+        """Codebook -> RGB table [K, p, p, 3], built once on first use."""
+        if self._preview_table is None:
+            self._preview_table = build_preview_table(self.vq, self.vq_factor, self.preview_size)
+        return self._preview_table
+
+    def preview(self, tokens: torch.Tensor, masked: torch.Tensor | None,
+                grid: tuple[int, int]) -> torch.Tensor:
+        """Cheap preview [B, h*p, w*p, 3]: table gather, masked tokens grey; no decoder call."""
+        return preview_from_table(self.preview_table(), tokens, masked, grid)
+
+
+def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
+               dtype: torch.dtype | str = torch.bfloat16) -> DiMOOPipeline:
+    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``."""
+    return DiMOOPipeline(load_checkpoint(path, device=device, dtype=dtype))

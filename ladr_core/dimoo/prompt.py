@@ -1,0 +1,142 @@
+"""Lumina-DiMOO text-to-image prompt template and token layout (official behaviour).
+
+Official (``utils/prompt_utils.py``, ``inference/inference_t2i.py``, ``utils/image_utils.py``):
+
+* cond text   ``<system>Generate an image according to the text prompt.</system><user>{p}</user>``
+* uncond text ``<system>…</system><user><uncondition></user>``; a negative prompt replaces
+  ``<uncondition>`` (extension: the official code has no negative prompt);
+* image part  ``[BOA, BOI] + h rows of (w MASK tokens + NEWLINE) + [EOI, EOA]``
+  (h = height // vq_factor, w = width // vq_factor), appended to both branches;
+* an image token is ``code + image_offset``.
+
+Rows of a batch are LEFT-padded so every image part starts at the same column; the key-padding
+mask hides padding and position ids count only real tokens, so a padded row computes exactly
+what the unpadded official sequence computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .config import DiMOOIds
+
+__all__ = ["SYSTEM_PROMPT", "cond_text", "uncond_text", "ImageLayout", "PromptBatch",
+           "check_image_size", "build_prompt_batch"]
+
+SYSTEM_PROMPT = "Generate an image according to the text prompt."
+
+#: tokenizer callable: text -> list of token ids (official: ``tokenizer(text)["input_ids"]``)
+Encode = Callable[[str], list[int]]
+
+
+def cond_text(prompt: str) -> str:
+    return f"<system>{SYSTEM_PROMPT}</system><user>{prompt}</user>"
+
+
+def uncond_text(negative_prompt: str | None = None) -> str:
+    user = negative_prompt if negative_prompt else "<uncondition>"
+    return f"<system>{SYSTEM_PROMPT}</system><user>{user}</user>"
+
+
+@dataclass(frozen=True)
+class ImageLayout:
+    """Token grid h x w and the image part of the sequence (official order)."""
+
+    h: int
+    w: int
+
+    @property
+    def n_codes(self) -> int:
+        return self.h * self.w
+
+    @property
+    def length(self) -> int:
+        """Tokens of the image part: BOA, BOI, h * (w + 1), EOI, EOA."""
+        return self.h * (self.w + 1) + 4
+
+    def tokens(self, ids: DiMOOIds) -> list[int]:
+        row = [ids.mask] * self.w + [ids.newline]
+        return [ids.boa, ids.boi] + row * self.h + [ids.eoi, ids.eoa]
+
+    def code_offsets(self) -> torch.Tensor:
+        """LongTensor [h*w]: offset of each code slot (row-major) inside the image part."""
+        r = torch.arange(self.h).repeat_interleave(self.w)
+        c = torch.arange(self.w).repeat(self.h)
+        return 2 + r * (self.w + 1) + c
+
+
+def _nearest_multiples(value: int, factor: int) -> str:
+    low = max(factor, value // factor * factor)
+    high = low if low >= value else low + factor
+    return str(low) if low == high else f"{low} or {high}"
+
+
+def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
+                     prompt_length: int) -> ImageLayout:
+    """Validate a pixel size; ValueError names the argument and the nearest valid sizes."""
+    for name, value in (("width", width), ("height", height)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValueError(f"{name} must be a positive int (got {value!r})")
+        if value % vq_factor:
+            raise ValueError(f"{name}={value} is not a multiple of the VQ factor {vq_factor}; "
+                             f"nearest valid {name}: {_nearest_multiples(value, vq_factor)}")
+    layout = ImageLayout(height // vq_factor, width // vq_factor)
+    total = prompt_length + layout.length
+    if total > max_length:
+        budget = max_length - prompt_length - 4
+        scale = ((budget / (layout.h * (layout.w + 1))) ** 0.5) if budget > 0 else 0.0
+        h, w = max(1, int(layout.h * scale)), max(1, int(layout.w * scale))
+        while h * (w + 1) > budget and max(h, w) > 1:
+            if h >= w:
+                h -= 1
+            else:
+                w -= 1
+        hint = (f"nearest valid size with this aspect ratio: width={w * vq_factor}, "
+                f"height={h * vq_factor}" if budget > 0 and h * (w + 1) <= budget
+                else "shorten the prompt")
+        raise ValueError(
+            f"width={width}, height={height} needs {total} tokens (prompt {prompt_length} + image "
+            f"{layout.length}) but the model's context (max_sequence_length) is {max_length}; {hint}")
+    return layout
+
+
+@dataclass(frozen=True)
+class PromptBatch:
+    """Cond (+ uncond) sequences of one generation, left-padded to a common length.
+
+    input_ids       LongTensor [R, L]   R = B (cfg == 0) or 2B (cond rows, then uncond rows)
+    attention_mask  LongTensor [R, L]   1 = real token
+    code_index      LongTensor [N]      column of each image code slot (same for every row)
+    layout          the image grid
+    """
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    code_index: torch.Tensor
+    layout: ImageLayout
+    batch: int
+
+    @property
+    def image_start(self) -> int:
+        return self.input_ids.shape[1] - self.layout.length
+
+
+def build_prompt_batch(encode: Encode, ids: DiMOOIds, prompts: Sequence[str],
+                       negative_prompt: str | None, layout: ImageLayout,
+                       with_uncond: bool) -> PromptBatch:
+    """Token rows for ``prompts`` (cond) and, if ``with_uncond``, one uncond row per prompt."""
+    image = layout.tokens(ids)
+    rows = [encode(cond_text(p)) + image for p in prompts]
+    if with_uncond:
+        rows += [encode(uncond_text(negative_prompt)) + image for _ in prompts]
+    length = max(len(r) for r in rows)
+    input_ids = torch.zeros(len(rows), length, dtype=torch.long)
+    mask = torch.zeros(len(rows), length, dtype=torch.long)
+    for i, row in enumerate(rows):
+        input_ids[i, length - len(row):] = torch.tensor(row, dtype=torch.long)
+        mask[i, length - len(row):] = 1
+    code_index = (length - layout.length) + layout.code_offsets()
+    return PromptBatch(input_ids, mask, code_index, layout, len(prompts))
