@@ -28,6 +28,7 @@ from .strategies import (
     ladr_keep_counts,
     ladr_rescue,
     prophet_fire,
+    schedule_dtype,
 )
 from .validation import check_logits, validate_arguments
 
@@ -117,6 +118,7 @@ class _Run:
         self.device = device
         self.tokens = self.tokens.to(device)
         self.masked = self.masked.to(device)
+        self.sched_dtype = schedule_dtype(device)
         self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
         self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
 
@@ -129,7 +131,7 @@ class _Run:
             self.bind_device(logits.device)
         masked = self.masked
         remaining = masked.sum(dim=1)
-        t_eff = self.schedule.gamma_inv(remaining.to(torch.float32) / self.n)
+        t_eff = self.schedule.gamma_inv(remaining.to(self.sched_dtype) / self.n)
         noise = draw_step_noise(self, logits)
         pred = _predict(logits, self.strategy, self.temperature, noise.gumbel)
         rescued = torch.zeros_like(masked)
@@ -164,7 +166,7 @@ class _Run:
             "rescued": rescued,
             "unmasked": unmasked,
             "nfe": self.nfe,
-            "t_eff": t_eff,
+            "t_eff": t_eff.to(torch.float32),
             "phase": phase,
             "grid": self.grid,
         }

@@ -94,16 +94,24 @@ def ladr_keep_counts(
     """n_mask of Algorithm 1 lines 7-8 (Prop. 2 inverse scheduling): LongTensor [B].
 
     t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)), clamped to the current
-    masked count. On the last step (step == T - 1) n_mask = 0, so LADR always finishes within T
-    steps whatever the float rounding of gamma / gamma^-1.
+    masked count. t_eff: [B] in schedule precision (float64 where the device has it). The floor
+    gets a guard of 1e-9 N (float64) / 1e-6 N (float32) so exact integers such as
+    36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23. On the last step
+    (step == T - 1) n_mask = 0, so LADR always finishes within T steps whatever the rounding.
     """
     remaining = masked.sum(dim=1)
     if step == steps - 1:
         return torch.zeros_like(remaining)
     n = masked.shape[1]
     t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)
-    n_mask = (float(n) * schedule.gamma(t_next)).floor().long()
+    guard = n * (1e-9 if t_eff.dtype == torch.float64 else 1e-6)
+    n_mask = (float(n) * schedule.gamma(t_next) + guard).floor().long()
     return torch.minimum(n_mask, remaining)
+
+
+def schedule_dtype(device: torch.device) -> torch.dtype:
+    """Precision for the [B]-sized schedule math: float64, except on MPS (no float64)."""
+    return torch.float32 if device.type == "mps" else torch.float64
 
 
 class LADRTables:
