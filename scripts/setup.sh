@@ -13,3 +13,16 @@ fi
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -r requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither" || true
 .venv/bin/python -c "import torch, transformers, diffusers, safetensors, pytest" 
+# Live-preview widget test (tests/test_web_widget.py): Debian's chromium + node, npm playwright-core.
+# Skips quickly when present; on failure the browser tests skip with the reason instead.
+need=""
+command -v chromium >/dev/null || need="chromium"
+command -v node >/dev/null || need="$need nodejs npm"
+if [ -n "$need" ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need; } \
+    >/dev/null 2>&1 || echo "setup: could not install $need (browser tests will skip)" >&2
+fi
+if command -v npm >/dev/null && [ ! -d tests/web/node_modules/playwright-core ]; then
+  npm ci --prefix tests/web --no-audit --no-fund --silent >/dev/null 2>&1 \
+    || echo "setup: npm ci in tests/web failed (browser tests will skip)" >&2
+fi
