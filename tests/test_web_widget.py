@@ -1,0 +1,105 @@
+"""The live-preview renderer (web/ladr_preview_draw.js) in real headless Chromium.
+
+Payloads are built by the sampler's own `nodes.events.step_payload`, so this also pins the
+Python -> JS payload contract. Pixels are read back from the canvas: unmasked cells show the
+preview colour exactly, masked cells are dimmed, rescued cells are highlighted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from nodes import events
+
+ROOT = Path(__file__).resolve().parents[1]
+HARNESS = ROOT / "tests" / "web" / "render_widget.mjs"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+pytestmark = pytest.mark.browser
+
+
+def _require_browser() -> None:
+    """CI installs these in scripts/setup.sh; a bare machine gets a clear skip reason."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
+    if not (ROOT / "tests" / "web" / "node_modules" / "playwright-core").is_dir():
+        pytest.skip("playwright-core missing: run `npm ci --prefix tests/web` (scripts/setup.sh)")
+    if not os.path.exists(CHROMIUM):
+        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium (scripts/setup.sh)")
+
+
+# 3 x 4 grid, one colour per token; row 2 still masked, tokens 5 and 6 rescued this step.
+COLORS = torch.tensor([[(i * 20 + 30) / 255.0, (200 - i * 10) / 255.0, (i * 7 + 60) / 255.0]
+                       for i in range(12)])
+
+
+def _record(done_masked: bool) -> dict:
+    masked = torch.zeros(1, 12, dtype=torch.bool)
+    if not done_masked:
+        masked[0, 8:] = True
+    rescued = torch.zeros(1, 12, dtype=torch.bool)
+    rescued[0, [5, 6]] = True
+    return {"step": 4, "steps": 64, "strategy": "ladr", "tokens": torch.arange(12)[None],
+            "masked": masked, "rescued": rescued, "unmasked": rescued | (torch.arange(12) < 2),
+            "nfe": 5, "t_eff": torch.tensor([0.4]), "phase": torch.tensor([1]), "grid": (3, 4)}
+
+
+def _render(payloads: list, tmp_path: Path, shot: Path | None = None) -> list[dict]:
+    _require_browser()
+    src, out = tmp_path / "payloads.json", tmp_path / "out.json"
+    src.write_text(json.dumps(payloads))
+    cmd = ["node", str(HARNESS), str(src), str(out)] + ([str(shot)] if shot else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_step_frame_shows_preview_dims_mask_highlights_rescued(tmp_path) -> None:
+    preview = COLORS.view(3, 4, 3)
+    step = events.step_payload(_record(False), "7", preview)
+    stats = {"strategy": "ladr", "steps": 14, "nfe": 14, "seconds": 3.25,
+             "token_forwards": 10, "token_forwards_full": 40, "forwards_saved_pct": 75.0}
+    final = events.final_payload("7", stats, events.step_payload(_record(True), "7", preview))
+    shot = tmp_path / "widget.png"
+    step_r, final_r, empty_r = _render([step, final, None], tmp_path, shot)
+
+    expect = [[round(float(c) * 255) for c in rgb] for rgb in COLORS]
+    cells = step_r["cells"]
+    for i in (0, 1, 2, 3, 4, 7):  # unmasked, not rescued: the preview colour exactly
+        assert cells[i] == expect[i], i
+    for i in (8, 9, 10, 11):  # still masked: dimmed
+        assert sum(cells[i]) < 0.6 * sum(expect[i]), (i, cells[i], expect[i])
+    for i in (5, 6):  # rescued: pulled towards the amber highlight
+        r, g, b = cells[i]
+        assert r > 200 and b < expect[i][2], (i, cells[i])
+    texts = [o["text"] for o in step_r["ops"] if o["op"] == "text"]
+    assert "step 5/64 · structure · masked 33.3% · NFE 5" in texts
+    assert any("2 rescued this step" in t for t in texts)
+
+    final_texts = [o["text"] for o in final_r["ops"] if o["op"] == "text"]
+    assert any(t.startswith("done: 14 steps · NFE 14 · 3.25 s · 75% forwards saved")
+               for t in final_texts)
+    assert final_r["cells"][9] != cells[9]  # nothing masked any more: no dimming
+    assert any("waiting" in o.get("text", "") for o in empty_r["ops"])
+    assert shot.stat().st_size > 1000
+
+
+def test_large_grid_frame_stays_small(tmp_path) -> None:
+    """A 64 x 64 grid (1024 px DiMOO) draws as row runs, not 4096 rects per layer."""
+    n = 64 * 64
+    masked = torch.zeros(1, n, dtype=torch.bool)
+    masked[0, n // 2:] = True
+    rec = {**_record(False), "masked": masked, "rescued": torch.zeros(1, n, dtype=torch.bool),
+           "unmasked": torch.zeros(1, n, dtype=torch.bool), "tokens": torch.zeros(1, n).long(),
+           "grid": (64, 64)}
+    payload = events.step_payload(rec, "3", torch.rand(64, 64, 3))
+    assert len(json.dumps(payload)) < 20_000
+    (res,) = _render([payload], tmp_path)
+    assert sum(o["op"] == "rect" for o in res["ops"]) == 1 + 32  # background + one run per row

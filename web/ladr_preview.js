@@ -1,0 +1,71 @@
+// LADR live preview: a canvas widget on the "DiMOO Sampler (LADR)" node, redrawn on every
+// "ladr.step" event sent by the sampler (nodes/events.py). All drawing is in ladr_preview_draw.js.
+import { app } from "../../scripts/app.js";
+import { api } from "../../scripts/api.js";
+import { drawFrame } from "./ladr_preview_draw.js";
+
+const SAMPLER = "LADR_DiMOOSampler";
+const EVENT = "ladr.step";
+const CANVAS_W = 320;
+const CANVAS_H = 300;
+
+function isSampler(node) {
+  return (node?.constructor?.comfyClass ?? node?.comfyClass ?? node?.type) === SAMPLER;
+}
+
+function redraw(state) {
+  drawFrame(state.canvas.getContext("2d"), state.payload, state.image);
+}
+
+function attach(node) {
+  const canvas = document.createElement("canvas");
+  canvas.width = CANVAS_W;
+  canvas.height = CANVAS_H;
+  canvas.style.width = "100%";
+  canvas.style.aspectRatio = `${CANVAS_W} / ${CANVAS_H}`;
+  canvas.dataset.ladrPreview = "1";
+  node.addDOMWidget("ladr_preview", "ladr_preview", canvas, {
+    serialize: false,
+    hideOnZoom: false,
+    getMinHeight: () => 160,
+  });
+  node.__ladrPreview = { canvas, payload: null, image: null };
+  redraw(node.__ladrPreview);
+}
+
+function findNode(id) {
+  const graph = app.graph;
+  if (!graph || id == null) return null;
+  const numeric = Number(id);
+  return graph.getNodeById(Number.isNaN(numeric) ? id : numeric) ?? null;
+}
+
+function onStep(event) {
+  const payload = event.detail;
+  const node = findNode(payload?.node);
+  const state = node?.__ladrPreview;
+  if (!state) return;
+  state.payload = payload;
+  if (!payload.preview) {
+    redraw(state);
+    return;
+  }
+  const img = new Image();
+  img.onload = () => {
+    if (state.payload !== payload) return; // a newer step arrived meanwhile
+    state.image = img;
+    redraw(state);
+    node.setDirtyCanvas?.(true, false);
+  };
+  img.src = `data:image/png;base64,${payload.preview}`;
+}
+
+app.registerExtension({
+  name: "comfyui-ladr.live-preview",
+  setup() {
+    api.addEventListener(EVENT, onStep);
+  },
+  nodeCreated(node) {
+    if (isSampler(node)) attach(node);
+  },
+});

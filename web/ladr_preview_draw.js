@@ -1,0 +1,114 @@
+// Pure drawing logic of the LADR live preview (no ComfyUI imports, testable in a bare page).
+//
+// planFrame(payload, width, height) -> list of plain draw ops; a pure function of the
+// "ladr.step" payload (see nodes/events.py for its keys). drawFrame(ctx, payload, image)
+// executes the plan on a 2D canvas context; `image` is the decoded payload.preview (or null).
+
+export const COLORS = {
+  background: "#1b1b1f",
+  text: "#e8e8ec",
+  muted: "#9a9aa6",
+  masked: "rgba(0, 0, 0, 0.6)", // remaining mask, dimmed
+  rescued: "rgba(255, 196, 0, 0.85)", // tokens rescued this step, highlighted
+  done: "#7bd88f",
+};
+
+export const HEADER = 22;
+export const FOOTER = 20;
+
+/** base64 of np.packbits (MSB first) -> Uint8Array of n 0/1 values. */
+export function decodeBits(b64, n) {
+  const out = new Uint8Array(n);
+  if (!b64) return out;
+  const raw = atob(b64);
+  for (let i = 0; i < n; i++) {
+    const byte = raw.charCodeAt(i >> 3);
+    out[i] = (byte >> (7 - (i & 7))) & 1;
+  }
+  return out;
+}
+
+/** Largest rectangle with the grid's aspect ratio inside the area below the header. */
+export function fitRect(grid, width, height) {
+  const [gh, gw] = grid;
+  const areaH = Math.max(1, height - HEADER - FOOTER);
+  const scale = Math.min(width / gw, areaH / gh);
+  const w = gw * scale;
+  const h = gh * scale;
+  return { x: (width - w) / 2, y: HEADER + (areaH - h) / 2, w, h, cell: scale };
+}
+
+export function counterText(p) {
+  const pct = Number(p.masked_pct ?? 0).toFixed(1);
+  return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0}`;
+}
+
+export function statsText(s) {
+  return (
+    `done: ${s.steps} steps · NFE ${s.nfe} · ${Number(s.seconds).toFixed(2)} s · ` +
+    `${Number(s.forwards_saved_pct).toFixed(0)}% forwards saved`
+  );
+}
+
+/** One rect per run of equal bits along a row: few ops even for a 64x64 grid. */
+function runs(bits, grid, rect, fill) {
+  const [gh, gw] = grid;
+  const ops = [];
+  for (let r = 0; r < gh; r++) {
+    let c = 0;
+    while (c < gw) {
+      if (!bits[r * gw + c]) { c++; continue; }
+      const start = c;
+      while (c < gw && bits[r * gw + c]) c++;
+      ops.push({ op: "rect", x: rect.x + start * rect.cell, y: rect.y + r * rect.cell,
+                 w: (c - start) * rect.cell, h: rect.cell, fill });
+    }
+  }
+  return ops;
+}
+
+/** payload -> draw ops (pure). */
+export function planFrame(payload, width, height) {
+  const ops = [{ op: "rect", x: 0, y: 0, w: width, h: height, fill: COLORS.background }];
+  if (!payload || !payload.grid) {
+    ops.push({ op: "text", x: 6, y: 15, text: "LADR preview: waiting for a run", color: COLORS.muted });
+    return ops;
+  }
+  const grid = payload.grid;
+  const n = grid[0] * grid[1];
+  const rect = fitRect(grid, width, height);
+  if (payload.preview) ops.push({ op: "image", x: rect.x, y: rect.y, w: rect.w, h: rect.h });
+  ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
+  ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
+  ops.push({ op: "text", x: 6, y: 15, text: counterText(payload), color: COLORS.text });
+  const bottom = height - 6;
+  if (payload.done && payload.stats) {
+    ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats), color: COLORS.done });
+  } else {
+    ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued,
+               text: `${payload.rescued ?? 0} rescued this step (${payload.strategy ?? ""})` });
+  }
+  return ops;
+}
+
+/** Execute planFrame's ops on a CanvasRenderingContext2D. */
+export function drawFrame(ctx, payload, image) {
+  const { width, height } = ctx.canvas;
+  const ops = planFrame(payload, width, height);
+  ctx.save();
+  ctx.imageSmoothingEnabled = false; // token cells stay crisp
+  ctx.font = "12px sans-serif";
+  for (const o of ops) {
+    if (o.op === "rect") {
+      ctx.fillStyle = o.fill;
+      ctx.fillRect(o.x, o.y, o.w, o.h);
+    } else if (o.op === "image" && image) {
+      ctx.drawImage(image, o.x, o.y, o.w, o.h);
+    } else if (o.op === "text") {
+      ctx.fillStyle = o.color;
+      ctx.fillText(o.text, o.x, o.y, width - 12);
+    }
+  }
+  ctx.restore();
+  return ops;
+}
