@@ -36,7 +36,7 @@ class MLCacheOptions(io.ComfyNode):
             description="Lumina-DiMOO's Max-Logit Cache: reuse the computation of confident "
             "tokens between steps. Combines with LADR. Defaults are the official ones.",
             inputs=[
-                io.Float.Input("cache_ratio", default=0.9, min=0.0, max=0.99, step=0.01,
+                io.Float.Input("cache_ratio", default=0.9, min=0.01, max=0.99, step=0.01,
                                tooltip="Fraction of image tokens whose computation is reused "
                                "each cached step (official default 0.9; higher = faster)."),
                 io.Float.Input("warmup_ratio", default=0.3, min=0.0, max=0.99, step=0.01,

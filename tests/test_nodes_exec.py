@@ -163,3 +163,14 @@ def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
     msg = LoadDiMOOModel.validate_inputs(model_name="gone", dtype="auto")
     assert "'gone'" in msg and str(tmp_path) in msg and "models/lumina_dimoo/gone" in msg
     assert LoadDiMOOModel.validate_inputs(model_name="DiMOO-8B", dtype="auto") is True
+
+
+def test_mlcache_node_builds_config_and_rejects_bad_values() -> None:
+    from nodes.cache import MLCacheOptions
+
+    (cfg,) = MLCacheOptions.execute(cache_ratio=0.8, warmup_ratio=0.2, refresh_interval=3).args
+    assert cfg == ladr_core.MLCacheConfig(cache_ratio=0.8, warmup_ratio=0.2, refresh_interval=3)
+    bad = MLCacheOptions.validate_inputs(cache_ratio=1.0, warmup_ratio=0.3, refresh_interval=5)
+    assert isinstance(bad, str) and "cache_ratio" in bad
+    assert MLCacheOptions.validate_inputs(cache_ratio=0.9, warmup_ratio=0.3,
+                                          refresh_interval=5) is True

@@ -1,0 +1,121 @@
+"""The node chain on real checkpoints through the real runtime (load_dimoo, denoiser, VQ):
+the tiny random fixture checkpoint (tests/fixtures_dimoo.py) always, and the shipped DiMOO-nano
+(`ladr_core.nano_model_path()`) via the loader's built-in choice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import ladr_core
+from nodes import events, host, loader
+from nodes.cache import MLCacheOptions
+from nodes.decode import DiMOOVQDecode
+from nodes.loader import LoadDiMOOModel
+from nodes.policy import LADRPolicyNode
+from nodes.sampler import DiMOOSampler
+
+NANO_READY = (Path(ladr_core.nano_model_path()) / "config.json").is_file()
+
+
+@pytest.fixture
+def models_dir(dimoo_checkpoint: Path, monkeypatch) -> Path:
+    monkeypatch.setenv("LADR_MODELS_DIR", str(dimoo_checkpoint.parent))
+    loader._CACHE.clear()
+    return dimoo_checkpoint.parent
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[dict]:
+    out: list[dict] = []
+    monkeypatch.setattr(host, "send_event", lambda e, p: out.append(p))
+    return out
+
+
+def sample(model, size: int = 32, **kw) -> tuple:
+    args = dict(prompt="a red square", negative_prompt="", width=size, height=size, steps=8,
+                cfg=2.0, temperature=1.0, seed=5, batch_size=1, strategy="ladr",
+                one_prompt_per_line=False)
+    return DiMOOSampler.execute(model=model, **{**args, **kw}).args
+
+
+def test_full_chain_on_the_fixture_checkpoint(models_dir, sent) -> None:
+    assert "Lumina-DiMOO" in loader.model_choices()
+    (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
+    (policy,) = LADRPolicyNode.execute(preset="paper", **_policy_fields()).args
+    (cache,) = MLCacheOptions.execute(cache_ratio=0.5, warmup_ratio=0.25, refresh_interval=2).args
+    tokens, stats = sample(model, policy=policy, cache=cache, batch_size=2)
+    (image,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
+    assert image.shape == (2, 32, 32, 3) and image.dtype == torch.float32
+    assert 0.0 <= float(image.min()) <= float(image.max()) <= 1.0
+    steps = [p for p in sent if not p["done"]]
+    assert len(steps) == tokens.stats["steps"] and sent[-1]["done"]
+    assert tokens.stats["token_forwards"] < tokens.stats["token_forwards_full"]  # ML-Cache
+    assert "% saved" in stats
+
+    direct = model.pipe.generate("a red square", width=32, height=32, steps=8, cfg=2.0,
+                                 seed=5, strategy="ladr", policy=policy, cache=cache,
+                                 batch_size=2)
+    assert torch.equal(direct.tokens.cpu(), tokens.tokens)  # the nodes add no drift
+    assert torch.allclose(direct.images.float().cpu(), image, atol=1e-6)
+
+
+def test_over_context_size_is_a_clear_error_and_model_stays_usable(models_dir, sent) -> None:
+    (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
+    with pytest.raises(ValueError, match="(?i)context|sequence|too (large|long)"):
+        sample(model, size=128)
+    with pytest.raises(ValueError, match="(?i)prompt|context|sequence|too long"):
+        sample(model, prompt="word " * 400)
+    tokens, _ = sample(model)
+    assert tokens.tokens.shape == (1, 64)
+
+
+def test_cancel_mid_run_then_next_run_equals_a_fresh_one(models_dir, monkeypatch) -> None:
+    (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
+    cache = ladr_core.MLCacheConfig(cache_ratio=0.5, warmup_ratio=0.25, refresh_interval=2)
+    fresh, _ = sample(model, cache=cache)
+
+    pressed: list[int] = []
+
+    def cancel_at_step_3(event: str, payload: dict) -> None:
+        if payload["step"] == 3 and not payload["done"] and not pressed:
+            pressed.append(3)
+            host.request_interrupt()  # the user pressed Cancel; the next check raises
+
+    monkeypatch.setattr(host, "send_event", cancel_at_step_3)
+    with pytest.raises(host.FallbackInterrupt):
+        sample(model, cache=cache)
+    assert pressed == [3]
+    again, _ = sample(model, cache=cache)
+    assert torch.equal(fresh.tokens, again.tokens)
+
+
+@pytest.mark.skipif(not NANO_READY, reason="DiMOO-nano checkpoint not shipped in this checkout")
+def test_builtin_nano_choice_runs_end_to_end(sent) -> None:
+    loader._CACHE.clear()
+    assert loader.model_choices()[0] == loader.NANO
+    (model,) = LoadDiMOOModel.execute(model_name=loader.NANO, dtype="auto").args
+    size = model.pipe.default_size
+    tokens, stats = sample(model, size=size, steps=16, prompt="a red circle", cfg=4.0)
+    (image,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
+    assert image.shape == (1, size, size, 3)
+    assert tokens.stats["steps"] <= 16 and sent[-1]["done"]
+    assert float(image.std()) > 0.01  # a picture, not a flat fill
+
+
+def _policy_fields() -> dict:
+    return {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
+
+
+def test_step_payload_preview_comes_from_the_table_not_the_decoder(models_dir, sent,
+                                                                   monkeypatch) -> None:
+    (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
+    calls = {"decode": 0}
+    real = model.pipe.decode
+    monkeypatch.setattr(model.pipe, "decode", lambda *a: calls.__setitem__("decode", 1) or real(*a))
+    sample(model)
+    assert calls["decode"] == 0  # sampler never runs the VQ decoder (decode=False, table preview)
+    assert all(p["preview"] for p in sent if not p["done"])
+    assert events.EVENT == "ladr.step"
