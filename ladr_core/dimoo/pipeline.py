@@ -31,11 +31,11 @@ DEFAULT_SIZE = 1024
 
 @dataclass
 class GenerationResult:
-    """tokens [B, h*w] codes; images float [B, H, W, 3] in [0, 1]; seconds = sampling time
-    (excluding the VQ decode, reported in ``decode_seconds``)."""
+    """tokens [B, h*w] codes; images float [B, H, W, 3] in [0, 1] (None with decode=False);
+    seconds = sampling time (excluding the VQ decode, reported in ``decode_seconds``)."""
 
     tokens: torch.Tensor
-    images: torch.Tensor
+    images: torch.Tensor | None
     nfe: int
     steps: int
     seconds: float
@@ -115,8 +115,9 @@ class DiMOOPipeline:
                  cfg: float = 4.0, temperature: float = 1.0, seed: int = 0,
                  strategy: str = "ladr", policy: Any = None, cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
-                 batch_size: int = 1) -> GenerationResult:
-        """Text -> images. ``policy``: LADRPolicy (ladr) or ProphetPolicy (prophet) or None."""
+                 batch_size: int = 1, decode: bool = True) -> GenerationResult:
+        """Text -> images. ``policy``: LADRPolicy (ladr) or ProphetPolicy (prophet) or None;
+        ``decode=False`` skips the VQ decoder (images None), e.g. when decoding elsewhere."""
         from ..policy import ProphetPolicy
         from ..sampling import sample
 
@@ -136,7 +137,7 @@ class DiMOOPipeline:
                         device=self.device)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
-        images = self.decode(result.tokens, (layout.h, layout.w))
+        images = self.decode(result.tokens, (layout.h, layout.w)) if decode else None
         decode_seconds = time.perf_counter() - start
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,

@@ -1,0 +1,84 @@
+"""VQ decode (official lookup path) and the codebook -> RGB preview table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
+from ladr_core.dimoo.vq import MASK_GREY, build_preview_table
+
+
+class CountingDecoder(nn.Module):
+    """Wraps the VQ decoder module and counts its forward calls."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+        self.calls = 0
+
+    def forward(self, *args: object, **kwargs: object) -> torch.Tensor:
+        self.calls += 1
+        return self.inner(*args, **kwargs)
+
+
+@pytest.fixture
+def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
+    pipe = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    pipe.vq.decoder = CountingDecoder(pipe.vq.decoder)
+    return pipe
+
+
+def test_decode_matches_official_decode_path(pipe: DiMOOPipeline) -> None:
+    codes = torch.randint(0, 32, (2, 3 * 5), generator=torch.Generator().manual_seed(0))
+    images = pipe.decode(codes, (3, 5))
+    assert images.shape == (2, 12, 20, 3) and images.dtype == torch.float32
+    assert images.min() >= 0 and images.max() <= 1
+    vq = pipe.vq
+    with torch.no_grad():  # official decode_vq_to_image: lookup, decode, clip(0, 1)
+        ref = vq.decode(codes.view(2, 3, 5), force_not_quantize=True,
+                        shape=(2, 3, 5, vq.config.latent_channels)).sample.clip(0, 1)
+    torch.testing.assert_close(images, ref.permute(0, 2, 3, 1))
+    assert (images[0] - images[1]).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="subtract the image token offset"):
+        pipe.decode(codes + 32, (3, 5))
+    with pytest.raises(ValueError, match="grid"):
+        pipe.decode(codes, (4, 4))
+
+
+def test_preview_table_built_once_and_preview_never_calls_decoder(pipe: DiMOOPipeline) -> None:
+    decoder = pipe.vq.decoder
+    table = pipe.preview_table()
+    assert table.shape == (32, 4, 4, 3) and table.min() >= 0 and table.max() <= 1
+    built = decoder.calls
+    assert built == 1  # 32 codes in one chunk
+    tokens = torch.randint(0, 32, (3, 6 * 7))
+    masked = torch.zeros(3, 42, dtype=torch.bool)
+    masked[:, ::5] = True
+    for _ in range(5):
+        preview = pipe.preview(tokens, masked, (6, 7))
+    assert decoder.calls == built  # gather + reshape only
+    assert preview.shape == (3, 24, 28, 3)
+    # token (r, c) of item b occupies the p x p block at (r*p, c*p)
+    b, r, c = 1, 2, 3
+    block = preview[b, r * 4:(r + 1) * 4, c * 4:(c + 1) * 4]
+    if masked[b, r * 7 + c]:
+        assert (block == MASK_GREY).all()
+    else:
+        torch.testing.assert_close(block, table[tokens[b, r * 7 + c]])
+    assert (preview[0, 0:4, 0:4] == MASK_GREY).all()  # slot 0 is masked
+
+
+def test_table_rows_are_decoded_uniform_patches(pipe: DiMOOPipeline) -> None:
+    table = build_preview_table(pipe.vq, pipe.vq_factor, size=2, context=3, chunk=8)
+    assert table.shape == (32, 2, 2, 3)
+    code = 7
+    uniform = pipe.decode(torch.full((1, 9), code), (3, 3))[0, 4:8, 4:8]  # centre token
+    pooled = uniform.permute(2, 0, 1)[None]
+    expected = torch.nn.functional.adaptive_avg_pool2d(pooled, 2)[0].permute(1, 2, 0)
+    torch.testing.assert_close(table[code], expected, atol=1e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="context"):
+        build_preview_table(pipe.vq, pipe.vq_factor, context=2)
