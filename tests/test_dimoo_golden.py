@@ -46,3 +46,21 @@ def test_golden_is_discriminative() -> None:
     model.load_state_dict(tensors)
     with torch.no_grad():
         assert (model(ids) - expected).abs().max().item() > 1e-2
+
+
+def test_partial_pass_matches_official_ml_cache_step() -> None:
+    """Cached step: the official `to_compute_mask` path (frozen) == hidden_states_partial."""
+    path = GOLDEN / "llada_tiny_mlcache.safetensors"
+    with safe_open(str(path), "pt") as handle:
+        config = json.loads(handle.metadata()["config"])
+    tensors = load_file(str(path))
+    seq1, seq2 = tensors.pop("golden.seq1"), tensors.pop("golden.seq2")
+    index, expected = tensors.pop("golden.compute_index"), tensors.pop("golden.logits")
+    model = LLaDAModel(LLaDAConfig.from_dict(config), init_std=None).eval()
+    model.load_state_dict(tensors, strict=True)
+    with torch.no_grad():
+        _, kv = model.hidden_states(seq1, return_kv=True)
+        got = model.project(model.hidden_states_partial(seq2, index, kv))
+        fresh = model(seq2).gather(1, index[..., None].expand(-1, -1, expected.shape[-1]))
+    assert (got - expected).abs().max().item() <= 1e-4
+    assert (fresh - expected).abs().max().item() > 1e-2  # the cached step really is stale

@@ -12,6 +12,11 @@ the official ``LLaDAForMultiModalGeneration`` in float32 with seeded random weig
 the training init so the comparison is discriminative), runs it on fixed token ids through the
 path the official generator uses (``model(ids, infer=True).logits``), checks the native model on
 the same weights, and saves weights (official names), ids and logits.
+
+``llada_tiny_mlcache.safetensors`` freezes the official ML-Cache path: a full cached pass on
+``golden.seq1`` (``caching(True)``, ``use_cache=True``), then a cached step on ``golden.seq2``
+recomputing only ``golden.compute_index`` (``to_compute_mask``); ``golden.logits`` are the
+official logits at those positions. (The official cache needs n_kv_heads == n_heads.)
 """
 
 from __future__ import annotations
@@ -79,5 +84,37 @@ def main(official_dir: Path) -> None:
                             "max_abs_diff_at_creation": f"{diff:.3e}"})
 
 
+def main_mlcache(official_dir: Path) -> None:
+    cfg = {**BASE, "n_kv_heads": 4}
+    official = build_official(official_dir, cfg)
+    gen = torch.Generator().manual_seed(SEED + 2)
+    seq1 = torch.randint(0, cfg["vocab_size"], (1, 20), generator=gen)
+    seq2 = seq1.clone()
+    seq2[0, [3, 9, 15]] = torch.tensor([90, 91, 92])
+    index = torch.tensor([[2, 3, 9, 11, 15]])
+    compute = torch.zeros(1, 20, dtype=torch.bool)
+    compute[0, index[0]] = True
+    official.caching(True)
+    with torch.no_grad():
+        official(seq1, infer=True, use_cache=True, cat="cond")
+        logits = official(seq2, infer=True, use_cache=True, to_compute_mask=compute, cat="cond").logits
+    expected = logits[0, index[0]].float()[None].clone()
+    state = {k: v.detach().clone().contiguous() for k, v in official.state_dict().items()}
+    native = LLaDAModel(LLaDAConfig.from_dict(cfg), init_std=None).eval()
+    native.load_state_dict(state, strict=True)
+    with torch.no_grad():
+        _, kv = native.hidden_states(seq1, return_kv=True)
+        got = native.project(native.hidden_states_partial(seq2, index, kv))
+    diff = (got - expected).abs().max().item()
+    print(f"mlcache: official vs native cached-step max abs diff = {diff:.3e}")
+    assert diff <= 1e-4, diff
+    tensors = {**state, "golden.seq1": seq1, "golden.seq2": seq2, "golden.compute_index": index,
+               "golden.logits": expected}
+    save_file(tensors, str(HERE / "llada_tiny_mlcache.safetensors"),
+              metadata={"config": json.dumps(cfg), "seed": str(SEED),
+                        "max_abs_diff_at_creation": f"{diff:.3e}"})
+
+
 if __name__ == "__main__":
     main(Path(sys.argv[1]))
+    main_mlcache(Path(sys.argv[1]))
