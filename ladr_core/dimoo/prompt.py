@@ -97,6 +97,8 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
         hint = (f"nearest valid size with this aspect ratio: width={w * vq_factor}, "
                 f"height={h * vq_factor}" if budget > 0 and h * (w + 1) <= budget
                 else "shorten the prompt")
+        hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
+                 "in its config.json")
         raise ValueError(
             f"width={width}, height={height} needs {total} tokens (prompt {prompt_length} + image "
             f"{layout.length}) but the model's context (max_sequence_length) is {max_length}; {hint}")
