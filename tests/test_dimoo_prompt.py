@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,9 @@ def test_size_errors_name_nearest_valid_sizes() -> None:
         check_image_size(0, 512, 16, 4096, 40)
     with pytest.raises(ValueError, match=r"needs \d+ tokens.*max_sequence_length\) is 4096.*width=\d+, height=\d+") as info:
         check_image_size(2048, 2048, 16, 4096, 40)
-    w, h = (int(x.split("=")[1].rstrip(",")) for x in str(info.value).split()[-2:])
+    found = re.search(r"aspect ratio: width=(\d+), height=(\d+)", str(info.value))
+    assert found is not None
+    w, h = int(found.group(1)), int(found.group(2))
     assert w % 16 == 0 and h % 16 == 0 and w == h
     assert 40 + ImageLayout(h // 16, w // 16).length <= 4096  # the suggestion really fits
 
