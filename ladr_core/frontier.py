@@ -4,7 +4,7 @@
     M_frontier = M_grid AND (NOT M_grid (+) K)  ((+) = dilation by the k x k kernel K)
     C_t        = { i | Phi^-1(M_frontier)[i] = 1 }
 
-Algorithm 1 (lines 19-21) applies it to M_std, the mask left by the standard selection.
+Algorithm 1 (lines 22-24) applies it to M_std, the mask left by the standard selection.
 Dilation is a stride-1 max-pool with padding k // 2 (borders pad with "not decoded"), so it is one
 batched kernel on the mask's device with no host synchronisation.
 """

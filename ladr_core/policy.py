@@ -48,15 +48,15 @@ def _check_bounds(name: str, value: object) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class LADRPolicy:
-    """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-30).
+    """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-31).
 
     Fields (defaults are the paper's):
       phase_bounds: (0.2, 0.7). t_eff < 0.2 is exploration, < 0.7 structure, else refinement;
-          t_eff = gamma^-1(masked ratio) at the start of the step (Prop. 2, Alg. 1 line 8).
+          t_eff = gamma^-1(masked ratio) at the start of the step (Prop. 2, Alg. 1 line 9).
       tau: (0.05, 0.05, None). Margin threshold per phase: a frontier token is valid only if
-          Delta = p(1) - p(2) > tau (Eq. 10, Alg. 1 line 24); None = no threshold. In [0, 1].
+          Delta = p(1) - p(2) > tau (Eq. 10, Alg. 1 line 27); None = no threshold. In [0, 1].
       alpha: (0.1, 0.3, 1.0). Rescue ratio per phase: budget floor(|C_t| * alpha) (Eq. 10,
-          Alg. 1 line 25), computed exactly from alpha's decimal value. In [0, 1].
+          Alg. 1 line 28), computed exactly from alpha's decimal value. In [0, 1].
       kernel_size: 3. Side k of the k x k dilation kernel K of Eq. 9; odd and >= 1.
       metric: "margin" ranks valid candidates by Delta (Eq. 10); "confidence" by the top-1
           probability; "random" picks uniformly among the frontier C_t (ablation, Fig. 6).

@@ -36,9 +36,9 @@ def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) 
 
 
 def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Keep masked the `count[b]` masked positions with the lowest score (Alg. 1 lines 15-17).
+    """Keep masked the `count[b]` masked positions with the lowest score (Alg. 1 lines 18-20).
 
-    Algorithm 1 line 17 reads M_std[I_rank[n_mask:N]] <- 0 with I_rank sorted *descending*,
+    Algorithm 1 line 20 reads M_std[I_rank[n_mask:N]] <- 0 with I_rank sorted *descending*,
     which would unmask the LEAST confident tokens. Its own comment ("Unmask most confident") and
     the DiMOO baseline show the intent, which we follow: the n_mask least confident masked
     tokens stay masked, the most confident ones are unmasked. Decoded positions never compete
@@ -91,7 +91,7 @@ def baseline_remask(
 def ladr_keep_counts(
     masked: torch.Tensor, t_eff: torch.Tensor, step: int, steps: int, schedule: Schedule
 ) -> torch.Tensor:
-    """n_mask of Algorithm 1 lines 7-8 (Prop. 2 inverse scheduling): LongTensor [B].
+    """n_mask of Algorithm 1 lines 8-11 (Prop. 2 inverse scheduling): LongTensor [B].
 
     t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)), clamped to the current
     masked count. t_eff: [B] in schedule precision (float64 where the device has it). The floor
@@ -141,7 +141,7 @@ def ladr_rescue(
     grid: tuple[int, int],
     uniform: torch.Tensor | None,
 ) -> torch.Tensor:
-    """Rescue set R_t of Eq. 10 (Algorithm 1 lines 18-28), plus the paper's ablations.
+    """Rescue set R_t of Eq. 10 (Algorithm 1 lines 22-31), plus the paper's ablations.
 
     m_std: BoolTensor [B, N] after standard selection; top1 / margin: [B, N] top-1 probability
     and Delta = p(1) - p(2); phase: LongTensor [B]; uniform: [B, N] in [0, 1) drawn from the
