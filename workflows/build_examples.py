@@ -1,0 +1,213 @@
+"""Writes the example workflows from one description: UI format (example_workflows/, shown in
+ComfyUI's Browse Templates) and API format (workflows/api/, for queue_prompts.py).
+
+    .venv/bin/python workflows/build_examples.py          # rewrite both folders
+    .venv/bin/python workflows/build_examples.py --check  # exit 1 if a file is out of date
+
+Widget order comes from our nodes' own schemas (`define_schema`), so a workflow can never list
+widgets in an order the node does not have. The API files live in workflows/api/ (not directly in
+workflows/) because ComfyUI's template browser also globs `<pack>/workflows/*.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from nodes import node_classes  # noqa: E402
+from nodes.handles import TOKENS_TYPE  # noqa: E402
+
+UI_DIR = ROOT / "example_workflows"
+API_DIR = ROOT / "workflows" / "api"
+NANO = "dimoo-nano (built-in)"
+WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+
+# ComfyUI 0.33 core nodes used here: (socket inputs, widget names, outputs).
+CORE = {
+    "SaveImage": ([("images", "IMAGE", False)], ["filename_prefix"], []),
+    "PreviewAny": ([("source", "*", False)], [], [("STRING", "STRING")]),
+    "ImageStitch": ([("image1", "IMAGE", False), ("image2", "IMAGE", True)],
+                    ["direction", "match_image_size", "spacing_width", "spacing_color"],
+                    [("IMAGE", "IMAGE")]),
+}
+
+
+def _ours() -> dict[str, tuple[list, list, list, set]]:
+    """node_id -> (sockets, widget names, outputs, names with control_after_generate)."""
+    out = {}
+    for cls in node_classes():
+        s = cls.define_schema()
+        sockets = [(i.id, i.io_type, bool(i.optional)) for i in s.inputs
+                   if i.io_type not in WIDGET_TYPES]
+        widgets = [i.id for i in s.inputs if i.io_type in WIDGET_TYPES]
+        cag = {i.id for i in s.inputs if getattr(i, "control_after_generate", None)}
+        outs = [(o.id or o.io_type, o.io_type) for o in s.outputs]
+        out[s.node_id] = (sockets, widgets, outs, cag)
+    return out
+
+
+@dataclass
+class Node:
+    id: int
+    type: str
+    pos: tuple[int, int]
+    widgets: dict = field(default_factory=dict)
+    links: dict = field(default_factory=dict)  # input name -> (source node id, output slot)
+    title: str | None = None
+    size: tuple[int, int] = (300, 120)
+
+
+def to_api(nodes: list[Node], schemas: dict) -> dict:
+    api = {}
+    for n in nodes:
+        inputs = dict(n.widgets)
+        inputs.update({k: [str(src), slot] for k, (src, slot) in n.links.items()})
+        api[str(n.id)] = {"class_type": n.type, "inputs": inputs,
+                          "_meta": {"title": n.title or n.type}}
+    return api
+
+
+def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
+    links, ui_nodes = [], []
+    by_id = {n.id: n for n in nodes}
+    for order, n in enumerate(nodes):
+        sockets, widgets, outs, cag = schemas[n.type]
+        inputs = []
+        for slot, (iname, itype, optional) in enumerate(sockets):
+            link_id = None
+            if iname in n.links:
+                src, sslot = n.links[iname]
+                link_id = len(links) + 1
+                links.append([link_id, src, sslot, n.id, slot, schemas[by_id[src].type][2][sslot][1]])
+            elif not optional:
+                raise ValueError(f"{name}: node {n.id} input {iname} is not linked")
+            inputs.append({"name": iname, "type": itype, "link": link_id})
+        values = []
+        for w in widgets:
+            values.append(n.widgets[w])
+            if w in cag:
+                values.append("fixed")
+        ui_nodes.append({"id": n.id, "type": n.type, "pos": list(n.pos), "size": list(n.size),
+                         "flags": {}, "order": order, "mode": 0, "inputs": inputs,
+                         "outputs": [], "properties": {"Node name for S&R": n.type},
+                         "widgets_values": values, **({"title": n.title} if n.title else {})})
+    for un in ui_nodes:
+        outs = schemas[un["type"]][2]
+        un["outputs"] = [{"name": oname, "type": otype,
+                          "links": [lk[0] for lk in links if lk[1] == un["id"] and lk[2] == k]}
+                         for k, (oname, otype) in enumerate(outs)]
+    return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"comfyui-ladr/{name}")), "revision": 0,
+            "last_node_id": max(by_id), "last_link_id": len(links), "nodes": ui_nodes,
+            "links": links, "groups": [], "config": {},
+            "extra": {"ds": {"scale": 0.9, "offset": [20, 20]}}, "version": 0.4}
+
+
+def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, strategy: str,
+            links: dict, title: str, seed: int = 42, batch: int = 1, per_line: bool = False,
+            cfg: float = 4.0) -> Node:
+    return Node(id, "LADR_DiMOOSampler", pos, dict(
+        prompt=prompt, negative_prompt="", width=size, height=size, steps=steps, cfg=cfg,
+        temperature=1.0, seed=seed, batch_size=batch, strategy=strategy,
+        one_prompt_per_line=per_line), links, title, (400, 720))
+
+
+def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
+    cls = next(c for c in node_classes() if c.define_schema().node_id == "LADR_Policy")
+    fields = {i.id: i.default for i in cls.define_schema().inputs}
+    return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 380))
+
+
+def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
+    return Node(id, "LADR_LoadDiMOOModel", (20, 40), {"model_name": name, "dtype": dtype},
+                size=(320, 90))
+
+
+def decode(id: int, pos, src: int) -> Node:
+    return Node(id, "LADR_DiMOOVQDecode", pos, {}, {"model": (1, 0), "tokens": (src, 0)},
+                size=(240, 60))
+
+
+def workflows() -> dict[str, list[Node]]:
+    prompt = "a red circle to the left of a blue square"
+    nano = [loader(1), policy(2, (20, 170)),
+            sampler(3, (360, 40), prompt, 64, 32, "ladr", {"model": (1, 0), "policy": (2, 0)},
+                    "DiMOO Sampler (LADR)"),
+            decode(4, (800, 40), 3),
+            Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/nano"},
+                 {"images": (4, 0)}, size=(320, 360)),
+            Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (320, 120))]
+    side = [loader(1), policy(2, (20, 170)),
+            sampler(3, (360, 40), prompt, 64, 32, "ladr", {"model": (1, 0), "policy": (2, 0)},
+                    "LADR (paper policy)"),
+            sampler(4, (780, 40), prompt, 64, 32, "baseline", {"model": (1, 0)},
+                    "Baseline (official schedule)"),
+            decode(5, (1200, 40), 3), decode(6, (1200, 140), 4),
+            Node(7, "ImageStitch", (1200, 240), {"direction": "right", "match_image_size": True,
+                                                 "spacing_width": 2, "spacing_color": "white"},
+                 {"image1": (5, 0), "image2": (6, 0)}, "LADR | baseline", (300, 160)),
+            Node(8, "SaveImage", (1520, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
+                 {"images": (7, 0)}, size=(360, 300)),
+            Node(9, "PreviewAny", (1520, 380), {}, {"source": (3, 1)}, "LADR stats", (360, 110)),
+            Node(10, "PreviewAny", (1520, 520), {}, {"source": (4, 1)}, "Baseline stats",
+                 (360, 110))]
+    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 170)),
+            Node(3, "LADR_MLCacheOptions", (20, 580), {"cache_ratio": 0.9, "warmup_ratio": 0.3,
+                                                       "refresh_interval": 5}, size=(300, 130)),
+            sampler(4, (360, 40), "A photograph of a red fox standing in fresh snow at golden "
+                    "hour, detailed fur, shallow depth of field", 1024, 64, "ladr",
+                    {"model": (1, 0), "policy": (2, 0), "cache": (3, 0)},
+                    "DiMOO Sampler (LADR + ML-Cache)"),
+            decode(5, (800, 40), 4),
+            Node(6, "SaveImage", (800, 140), {"filename_prefix": "ladr/dimoo_1024"},
+                 {"images": (5, 0)}, size=(420, 460)),
+            Node(7, "PreviewAny", (800, 640), {}, {"source": (4, 1)}, "LADR stats", (420, 110))]
+    prompts = "\n".join(["a green triangle", "two yellow circles",
+                         "a purple square above an orange circle", "a blue circle"])
+    batch = [loader(1), policy(2, (20, 170)),
+             sampler(3, (360, 40), prompts, 64, 32, "ladr", {"model": (1, 0), "policy": (2, 0)},
+                     "DiMOO Sampler (one prompt per line)", per_line=True),
+             decode(4, (800, 40), 3),
+             Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/batch"},
+                  {"images": (4, 0)}, size=(360, 360)),
+             Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (360, 110))]
+    return {"ladr_nano_text_to_image": nano, "ladr_vs_baseline_side_by_side": side,
+            "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
+
+
+def render_all() -> dict[Path, str]:
+    schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **_ours()}
+    assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler"][2])
+    files = {}
+    for name, nodes in workflows().items():
+        files[UI_DIR / f"{name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
+        files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"
+    return files
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="fail if a file is out of date")
+    args = ap.parse_args()
+    stale = []
+    for path, text in render_all().items():
+        if args.check:
+            if not path.is_file() or path.read_text() != text:
+                stale.append(str(path.relative_to(ROOT)))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    if stale:
+        print("out of date (run workflows/build_examples.py):", *stale, sep="\n  ")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
