@@ -119,9 +119,9 @@ class _DispatchCounter(TorchDispatchMode):
             indices = args[1] if len(args) > 1 else ()
             if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices):
                 self.sink[f"{name}[bool mask]"] += 1
-        elif name == "aten.repeat_interleave" and (kwargs or {}).get("output_size") is None \
-                and len(args) == 1:
-            self.sink[name] += 1
+        elif name == "aten.repeat_interleave" and "Tensor" in str(func) \
+                and (kwargs or {}).get("output_size") is None:
+            self.sink[name] += 1  # tensor repeats: output length is data-dependent
         return func(*args, **(kwargs or {}))
 
 
@@ -264,3 +264,63 @@ def base_parser(description: str) -> argparse.ArgumentParser:
 def apply_threads(args: argparse.Namespace) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
+
+
+# --------------------------------------------------------------------------- models & memory
+
+
+def fixture_module() -> Any:
+    """The test suite's checkpoint writer (tests/fixtures_dimoo.py), reused, not duplicated."""
+    import importlib.util
+
+    path = REPO_ROOT / "tests" / "fixtures_dimoo.py"
+    spec = importlib.util.spec_from_file_location("_ladr_fixtures_dimoo", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{path} is missing (the tiny-checkpoint fixture)")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_ladr_fixtures_dimoo", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_checkpoint(folder: Path) -> Path:
+    """The tests' tiny random DiMOO checkpoint, written once into ``folder``."""
+    if not (folder / "config.json").is_file():
+        fixture_module().write_tiny_checkpoint(folder)
+    return folder
+
+
+def model_for_bench(tmp: Path) -> tuple[Path, str]:
+    """(folder, label): the shipped nano model when present, else the tests' tiny fixture."""
+    import ladr_core
+
+    nano = ladr_core.nano_model_path()
+    if (nano / "config.json").is_file():
+        return nano, "nano"
+    return tiny_checkpoint(tmp / "tiny_fixture"), "tiny test fixture (nano model not present)"
+
+
+MEMORY_PROBE = r"""
+import json, sys
+def status():
+    out = {}
+    for line in open("/proc/self/status"):
+        key, _, rest = line.partition(":")
+        if key in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
+            out[key] = int(rest.split()[0]) * 1024
+    return out
+"""
+
+
+def run_memory_probe(body: str, timeout: float = 900.0) -> dict[str, Any]:
+    """Run ``body`` in a fresh interpreter; return its /proc/self/status memory (bytes) + extras.
+
+    ``body`` may set a dict ``extra`` that is merged into the result. Peak = ``VmHWM``.
+    """
+    code = MEMORY_PROBE + "\nextra = {}\n" + body + "\nprint('PROBE' + json.dumps({**status(), **extra}))\n"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True,
+                         text=True, timeout=timeout, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"memory probe failed:\n{out.stderr[-2000:]}")
+    line = [ln for ln in out.stdout.splitlines() if ln.startswith("PROBE")][-1]
+    return json.loads(line[len("PROBE"):])

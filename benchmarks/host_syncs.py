@@ -1,0 +1,128 @@
+"""Host synchronisations per sampler step, counted with a TorchDispatchMode, for every strategy.
+
+A host sync is any op whose value or output shape the CPU must wait for on a GPU
+(``.item()``, ``bool(t)``, ``nonzero``, boolean-mask indexing, ``.tolist()``, ``.cpu()``...;
+see ``benchmarks.common.SyncCounter``). Counting works on CPU because it inspects which ops
+run, not how long they wait. The sampler's contract (docs/ARCHITECTURE.md section 1) is at most
+one per step; the target here is <= 1 for every strategy, temperature and LADR policy preset.
+
+Figures per case: total syncs inside ``sample()`` (the fake denoiser makes none), steps run,
+mean per step, and the largest count between two consecutive step callbacks (the first interval
+also holds argument validation and setup, reported separately as ``first_interval``).
+With ``--pipeline`` the same count is taken around a whole ``DiMOOPipeline.generate`` on the
+nano model (denoiser, CFG and ML-Cache included) when that model is present.
+
+Run: ``python -m benchmarks.host_syncs``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import torch
+
+from benchmarks.common import SyncCounter, apply_threads, base_parser, print_table, write_result
+from ladr_core import POLICY_PRESETS, sample
+
+TARGET = 1.0
+
+
+def varied_denoiser(b: int, n: int, k: int, seed: int = 0):  # noqa: ANN201
+    """Fake denoiser: fixed random logits plus a token-dependent shift (no host syncs)."""
+    g = torch.Generator().manual_seed(seed)
+    base = torch.randn(b, n, k, generator=g) * 4.0
+    shift = torch.randn(k, generator=g)
+
+    def denoise(tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        return base + shift[tokens].unsqueeze(-1) * (~masked).unsqueeze(-1)
+
+    return denoise
+
+
+def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
+               temperature: float, policy_name: str | None, with_callback: bool) -> dict[str, Any]:
+    """Run one sample() under a SyncCounter and summarise syncs per step."""
+    denoise = varied_denoiser(b, grid[0] * grid[1], k)
+    gens = [torch.Generator().manual_seed(i) for i in range(b)]
+    marks: list[Counter] = []
+    counter = SyncCounter()
+
+    def callback(record: dict[str, Any]) -> None:
+        marks.append(counter.snapshot())
+
+    policy = POLICY_PRESETS[policy_name] if policy_name else None
+    with counter:
+        res = sample(denoise, shape=(b, *grid), steps=steps, strategy=strategy, policy=policy,
+                     temperature=temperature, generator=gens,
+                     callback=callback if with_callback else None)
+    totals = [sum(m.values()) for m in marks] + [counter.total]
+    intervals = [b2 - a for a, b2 in zip([0, *totals[:-1]], totals, strict=True)]
+    return {
+        "batch": b, "strategy": strategy, "policy": policy_name or "default",
+        "temperature": temperature, "callback": with_callback, "steps": res.steps,
+        "total_syncs": counter.total, "per_step": counter.total / res.steps,
+        "first_interval": intervals[0] if with_callback else None,
+        "max_later_interval": max(intervals[1:], default=0) if with_callback else None,
+        "ops": dict(counter.counts),
+        "meets_target": counter.total / res.steps <= TARGET,
+    }
+
+
+def pipeline_case(steps: int, strategy: str, cache: bool) -> dict[str, Any] | None:
+    """Syncs of a whole generate() on the nano model (None when the model is absent)."""
+    import ladr_core
+
+    path = ladr_core.nano_model_path()
+    if not (path / "config.json").is_file():
+        return None
+    pipe = ladr_core.load_dimoo(path, device="cpu", dtype=torch.float32)
+    kwargs: dict[str, Any] = {}
+    if cache:
+        kwargs["cache"] = ladr_core.MLCacheConfig()
+    with SyncCounter() as counter:
+        res = pipe.generate("a red circle", steps=steps, strategy=strategy, seed=0, **kwargs)
+    return {"strategy": strategy, "ml_cache": cache, "steps": res.steps,
+            "total_syncs": counter.total, "per_step": counter.total / max(res.steps, 1),
+            "ops": dict(counter.counts)}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--pipeline", action="store_true",
+                        help="also count a whole generate() on the nano model")
+    args = parser.parse_args(argv)
+    apply_threads(args)
+    grid, k, steps = ((4, 4), 16, 6) if args.tiny else ((16, 16), 256, 16)
+    rows = []
+    for b in (1, 2):
+        for temp in (1.0, 0.0):
+            for strat in ("baseline", "ladr", "prophet"):
+                rows.append(count_case(b, grid, k, steps, strat, temp, None, True))
+    for name in POLICY_PRESETS:
+        rows.append(count_case(2, grid, k, steps, "ladr", 1.0, name, True))
+    for strat in ("baseline", "ladr", "prophet"):
+        rows.append(count_case(2, grid, k, steps, strat, 1.0, None, False))
+    print_table(f"host syncs per step, grid {grid}, K={k}, T={steps} (target <= {TARGET:g})",
+                [{c: r[c] for c in ("batch", "strategy", "policy", "temperature", "callback",
+                                    "steps", "total_syncs", "per_step", "max_later_interval",
+                                    "meets_target")} for r in rows])
+    pipe_rows = []
+    if args.pipeline:
+        for strat in ("baseline", "ladr"):
+            for cache in (False, True):
+                row = pipeline_case(steps, strat, cache)
+                if row is not None:
+                    pipe_rows.append(row)
+        print_table("host syncs per step, whole generate() on the nano model",
+                    [{c: r[c] for c in ("strategy", "ml_cache", "steps", "total_syncs",
+                                        "per_step")} for r in pipe_rows])
+    result = {"grid": list(grid), "codes": k, "steps": steps, "target_per_step": TARGET,
+              "rows": rows, "all_meet_target": all(r["meets_target"] for r in rows),
+              "pipeline_rows": pipe_rows}
+    print(f"wrote {write_result('host_syncs', result, args.out)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""Loader peak memory: a ~2 GB synthetic bf16 checkpoint loaded into bf16, vs its weight size.
+
+A synthetic checkpoint in the official Lumina-DiMOO layout (config.json, bf16 safetensors shards
++ model.safetensors.index.json, tokenizer.json, vqvae/) is written once to a cache folder
+(default /tmp/ladr_bench_ckpt_2gb): a LLaDA config of 12 layers x 2048 d with the real DiMOO
+vocabulary (126 464 rows in wte and ff_out), 1.14 B parameters = 2.27 GB in bf16, in 4 shards.
+The tokenizer and the VQ-VAE are the tests' tiny ones (tests/fixtures_dimoo.py), with their
+special-token ids in config.json, so ``load_dimoo`` loads the folder end to end.
+
+Each measurement runs in a fresh interpreter and reads its peak resident set (``VmHWM`` of
+/proc/self/status):
+
+* ``baseline``: python + ``import torch, ladr_core`` + the loader's imports (diffusers,
+  tokenizers, safetensors) - subtracted from the others;
+* ``load_dimoo``: ``ladr_core.load_dimoo(folder, dtype=torch.bfloat16)``;
+* ``naive`` (reference): a bf16 model built with random init, then every shard read with
+  ``safetensors.torch.load_file`` and ``load_state_dict`` - what a straightforward loader does.
+
+Figure: (peak - baseline) / bf16 weight bytes. Target <= 1.3.
+Run: ``python -m benchmarks.loader_memory [--cache-dir DIR] [--no-naive]``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import (
+    apply_threads,
+    base_parser,
+    fixture_module,
+    print_table,
+    ratio,
+    run_memory_probe,
+    write_result,
+)
+
+TARGET = 1.3
+BIG = dict(d_model=2048, n_heads=16, n_layers=12, mlp_hidden_size=5632, vocab_size=126464,
+           embedding_size=126464, max_sequence_length=4096, rope_theta=500000.0)
+TINY = dict(d_model=64, n_heads=4, n_layers=2, mlp_hidden_size=128, vocab_size=4096,
+            embedding_size=4096, max_sequence_length=256, rope_theta=500000.0)
+VERSION = 1  # bump when the writer changes so cached folders are rewritten
+
+IMPORTS = "import torch, ladr_core, safetensors.torch, tokenizers, diffusers\n"
+LOAD = IMPORTS + ("import ladr_core.dimoo.pipeline\n"
+                  "pipe = ladr_core.load_dimoo(sys.argv[1] if len(sys.argv) > 1 else FOLDER, "
+                  "dtype=torch.bfloat16)\n"
+                  "extra['params'] = sum(p.numel() for p in pipe.transformer.parameters())\n"
+                  "extra['dtype'] = str(next(pipe.transformer.parameters()).dtype)\n")
+NAIVE = IMPORTS + ("import json\nfrom pathlib import Path\n"
+                   "from safetensors.torch import load_file\n"
+                   "from ladr_core.dimoo.config import LLaDAConfig\n"
+                   "from ladr_core.dimoo.model import LLaDAModel\n"
+                   "folder = Path(FOLDER)\n"
+                   "cfg = LLaDAConfig.from_json(folder / 'config.json')\n"
+                   "torch.set_default_dtype(torch.bfloat16)\n"
+                   "model = LLaDAModel(cfg, init_std=None)\n"
+                   "state = {}\n"
+                   "for f in sorted(folder.glob('model-*.safetensors')):\n"
+                   "    state.update(load_file(str(f)))\n"
+                   "model.load_state_dict(state)\n"
+                   "del state\n")
+
+
+def layer_shapes(spec: dict[str, int]) -> dict[str, tuple[int, ...]]:
+    """Official parameter names -> shapes for a LLaDA config (n_kv_heads = n_heads)."""
+    d, h, v = spec["d_model"], spec["mlp_hidden_size"], spec["embedding_size"]
+    shapes: dict[str, tuple[int, ...]] = {"model.transformer.wte.weight": (v, d),
+                                          "model.transformer.ln_f.weight": (d,),
+                                          "model.transformer.ff_out.weight": (v, d)}
+    for i in range(spec["n_layers"]):
+        p = f"model.transformer.blocks.{i}."
+        shapes.update({p + "attn_norm.weight": (d,), p + "ff_norm.weight": (d,),
+                       p + "q_proj.weight": (d, d), p + "k_proj.weight": (d, d),
+                       p + "v_proj.weight": (d, d), p + "attn_out.weight": (d, d),
+                       p + "ff_proj.weight": (h, d), p + "up_proj.weight": (h, d),
+                       p + "ff_out.weight": (d, h)})
+    return shapes
+
+
+def write_synthetic(folder: Path, spec: dict[str, int], shards: int) -> int:
+    """Write the checkpoint (bf16 shards written one at a time); return the weight bytes."""
+    from safetensors.torch import save_file
+
+    fx = fixture_module()
+    folder.mkdir(parents=True, exist_ok=True)
+    shapes = layer_shapes(spec)
+    total = sum(torch.Size(s).numel() * 2 for s in shapes.values())
+    groups: list[list[str]] = [[] for _ in range(shards)]
+    acc, per = 0, total / shards
+    for name, shape in shapes.items():
+        groups[min(int(acc // per), shards - 1)].append(name)
+        acc += torch.Size(shape).numel() * 2
+    weight_map: dict[str, str] = {}
+    g = torch.Generator().manual_seed(0)
+    for i, names in enumerate(groups):
+        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: (torch.randn(shapes[n], generator=g) * 0.02).to(torch.bfloat16) for n in names}
+        save_file(part, str(folder / fname), metadata={"format": "pt"})
+        weight_map.update({n: fname for n in names})
+        del part
+    (folder / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1))
+    vocab, ids, _ = fx.tiny_vocab()
+    config = {**spec, "model_type": "llada", "architectures": ["LLaDAModelLM"],
+              "activation_type": "silu", "block_type": "llama", "rope": True,
+              "layer_norm_type": "rms", "weight_tying": False, **ids.to_config_dict()}
+    (folder / "config.json").write_text(json.dumps(config, indent=1))
+    fx.write_tokenizer(folder, vocab)
+    fx.write_vqvae(folder, seed=0)
+    (folder / "BENCH_VERSION").write_text(json.dumps({"version": VERSION, "spec": spec,
+                                                      "shards": shards, "bytes": total}))
+    return total
+
+
+def ensure_checkpoint(folder: Path, spec: dict[str, int], shards: int) -> int:
+    stamp = folder / "BENCH_VERSION"
+    if stamp.is_file():
+        info = json.loads(stamp.read_text())
+        if info.get("version") == VERSION and info.get("spec") == spec and info["shards"] == shards:
+            return int(info["bytes"])
+    shutil.rmtree(folder, ignore_errors=True)
+    return write_synthetic(folder, spec, shards)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--cache-dir", type=Path, default=None)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--no-naive", action="store_true", help="skip the naive reference load")
+    args = parser.parse_args(argv)
+    apply_threads(args)
+    spec = TINY if args.tiny else BIG
+    folder = args.cache_dir or Path("/tmp") / ("ladr_bench_ckpt_tiny" if args.tiny
+                                               else "ladr_bench_ckpt_2gb")
+    weight_bytes = ensure_checkpoint(folder, spec, args.shards)
+    prefix = f"FOLDER = {str(folder)!r}\n"
+    probes = {"baseline": run_memory_probe(prefix + IMPORTS),
+              "load_dimoo": run_memory_probe(prefix + LOAD)}
+    if not args.no_naive:
+        probes["naive"] = run_memory_probe(prefix + NAIVE)
+    base = probes["baseline"]["VmHWM"]
+    rows, result_cases = [], {}
+    for name, p in probes.items():
+        extra = p["VmHWM"] - base if name != "baseline" else 0
+        r = ratio(extra, weight_bytes) if name != "baseline" else None
+        result_cases[name] = {**p, "peak_minus_baseline": extra, "ratio_to_weights": r}
+        rows.append({"case": name, "peak_MB": p["VmHWM"] / 2**20,
+                     "peak_minus_baseline_MB": extra / 2**20, "ratio_to_bf16_weights": r})
+    print_table(f"loader peak RSS, {weight_bytes / 2**30:.2f} GiB bf16 weights "
+                f"in {args.shards} shards (target <= {TARGET}x)", rows)
+    got = result_cases["load_dimoo"]["ratio_to_weights"]
+    result = {"folder": str(folder), "config": spec, "shards": args.shards,
+              "weight_bytes": weight_bytes, "target_ratio": TARGET, "cases": result_cases,
+              "ratio": got, "meets_target": got is not None and got <= TARGET}
+    print(f"wrote {write_result('loader_memory', result, args.out)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
