@@ -70,3 +70,12 @@ def test_generate_rejects_bad_arguments(pipe: DiMOOPipeline) -> None:
         _gen(pipe, batch_size=0)
     with pytest.raises(ValueError, match="width=10"):
         _gen(pipe, width=10)
+
+
+@pytest.mark.parametrize("strategy", ["ladr", "prophet"])
+def test_ml_cache_works_with_every_strategy(pipe: DiMOOPipeline, strategy: str) -> None:
+    cache = MLCacheConfig(cache_ratio=0.5, warmup_ratio=0.0, refresh_interval=3)
+    res = _gen(pipe, strategy=strategy, steps=10, cache=cache, prompt=["a red circle", "blue"])
+    assert res.tokens.shape == (2, 16) and res.images is not None
+    assert res.nfe == res.steps >= 3  # steps 1 and 2 are cached (refresh at 0, 3, 6, 9)
+    assert res.token_forwards < res.token_forwards_full
