@@ -79,7 +79,7 @@ class DiMOODenoiser:
         if (b, n) != (self.batch, self.layout.n_codes):
             raise ValueError(f"tokens shape {(b, n)} != (batch {self.batch}, codes "
                              f"{self.layout.n_codes}) of this denoiser")
-        codes = torch.where(masked.to(self.device), torch.full_like(tokens, self.ids.mask).to(self.device),
+        codes = torch.where(masked.to(self.device), self.ids.mask,
                             tokens.to(self.device) + self.ids.image_offset)
         rows = self.input_ids.shape[0] // b
         seq = self.input_ids.clone()
