@@ -295,7 +295,9 @@ def model_for_bench(tmp: Path) -> tuple[Path, str]:
     import ladr_core
 
     nano = ladr_core.nano_model_path()
-    if (nano / "config.json").is_file():
+    weights = (nano / "model.safetensors.index.json").is_file() or (
+        nano / "model.safetensors").is_file()
+    if (nano / "config.json").is_file() and weights and (nano / "vqvae" / "config.json").is_file():
         return nano, "nano"
     return tiny_checkpoint(tmp / "tiny_fixture"), "tiny test fixture (nano model not present)"
 
