@@ -19,9 +19,10 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One step's noise. gumbel: list of B tensors [N, K] (float32); remask, uniform: [B, N]."""
+    """One step's random outcome. sampled: LongTensor [B, N] Gumbel-max sample (None at
+    temperature 0); remask: Gumbel [B, N]; uniform: U[0, 1) [B, N] (each None if not needed)."""
 
-    gumbel: list[torch.Tensor] | None = None
+    sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None
     uniform: torch.Tensor | None = None
 
@@ -48,30 +49,45 @@ def gumbel_(u: torch.Tensor) -> torch.Tensor:
     return u.add_(1e-20).log_().neg_().add_(1e-20).log_().neg_()
 
 
-def draw_step_noise(run: Any, logits: torch.Tensor) -> StepNoise:
-    """Draw everything one step needs for every item, in the documented order.
+def gumbel_argmax_(u: torch.Tensor, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Official `gumbel_max_sample` for one item, consuming u in place: LongTensor [N].
 
-    run: the sampler state (strategy, temperature, policy, generators, n); logits: [B, N, K].
+    u: U[0, 1) [N, K] (overwritten); logits: [N, K]. Computes argmax(logits / temperature + g)
+    with g = -log(-log(u + 1e-20) + 1e-20) bit for bit, in 5 passes over u instead of 7:
+    1e-20 - a == -a + 1e-20 and s - l == s + (-l) exactly in IEEE arithmetic.
     """
-    n, k = logits.shape[1], logits.shape[2]
-    device = logits.device
+    u.add_(1e-20).log_()
+    torch.sub(u.new_tensor(1e-20, device="cpu"), u, out=u)
+    u.log_()
+    scaled = logits if temperature == 1.0 else logits / temperature
+    return torch.sub(scaled, u, out=u).argmax(dim=-1)
+
+
+def draw_step_noise(run: Any, x: torch.Tensor) -> StepNoise:
+    """Draw (and, for sampling, consume) everything one step needs, item by item in order.
+
+    run: the sampler state (strategy, temperature, policy, generators); x: logits [B, N, K].
+    Only one [N, K] noise buffer is alive at a time.
+    """
+    n, k = x.shape[1], x.shape[2]
+    device = x.device
     hot = run.temperature > 0
     want_remask = hot and run.strategy != "ladr"
     want_uniform = run.strategy == "ladr" and "random" in (run.policy.metric, run.policy.candidates)
     if not (hot or want_uniform):
         return StepNoise()
-    gumbel: list[torch.Tensor] = []
+    sampled: list[torch.Tensor] = []
     remask: list[torch.Tensor] = []
     uniform: list[torch.Tensor] = []
-    for gen in run.generators:
+    for i, gen in enumerate(run.generators):
         if hot:
-            gumbel.append(gumbel_(_uniform(gen, (n, k), device)))
+            sampled.append(gumbel_argmax_(_uniform(gen, (n, k), device), x[i], run.temperature))
         if want_remask:
             remask.append(gumbel_(_uniform(gen, (n,), device)))
         if want_uniform:
             uniform.append(_uniform(gen, (n,), device))
     return StepNoise(
-        gumbel=gumbel or None,
+        sampled=torch.stack(sampled) if sampled else None,
         remask=torch.stack(remask) if remask else None,
         uniform=torch.stack(uniform) if uniform else None,
     )

@@ -20,7 +20,6 @@ from .noise import StepNoise, draw_step_noise, generators_for
 from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule, get_schedule
 from .strategies import (
-    LOG_CONF_FLOOR,
     LADRTables,
     baseline_keep_table,
     baseline_remask,
@@ -63,41 +62,32 @@ class _Prediction:
     """What one step derives from the logits [B, N, K]; every field is [B, N]."""
 
     sampled: torch.Tensor  # LongTensor: Gumbel-max sample (argmax at temperature 0)
-    log_conf: torch.Tensor | None  # log p(sampled), floored at log(1e-20) (baseline, prophet)
+    log_conf: torch.Tensor | None  # log(p(sampled).clamp_min(1e-20)) (baseline, prophet)
     top1: torch.Tensor | None  # top-1 probability (ladr)
     margin: torch.Tensor | None  # Delta = p(1) - p(2) (ladr)
     logit_gap: torch.Tensor | None  # top-1 minus top-2 logit (prophet)
 
 
-def _predict(
-    logits: torch.Tensor, strategy: str, temperature: float, gumbel: list[torch.Tensor] | None
-) -> _Prediction:
-    """Sampling (official `gumbel_max_sample`) and the per-token statistics the strategy needs.
+def _predict(x: torch.Tensor, strategy: str, sampled: torch.Tensor | None) -> _Prediction:
+    """The per-token statistics the strategy needs from logits x [B, N, K] (float32/64).
 
-    Half-precision logits are upcast once to float32 so probabilities near the LADR threshold
-    tau are not rounded away. Gumbel noise (`gumbel[i]` is item i's [N, K] noise, already
-    transformed) is consumed in place: argmax(logits / temperature + g).
+    One softmax per step (the only [B, N, K] tensor the loop creates), then top-2 on it (ladr)
+    or on the logits (prophet) and a gather for p(sampled), as the official loop does.
+    sampled: the Gumbel-max sample, or None for greedy (argmax of the logits, as official).
     """
-    x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
-    if gumbel is None:
+    if sampled is None:
         sampled = x.argmax(dim=-1)
-    else:
-        rows = []
-        for i, g in enumerate(gumbel):
-            g.add_(x[i] if temperature == 1.0 else x[i] / temperature)
-            rows.append(g.argmax(dim=-1))
-        sampled = torch.stack(rows)
-    lse = torch.logsumexp(x, dim=-1)
+    probs = torch.softmax(x, dim=-1)
     log_conf = top1 = margin = gap = None
     if strategy != "ladr":
-        log_conf = (x.gather(-1, sampled.unsqueeze(-1)).squeeze(-1) - lse).clamp_min(LOG_CONF_FLOOR)
-    if strategy != "baseline":
+        conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
+        log_conf = torch.log(conf.clamp_min(1e-20))
+    if strategy == "ladr":
+        top2 = probs.topk(2, dim=-1).values
+        top1, margin = top2[..., 0], top2[..., 0] - top2[..., 1]
+    elif strategy == "prophet":
         top2 = x.topk(2, dim=-1).values
-        if strategy == "ladr":
-            p = torch.exp(top2 - lse.unsqueeze(-1))
-            top1, margin = p[..., 0], p[..., 0] - p[..., 1]
-        else:
-            gap = top2[..., 0] - top2[..., 1]
+        gap = top2[..., 0] - top2[..., 1]
     return _Prediction(sampled, log_conf, top1, margin, gap)
 
 
@@ -132,8 +122,10 @@ class _Run:
         masked = self.masked
         remaining = masked.sum(dim=1)
         t_eff = self.schedule.gamma_inv(remaining.to(self.sched_dtype) / self.n)
-        noise = draw_step_noise(self, logits)
-        pred = _predict(logits, self.strategy, self.temperature, noise.gumbel)
+        # Half-precision logits are upcast once so probabilities near tau are not rounded away.
+        x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
+        noise = draw_step_noise(self, x)
+        pred = _predict(x, self.strategy, noise.sampled)
         rescued = torch.zeros_like(masked)
         phase = torch.full_like(remaining, -1)
         if self.strategy == "ladr":

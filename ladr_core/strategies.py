@@ -19,7 +19,6 @@ from .frontier import frontier
 from .policy import LADRPolicy
 from .schedules import Schedule
 
-LOG_CONF_FLOOR = math.log(1e-20)  # official: log(conf.clamp_min(1e-20))
 NO_TAU = -1.0  # tau "None": margins are >= 0, so Delta > -1 keeps every candidate
 
 
