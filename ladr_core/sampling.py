@@ -3,8 +3,8 @@
 Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
 `denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
 (CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
-derives what the strategy needs from the logits (log-sum-exp, top-2, argmax or Gumbel-max: the
-full softmax is never materialised), lets the strategy pick which masked tokens to unmask and
+derives what the strategy needs from the logits (argmax or per-item Gumbel-max, one softmax,
+top-2 and a gather), lets the strategy pick which masked tokens to unmask and
 makes at most ONE host synchronisation: the "is anything still masked?" early-exit check.
 """
 
