@@ -153,3 +153,18 @@ def test_device_argument_and_cpu_generator() -> None:
     res = sample(den, (1, *GRID), 5, temperature=1.0, device="cpu",
                  generator=torch.Generator(device="cpu").manual_seed(0))
     assert res.tokens.device.type == "cpu"
+
+
+@pytest.mark.parametrize("strategy", ["baseline", "ladr", "prophet"])
+def test_half_precision_logits_are_upcast_once(strategy) -> None:
+    """bfloat16 logits give exactly the run on the same values in float32."""
+    den = LocalityDenoiser(make_table(1, N, K, seed=6), GRID)
+
+    def run(dtype: torch.dtype) -> torch.Tensor:
+        def den_cast(tokens, masked):
+            return den(tokens, masked).to(torch.bfloat16).to(dtype)
+
+        return sample(den_cast, (1, *GRID), 8, strategy=strategy, temperature=1.0,
+                      generator=torch.Generator().manual_seed(0)).tokens
+
+    assert torch.equal(run(torch.bfloat16), run(torch.float32))
