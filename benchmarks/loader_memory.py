@@ -12,7 +12,10 @@ Each measurement runs in a fresh interpreter and reads its peak resident set (``
 
 * ``baseline``: python + ``import torch, ladr_core`` + the loader's imports (diffusers,
   tokenizers, safetensors) - subtracted from the others;
-* ``load_dimoo``: ``ladr_core.load_dimoo(folder, dtype=torch.bfloat16)``;
+* ``load_dimoo``: ``ladr_core.load_dimoo(folder, dtype=torch.bfloat16)``, then every parameter
+  is read once (``p.sum()``): bf16 tensors read from bf16 safetensors can stay mmap-backed
+  (zero-copy, ``RssFile``) and only count once touched, so the peak is taken after touching;
+  ``after_load_untouched`` records the status before that;
 * ``naive`` (reference): a bf16 model built with random init, then every shard read with
   ``safetensors.torch.load_file`` and ``load_state_dict`` - what a straightforward loader does.
 
@@ -51,7 +54,10 @@ LOAD = IMPORTS + ("import ladr_core.dimoo.pipeline\n"
                   "pipe = ladr_core.load_dimoo(sys.argv[1] if len(sys.argv) > 1 else FOLDER, "
                   "dtype=torch.bfloat16)\n"
                   "extra['params'] = sum(p.numel() for p in pipe.transformer.parameters())\n"
-                  "extra['dtype'] = str(next(pipe.transformer.parameters()).dtype)\n")
+                  "extra['dtype'] = str(next(pipe.transformer.parameters()).dtype)\n"
+                  "extra['after_load_untouched'] = status()\n"
+                  "for p in pipe.transformer.parameters():\n"
+                  "    p.sum()  # page in every weight (they may be mmap-backed)\n")
 NAIVE = IMPORTS + ("import json\nfrom pathlib import Path\n"
                    "from safetensors.torch import load_file\n"
                    "from ladr_core.dimoo.config import LLaDAConfig\n"
