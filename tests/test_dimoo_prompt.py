@@ -95,3 +95,14 @@ def test_pipeline_layout_uses_checkpoint_tokenizer(dimoo_checkpoint: Path) -> No
         pipe.make_denoiser("a", width=18, height=16)
     with pytest.raises(ValueError, match="max_sequence_length"):
         pipe.make_denoiser("a", width=64, height=64)
+
+
+def test_encode_equals_hugging_face_fast_tokenizer_call(dimoo_checkpoint: Path) -> None:
+    """Official code tokenizes with ``tokenizer(text)["input_ids"]`` (HF fast tokenizer)."""
+    from transformers import PreTrainedTokenizerFast
+
+    pipe = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    hf = PreTrainedTokenizerFast(tokenizer_file=str(dimoo_checkpoint / "tokenizer.json"))
+    for text in (cond_text("a red circle left of a blue square"), uncond_text(), uncond_text("blue")):
+        assert pipe.encode(text) == hf(text)["input_ids"]
+    assert pipe.encode(uncond_text()).count(pipe.ids.uncondition) == 1
