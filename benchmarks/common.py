@@ -257,8 +257,17 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--reps", type=int, default=None, help="timed repetitions per case")
     parser.add_argument("--out", type=Path, default=RESULTS_DIR,
                         help="directory for the JSON result (default benchmarks/results)")
-    parser.add_argument("--threads", type=int, default=None, help="torch.set_num_threads")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                        help="torch.set_num_threads (default 1, see DEFAULT_THREADS; "
+                             "0 keeps torch's default)")
     return parser
+
+
+# One intra-op thread by default: on a shared machine whose other cores are busy (here a
+# training job on a 2-core box), an OpenMP parallel region waits for a descheduled worker, and
+# small ops slow down by orders of magnitude (a 64-token preview gather: 0.02 ms with 1 thread,
+# 20 ms with 2). Ratios need both sides measured alike, not maximal throughput.
+DEFAULT_THREADS = 1
 
 
 def apply_threads(args: argparse.Namespace) -> None:

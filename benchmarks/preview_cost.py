@@ -1,0 +1,147 @@
+"""Per-step preview cost as a share of a sampling step, at nano size and at 4096 tokens.
+
+The live preview is a codebook -> RGB table gather (``pipe.preview``), never a VQ decode. Two
+costs are timed per step, interleaved with the step they are compared with:
+
+* ``table preview``: ``pipe.preview(tokens, masked, grid)`` (gather + reshape);
+* ``node callback``: what the ComfyUI sampler node does per step besides that: the ``ladr.step``
+  event payload (bit-packed masks, PNG of the preview) and the PIL image for the progress bar
+  (``nodes.events``; sending is a no-op without ComfyUI). Its host syncs are counted as well
+  (the sampler leaves syncing to the callback, docs/ARCHITECTURE.md section 1).
+
+Denominators: on the nano model (or the tests' tiny fixture while nano is absent), the time of
+one sampling step of ``generate`` (forward + sampler, baseline, no cache); at 4096 tokens
+(DiMOO 1024^2, K = 8192) where the 8B forward cannot run here, the sampler step ALONE (LADR,
+temperature 1, constant fake denoiser) - a lower bound of the real step, so the share printed is
+an upper bound. The one-off table build (K / 256 VQ-decoder calls) is reported separately.
+Target: share <= 2 %.
+
+Run: ``python -m benchmarks.preview_cost``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+import ladr_core
+from benchmarks.common import (
+    SyncCounter,
+    apply_threads,
+    base_parser,
+    interleaved,
+    model_for_bench,
+    print_table,
+    ratio,
+    write_result,
+)
+from benchmarks.sampler_overhead import make_logits, sampler_case
+from ladr_core.dimoo.vq import preview_from_table
+from nodes import events
+
+TARGET = 0.02
+
+
+def fake_record(b: int, grid: tuple[int, int], k: int, seed: int = 0) -> dict[str, Any]:
+    """A step record with half of the tokens masked and a few rescued."""
+    g = torch.Generator().manual_seed(seed)
+    n = grid[0] * grid[1]
+    masked = torch.rand(b, n, generator=g) < 0.5
+    return {"step": 3, "steps": 16, "strategy": "ladr", "nfe": 4, "grid": grid,
+            "tokens": torch.randint(0, k, (b, n), generator=g), "masked": masked,
+            "rescued": torch.rand(b, n, generator=g) < 0.05, "unmasked": ~masked,
+            "phase": torch.ones(b, dtype=torch.long), "t_eff": torch.full((b,), 0.4)}
+
+
+def node_callback(preview_fn: Callable[..., torch.Tensor]) -> Callable[[dict[str, Any]], Any]:
+    """The sampler node's per-step work (nodes/sampler.py make_callback) minus the host send."""
+
+    def run(record: dict[str, Any]) -> Any:
+        preview = preview_fn(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
+        payload = events.step_payload(record, "1", preview)
+        return payload, events.to_pil(preview)
+
+    return run
+
+
+def share_rows(label: str, step: Callable[[], float], preview: Callable[[], Any],
+               callback: Callable[[], Any], reps: int) -> list[dict[str, Any]]:
+    step_times: list[float] = []
+    t = interleaved({"step": lambda: step_times.append(step()), "table preview": preview,
+                     "node callback": callback}, reps=reps)
+    step_s = sorted(step_times[1:])[len(step_times[1:]) // 2]
+    with SyncCounter() as syncs:
+        callback()
+    rows = [{"size": label, "case": "sampling step", "ms": step_s * 1e3, "share": 1.0,
+             "meets_target": None, "host_syncs": None}]
+    for name in ("table preview", "node callback"):
+        share = ratio(t[name].median, step_s)
+        rows.append({"size": label, "case": name, "ms": t[name].median * 1e3, "share": share,
+                     "meets_target": share <= TARGET,
+                     "host_syncs": syncs.total if name == "node callback" else None})
+    return rows
+
+
+def model_rows(reps: int, steps: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder, label = model_for_bench(Path(tmp))
+        pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
+    t0 = time.perf_counter()
+    pipe.preview_table()
+    build_s = time.perf_counter() - t0
+    h = w = pipe.default_size // pipe.vq_factor
+    record = fake_record(1, (h, w), pipe.ids.codebook_size)
+
+    def step() -> float:
+        res = pipe.generate("a red circle", steps=steps, strategy="baseline", decode=False)
+        return res.seconds / res.steps
+
+    rows = share_rows(f"{label} {h}x{w}", step,
+                      lambda: pipe.preview(record["tokens"], record["masked"], (h, w)),
+                      lambda: node_callback(pipe.preview)(record), reps)
+    return rows, {"model": label, "grid": [h, w], "table_build_s": build_s,
+                  "table_shape": list(pipe.preview_table().shape)}
+
+
+def dimoo_rows(reps: int, grid: tuple[int, int], k: int) -> list[dict[str, Any]]:
+    table = torch.rand(k, 4, 4, 3)
+    record = fake_record(1, grid, k)
+    logits = make_logits(1, grid[0] * grid[1], k)
+    log: list[float] = []
+    run = sampler_case(logits, grid, 2, "ladr", 1.0, log)
+
+    def step() -> float:
+        run()
+        return log[-1]
+
+    def preview_fn(tokens: torch.Tensor, masked: torch.Tensor, g: tuple[int, int]) -> torch.Tensor:
+        return preview_from_table(table, tokens, masked, g)
+
+    return share_rows(f"{grid[0]}x{grid[1]} tokens, K={k} (sampler-only step)", step,
+                      lambda: preview_fn(record["tokens"], record["masked"], grid),
+                      lambda: node_callback(preview_fn)(record), reps)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = base_parser(__doc__.splitlines()[0])
+    args = parser.parse_args(argv)
+    apply_threads(args)
+    reps = args.reps or (2 if args.tiny else 5)
+    rows, info = model_rows(reps, steps=2 if args.tiny else 4)
+    grid, k = ((8, 8), 64) if args.tiny else ((64, 64), 8192)
+    rows += dimoo_rows(reps, grid, k)
+    print_table(f"preview cost per step (target <= {TARGET:.0%} of a step)", rows)
+    print(f"one-off preview table build on the {info['model']} model: "
+          f"{info['table_build_s'] * 1e3:.1f} ms for {info['table_shape']}")
+    result = {"target_share": TARGET, "rows": rows, **info}
+    print(f"wrote {write_result('preview_cost', result, args.out)}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
