@@ -90,9 +90,14 @@ def rope_tables(position_ids: torch.Tensor, head_dim: int, theta: float) -> tupl
     return angles.cos(), angles.sin()
 
 
-def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Official rotate-half RoPE in float32; x [B, H, L, hd] -> same dtype."""
-    xf = x.float()
+def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+                full_precision: bool = True) -> torch.Tensor:
+    """Official rotate-half RoPE; x [B, H, L, hd] -> same dtype. ``rope_full_precision``
+    computes in float32 (LLaDA default), otherwise in x's dtype with cos/sin cast to it."""
+    if full_precision:
+        xf = x.float()
+    else:
+        xf, cos, sin = x, cos.to(x.dtype), sin.to(x.dtype)
     x1, x2 = xf.chunk(2, dim=-1)
     rotated = torch.cat((-x2, x1), dim=-1)
     return (xf * cos + rotated * sin).to(x.dtype)
@@ -125,7 +130,8 @@ class LLaDABlock(nn.Module):
         q = self.q_proj(n).view(b, m, h, hd).transpose(1, 2)
         k = self.k_proj(n).view(b, m, hkv, hd).transpose(1, 2)
         v = self.v_proj(n).view(b, m, hkv, hd).transpose(1, 2)
-        return _apply_rope(q, cos, sin), _apply_rope(k, cos, sin), v
+        full = self.cfg.rope_full_precision
+        return _apply_rope(q, cos, sin, full), _apply_rope(k, cos, sin, full), v
 
     def finish(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                key_mask: torch.Tensor | None) -> torch.Tensor:

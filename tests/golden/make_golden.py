@@ -46,7 +46,10 @@ VARIANTS = {
     "base": BASE,
     "bias_tied": {**BASE, "include_bias": True, "weight_tying": True, "n_kv_heads": 4,
                   "rope_theta": 10000.0, "input_emb_norm": True, "rms_norm_eps": 1e-6},
+    # bfloat16 weights and activations, RoPE in bfloat16 (rope_full_precision false)
+    "bf16_rope_lowprec": {**BASE, "rope_full_precision": False},
 }
+DTYPES = {"bf16_rope_lowprec": torch.bfloat16}
 SEED = 1234
 
 
@@ -66,16 +69,17 @@ def build_official(official_dir: Path, cfg: dict) -> torch.nn.Module:
 
 def main(official_dir: Path) -> None:
     for variant, cfg in VARIANTS.items():
-        official = build_official(official_dir, cfg)
+        dtype = DTYPES.get(variant, torch.float32)
+        official = build_official(official_dir, cfg).to(dtype)
         gen = torch.Generator().manual_seed(SEED + 1)
         ids = torch.randint(0, cfg["vocab_size"], (2, 12), generator=gen)
         with torch.no_grad():
-            expected = official(ids, infer=True).logits.float()
+            expected = official(ids, infer=True).logits
         state = {k: v.detach().clone().contiguous() for k, v in official.state_dict().items()}
-        native = LLaDAModel(LLaDAConfig.from_dict(cfg), init_std=None)
+        native = LLaDAModel(LLaDAConfig.from_dict(cfg), init_std=None).to(dtype)
         native.load_state_dict(state, strict=True)
         with torch.no_grad():
-            diff = (native.eval()(ids) - expected).abs().max().item()
+            diff = (native.eval()(ids).float() - expected.float()).abs().max().item()
         print(f"{variant}: official vs native max abs diff = {diff:.3e}")
         assert diff <= 1e-4, diff
         tensors = {**state, "golden.input_ids": ids, "golden.logits": expected}
