@@ -126,6 +126,21 @@ def test_loader_errors_name_the_file_and_fix(ckpt_copy: Path, case: str,
                                    "convert", "belong")), text
 
 
+def test_single_file_layout_loads_and_loose_shards_are_refused(ckpt_copy: Path) -> None:
+    shards = sorted(ckpt_copy.glob("model-*.safetensors"))
+    merged = {k: v for shard in shards for k, v in load_file(str(shard)).items()}
+    save_file(merged, str(ckpt_copy / "model.safetensors"))
+    for shard in shards:
+        shard.unlink()
+    (ckpt_copy / "model.safetensors.index.json").unlink()
+    ckpt = load_checkpoint(ckpt_copy, dtype=torch.float32)
+    name = "model.transformer.wte.weight"
+    assert torch.equal(ckpt.transformer.state_dict()[name], merged[name])
+    (ckpt_copy / "model.safetensors").rename(ckpt_copy / "model-00001-of-00001.safetensors")
+    with pytest.raises(CheckpointError, match=r"found model-00001-of-00001\.safetensors without"):
+        load_checkpoint(ckpt_copy)
+
+
 def test_missing_folder(tmp_path: Path) -> None:
     with pytest.raises(CheckpointError, match="does not exist.*download"):
         load_checkpoint(tmp_path / "nope")
