@@ -33,6 +33,8 @@ from .validation import check_logits, validate_arguments
 
 STRATEGIES = ("baseline", "ladr", "prophet")
 
+# The record's tensors may be the loop's own state: callbacks read them (and decide what to
+# sync), they must not modify them in place.
 STEP_RECORD_KEYS: tuple[str, ...] = (
     "step",  # int, 0-based
     "steps",  # int T

@@ -72,7 +72,8 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     assert len(counter.syncs) >= res.steps - 1  # the early-exit check itself is seen
 
 
-LOOP_MODULES = ["sampling.py", "strategies.py", "frontier.py", "noise.py", "schedules.py"]
+LOOP_MODULES = ["sampling.py", "strategies.py", "frontier.py", "noise.py", "schedules.py",
+                "validation.py", "policy.py"]
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
