@@ -65,7 +65,6 @@ class DiMOODenoiser:
         self.code_index = batch.code_index.to(self.device)
         self.batch, self.layout = batch.batch, batch.layout
         self.real_tokens = int(batch.attention_mask.sum())
-        self.rows_real = batch.attention_mask.sum(1)
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
         self.stats = DenoiserStats()
         self.branches = BranchCache(cache) if cache is not None else None
