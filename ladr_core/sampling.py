@@ -33,8 +33,8 @@ from .validation import check_logits, validate_arguments
 
 STRATEGIES = ("baseline", "ladr", "prophet")
 
-# The record's tensors may be the loop's own state: callbacks read them (and decide what to
-# sync), they must not modify them in place.
+# Every tensor in a record is fresh (the loop keeps no reference to it), so a callback may keep,
+# move or modify it; it decides itself what to sync.
 STEP_RECORD_KEYS: tuple[str, ...] = (
     "step",  # int, 0-based
     "steps",  # int T
@@ -156,7 +156,7 @@ class _Run:
             "steps": self.steps,
             "strategy": self.strategy,
             "tokens": torch.where(new_masked, pred.sampled, self.tokens),
-            "masked": new_masked,
+            "masked": new_masked.clone(),
             "rescued": rescued,
             "unmasked": unmasked,
             "nfe": self.nfe,

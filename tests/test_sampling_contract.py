@@ -168,3 +168,15 @@ def test_half_precision_logits_are_upcast_once(strategy) -> None:
                       generator=torch.Generator().manual_seed(0)).tokens
 
     assert torch.equal(run(torch.bfloat16), run(torch.float32))
+
+
+def test_callback_may_modify_the_record_without_touching_the_run() -> None:
+    den = LocalityDenoiser(make_table(1, N, K, seed=3), GRID)
+
+    def vandal(rec: dict) -> None:
+        for key in ("masked", "rescued", "unmasked", "tokens", "t_eff", "phase"):
+            rec[key].zero_()
+
+    a = sample(den, (1, *GRID), 8, temperature=0.0, callback=vandal)
+    b = sample(den, (1, *GRID), 8, temperature=0.0)
+    assert torch.equal(a.tokens, b.tokens) and a.steps == b.steps
