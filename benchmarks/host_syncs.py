@@ -10,19 +10,30 @@ Figures per case: total syncs inside ``sample()`` (the fake denoiser makes none)
 mean per step, and the largest count between two consecutive step callbacks (the first interval
 also holds argument validation and setup, reported separately as ``first_interval``).
 With ``--pipeline`` the same count is taken around a whole ``DiMOOPipeline.generate`` on the
-nano model (denoiser, CFG and ML-Cache included) when that model is present.
+nano model (or the tests' tiny fixture while nano is absent): denoiser, CFG, ML-Cache and VQ
+decode included - informative, the target applies to the sampler loop.
 
 Run: ``python -m benchmarks.host_syncs``.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import torch
 
-from benchmarks.common import SyncCounter, apply_threads, base_parser, print_table, write_result
+import ladr_core
+from benchmarks.common import (
+    SyncCounter,
+    apply_threads,
+    base_parser,
+    model_for_bench,
+    print_table,
+    write_result,
+)
 from ladr_core import POLICY_PRESETS, sample
 
 TARGET = 1.0
@@ -69,20 +80,15 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
     }
 
 
-def pipeline_case(steps: int, strategy: str, cache: bool) -> dict[str, Any] | None:
-    """Syncs of a whole generate() on the nano model (None when the model is absent)."""
-    import ladr_core
-
-    path = ladr_core.nano_model_path()
-    if not (path / "config.json").is_file():
-        return None
-    pipe = ladr_core.load_dimoo(path, device="cpu", dtype=torch.float32)
+def pipeline_case(pipe: Any, label: str, steps: int, strategy: str,
+                  cache: bool) -> dict[str, Any]:
+    """Syncs of a whole generate() (prompt layout, denoiser, CFG, cache, sampler, VQ decode)."""
     kwargs: dict[str, Any] = {}
     if cache:
         kwargs["cache"] = ladr_core.MLCacheConfig()
     with SyncCounter() as counter:
         res = pipe.generate("a red circle", steps=steps, strategy=strategy, seed=0, **kwargs)
-    return {"strategy": strategy, "ml_cache": cache, "steps": res.steps,
+    return {"model": label, "strategy": strategy, "ml_cache": cache, "steps": res.steps,
             "total_syncs": counter.total, "per_step": counter.total / max(res.steps, 1),
             "ops": dict(counter.counts)}
 
@@ -109,12 +115,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                                     "meets_target")} for r in rows])
     pipe_rows = []
     if args.pipeline:
-        for strat in ("baseline", "ladr"):
-            for cache in (False, True):
-                row = pipeline_case(steps, strat, cache)
-                if row is not None:
-                    pipe_rows.append(row)
-        print_table("host syncs per step, whole generate() on the nano model",
+        with tempfile.TemporaryDirectory() as tmp:
+            folder, label = model_for_bench(Path(tmp))
+            pipe = ladr_core.load_dimoo(folder, device="cpu", dtype=torch.float32)
+        pipe_rows = [pipeline_case(pipe, label, steps, strat, cache)
+                     for strat in ("baseline", "ladr", "prophet") for cache in (False, True)]
+        print_table(f"host syncs per step, whole generate() on the {label} model",
                     [{c: r[c] for c in ("strategy", "ml_cache", "steps", "total_syncs",
                                         "per_step")} for r in pipe_rows])
     result = {"grid": list(grid), "codes": k, "steps": steps, "target_per_step": TARGET,
