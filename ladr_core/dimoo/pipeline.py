@@ -27,6 +27,25 @@ from .vq import build_preview_table, decode_codes, preview_from_table
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
+# Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
+# configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
+# table for longer inputs and the official default size 1024x1024 needs 64 * 65 + 4 = 4164 image
+# tokens plus the prompt. 5120 admits 1024x1024 with prompts of up to ~950 tokens.
+DIMOO_ROPE_CONTEXT = 5120
+
+
+def context_length(config: LLaDAConfig, ids: DiMOOIds) -> int:
+    """Longest input sequence (tokens) accepted by the image-size check.
+
+    ``config.max_sequence_length`` itself, except for a RoPE model with the official DiMOO
+    image ids (the real checkpoint), where positions past it are computed like the official
+    code does and the floor is DIMOO_ROPE_CONTEXT. Other checkpoints (the nano model) are held
+    to their own ``max_sequence_length``.
+    """
+    official = ids.image_offset == DiMOOIds().image_offset
+    if config.rope and not config.alibi and official:
+        return max(config.max_sequence_length, DIMOO_ROPE_CONTEXT)
+    return config.max_sequence_length
 
 
 @dataclass
@@ -73,6 +92,7 @@ class DiMOOPipeline:
         size = checkpoint.raw_config.get("default_image_size", DEFAULT_SIZE)
         self.default_size: int = size if isinstance(size, int) and size > 0 else DEFAULT_SIZE
         self.preview_size = preview_size
+        self.context_length: int = context_length(self.config, self.ids)
         self._preview_table: torch.Tensor | None = None
 
     @property
@@ -88,7 +108,7 @@ class DiMOOPipeline:
         """Validated token grid for a pixel size; ValueError with the nearest valid sizes."""
         texts = [cond_text(p) for p in prompts] + [uncond_text(negative_prompt)]
         longest = max(len(self.encode(t)) for t in texts)
-        return check_image_size(width, height, self.vq_factor, self.config.max_sequence_length, longest)
+        return check_image_size(width, height, self.vq_factor, self.context_length, longest)
 
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None, cfg: float = 4.0,
