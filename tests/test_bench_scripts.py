@@ -1,0 +1,130 @@
+"""Smoke tests: every benchmark script runs at tiny sizes and writes its documented JSON fields.
+
+Timings are never asserted (they belong to the scripts' printed ratios); counts and equalities
+the scripts report are, where they are deterministic.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def bench(name: str) -> Any:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    return importlib.import_module(f"benchmarks.{name}")
+
+
+def run(name: str, out: Path, *extra: str) -> dict[str, Any]:
+    """main() of a script at --tiny size (torch's thread setting left alone); returns its JSON."""
+    bench(name).main(["--tiny", "--threads", "0", "--out", str(out), *extra])
+    doc = json.loads((out / f"{name}.json").read_text())
+    assert doc["benchmark"] == name
+    assert {"utc", "git_commit", "torch", "torch_threads", "note"} <= set(doc["env"])
+    return doc
+
+
+def test_sampler_overhead_fields(tmp_path: Path) -> None:
+    doc = run("sampler_overhead", tmp_path, "--batch", "1", "--steps", "2")
+    cases = {r["case"] for r in doc["rows"]}
+    assert {"floor (softmax+top2)", "baseline@T=1", "ladr@T=1", "prophet@T=1",
+            "baseline@T=0", "ladr@T=0", "prophet@T=0"} <= cases
+    for r in doc["rows"]:
+        assert r["per_step_ms"] > 0 and r["ratio_to_floor"] > 0
+        if "top_ops" in r:  # profiled because it missed the target at this size
+            assert r["top_ops"] and {"op", "self_cpu_ms", "share"} <= set(r["top_ops"][0])
+
+
+def test_host_syncs_counts_at_most_one_per_step(tmp_path: Path) -> None:
+    doc = run("host_syncs", tmp_path)
+    strategies = {r["strategy"] for r in doc["rows"]}
+    assert strategies == {"baseline", "ladr", "prophet"}
+    assert len(doc["rows"]) >= 6 + 6 + 3
+    for r in doc["rows"]:
+        assert r["total_syncs"] <= r["steps"], r  # the contract; counting is deterministic
+        assert r["total_syncs"] >= r["steps"] - 1  # the early-exit check itself is seen
+    assert doc["all_meet_target"] is True
+
+
+def test_sync_counter_sees_dispatch_and_host_copies() -> None:
+    import torch
+
+    counter_cls = bench("common").SyncCounter
+    x = torch.rand(8)
+    with counter_cls() as c:
+        x.sum().item()
+        x[x > 0.5]
+        x.tolist()
+        x.cpu()
+        x[torch.tensor([0, 2])]  # integer indexing: not a sync
+        x.repeat_interleave(2)  # int repeats: not a sync
+    assert c.total == 4, c.counts
+
+
+def test_native_forward_cfg_equal_without_official(tmp_path: Path) -> None:
+    doc = run("native_forward", tmp_path)
+    cfg = doc["cfg_batched_vs_two_calls"]
+    assert cfg["max_abs_diff"] < 1e-4
+    assert cfg["speed_ratio_two_calls_over_batched"] > 0
+    assert doc["native_vs_official"] is None
+
+
+def test_native_forward_official_folder_must_hold_the_files(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match="modeling_llada.py"):
+        bench("native_forward").load_official(tmp_path)
+
+
+def test_ml_cache_fields(tmp_path: Path) -> None:
+    doc = run("ml_cache", tmp_path)
+    rows = {r["case"]: r for r in doc["rows"]}
+    assert set(rows) == {"baseline", "baseline+cache", "ladr", "ladr+cache", "prophet",
+                         "prophet+cache"}
+    assert rows["baseline"]["saved_vs_baseline"] == 0.0
+    assert 0.0 < rows["baseline+cache"]["saved_within_run"] < 1.0
+    assert rows["ladr"]["nfe"] < rows["baseline"]["nfe"]
+    assert doc["model"] and doc["cache_config"]["cache_ratio"] == 0.9
+
+
+def test_loader_memory_fields(tmp_path: Path) -> None:
+    doc = run("loader_memory", tmp_path, "--no-naive", "--cache-dir", str(tmp_path / "ckpt"))
+    load = doc["cases"]["load_dimoo"]
+    assert load["dtype"] == "torch.bfloat16"
+    assert load["params"] * 2 == doc["weight_bytes"]
+    assert load["VmHWM"] >= doc["cases"]["baseline"]["VmHWM"] > 0
+    assert {"ratio", "meets_target", "target_ratio"} <= set(doc)
+
+
+def test_preview_cost_fields(tmp_path: Path) -> None:
+    doc = run("preview_cost", tmp_path)
+    cases = [(r["size"], r["case"]) for r in doc["rows"]]
+    assert len(cases) == 6 and sum(c == "node callback" for _, c in cases) == 2
+    assert all(r["share"] > 0 for r in doc["rows"])
+    assert doc["table_shape"][-1] == 3
+
+
+def test_end_to_end_fields(tmp_path: Path) -> None:
+    doc = run("end_to_end", tmp_path)
+    assert {(r["batch"], r["strategy"]) for r in doc["rows"]} == {
+        (b, s) for b in (1, 2) for s in ("baseline", "ladr", "prophet")}
+    assert all(r["images_per_s"] > 0 and r["nfe"] >= 1 for r in doc["rows"])
+
+
+def test_summary_renders_every_script(tmp_path: Path) -> None:
+    summary = bench("summary")
+    docs = {}
+    for name in ("host_syncs", "native_forward"):
+        run(name, tmp_path)
+        docs[name] = json.loads((tmp_path / f"{name}.json").read_text())
+    rows = summary.summary_rows(docs)
+    table = summary.to_markdown(rows)
+    assert table.startswith("| Figure | Measured | Target | Met |")
+    assert "host syncs/step in sample(), ladr" in table and "batched CFG" in table
+    assert not any("unreadable" in r["figure"] for r in rows)
