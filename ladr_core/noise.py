@@ -1,11 +1,21 @@
-"""Explicit, per-item random draws for the sampler (no global seeding).
+"""Explicit, per-item random draws for the sampler, for the masked rows only (no global seeding).
 
 Every draw takes a `torch.Generator` (STYLE.md: explicit randomness). Item i draws from its own
-generator, so item i of a batch equals a B=1 run with the same generator. Per step and item the
-draw order is fixed: Gumbel noise [N, K] for sampling (temperature > 0), Gumbel noise [N] for the
-baseline / Prophet re-masking (temperature > 0), uniform noise [N] for LADR's random ablations.
-A single generator shared by a batch serves the items one after another in that order.
-At temperature 0 nothing is drawn unless a random ablation needs it.
+generator, so item i of a batch equals a B=1 run with the same generator.
+
+Draw order, per step and item i with L_i masked positions (official DiMOO `generate_image`,
+which draws `gumbel_noise` for `logits[:, vq_mask[0]]` [1, L, K] and then for `probs` [1, L]):
+Gumbel noise [L_i, K] for sampling (temperature > 0), Gumbel noise [L_i] for the baseline /
+Prophet re-masking (temperature > 0), uniform noise [L_i] for LADR's random ablations. Row j of
+each draw belongs to the item's j-th masked position in index order, the order of the official
+boolean-mask indexing. An item with nothing masked draws nothing. A single generator shared by a
+batch serves the items one after another in that order. At temperature 0 nothing is drawn unless
+a random ablation needs it (the official loop draws the re-mask noise there too and multiplies it
+by 0; we skip that draw).
+
+LADR's random ablations read their scores only at masked positions (the rescue pool is a subset
+of the mask), so their uniforms are drawn for the masked rows as well: the same distribution as
+a draw for every position, and a step's cost follows the masked count like the Gumbel draws.
 """
 
 from __future__ import annotations
@@ -19,8 +29,9 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One step's random outcome. sampled: LongTensor [B, N] Gumbel-max sample (None at
-    temperature 0); remask: Gumbel [B, N]; uniform: U[0, 1) [B, N] (each None if not needed)."""
+    """One step's random outcome in row space [B, M] (row j of item i = its j-th masked position;
+    entries j >= L_i are 0). sampled: LongTensor Gumbel-max sample (None at temperature 0);
+    remask: Gumbel; uniform: U[0, 1) (each None if not needed)."""
 
     sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None
@@ -50,9 +61,9 @@ def gumbel_(u: torch.Tensor) -> torch.Tensor:
 
 
 def gumbel_argmax_(u: torch.Tensor, logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Official `gumbel_max_sample` for one item, consuming u in place: LongTensor [N].
+    """Official `gumbel_max_sample` for one item's rows, consuming u in place: LongTensor [L].
 
-    u: U[0, 1) [N, K] (overwritten); logits: [N, K]. Computes argmax(logits / temperature + g)
+    u: U[0, 1) [L, K] (overwritten); logits: [L, K]. Computes argmax(logits / temperature + g)
     with g = -log(-log(u + 1e-20) + 1e-20) bit for bit, in 5 passes over u instead of 7:
     1e-20 - a == -a + 1e-20 and s - l == s + (-l) exactly in IEEE arithmetic.
     """
@@ -63,31 +74,36 @@ def gumbel_argmax_(u: torch.Tensor, logits: torch.Tensor, temperature: float) ->
     return torch.sub(scaled, u, out=u).argmax(dim=-1)
 
 
-def draw_step_noise(run: Any, x: torch.Tensor) -> StepNoise:
+def draw_step_noise(run: Any, rows: torch.Tensor, counts: Sequence[int]) -> StepNoise:
     """Draw (and, for sampling, consume) everything one step needs, item by item in order.
 
-    run: the sampler state (strategy, temperature, policy, generators); x: logits [B, N, K].
-    Only one [N, K] noise buffer is alive at a time.
+    run: the sampler state (strategy, temperature, policy, generators); rows: logits [B, M, K]
+    of each item's masked positions first (row j of item i = its j-th masked position, rows
+    j >= counts[i] are padding); counts: L_i per item as host ints (from the previous step's
+    single host sync, so sizing the draws costs no extra sync). Only one [L_i, K] noise buffer
+    is alive at a time.
     """
-    n, k = x.shape[1], x.shape[2]
-    device = x.device
+    b, m, k = rows.shape
+    device = rows.device
     hot = run.temperature > 0
     want_remask = hot and run.strategy != "ladr"
     want_uniform = run.strategy == "ladr" and "random" in (run.policy.metric, run.policy.candidates)
     if not (hot or want_uniform):
         return StepNoise()
-    sampled: list[torch.Tensor] = []
-    remask: list[torch.Tensor] = []
-    uniform: list[torch.Tensor] = []
-    for i, gen in enumerate(run.generators):
-        if hot:
-            sampled.append(gumbel_argmax_(_uniform(gen, (n, k), device), x[i], run.temperature))
-        if want_remask:
-            remask.append(gumbel_(_uniform(gen, (n,), device)))
-        if want_uniform:
-            uniform.append(_uniform(gen, (n,), device))
-    return StepNoise(
-        sampled=torch.stack(sampled) if sampled else None,
-        remask=torch.stack(remask) if remask else None,
-        uniform=torch.stack(uniform) if uniform else None,
+    noise = StepNoise(
+        sampled=rows.new_zeros((b, m), dtype=torch.long) if hot else None,
+        remask=rows.new_zeros((b, m), dtype=torch.float32) if want_remask else None,
+        uniform=rows.new_zeros((b, m), dtype=torch.float32) if want_uniform else None,
     )
+    for i, (gen, count) in enumerate(zip(run.generators, counts, strict=True)):
+        if count == 0:
+            continue
+        if noise.sampled is not None:
+            u = _uniform(gen, (count, k), device)  # the step's one [L_i, K] buffer, consumed
+            noise.sampled[i, :count] = gumbel_argmax_(u, rows[i, :count], run.temperature)
+            del u
+        if noise.remask is not None:
+            noise.remask[i, :count] = gumbel_(_uniform(gen, (count,), device))
+        if noise.uniform is not None:
+            noise.uniform[i, :count] = _uniform(gen, (count,), device)
+    return noise

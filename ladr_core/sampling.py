@@ -3,9 +3,11 @@
 Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
 `denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
 (CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
-derives what the strategy needs from the logits (argmax or per-item Gumbel-max, one softmax,
-top-2 and a gather), lets the strategy pick which masked tokens to unmask and
-makes at most ONE host synchronisation: the "is anything still masked?" early-exit check.
+derives what the strategy needs from the logits of the still-masked positions only, as the
+official loop does (argmax or per-item Gumbel-max, one softmax, top-2 and a gather over the
+gathered rows [B, M, K], M = the largest masked count), lets the strategy pick which masked
+tokens to unmask and makes at most ONE host synchronisation: one transfer of the per-item masked
+counts [B], which serves the early-exit check and sizes the next step's row gather and draws.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class SampleResult:
 
 @dataclass
 class _Prediction:
-    """What one step derives from the logits [B, N, K]; every field is [B, N]."""
+    """What one step derives from the logits; every field is [B, M] in row space (row j of item i
+    = its j-th masked position) until `at_positions` maps it to [B, N]."""
 
     sampled: torch.Tensor  # LongTensor: Gumbel-max sample (argmax at temperature 0)
     log_conf: torch.Tensor | None  # log(p(sampled).clamp_min(1e-20)) (baseline, prophet)
@@ -69,13 +72,57 @@ class _Prediction:
     margin: torch.Tensor | None  # Delta = p(1) - p(2) (ladr)
     logit_gap: torch.Tensor | None  # top-1 minus top-2 logit (prophet)
 
+    def at_positions(self, idx: torch.Tensor | None, n: int) -> _Prediction:
+        """Every field scattered to its position: [B, N] (0 where nothing is masked)."""
+        return _Prediction(*(_to_positions(v, idx, n) for v in (
+            self.sampled, self.log_conf, self.top1, self.margin, self.logit_gap)))
+
+
+def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
+    """Positions of each item's masked tokens first, in index order: LongTensor [B, M].
+
+    masked: BoolTensor [B, N]; counts: its per-item sums as host ints. M = max(counts); for an
+    item with L_i < M the tail holds decoded positions (padding). A stable sort keeps index
+    order, the order of the official boolean-mask indexing `logits[:, vq_mask[0]]`, and needs
+    no host sync. None when every position is masked (rows == positions, nothing to gather).
+    """
+    if min(counts) == masked.shape[1]:
+        return None
+    order = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)
+    return order[:, : max(counts)]
+
+
+def _gather_rows(logits: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
+    """Logit rows [B, M, K] of the positions idx [B, M] (all of logits when idx is None).
+
+    Half-precision rows are upcast once to float32 so probabilities near tau are not rounded
+    away; the denoiser's tensor is never modified.
+    """
+    rows = logits
+    if idx is not None:
+        b, m = idx.shape
+        rows = logits.new_empty((b, m, logits.shape[2]))
+        for i in range(b):
+            torch.index_select(logits[i], 0, idx[i], out=rows[i])
+    return rows if rows.dtype in (torch.float32, torch.float64) else rows.float()
+
+
+def _to_positions(
+    vals: torch.Tensor | None, idx: torch.Tensor | None, n: int
+) -> torch.Tensor | None:
+    """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None."""
+    if vals is None or idx is None:
+        return vals
+    return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
+
 
 def _predict(x: torch.Tensor, strategy: str, sampled: torch.Tensor | None) -> _Prediction:
-    """The per-token statistics the strategy needs from logits x [B, N, K] (float32/64).
+    """The per-token statistics the strategy needs from logit rows x [B, M, K] (float32/64).
 
-    One softmax per step (the only [B, N, K] tensor the loop creates), then top-2 on it (ladr)
-    or on the logits (prophet) and a gather for p(sampled), as the official loop does.
-    sampled: the Gumbel-max sample, or None for greedy (argmax of the logits, as official).
+    One softmax per step (the only [B, M, K] tensor created besides the row gather), then top-2
+    on it (ladr) or on the logits (prophet) and a gather for p(sampled), as the official loop
+    does on its [1, L, K] masked rows. sampled: the Gumbel-max sample [B, M], or None for greedy
+    (argmax of the logits, as official).
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
@@ -104,6 +151,7 @@ class _Run:
         self.masked = torch.ones(b, self.n, dtype=torch.bool, device=self.device)
         self.k: int | None = None
         self.nfe = 0
+        self.counts: list[int] = [self.n] * b  # masked count per item, host ints
 
     def bind_device(self, device: torch.device) -> None:
         """After the first denoise call: move state to the logits' device and build tables."""
@@ -113,6 +161,25 @@ class _Run:
         self.sched_dtype = schedule_dtype(device)
         self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
         self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
+
+    def sync_counts(self) -> bool:
+        """The loop's single host synchronisation per step: the per-item masked counts [B].
+
+        They give the early exit (True while anything is masked) and size the next step's row
+        gather and per-item draws, so nothing else in a step has to wait for the device.
+        """
+        self.counts = self.masked.sum(dim=1).tolist()
+        return any(self.counts)
+
+    def predict(self, logits: torch.Tensor) -> tuple[_Prediction, StepNoise]:
+        """Statistics and noise of the masked rows (row space), mapped to positions [B, N]."""
+        idx = _masked_first(self.masked, self.counts)
+        rows = _gather_rows(logits, idx)
+        noise = draw_step_noise(self, rows, self.counts)
+        pred = _predict(rows, self.strategy, noise.sampled).at_positions(idx, self.n)
+        noise = StepNoise(None, _to_positions(noise.remask, idx, self.n),
+                          _to_positions(noise.uniform, idx, self.n))
+        return pred, noise
 
     def step(self, step: int) -> dict[str, Any]:
         """One denoise call and one unmasking decision; returns the step record."""
@@ -124,10 +191,7 @@ class _Run:
         masked = self.masked
         remaining = masked.sum(dim=1)
         t_eff = self.schedule.gamma_inv(remaining.to(self.sched_dtype) / self.n)
-        # Half-precision logits are upcast once so probabilities near tau are not rounded away.
-        x = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
-        noise = draw_step_noise(self, x)
-        pred = _predict(x, self.strategy, noise.sampled)
+        pred, noise = self.predict(logits)
         rescued = torch.zeros_like(masked)
         phase = torch.full_like(remaining, -1)
         if self.strategy == "ladr":
@@ -186,7 +250,8 @@ def sample(
     ProphetPolicy()). temperature 0 = greedy with no random draw (except a random LADR ablation).
     generator: None (device default generator), one generator shared by all items (each step,
     item 0 draws its noise, then item 1, ...), or a list of B generators (item i with g_i equals a
-    B=1 run with g_i). Noise is drawn on the generator's device and moved to the logits' device;
+    B=1 run with g_i). Noise is drawn only for each item's masked rows, as official (order:
+    ladr_core.noise). Noise is drawn on the generator's device and moved to the logits' device;
     use a generator on the denoiser's device to avoid the copy. device: where the first `tokens`
     passed to `denoise` live (default: the generator's device, else CPU); from then on all state
     lives on the device of the returned logits. The loop stops early once nothing is masked and
@@ -215,7 +280,7 @@ def sample(
         if callback is not None:
             callback(record)
         # The loop's single host synchronisation: stop once nothing is masked anywhere.
-        if step < run.steps - 1 and not bool(run.masked.any()):
+        if step < run.steps - 1 and not run.sync_counts():
             break
     return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
 

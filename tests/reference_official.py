@@ -11,10 +11,13 @@ per-step host logic (Python loop, `.item()`, boolean-mask indexing) and no batch
   re-mask the masked positions whose confidence is strictly below sorted(confidence)[clamp(keep_n,
   0, L - 1)].
 
-The one adaptation, needed to compare with fixed noise: the official code draws its noise only
-for the L masked rows ([L, K], then [L]); this port draws [N, K] then [N] per step (the sampler
-contract's per-item draw order) and uses the rows of the masked positions. Where the official
-code draws re-mask noise at temperature 0 and multiplies it by 0, this port skips the draw.
+Noise is drawn exactly like the official loop: Gumbel noise for the L masked rows only
+(`torch.rand` of the masked logits' shape [1, L, K], row j = the j-th masked position in index
+order), then re-mask noise [1, L]. So the fixed-noise equality with `sample` also proves that
+the sampler consumes the same random numbers, in the same order and from the same generator, as
+the official code. The one adaptation: where the official code draws re-mask noise at
+temperature 0 and multiplies it by 0, this port skips the draw (the sampler draws nothing at
+temperature 0).
 """
 
 from __future__ import annotations
@@ -51,8 +54,8 @@ def reference_generate(
         if temperature == 0:
             sampled = logits.argmax(dim=-1)
         else:
-            g = _gumbel(torch.rand((n, full.shape[-1]), generator=generator))[vq_mask[0]]
-            sampled = (logits / temperature + g.unsqueeze(0)).argmax(dim=-1)
+            g = _gumbel(torch.rand(logits.shape, dtype=logits.dtype, generator=generator))
+            sampled = (logits / temperature + g).argmax(dim=-1)
         probs = torch.softmax(logits, dim=-1)
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)  # [1, L]
         flat_idx = vq_mask.nonzero(as_tuple=False)[:, 1]
@@ -60,7 +63,7 @@ def reference_generate(
         if temperature == 0:
             g2 = torch.zeros_like(conf)
         else:
-            g2 = _gumbel(torch.rand((n,), generator=generator))[vq_mask[0]].unsqueeze(0)
+            g2 = _gumbel(torch.rand(conf.shape, dtype=conf.dtype, generator=generator))
         confidence = torch.log(conf.clamp_min(1e-20)) + temperature * g2
         sorted_conf = torch.sort(confidence, dim=-1).values
         k = keep_n.long().clamp(0, conf.shape[1] - 1)

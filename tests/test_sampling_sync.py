@@ -1,13 +1,21 @@
-"""At most one host synchronisation per sampling step, for every strategy (TorchDispatchMode)."""
+"""At most one host synchronisation per sampling step, for every strategy.
+
+Syncs are counted at two levels: aten ops that need a value or shape on the host
+(TorchDispatchMode) and Tensor methods that copy to host memory (TorchFunctionMode: `.tolist()`
+on a CPU tensor dispatches no aten op, but on an accelerator it is a device -> host sync).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ladr_core import LADRPolicy, sample
@@ -19,13 +27,16 @@ SYNC_OPS = {aten._local_scalar_dense, aten.nonzero, aten.masked_select, aten.ite
 INDEX_OPS = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 
 
-class SyncCounter(TorchDispatchMode):
-    """Counts ops that force a device -> host round trip: .item()/bool(tensor)/nonzero/
+HOST_METHODS = {"tolist", "numpy", "__array__"}
+
+
+class AtenSyncs(TorchDispatchMode):
+    """Records ops that force a device -> host round trip: .item()/bool(tensor)/nonzero/
     masked_select/boolean-mask indexing/copies to the CPU from another device."""
 
-    def __init__(self) -> None:
+    def __init__(self, syncs: list[str]) -> None:
         super().__init__()
-        self.syncs: list[str] = []
+        self.syncs = syncs
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -43,15 +54,40 @@ class SyncCounter(TorchDispatchMode):
         return func(*args, **kwargs)
 
 
+class HostCopies(TorchFunctionMode):
+    """Records Tensor.tolist()/numpy()/__array__() calls (no aten op on a CPU tensor)."""
+
+    def __init__(self, syncs: list[str]) -> None:
+        super().__init__()
+        self.syncs = syncs
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in HOST_METHODS:
+            self.syncs.append(f"Tensor.{name}")
+        return func(*args, **(kwargs or {}))
+
+
+@contextmanager
+def count_syncs() -> Iterator[list[str]]:
+    """Every host sync made inside the block, in order."""
+    syncs: list[str] = []
+    with HostCopies(syncs), AtenSyncs(syncs):
+        yield syncs
+
+
 def test_counter_detects_the_syncs_it_claims_to() -> None:
     x = torch.rand(6)
-    with SyncCounter() as c:
+    with count_syncs() as syncs:
         x.sum().item()
         bool(x.any())
         x[x > 0.5]
         torch.nonzero(x)
+        x.tolist()
         x[torch.tensor([0, 2])]  # integer indexing is not a sync
-    assert len(c.syncs) == 4
+        x.argsort(stable=True)[:3]  # neither is a sort or a slice by a host int
+    assert len(syncs) == 5
+    assert syncs[-1] == "Tensor.tolist"
 
 
 @pytest.mark.parametrize(
@@ -64,12 +100,14 @@ def test_counter_detects_the_syncs_it_claims_to() -> None:
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
-    with SyncCounter() as counter:
+    with count_syncs() as syncs:
         res = sample(den, (2, 8, 8), 12, strategy=strategy, policy=policy,
                      temperature=temperature, generator=gens, callback=lambda r: None)
     assert res.steps >= 2
-    assert len(counter.syncs) <= res.steps, counter.syncs
-    assert len(counter.syncs) >= res.steps - 1  # the early-exit check itself is seen
+    assert len(syncs) <= res.steps, syncs
+    # Exactly the one transfer of the masked counts per step (none after the last step), which
+    # serves the early exit and sizes the next step's masked-row gather and noise draws.
+    assert syncs == ["Tensor.tolist"] * (res.steps if res.steps < 12 else 11)
 
 
 LOOP_MODULES = ["sampling.py", "strategies.py", "frontier.py", "noise.py", "schedules.py",
@@ -77,10 +115,26 @@ LOOP_MODULES = ["sampling.py", "strategies.py", "frontier.py", "noise.py", "sche
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
+# The single documented exception: the loop's one host sync per step (see sync_counts).
+ALLOWED_HOST_CALLS = {"sampling.py": [("sync_counts", "tolist")]}
+
+
+def _host_calls(tree: ast.AST, scope: str = "<module>") -> list[tuple[str, str]]:
+    """(enclosing function, method) for every call of a HOST_CALLS method under `tree`."""
+    if isinstance(tree, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        scope = tree.name
+    found = []
+    if (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Attribute)
+            and tree.func.attr in HOST_CALLS):
+        found.append((scope, tree.func.attr))
+    for child in ast.iter_child_nodes(tree):
+        found += _host_calls(child, scope)
+    return found
+
+
 @pytest.mark.parametrize("module", LOOP_MODULES)
 def test_loop_modules_call_no_host_transfer_methods(module) -> None:
-    """tolist()/cpu() on CPU tensors are invisible to the dispatch mode; forbid them statically."""
+    """tolist()/cpu() on CPU tensors are invisible to the dispatch mode; forbid them statically,
+    except the one per-step transfer of the masked counts in sampling.py's sync_counts."""
     src = (Path(__file__).resolve().parents[1] / "ladr_core" / module).read_text()
-    calls = [node.func.attr for node in ast.walk(ast.parse(src))
-             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)]
-    assert not HOST_CALLS & set(calls)
+    assert _host_calls(ast.parse(src)) == ALLOWED_HOST_CALLS.get(module, [])
