@@ -223,10 +223,25 @@ def make_scene(rng: np.random.Generator, category: str | None = None,
     return Scene(spec, caption_for(spec), layout_scene(spec, rng))
 
 
+def with_colors_named(scene: Scene) -> Scene:
+    """The same scene with every object's rendered colour written into spec and caption
+    ("a red circle to the left of a blue square"); the image is unchanged."""
+    spec = Spec(scene.spec.category, tuple((o.shape, o.color) for o in scene.objects),
+                scene.spec.relation)
+    return Scene(spec, caption_for(spec), scene.objects)
+
+
 def make_dataset(n: int, seed: int) -> tuple[np.ndarray, list[Scene]]:
-    """`n` training scenes (never held-out specs): uint8 images [n, S, S, 3] and the scenes."""
+    """`n` training scenes (never held-out specs): uint8 images [n, S, S, 3] and the scenes.
+
+    Every second position scene names its colours (`with_colors_named`), so prompts like the
+    README's "a red circle to the left of a blue square" are in the training distribution; this
+    draws nothing from `rng`, so the images equal those of the plain captions.
+    """
     rng = np.random.default_rng(seed)
     scenes = [make_scene(rng) for _ in range(n)]
+    scenes = [with_colors_named(s) if s.spec.category == "position" and i % 2 == 0 else s
+              for i, s in enumerate(scenes)]
     return np.stack([render(s.objects) for s in scenes]), scenes
 
 
