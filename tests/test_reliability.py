@@ -39,6 +39,7 @@ class Case:
     call: Callable[..., Any]  # takes the fixture dict built by `env`
     exc: type[BaseException]
     phrases: tuple[str, ...]
+    bug: str = ""  # a known unclear/silent failure, xfail(strict) until its owner fixes it
 
 
 def _den(b: int = 1, n: int = 16, k: int = 8, bad: tuple[int, ...] | None = None):  # noqa: ANN202
@@ -81,6 +82,16 @@ def _pickle_only(folder: Path) -> None:
         shard.unlink()
     (folder / "model.safetensors.index.json").unlink()
     torch.save(state, folder / "pytorch_model.bin")
+
+
+def _nan_weights(env: dict[str, Any]) -> Any:
+    folder = env["copy"]()
+    shard = _shards(folder)[0]
+    tensors = load_file(str(shard))
+    name = next(k for k in sorted(tensors) if k.endswith("q_proj.weight"))
+    tensors[name] = torch.full_like(tensors[name], float("nan"))
+    save_file(tensors, str(shard), metadata={"format": "pt"})
+    return ladr_core.load_dimoo(folder, dtype=torch.float32)
 
 
 def _load(mutate: Callable[[Path], Any]) -> Callable[[dict[str, Any]], Any]:
@@ -191,6 +202,19 @@ CASES: list[Case] = [
          (r"strategy", r"baseline")),
     Case("gen_cache_wrong_type", _gen(cache={"cache_ratio": 0.9}), ValueError,
          (r"cache", r"MLCacheConfig")),
+    Case("gen_cfg_nan", _gen(cfg=float("nan")), ValueError, (r"cfg", r"finite"),
+         bug="cfg=nan fails later with a misleading 'denoise returned shape (0, 16, 32)'"),
+    Case("gen_cfg_inf", _gen(cfg=float("inf")), ValueError, (r"cfg", r"finite"),
+         bug="cfg=inf runs silently and returns all-zero codes (inf - inf = NaN logits)"),
+    Case("gen_seed_too_large", _gen(seed=2**70), ValueError, (r"seed", r"<|at most"),
+         bug="torch's 'Overflow when unpacking long long' does not name seed or its range"),
+    Case("denoise_nan_logits", lambda e: _sample(denoise=lambda t, m: torch.full(
+        (1, 16, 8), float("nan"))), ValueError, (r"non-finite|NaN", r"dtype|weights"),
+         bug="NaN logits are sampled silently (argmax of NaN = code 0)"),
+    Case("weights_nan", lambda e: _nan_weights(e).generate("a red circle", steps=2, width=16,
+                                                         height=16),
+         ValueError, (r"non-finite|NaN", r"dtype|weights"),
+         bug="a checkpoint with NaN weights loads and generates all-zero codes silently"),
     Case("decode_codes_out_of_range", lambda e: e["pipe"].decode(
         torch.full((1, 16), 99), (4, 4)), ValueError,
          (r"codes in \[0, 32\)", r"subtract the image token offset")),
@@ -214,7 +238,9 @@ def test_table_has_at_least_25_distinct_bad_inputs() -> None:
     assert len({c.id for c in CASES}) == len(CASES) >= 25
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+@pytest.mark.parametrize("case", [
+    pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason=c.bug)] if c.bug else [])
+    for c in CASES])
 def test_bad_input_gives_a_clear_error(case: Case, env: dict[str, Any]) -> None:
     with pytest.raises(case.exc) as info:
         case.call(env)
