@@ -14,7 +14,18 @@ function isSampler(node) {
 }
 
 function redraw(state) {
-  drawFrame(state.canvas.getContext("2d"), state.payload, state.image);
+  // Draw at the size the node gives the widget (crisp text, no stretching).
+  const { canvas } = state;
+  const dpr = window.devicePixelRatio || 1;
+  const w = Math.round((canvas.clientWidth || CANVAS_W) * dpr);
+  const h = Math.round((canvas.clientHeight || CANVAS_H) * dpr);
+  if (canvas.width !== w || canvas.height !== h) {
+    canvas.width = w;
+    canvas.height = h;
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(1, 0, 0, 1, 0, 0);
+  drawFrame(ctx, state.payload, state.image);
 }
 
 function attach(node) {
@@ -22,12 +33,12 @@ function attach(node) {
   canvas.width = CANVAS_W;
   canvas.height = CANVAS_H;
   canvas.style.width = "100%";
-  canvas.style.aspectRatio = `${CANVAS_W} / ${CANVAS_H}`;
+  canvas.style.height = "100%";
   canvas.dataset.ladrPreview = "1";
   node.addDOMWidget("ladr_preview", "ladr_preview", canvas, {
     serialize: false,
     hideOnZoom: false,
-    getMinHeight: () => 160,
+    getMinHeight: () => 280,
   });
   node.__ladrPreview = { canvas, payload: null, image: null };
   redraw(node.__ladrPreview);

@@ -43,11 +43,12 @@ export function counterText(p) {
   return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0}`;
 }
 
-export function statsText(s) {
-  return (
-    `done: ${s.steps} steps · NFE ${s.nfe} · ${Number(s.seconds).toFixed(2)} s · ` +
-    `${Number(s.forwards_saved_pct).toFixed(0)}% forwards saved`
-  );
+/** Final line: steps run of the schedule's T (LADR's saving), NFE, time, ML-Cache saving. */
+export function statsText(s, scheduleSteps) {
+  const of = scheduleSteps ? ` of ${scheduleSteps}` : "";
+  const saved = Number(s.forwards_saved_pct ?? 0);
+  const cache = saved > 0 ? ` · cache saved ${saved.toFixed(0)}%` : "";
+  return `done: ${s.steps}${of} steps · NFE ${s.nfe} · ${Number(s.seconds).toFixed(2)} s${cache}`;
 }
 
 /** One rect per run of equal bits along a row: few ops even for a 64x64 grid. */
@@ -83,7 +84,7 @@ export function planFrame(payload, width, height) {
   ops.push({ op: "text", x: 6, y: 15, text: counterText(payload), color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
-    ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats), color: COLORS.done });
+    ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats, payload.steps), color: COLORS.done });
   } else {
     ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued,
                text: `${payload.rescued ?? 0} rescued this step (${payload.strategy ?? ""})` });

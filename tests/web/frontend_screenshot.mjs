@@ -1,0 +1,58 @@
+// Local check of the widget in the REAL ComfyUI frontend (not run in CI):
+//   node tests/web/frontend_screenshot.mjs http://127.0.0.1:8188 example_workflows/x.json out.png [model_name] [size]
+// Loads the UI workflow into the app, queues it, waits for the sampler's final "ladr.step"
+// event and screenshots the canvas with the live preview widget.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const [url, workflowFile, shot, modelName, size] = process.argv.slice(2);
+const workflow = JSON.parse(readFileSync(workflowFile, "utf8"));
+for (const n of workflow.nodes) {
+  if (modelName && n.type === "LADR_LoadDiMOOModel") n.widgets_values[0] = modelName;
+  if (n.type === "LADR_DiMOOSampler") n.widgets_values[7] = Math.floor(Math.random() * 1e9);
+  if (size && n.type === "LADR_DiMOOSampler") {
+    n.widgets_values[2] = Number(size);
+    n.widgets_values[3] = Number(size);
+  }
+}
+const profile = mkdtempSync(join(tmpdir(), "ladr-frontend-"));
+const context = await chromium.launchPersistentContext(profile, {
+  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+  headless: true,
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  viewport: { width: 1600, height: 900 },
+});
+try {
+  const page = context.pages()[0] ?? (await context.newPage());
+  page.on("console", (m) => { if (m.type() === "error") console.error("page:", m.text()); });
+  await page.goto(url, { waitUntil: "load" });
+  await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph, null, { timeout: 120000 });
+  await page.waitForTimeout(3000);
+  await page.keyboard.press("Escape"); // first-run template dialog
+  await page.waitForTimeout(500);
+  await page.evaluate(async (wf) => {
+    const app = window.comfyAPI.app.app;
+    window.__ladrEvents = [];
+    window.comfyAPI.api.api.addEventListener("ladr.step", (e) => window.__ladrEvents.push(e.detail));
+    await app.loadGraphData(wf);
+  }, workflow);
+  await page.waitForTimeout(1500);
+  await page.evaluate(async () => { await window.comfyAPI.app.app.queuePrompt(0, 1); });
+  await page.waitForFunction(() => window.__ladrEvents.some((e) => e.done), null, { timeout: 600000 });
+  await page.evaluate(() => {
+    const c = window.comfyAPI.app.app.canvas;
+    c.ds.scale = 1.0;
+    c.ds.offset = [40, 60];
+    c.setDirty(true, true);
+  });
+  await page.waitForTimeout(2500);
+  const events = await page.evaluate(() => window.__ladrEvents.map((e) => ({ node: e.node, step: e.step, done: e.done, phase: e.phase, masked_pct: e.masked_pct })));
+  console.log(JSON.stringify({ events: events.length, last: events[events.length - 1] }));
+  await page.screenshot({ path: shot });
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
