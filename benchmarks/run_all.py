@@ -25,7 +25,7 @@ from benchmarks.summary import summary_rows, to_markdown
 # name -> extra CLI arguments for a full run (kept to a few minutes on a busy 2-core CPU)
 SCRIPTS: dict[str, list[str]] = {
     "host_syncs": ["--pipeline"],
-    "sampler_overhead": ["--steps", "2", "--reps", "2"],
+    "sampler_overhead": ["--steps", "4", "--reps", "2"],
     "native_forward": ["--reps", "2"],
     "ml_cache": [],
     "loader_memory": [],

@@ -5,7 +5,10 @@ A constant fake denoiser returns precomputed CFG-combined logits [B, N, K] (DiMO
 sampling (Gumbel-max at temperature 1, argmax at 0), per-token statistics, the unmasking rule
 and the step record. The floor is what any confidence-based sampler must do per step at least:
 one softmax plus a top-2 over the same logits tensor. Cases are interleaved (A B C ... A B C),
-medians reported; the target is overhead / floor <= 2.
+medians reported (and the ratio of minima, less sensitive to background load); the target is
+overhead / floor <= 2 (medians). The sampler draws noise and statistics only for still-masked
+rows (as the official loop), so its cost falls during a run: the figure is the mean per step of
+a ``--steps``-step run (default 4), the floor is always over all N tokens.
 
 When a case misses the target, one extra run is profiled with ``torch.profiler`` and the ops
 with the largest self CPU time are written next to it (``top_ops``).
@@ -15,6 +18,7 @@ Run: ``python -m benchmarks.sampler_overhead [--batch 1 2] [--steps 6]``.
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable
 from typing import Any
@@ -132,16 +136,18 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
     timings = interleaved(cases, reps=reps, warmup=1)
     if float(logits.sum()) != checksum:
         raise RuntimeError("the sampler modified the denoiser's logits in place")
-    floor = timings["floor"].median
+    floor, floor_min = timings["floor"].median, timings["floor"].minimum
     rows = [{"batch": batch, "case": "floor (softmax+top2)", "per_step_ms": floor * 1e3,
-             "ratio_to_floor": 1.0, "meets_target": True}]
+             "ratio_to_floor": 1.0, "ratio_of_minima": 1.0, "meets_target": True}]
     rows += [{"batch": batch, "case": name, "per_step_ms": timings[name].median * 1e3,
-              "ratio_to_floor": ratio(timings[name].median, floor), "meets_target": None}
+              "ratio_to_floor": ratio(timings[name].median, floor),
+              "ratio_of_minima": ratio(timings[name].minimum, floor_min), "meets_target": None}
              for name in refs]
     for name, per_step in logs.items():
-        med = sorted(per_step[1:])[len(per_step[1:]) // 2]  # drop the warm-up call
-        r = ratio(med, floor)
-        row = {"batch": batch, "case": name, "per_step_ms": med * 1e3, "ratio_to_floor": r,
+        timed = per_step[1:]  # drop the warm-up call
+        r = ratio(statistics.median(timed), floor)
+        row = {"batch": batch, "case": name, "per_step_ms": statistics.median(timed) * 1e3,
+               "ratio_to_floor": r, "ratio_of_minima": ratio(min(timed), floor_min),
                "meets_target": r <= TARGET}
         if r > TARGET:
             strat, temp = name.split("@T=")

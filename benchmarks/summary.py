@@ -33,7 +33,8 @@ def _sampler(doc: dict[str, Any]) -> list[Row]:
             continue
         rows.append(_row(f"sampler overhead/step, {r['case']}, B={r['batch']} "
                          f"({doc['grid'][0]}x{doc['grid'][1]}, K={doc['codes']})",
-                         f"{_ms(r['per_step_ms'])} = {r['ratio_to_floor']:.2f}x floor",
+                         f"{_ms(r['per_step_ms'])} = {r['ratio_to_floor']:.2f}x floor"
+                         f" (minima {r.get('ratio_of_minima', float('nan')):.2f}x)",
                          f"<= {target:g}x", r["ratio_to_floor"] <= target))
     floors = [r for r in doc["rows"] if r["case"].startswith(("floor", "ref:"))]
     for r in floors:
