@@ -69,7 +69,7 @@ def run(workflow: dict, overrides: dict | None = None) -> dict[str, tuple]:
     return done
 
 
-def _card(title: str, images: torch.Tensor, lines: list[str], size=(384, 256)) -> object:
+def _card(title: str, images: torch.Tensor, lines: list[str], size=(320, 320)) -> object:
     """A thumbnail card: title, the images side by side (nearest-upscaled), stats lines."""
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
