@@ -63,7 +63,9 @@ def load_model(model_name: str, dtype: str) -> DiMOOModel:
     if cached is not None:
         return cached
     _CACHE.clear()  # one DiMOO at a time: drop the old one before loading the next
-    pipe = load_pipeline(path, device, torch_dtype)
+    # Load onto the offload device; ComfyUI's load_models_gpu (host.load_to_device) moves the
+    # weights to `device` before each run, after freeing memory held by other models.
+    pipe = load_pipeline(path, host.offload_device(), torch_dtype)
     modules = _weights_module(pipe)
     handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=host.wrap_for_memory(modules))
     _CACHE[key] = handle

@@ -52,6 +52,17 @@ try {
   const events = await page.evaluate(() => window.__ladrEvents.map((e) => ({ node: e.node, step: e.step, done: e.done, phase: e.phase, masked_pct: e.masked_pct })));
   console.log(JSON.stringify({ events: events.length, last: events[events.length - 1] }));
   await page.screenshot({ path: shot });
+  // Replay the mid-run frame (closest to 50% masked, with rescues) to show what a run looks like.
+  const mid = await page.evaluate(() => {
+    const ev = window.__ladrEvents.filter((e) => !e.done);
+    const pick = ev.reduce((a, e) => (Math.abs(e.masked_pct - 50) - (e.rescued > 0 ? 100 : 0) <
+      Math.abs(a.masked_pct - 50) - (a.rescued > 0 ? 100 : 0) ? e : a), ev[0]);
+    window.comfyAPI.api.api.dispatchCustomEvent("ladr.step", pick);
+    return { step: pick.step, masked_pct: pick.masked_pct, rescued: pick.rescued };
+  });
+  await page.waitForTimeout(1500);
+  console.log(JSON.stringify({ mid }));
+  await page.screenshot({ path: shot.replace(/\.png$/, "_mid.png") });
 } finally {
   await context.close();
   rmSync(profile, { recursive: true, force: true });
