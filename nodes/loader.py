@@ -37,7 +37,11 @@ def model_choices() -> list[str]:
 def resolve_model_path(model_name: str) -> str:
     """Folder of `model_name`; a clear error naming the searched folders when it is missing."""
     if model_name == NANO:
-        return str(ladr_core.nano_model_path())
+        nano = ladr_core.nano_model_path()
+        if not os.path.isfile(os.path.join(nano, "config.json")):
+            raise ValueError(f"model_name: the built-in nano checkpoint is missing from this "
+                             f"install ({nano}); reinstall ComfyUI-LADR or pick a folder model.")
+        return str(nano)
     roots = host.model_folder_paths()
     for root in roots:
         path = os.path.join(root, model_name)

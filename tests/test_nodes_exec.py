@@ -174,3 +174,9 @@ def test_mlcache_node_builds_config_and_rejects_bad_values() -> None:
     assert isinstance(bad, str) and "cache_ratio" in bad
     assert MLCacheOptions.validate_inputs(cache_ratio=0.9, warmup_ratio=0.3,
                                           refresh_interval=5) is True
+
+
+def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(ladr_core, "nano_model_path", lambda: tmp_path / "dimoo_nano")
+    msg = LoadDiMOOModel.validate_inputs(model_name=loader.NANO, dtype="auto")
+    assert "built-in nano checkpoint is missing" in msg and "dimoo_nano" in msg
