@@ -55,6 +55,14 @@ def _uniform(
     return torch.rand(shape, generator=gen, device=where, dtype=torch.float32).to(device)
 
 
+def _uniform_into(out: torch.Tensor, gen: torch.Generator | None) -> torch.Tensor:
+    """Fill `out` with U[0, 1) exactly as `_uniform(gen, out.shape, out.device)` would (same
+    numbers, same generator consumption) without allocating when the devices agree."""
+    if gen is None or gen.device == out.device:
+        return out.uniform_(generator=gen)
+    return out.copy_(torch.rand(out.shape, generator=gen, device=gen.device, dtype=out.dtype))
+
+
 def gumbel_(u: torch.Tensor) -> torch.Tensor:
     """In place: uniform u -> Gumbel(0, 1) as official `gumbel_noise`: -log(-log(u + eps) + eps)."""
     return u.add_(1e-20).log_().neg_().add_(1e-20).log_().neg_()
@@ -80,8 +88,8 @@ def draw_step_noise(run: Any, rows: torch.Tensor, counts: Sequence[int]) -> Step
     run: the sampler state (strategy, temperature, policy, generators); rows: logits [B, M, K]
     of each item's masked positions first (row j of item i = its j-th masked position, rows
     j >= counts[i] are padding); counts: L_i per item as host ints (from the previous step's
-    single host sync, so sizing the draws costs no extra sync). Only one [L_i, K] noise buffer
-    is alive at a time.
+    single host sync, so sizing the draws costs no extra sync). One [max L_i, K] noise buffer
+    per step, reused item by item.
     """
     b, m, k = rows.shape
     device = rows.device
@@ -95,13 +103,15 @@ def draw_step_noise(run: Any, rows: torch.Tensor, counts: Sequence[int]) -> Step
         remask=rows.new_zeros((b, m), dtype=torch.float32) if want_remask else None,
         uniform=rows.new_zeros((b, m), dtype=torch.float32) if want_uniform else None,
     )
+    # One [max L_i, K] buffer serves every item in turn (fresh CPU allocations this large cost
+    # page faults comparable to a full pass over them).
+    buf = torch.empty((max(counts), k), device=device) if noise.sampled is not None else None
     for i, (gen, count) in enumerate(zip(run.generators, counts, strict=True)):
         if count == 0:
             continue
-        if noise.sampled is not None:
-            u = _uniform(gen, (count, k), device)  # the step's one [L_i, K] buffer, consumed
+        if buf is not None:
+            u = _uniform_into(buf[:count], gen)
             noise.sampled[i, :count] = gumbel_argmax_(u, rows[i, :count], run.temperature)
-            del u
         if noise.remask is not None:
             noise.remask[i, :count] = gumbel_(_uniform(gen, (count,), device))
         if noise.uniform is not None:

@@ -116,27 +116,33 @@ def _to_positions(
     return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
 
 
-def _predict(x: torch.Tensor, strategy: str, sampled: torch.Tensor | None) -> _Prediction:
+def _predict(
+    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, own: bool
+) -> _Prediction:
     """The per-token statistics the strategy needs from logit rows x [B, M, K] (float32/64).
 
-    One softmax per step (the only [B, M, K] tensor created besides the row gather), then top-2
-    on it (ladr) or on the logits (prophet) and a gather for p(sampled), as the official loop
-    does on its [1, L, K] masked rows. sampled: the Gumbel-max sample [B, M], or None for greedy
-    (argmax of the logits, as official).
+    One softmax per step, then top-2 on it (ladr) or on the logits (prophet) and a gather for
+    p(sampled), as the official loop does on its [1, L, K] masked rows. sampled: the Gumbel-max
+    sample [B, M], or None for greedy (argmax of the logits, as official). own: x is the loop's
+    own copy (gathered rows or an upcast), so on CPU the softmax overwrites it in place (the same
+    bits as torch.softmax; a fresh [B, M, K] allocation costs page faults comparable to a pass).
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
-    probs = torch.softmax(x, dim=-1)
     log_conf = top1 = margin = gap = None
+    if strategy == "prophet":
+        top2 = x.topk(2, dim=-1).values
+        gap = top2[..., 0] - top2[..., 1]
+    if own and x.device.type == "cpu":
+        probs = torch._softmax(x, -1, False, out=x)  # x is not read again
+    else:
+        probs = torch.softmax(x, dim=-1)
     if strategy != "ladr":
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
         log_conf = torch.log(conf.clamp_min(1e-20))
-    if strategy == "ladr":
+    else:
         top2 = probs.topk(2, dim=-1).values
         top1, margin = top2[..., 0], top2[..., 0] - top2[..., 1]
-    elif strategy == "prophet":
-        top2 = x.topk(2, dim=-1).values
-        gap = top2[..., 0] - top2[..., 1]
     return _Prediction(sampled, log_conf, top1, margin, gap)
 
 
@@ -176,7 +182,8 @@ class _Run:
         idx = _masked_first(self.masked, self.counts)
         rows = _gather_rows(logits, idx)
         noise = draw_step_noise(self, rows, self.counts)
-        pred = _predict(rows, self.strategy, noise.sampled).at_positions(idx, self.n)
+        own = rows is not logits
+        pred = _predict(rows, self.strategy, noise.sampled, own).at_positions(idx, self.n)
         noise = StepNoise(None, _to_positions(noise.remask, idx, self.n),
                           _to_positions(noise.uniform, idx, self.n))
         return pred, noise
