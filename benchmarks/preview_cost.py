@@ -112,12 +112,12 @@ def dimoo_rows(reps: int, grid: tuple[int, int], k: int) -> list[dict[str, Any]]
     table = torch.rand(k, 4, 4, 3)
     record = fake_record(1, grid, k)
     logits = make_logits(1, grid[0] * grid[1], k)
-    log: list[float] = []
-    run = sampler_case(logits, grid, 2, "ladr", 1.0, log)
+    log: list[tuple[float, float]] = []
+    run = sampler_case(logits, grid, 2, "ladr", 1.0, log, paired_floor=False)
 
     def step() -> float:
         run()
-        return log[-1]
+        return log[-1][0]
 
     def preview_fn(tokens: torch.Tensor, masked: torch.Tensor, g: tuple[int, int]) -> torch.Tensor:
         return preview_from_table(table, tokens, masked, g)

@@ -39,6 +39,8 @@ def test_sampler_overhead_fields(tmp_path: Path) -> None:
             "baseline@T=0", "ladr@T=0", "prophet@T=0"} <= cases
     for r in doc["rows"]:
         assert r["per_step_ms"] > 0 and r["ratio_to_floor"] > 0
+        if "@T=" in r["case"]:
+            assert r["paired_ratio"] > 0 and r["meets_target"] == (r["paired_ratio"] <= 2.0)
         if "top_ops" in r:  # profiled because it missed the target at this size
             assert r["top_ops"] and {"op", "self_cpu_ms", "share"} <= set(r["top_ops"][0])
 
