@@ -58,22 +58,29 @@ def encode_png(pil: Any) -> str:
 
 
 def step_payload(record: dict, node_id: str | None, preview: torch.Tensor | None) -> dict:
-    """Step record (ARCHITECTURE.md Sec. 1) of item 0 -> JSON payload (module docstring)."""
-    masked = record["masked"][0]
-    rescued = record["rescued"][0]
-    n = int(masked.numel())
-    phase = int(record["phase"][0]) if record.get("phase") is not None else -1
+    """Step record (ARCHITECTURE.md Sec. 1) of item 0 -> JSON payload (module docstring).
+
+    Item 0's masked / rescued / unmasked rows and its phase travel to the CPU in ONE transfer
+    (one host sync per step for the widget, whatever the device).
+    """
+    n = int(record["masked"].shape[1])
+    phase = record.get("phase")
+    parts = [record["masked"][0], record["rescued"][0], record["unmasked"][0]]
+    flat = torch.cat([p.reshape(-1).long() for p in parts]
+                     + ([phase[:1].long()] if phase is not None else [])).cpu()
+    masked, rescued, unmasked = (flat[i * n:(i + 1) * n].bool() for i in range(3))
+    ph = int(flat[3 * n]) if phase is not None else -1
     h, w = record["grid"]
     return {
         "node": None if node_id is None else str(node_id),
         "step": int(record["step"]) + 1,
         "steps": int(record["steps"]),
         "strategy": str(record.get("strategy", "")),
-        "phase": PHASES.get(phase, "n/a"),
+        "phase": PHASES.get(ph, "n/a"),
         "nfe": int(record["nfe"]),
         "masked_pct": round(100.0 * int(masked.sum()) / max(n, 1), 2),
         "rescued": int(rescued.sum()),
-        "unmasked": int(record["unmasked"][0].sum()),
+        "unmasked": int(unmasked.sum()),
         "grid": [int(h), int(w)],
         "rescued_bits": pack_bits(rescued),
         "masked_bits": pack_bits(masked),

@@ -61,6 +61,7 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
+        preview = preview.float().cpu()  # [h*p, w*p, 3]: one transfer, shared by bar and event
         payload = events.step_payload(record, node_id, preview)
         progress.update(payload["step"], events.to_pil(preview))
         host.send_event(events.EVENT, payload)
