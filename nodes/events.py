@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 EVENT = "ladr.step"
-PREVIEW_MAX = 256
+PREVIEW_MAX = 128
 PHASES = {0: "exploration", 1: "structure", 2: "refinement"}
 
 
@@ -33,31 +33,42 @@ def pack_bits(mask: torch.Tensor) -> str:
     return base64.b64encode(np.packbits(arr).tobytes()).decode("ascii")
 
 
-def png_b64(image: torch.Tensor, max_side: int = PREVIEW_MAX) -> str:
-    """Float [H, W, 3] in [0, 1] -> base64 PNG, nearest-downscaled so max(H, W) <= max_side."""
-    return encode_png(to_pil(image, max_side))
+def png_b64(image: Any, max_side: int = PREVIEW_MAX) -> str:
+    """Float [H, W, 3] tensor in [0, 1] or PIL image -> base64 PNG, nearest-downscaled so
+    max(H, W) <= max_side (a 64 x 64-token preview at 128 px is ~16 KB)."""
+    pil = to_pil(image) if isinstance(image, torch.Tensor) else image
+    return encode_png(shrink(pil, max_side))
 
 
 def to_pil(image: torch.Tensor, max_side: int | None = None) -> Any:
-    """Float [H, W, 3] in [0, 1] -> PIL RGB image (optionally shrunk to `max_side`)."""
+    """Float [H, W, 3] in [0, 1] -> PIL RGB image (optionally shrunk to `max_side`).
+
+    The uint8 conversion runs on the tensor's device, so only bytes cross to the CPU.
+    """
+    from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
+
+    rgb8 = image.detach().clamp(0, 1).mul(255).round().to(torch.uint8).cpu().numpy()
+    return shrink(Image.fromarray(rgb8, "RGB"), max_side)
+
+
+def shrink(pil: Any, max_side: int | None) -> Any:
+    """Nearest-neighbour downscale so the longer side is <= max_side (token cells stay sharp)."""
+    if max_side is None or max(pil.size) <= max_side:
+        return pil
     from PIL import Image  # noqa: PLC0415
 
-    arr = (image.detach().float().clamp(0, 1).cpu().numpy() * 255.0).round().astype(np.uint8)
-    pil = Image.fromarray(arr, "RGB")
-    if max_side is not None and max(pil.size) > max_side:
-        scale = max_side / max(pil.size)
-        size = (max(1, round(pil.width * scale)), max(1, round(pil.height * scale)))
-        pil = pil.resize(size, Image.NEAREST)
-    return pil
+    scale = max_side / max(pil.size)
+    size = (max(1, round(pil.width * scale)), max(1, round(pil.height * scale)))
+    return pil.resize(size, Image.NEAREST)
 
 
 def encode_png(pil: Any) -> str:
     buf = io.BytesIO()
-    pil.save(buf, format="PNG")
+    pil.save(buf, format="PNG", compress_level=1)  # speed over bytes: it is sent every step
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def step_payload(record: dict, node_id: str | None, preview: torch.Tensor | None) -> dict:
+def step_payload(record: dict, node_id: str | None, preview: Any | None) -> dict:
     """Step record (ARCHITECTURE.md Sec. 1) of item 0 -> JSON payload (module docstring).
 
     Item 0's masked / rescued / unmasked rows and its phase travel to the CPU in ONE transfer

@@ -61,9 +61,9 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
-        preview = preview.float().cpu()  # [h*p, w*p, 3]: one transfer, shared by bar and event
-        payload = events.step_payload(record, node_id, preview)
-        progress.update(payload["step"], events.to_pil(preview))
+        image = events.to_pil(preview)  # [h*p, w*p, 3] as bytes: one transfer, shared below
+        payload = events.step_payload(record, node_id, image)
+        progress.update(payload["step"], image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
 
