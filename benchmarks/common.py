@@ -18,8 +18,9 @@ import statistics
 import subprocess
 import sys
 import time
+import weakref
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,12 +106,51 @@ def _op_name(func: Any) -> str:
     return str(getattr(func, "overloadpacket", func))
 
 
+class _HostTensors:
+    """Tensors known to live in host memory: results of ``.cpu()`` / ``.to("cpu")`` and of ops
+    whose tensor inputs are all such tensors. Work on them costs no device sync on a GPU."""
+
+    def __init__(self) -> None:
+        self._refs: dict[int, weakref.ref] = {}
+
+    def add(self, value: Any) -> None:
+        for t in _tensors(value):
+            self._refs[id(t)] = weakref.ref(t, self._forget(id(t)))
+
+    def _forget(self, key: int) -> Callable[[Any], None]:
+        return lambda _ref: self._refs.pop(key, None)
+
+    def __contains__(self, t: torch.Tensor) -> bool:
+        ref = self._refs.get(id(t))
+        return ref is not None and ref() is t
+
+    def all_host(self, args: Any) -> bool:
+        tensors = list(_tensors(args))
+        return bool(tensors) and all(t in self for t in tensors)
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _tensors(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v)
+
+
 class _DispatchCounter(TorchDispatchMode):
-    def __init__(self, sink: Counter) -> None:
+    def __init__(self, sink: Counter, host: _HostTensors) -> None:
         super().__init__()
-        self.sink = sink
+        self.sink, self.host = sink, host
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
+        if self.host.all_host((args, kwargs)):  # pure host work: no device involved
+            out = func(*args, **kwargs)
+            self.host.add(out)
+            return out
         name = _op_name(func)
         if name in SYNC_ATEN_OPS:
             self.sink[name] += 1
@@ -120,21 +160,31 @@ class _DispatchCounter(TorchDispatchMode):
             if any(isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in indices):
                 self.sink[f"{name}[bool mask]"] += 1
         elif name == "aten.repeat_interleave" and "Tensor" in str(func) \
-                and (kwargs or {}).get("output_size") is None:
+                and kwargs.get("output_size") is None:
             self.sink[name] += 1  # tensor repeats: output length is data-dependent
-        return func(*args, **(kwargs or {}))
+        return func(*args, **kwargs)
 
 
 class _FunctionCounter(TorchFunctionMode):
-    def __init__(self, sink: Counter) -> None:
+    def __init__(self, sink: Counter, host: _HostTensors) -> None:
         super().__init__()
-        self.sink = sink
+        self.sink, self.host = sink, host
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        if name in SYNC_TENSOR_METHODS:
-            self.sink[f"Tensor.{name}"] += 1
-        return func(*args, **(kwargs or {}))
+        to_host = name == "cpu" or (name == "to" and any(
+            isinstance(a, str) and a.startswith("cpu") for a in (*args[1:], kwargs.get("device"))))
+        if name in SYNC_TENSOR_METHODS or to_host:
+            source = args[0] if args else None
+            if not (isinstance(source, torch.Tensor) and source in self.host):
+                self.sink[f"Tensor.{name}" + ("(cpu)" if name == "to" else "")] += 1
+        out = func(*args, **kwargs)
+        if to_host and isinstance(out, torch.Tensor):
+            if args and out is args[0]:  # a CPU run returns the tensor itself; on a GPU the
+                out = out.clone()  # host copy is a new tensor (this mode is off in here)
+            self.host.add(out)
+        return out
 
 
 class SyncCounter:
@@ -142,10 +192,13 @@ class SyncCounter:
 
     Combines a ``TorchDispatchMode`` (aten ops with data-dependent results such as
     ``_local_scalar_dense`` behind ``.item()``/``bool()``, ``nonzero``, boolean-mask indexing)
-    and a ``TorchFunctionMode`` (``.tolist()``, ``.numpy()``, ``.cpu()``, which never reach
-    the dispatcher for CPU tensors). ``.to(device)`` is not counted: on a CPU run it cannot be
-    told apart from a harmless ``.to(x.device)``. Use as a context manager;
-    ``counts`` maps op name -> number of calls, ``total`` is their sum.
+    and a ``TorchFunctionMode`` (``.tolist()``, ``.numpy()``, ``.cpu()``, ``.to("cpu")``, which
+    never reach the dispatcher for CPU tensors). Tensors already copied to the host (and
+    everything computed only from them) are tracked and cost nothing further, as on a GPU; to
+    keep that tracking right on a CPU run, ``.cpu()`` of a CPU tensor returns a copy inside the
+    counter. ``.to(device)`` with a device object is not counted: on a CPU run it cannot be told
+    apart from a harmless ``.to(x.device)``. Use as a context manager; ``counts`` maps op name ->
+    number of calls, ``total`` is their sum.
     """
 
     def __init__(self) -> None:
@@ -153,7 +206,8 @@ class SyncCounter:
         self._modes: list[Any] = []
 
     def __enter__(self) -> SyncCounter:
-        self._modes = [_FunctionCounter(self.counts), _DispatchCounter(self.counts)]
+        host = _HostTensors()
+        self._modes = [_FunctionCounter(self.counts, host), _DispatchCounter(self.counts, host)]
         for mode in self._modes:
             mode.__enter__()
         return self

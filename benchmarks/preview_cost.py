@@ -4,10 +4,11 @@ The live preview is a codebook -> RGB table gather (``pipe.preview``), never a V
 costs are timed per step, interleaved with the step they are compared with:
 
 * ``table preview``: ``pipe.preview(tokens, masked, grid)`` (gather + reshape);
-* ``node callback``: what the ComfyUI sampler node does per step besides that: the ``ladr.step``
-  event payload (bit-packed masks, PNG of the preview) and the PIL image for the progress bar
-  (``nodes.events``; sending is a no-op without ComfyUI). Its host syncs are counted as well
-  (the sampler leaves syncing to the callback, docs/ARCHITECTURE.md section 1).
+* ``node callback``: the ComfyUI sampler node's own per-step callback
+  (``nodes.sampler.make_callback``): the table preview, its PIL image, the ``ladr.step`` event
+  payload (bit-packed masks, PNG) and the progress update (the ComfyUI calls are no-ops here).
+  Its host syncs are counted as well (the sampler leaves syncing to the callback,
+  docs/ARCHITECTURE.md section 1).
 
 Denominators: on the nano model (or the tests' tiny fixture while nano is absent), the time of
 one sampling step of ``generate`` (forward + sampler, baseline, no cache); at 4096 tokens
@@ -42,7 +43,6 @@ from benchmarks.common import (
 )
 from benchmarks.sampler_overhead import make_logits, sampler_case
 from ladr_core.dimoo.vq import preview_from_table
-from nodes import events
 
 TARGET = 0.02
 
@@ -58,15 +58,24 @@ def fake_record(b: int, grid: tuple[int, int], k: int, seed: int = 0) -> dict[st
             "phase": torch.ones(b, dtype=torch.long), "t_eff": torch.full((b,), 0.4)}
 
 
-def node_callback(preview_fn: Callable[..., torch.Tensor]) -> Callable[[dict[str, Any]], Any]:
-    """The sampler node's per-step work (nodes/sampler.py make_callback) minus the host send."""
+class _TablePipe:
+    """The one method of DiMOOPipeline the node callback uses, over a given preview table."""
 
-    def run(record: dict[str, Any]) -> Any:
-        preview = preview_fn(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
-        payload = events.step_payload(record, "1", preview)
-        return payload, events.to_pil(preview)
+    def __init__(self, table: torch.Tensor) -> None:
+        self.table = table
 
-    return run
+    def preview(self, tokens: torch.Tensor, masked: torch.Tensor | None,
+                grid: tuple[int, int]) -> torch.Tensor:
+        return preview_from_table(self.table, tokens, masked, grid)
+
+
+def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
+    """The sampler node's own per-step callback (nodes/sampler.py ``make_callback``): preview,
+    PIL image, ``ladr.step`` payload, progress update; without ComfyUI the host calls no-op."""
+    from nodes import host
+    from nodes.sampler import make_callback
+
+    return make_callback(pipe, "1", host.Progress(16, None), [])
 
 
 def share_rows(label: str, step: Callable[[], float], preview: Callable[[], Any],
@@ -96,6 +105,7 @@ def model_rows(reps: int, steps: int) -> tuple[list[dict[str, Any]], dict[str, A
     build_s = time.perf_counter() - t0
     h = w = pipe.default_size // pipe.vq_factor
     record = fake_record(1, (h, w), pipe.ids.codebook_size)
+    callback = node_callback(pipe)
 
     def step() -> float:
         res = pipe.generate("a red circle", steps=steps, strategy="baseline", decode=False)
@@ -103,7 +113,7 @@ def model_rows(reps: int, steps: int) -> tuple[list[dict[str, Any]], dict[str, A
 
     rows = share_rows(f"{label} {h}x{w}", step,
                       lambda: pipe.preview(record["tokens"], record["masked"], (h, w)),
-                      lambda: node_callback(pipe.preview)(record), reps)
+                      lambda: callback(record), reps)
     return rows, {"model": label, "grid": [h, w], "table_build_s": build_s,
                   "table_shape": list(pipe.preview_table().shape)}
 
@@ -119,12 +129,11 @@ def dimoo_rows(reps: int, grid: tuple[int, int], k: int) -> list[dict[str, Any]]
         run()
         return log[-1][0]
 
-    def preview_fn(tokens: torch.Tensor, masked: torch.Tensor, g: tuple[int, int]) -> torch.Tensor:
-        return preview_from_table(table, tokens, masked, g)
-
+    pipe = _TablePipe(table)
+    callback = node_callback(pipe)
     return share_rows(f"{grid[0]}x{grid[1]} tokens, K={k} (sampler-only step)", step,
-                      lambda: preview_fn(record["tokens"], record["masked"], grid),
-                      lambda: node_callback(preview_fn)(record), reps)
+                      lambda: pipe.preview(record["tokens"], record["masked"], grid),
+                      lambda: callback(record), reps)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -71,6 +71,21 @@ def test_sync_counter_sees_dispatch_and_host_copies() -> None:
     assert c.total == 4, c.counts
 
 
+def test_sync_counter_work_on_host_copies_is_free() -> None:
+    import torch
+
+    counter_cls = bench("common").SyncCounter
+    x = torch.rand(8)
+    with counter_cls() as c:
+        y = x.cpu()  # the one transfer
+        y.sum().item()
+        y[y > 0.5]
+        y.to("cpu", torch.bool).numpy()
+        bool(x.any())  # the device tensor again: a second sync
+    assert c.total == 2, c.counts
+    assert y is not x  # on a CPU run the counter hands out a copy, as a GPU would
+
+
 def test_native_forward_cfg_equal_without_official(tmp_path: Path) -> None:
     doc = run("native_forward", tmp_path)
     cfg = doc["cfg_batched_vs_two_calls"]
