@@ -158,7 +158,8 @@ def _inputs() -> list:
         io.Int.Input("steps", default=64, min=1, max=1000,
                      tooltip="Schedule length T. LADR usually finishes in far fewer steps."),
         io.Float.Input("cfg", default=4.0, min=0.0, max=30.0, step=0.1, round=0.01,
-                       tooltip="Classifier-free guidance scale (DiMOO default 4.0; 1 = off)."),
+                       tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
+                       "(DiMOO default 4.0; 0 = no guidance, half the compute)."),
         io.Float.Input("temperature", default=1.0, min=0.0, max=5.0, step=0.05, round=0.01,
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,
