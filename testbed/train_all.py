@@ -2,7 +2,8 @@
 
 Stages (each seeded, each re-runnable; later stages read what earlier ones wrote):
   tokenizer    tokenizer files                      -> ladr_core/assets/dimoo_nano/
-  vq           VQModel on scenes (PNG grid check)   -> ladr_core/assets/dimoo_nano/vqvae/
+  vq           VQModel on scene crops, then decoder-only on full scenes (PNG grid check)
+                                                    -> ladr_core/assets/dimoo_nano/vqvae/
   codes        training scenes encoded to VQ codes  -> runs/nano/codes.pt
   transformer  LLaDA masked-diffusion training      -> ladr_core/assets/dimoo_nano/ (config + weights)
 `all` runs them in order. Scratch files (logs, periodic checkpoints, PNG grids) go to runs/nano/.
@@ -19,12 +20,12 @@ import torch
 
 from testbed import scenes
 from testbed.tokenizer import save_tokenizer
-from testbed.vq import decode_codes, encode_codes, save_grid, to_tensor, train_vq
+from testbed.vq import decode_codes, encode_codes, finetune_decoder, save_grid, to_tensor, train_vq
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ladr_core" / "assets" / "dimoo_nano"
 RUNS = ROOT / "runs" / "nano"
-VQ_SCENES, VQ_SEED, VQ_STEPS = 4000, 1, 1500
+VQ_SCENES, VQ_SEED, VQ_STEPS, VQ_DECODER_STEPS = 4000, 1, 4000, 600
 TRAIN_SCENES, TRAIN_SEED = 20000, 2
 
 
@@ -39,6 +40,7 @@ def stage_vq(steps: int = VQ_STEPS) -> None:
     images, _ = scenes.make_dataset(VQ_SCENES, VQ_SEED)
     t0 = time.time()
     vq, stats = train_vq(images, steps=steps, seed=VQ_SEED)
+    stats.update(finetune_decoder(vq, images, steps=VQ_DECODER_STEPS, seed=VQ_SEED))
     stats["train_s"] = round(time.time() - t0, 1)
     vq.save_pretrained(str(OUT / "vqvae"), safe_serialization=True)
     test, _ = scenes.make_dataset(16, 999)

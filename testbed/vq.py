@@ -26,8 +26,8 @@ from testbed.scenes import BACKGROUND
 VQ_CONFIG = dict(
     in_channels=3, out_channels=3,
     down_block_types=("DownEncoderBlock2D",) * 3, up_block_types=("UpDecoderBlock2D",) * 3,
-    block_out_channels=(16, 32, 32), layers_per_block=1, latent_channels=8,
-    num_vq_embeddings=128, norm_num_groups=8, sample_size=48,
+    block_out_channels=(16, 32, 32), layers_per_block=1, latent_channels=16,
+    num_vq_embeddings=256, norm_num_groups=8, sample_size=48,
     mid_block_add_attention=False, lookup_from_codebook=True,
 )
 
@@ -106,6 +106,38 @@ def train_vq(images: np.ndarray, steps: int, batch: int = 32, lr: float = 1e-3, 
                      "codes_used": int((usage > 0).sum()), "s": round(time.time() - t0, 1)}
             print("vq", stats, flush=True)
     return vq.eval(), stats
+
+
+def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 16,
+                     lr: float = 5e-4, seed: int = 0, log_every: int = 100) -> dict:
+    """Second phase: train only post_quant_conv + decoder on full images, encoder and codebook
+    frozen (so every code stays the same and a transformer trained on them stays valid); fixes
+    the border and small-shape fidelity left by the crop phase."""
+    vq.requires_grad_(False)
+    params = [*vq.post_quant_conv.parameters(), *vq.decoder.parameters()]
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.Adam(params, lr=lr)
+    g = torch.Generator().manual_seed(seed + 1)
+    stats: dict = {}
+    t0 = time.time()
+    for step in range(steps):
+        idx = torch.randint(len(images), (batch,), generator=g)
+        x = to_tensor(images[idx.numpy()])
+        with torch.no_grad():
+            quant = vq.quantize(vq.encode(x).latents)[0]
+        rec = vq.decoder(vq.post_quant_conv(quant), None)
+        loss = reconstruction_loss(rec, x)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        for gr in opt.param_groups:
+            gr["lr"] = lr * (1 - step / steps) + 1e-5
+        if step % log_every == 0 or step == steps - 1:
+            stats = {"step": step, "dec_rec_loss": loss.item(), "s": round(time.time() - t0, 1)}
+            print("vq-decoder", stats, flush=True)
+    vq.requires_grad_(False)
+    return stats
 
 
 @torch.no_grad()
