@@ -29,13 +29,31 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One step's random outcome in row space [B, M] (row j of item i = its j-th masked position;
-    entries j >= L_i are 0). sampled: LongTensor Gumbel-max sample (None at temperature 0);
+    """One item's random outcome for its L masked rows (row j = its j-th masked position), or a
+    step's [B, M] stack of them. sampled: LongTensor Gumbel-max sample (None at temperature 0);
     remask: Gumbel; uniform: U[0, 1) (each None if not needed)."""
 
     sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None
     uniform: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class NoiseNeeds:
+    """Which draws a run makes each step (in this order): Gumbel-max sampling, re-mask Gumbel,
+    uniform for a random LADR ablation."""
+
+    gumbel: bool
+    remask: bool
+    uniform: bool
+
+    @classmethod
+    def of(cls, run: Any) -> NoiseNeeds:
+        """From the run's strategy, temperature and policy."""
+        hot = run.temperature > 0
+        ablation = run.strategy == "ladr" and "random" in (run.policy.metric,
+                                                              run.policy.candidates)
+        return cls(gumbel=hot, remask=hot and run.strategy != "ladr", uniform=ablation)
 
 
 def generators_for(
@@ -82,38 +100,25 @@ def gumbel_argmax_(u: torch.Tensor, logits: torch.Tensor, temperature: float) ->
     return torch.sub(scaled, u, out=u).argmax(dim=-1)
 
 
-def draw_step_noise(run: Any, rows: torch.Tensor, counts: Sequence[int]) -> StepNoise:
-    """Draw (and, for sampling, consume) everything one step needs, item by item in order.
+def draw_item_noise(
+    needs: NoiseNeeds,
+    gen: torch.Generator | None,
+    rows: torch.Tensor,
+    temperature: float,
+    buf: torch.Tensor,
+) -> StepNoise:
+    """Draw (and, for sampling, consume) one item's noise for its L masked rows, in order.
 
-    run: the sampler state (strategy, temperature, policy, generators); rows: logits [B, M, K]
-    of each item's masked positions first (row j of item i = its j-th masked position, rows
-    j >= counts[i] are padding); counts: L_i per item as host ints (from the previous step's
-    single host sync, so sizing the draws costs no extra sync). One [max L_i, K] noise buffer
-    per step, reused item by item.
+    rows: the item's logits [L, K] (row j = its j-th masked position); buf: a float32 [L, K]
+    work buffer on the rows' device that receives the uniforms and is consumed by the Gumbel-max
+    (the caller reuses it across items: fresh CPU allocations this large cost page faults
+    comparable to a pass over them). Returns [L] tensors.
     """
-    b, m, k = rows.shape
-    device = rows.device
-    hot = run.temperature > 0
-    want_remask = hot and run.strategy != "ladr"
-    want_uniform = run.strategy == "ladr" and "random" in (run.policy.metric, run.policy.candidates)
-    if not (hot or want_uniform):
-        return StepNoise()
-    noise = StepNoise(
-        sampled=rows.new_zeros((b, m), dtype=torch.long) if hot else None,
-        remask=rows.new_zeros((b, m), dtype=torch.float32) if want_remask else None,
-        uniform=rows.new_zeros((b, m), dtype=torch.float32) if want_uniform else None,
-    )
-    # One [max L_i, K] buffer serves every item in turn (fresh CPU allocations this large cost
-    # page faults comparable to a full pass over them).
-    buf = torch.empty((max(counts), k), device=device) if noise.sampled is not None else None
-    for i, (gen, count) in enumerate(zip(run.generators, counts, strict=True)):
-        if count == 0:
-            continue
-        if buf is not None:
-            u = _uniform_into(buf[:count], gen)
-            noise.sampled[i, :count] = gumbel_argmax_(u, rows[i, :count], run.temperature)
-        if noise.remask is not None:
-            noise.remask[i, :count] = gumbel_(_uniform(gen, (count,), device))
-        if noise.uniform is not None:
-            noise.uniform[i, :count] = _uniform(gen, (count,), device)
+    noise = StepNoise()
+    if needs.gumbel:
+        noise.sampled = gumbel_argmax_(_uniform_into(buf, gen), rows, temperature)
+    if needs.remask:
+        noise.remask = gumbel_(_uniform(gen, (rows.shape[0],), rows.device))
+    if needs.uniform:
+        noise.uniform = _uniform(gen, (rows.shape[0],), rows.device)
     return noise

@@ -4,10 +4,11 @@ Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
 `denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
 (CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
 derives what the strategy needs from the logits of the still-masked positions only, as the
-official loop does (argmax or per-item Gumbel-max, one softmax, top-2 and a gather over the
-gathered rows [B, M, K], M = the largest masked count), lets the strategy pick which masked
-tokens to unmask and makes at most ONE host synchronisation: one transfer of the per-item masked
-counts [B], which serves the early-exit check and sizes the next step's row gather and draws.
+official loop does (item by item on its L_i masked rows [L_i, K]: argmax or Gumbel-max, one
+softmax, top-2 and a gather, in two [max L_i, K] buffers reused across items), lets the strategy
+pick which masked tokens to unmask and makes at most ONE host synchronisation: one transfer of
+the per-item masked counts [B], which serves the early-exit check and sizes the next step's row
+gathers and draws.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import torch
 
-from .noise import StepNoise, draw_step_noise, generators_for
+from .noise import NoiseNeeds, StepNoise, draw_item_noise, generators_for
 from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule, get_schedule
 from .strategies import (
@@ -92,19 +93,23 @@ def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | Non
     return order[:, : max(counts)]
 
 
-def _gather_rows(logits: torch.Tensor, idx: torch.Tensor | None) -> torch.Tensor:
-    """Logit rows [B, M, K] of the positions idx [B, M] (all of logits when idx is None).
+def _item_rows(
+    logits: torch.Tensor, idx: torch.Tensor | None, own: torch.Tensor | None
+) -> torch.Tensor:
+    """One item's logit rows [L, K] at positions idx [L] (all N rows when idx is None).
 
-    Half-precision rows are upcast once to float32 so probabilities near tau are not rounded
-    away; the denoiser's tensor is never modified.
+    own: the step's reusable [M, K] buffer, needed when rows are gathered or half-precision
+    logits are upcast (once, to float32, so probabilities near tau are not rounded away); the
+    denoiser's tensor is never modified.
     """
-    rows = logits
-    if idx is not None:
-        b, m = idx.shape
-        rows = logits.new_empty((b, m, logits.shape[2]))
-        for i in range(b):
-            torch.index_select(logits[i], 0, idx[i], out=rows[i])
-    return rows if rows.dtype in (torch.float32, torch.float64) else rows.float()
+    if own is None:
+        return logits
+    if idx is None:
+        return own.copy_(logits)
+    out = own[: idx.shape[0]]
+    if own.dtype == logits.dtype:
+        return torch.index_select(logits, 0, idx, out=out)
+    return out.copy_(logits.index_select(0, idx))
 
 
 def _to_positions(
@@ -116,25 +121,25 @@ def _to_positions(
     return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
 
 
-def _predict(
-    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, own: bool
+def _item_stats(
+    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, buf: torch.Tensor
 ) -> _Prediction:
-    """The per-token statistics the strategy needs from logit rows x [B, M, K] (float32/64).
+    """The per-token statistics the strategy needs from one item's logit rows x [L, K].
 
-    One softmax per step, then top-2 on it (ladr) or on the logits (prophet) and a gather for
-    p(sampled), as the official loop does on its [1, L, K] masked rows. sampled: the Gumbel-max
-    sample [B, M], or None for greedy (argmax of the logits, as official). own: x is the loop's
-    own copy (gathered rows or an upcast), so on CPU the softmax overwrites it in place (the same
-    bits as torch.softmax; a fresh [B, M, K] allocation costs page faults comparable to a pass).
+    One softmax, then top-2 on it (ladr) or on the logits (prophet) and a gather for p(sampled),
+    as the official loop does on its [1, L, K] masked rows. sampled: the Gumbel-max sample [L],
+    or None for greedy (argmax of the logits, as official). buf: a float32 [L, K] buffer free
+    for reuse (the consumed Gumbel noise); the softmax is written into it when x is float32
+    (same bits as torch.softmax, without a fresh allocation). Fields are [L].
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
     log_conf = top1 = margin = gap = None
     if strategy == "prophet":
         top2 = x.topk(2, dim=-1).values
-        gap = top2[..., 0] - top2[..., 1]
-    if own and x.device.type == "cpu":
-        probs = torch._softmax(x, -1, False, out=x)  # x is not read again
+        gap = top2[:, 0] - top2[:, 1]
+    if buf.dtype == x.dtype:
+        probs = torch._softmax(x, -1, False, out=buf)
     else:
         probs = torch.softmax(x, dim=-1)
     if strategy != "ladr":
@@ -142,8 +147,23 @@ def _predict(
         log_conf = torch.log(conf.clamp_min(1e-20))
     else:
         top2 = probs.topk(2, dim=-1).values
-        top1, margin = top2[..., 0], top2[..., 0] - top2[..., 1]
+        top1, margin = top2[:, 0], top2[:, 0] - top2[:, 1]
     return _Prediction(sampled, log_conf, top1, margin, gap)
+
+
+def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
+                like: torch.Tensor) -> dict[str, torch.Tensor | None]:
+    """Per-item [L_i] fields -> [B, M] (0 in padding and for items with nothing masked)."""
+    out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
+    for i, count, part in parts:
+        for name in fields:
+            v = getattr(part, name)
+            if v is None:
+                continue
+            if out[name] is None:
+                out[name] = like.new_zeros((b, m), dtype=v.dtype)
+            out[name][i, :count] = v
+    return out
 
 
 class _Run:
@@ -178,15 +198,38 @@ class _Run:
         return any(self.counts)
 
     def predict(self, logits: torch.Tensor) -> tuple[_Prediction, StepNoise]:
-        """Statistics and noise of the masked rows (row space), mapped to positions [B, N]."""
+        """Noise and statistics of each item's masked rows, item by item, mapped to [B, N].
+
+        Two [M, K] buffers per step serve every item in turn (M = max L_i): the gathered rows
+        (when anything is gathered or upcast) and the Gumbel noise, which then takes the
+        softmax. Items with nothing masked are skipped (they draw nothing).
+        """
         idx = _masked_first(self.masked, self.counts)
-        rows = _gather_rows(logits, idx)
-        noise = draw_step_noise(self, rows, self.counts)
-        own = rows is not logits
-        pred = _predict(rows, self.strategy, noise.sampled, own).at_positions(idx, self.n)
-        noise = StepNoise(None, _to_positions(noise.remask, idx, self.n),
-                          _to_positions(noise.uniform, idx, self.n))
-        return pred, noise
+        b, _, k = logits.shape
+        m = max(self.counts)
+        dtype = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
+        own = None
+        if idx is not None or dtype != logits.dtype:
+            own = torch.empty((m, k), dtype=dtype, device=logits.device)
+        buf = torch.empty((m, k), dtype=torch.float32, device=logits.device)
+        needs = NoiseNeeds.of(self)
+        parts = []
+        for i, (gen, count) in enumerate(zip(self.generators, self.counts, strict=True)):
+            if count == 0:
+                continue
+            rows = _item_rows(logits[i], None if idx is None else idx[i, :count], own)
+            noise = draw_item_noise(needs, gen, rows, self.temperature, buf[:count])
+            stats = _item_stats(rows, self.strategy, noise.sampled, buf[:count])
+            parts.append((i, count, stats, noise))
+        pred = _stack_rows([(i, c, p) for i, c, p, _ in parts], b, m,
+                           ("sampled", "log_conf", "top1", "margin", "logit_gap"), logits)
+        noise = _stack_rows([(i, c, z) for i, c, _, z in parts], b, m, ("remask", "uniform"),
+                            logits)
+        if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
+            pred["sampled"] = logits.new_zeros((b, m), dtype=torch.long)
+        pred = _Prediction(**pred).at_positions(idx, self.n)
+        return pred, StepNoise(None, _to_positions(noise["remask"], idx, self.n),
+                               _to_positions(noise["uniform"], idx, self.n))
 
     def step(self, step: int) -> dict[str, Any]:
         """One denoise call and one unmasking decision; returns the step record."""
