@@ -33,6 +33,7 @@ class MLCacheOptions(io.ComfyNode):
             node_id="LADR_MLCacheOptions",
             display_name="ML-Cache Options",
             category="LADR",
+            search_aliases=["ml-cache", "max logit cache", "speed"],
             description="Lumina-DiMOO's Max-Logit Cache: reuse the computation of confident "
             "tokens between steps. Combines with LADR. Defaults are the official ones.",
             inputs=[

@@ -36,6 +36,7 @@ class DiMOOVQDecode(io.ComfyNode):
             node_id="LADR_DiMOOVQDecode",
             display_name="DiMOO VQ Decode",
             category="LADR",
+            search_aliases=["vq", "decode", "dimoo", "tokens to image"],
             description="Turns sampled DiMOO tokens into an IMAGE batch with the VQ decoder.",
             inputs=[
                 io.Custom(MODEL_TYPE).Input("model", tooltip="The same model that sampled."),

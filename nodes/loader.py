@@ -100,6 +100,7 @@ class LoadDiMOOModel(io.ComfyNode):
             node_id="LADR_LoadDiMOOModel",
             display_name="Load DiMOO Model",
             category="LADR",
+            search_aliases=["lumina", "dimoo", "lumina-dimoo", "load checkpoint"],
             description="Loads a Lumina-DiMOO checkpoint folder (official layout) from "
             "models/lumina_dimoo/, or the small built-in nano model that runs on a CPU.",
             inputs=[

@@ -96,6 +96,7 @@ class LADRPolicyNode(io.ComfyNode):
             node_id="LADR_Policy",
             display_name="LADR Policy",
             category="LADR",
+            search_aliases=["rescue", "ladr settings"],
             description="Phase-aware rescue policy of LADR (paper Sec. 3.3). Presets ignore "
             "the field widgets; choose 'custom' to use them.",
             inputs=[io.Combo.Input(

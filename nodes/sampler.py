@@ -104,6 +104,7 @@ class DiMOOSampler(io.ComfyNode):
             node_id="LADR_DiMOOSampler",
             display_name="DiMOO Sampler (LADR)",
             category="LADR",
+            search_aliases=["lumina", "dimoo", "ladr", "text to image", "masked diffusion"],
             description="Samples DiMOO image tokens. strategy 'ladr' rescues confident "
             "frontier tokens early (~4x fewer steps); the live preview shows them.",
             inputs=_inputs(),

@@ -227,18 +227,21 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
 def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
     port, _ = server
     wf = _workflow("ladr_nano_text_to_image")
-    wf["3"]["inputs"].update(seed=777, strategy="baseline", steps=32)  # baseline: every step
+    wf["3"]["inputs"].update(seed=777, steps=32)
 
-    def cancel_on_first_step(m: dict) -> None:
+    def cancel_on_second_step(m: dict) -> None:
         if m["type"] == "ladr.step" and m["data"]["step"] == 2:
             http(port, "/interrupt", {})
 
-    _, msgs = _run(port, wf, cancel_on_first_step)
+    _, msgs = _run(port, wf, cancel_on_second_step)
     assert msgs[-1]["type"] == "execution_interrupted"
-    pid_a, _ = _run(port, wf)
-    http(port, "/free", {"free_memory": True})  # drop ComfyUI's output cache: really re-run
+    pid_a, msgs_a = _run(port, wf)  # the run right after the cancel
+    # A fresh computation of the same thing: "custom" with the paper's values is the same
+    # LADRPolicy, but a different graph, so ComfyUI cannot serve cached outputs.
+    wf["2"]["inputs"]["preset"] = "custom"
     pid_b, msgs_b = _run(port, wf)
-    assert [m for m in msgs_b if m["type"] == "ladr.step"], "second run was served from cache"
+    for msgs_x in (msgs_a, msgs_b):
+        assert [m for m in msgs_x if m["type"] == "ladr.step"], "served from ComfyUI's cache"
     _, ha = http(port, f"/history/{pid_a}")
     _, hb = http(port, f"/history/{pid_b}")
     import re
@@ -258,3 +261,12 @@ def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
 
     pa, pb = (Image.open(BytesIO(b)).convert("RGB").tobytes() for b in imgs)
     assert pa == pb
+
+
+def test_real_model_workflow_without_checkpoint_is_a_validation_error(server) -> None:
+    port, _ = server
+    wf = json.loads((ROOT / "workflows" / "api" / "ladr_dimoo_1024_real_model.json").read_text())
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = json.dumps(body["node_errors"])
+    assert "Lumina-DiMOO" in errors and "models/lumina_dimoo/Lumina-DiMOO" in errors
