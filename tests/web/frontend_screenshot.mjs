@@ -42,12 +42,12 @@ try {
   await page.waitForTimeout(1500);
   await page.evaluate(async () => { await window.comfyAPI.app.app.queuePrompt(0, 1); });
   await page.waitForFunction(() => window.__ladrEvents.some((e) => e.done), null, { timeout: 600000 });
-  await page.evaluate(() => {
+  await page.evaluate((process_scale) => {
     const c = window.comfyAPI.app.app.canvas;
-    c.ds.scale = 1.0;
+    c.ds.scale = Number(process_scale);
     c.ds.offset = [40, 60];
     c.setDirty(true, true);
-  });
+  }, process.env.LADR_SHOT_SCALE || "1.0");
   await page.waitForTimeout(2500);
   const events = await page.evaluate(() => window.__ladrEvents.map((e) => ({ node: e.node, step: e.step, done: e.done, phase: e.phase, masked_pct: e.masked_pct })));
   console.log(JSON.stringify({ events: events.length, last: events[events.length - 1] }));
