@@ -97,11 +97,15 @@ def test_builtin_nano_choice_runs_end_to_end(sent) -> None:
     loader._CACHE.clear()
     assert loader.model_choices()[0] == loader.NANO
     (model,) = LoadDiMOOModel.execute(model_name=loader.NANO, dtype="auto").args
+    (policy,) = LADRPolicyNode.execute(preset="paper", **_policy_fields()).args
+    (cache,) = MLCacheOptions.execute(cache_ratio=0.9, warmup_ratio=0.3, refresh_interval=5).args
     size = model.pipe.default_size
-    tokens, stats = sample(model, size=size, steps=16, prompt="a red circle", cfg=4.0)
+    tokens, stats = sample(model, size=size, steps=16, prompt="a red circle", cfg=4.0,
+                           policy=policy, cache=cache)
     (image,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
     assert image.shape == (1, size, size, 3)
     assert tokens.stats["steps"] <= 16 and sent[-1]["done"]
+    assert tokens.stats["token_forwards"] < tokens.stats["token_forwards_full"]
     assert float(image.std()) > 0.01  # a picture, not a flat fill
 
 
