@@ -5,7 +5,7 @@ Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
 (CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
 derives what the strategy needs from the logits of the still-masked positions only, as the
 official loop does (item by item on its L_i masked rows [L_i, K]: argmax or Gumbel-max, one
-softmax, top-2 and a gather, in two [max L_i, K] buffers reused across items), lets the strategy
+softmax, top-2 and a gather, in two [N, K] work buffers kept for the run), lets the strategy
 pick which masked tokens to unmask and makes at most ONE host synchronisation: one transfer of
 the per-item masked counts [B], which serves the early-exit check and sizes the next step's row
 gathers and draws.
@@ -178,6 +178,7 @@ class _Run:
         self.k: int | None = None
         self.nfe = 0
         self.counts: list[int] = [self.n] * b  # masked count per item, host ints
+        self.buffers: dict[str, torch.Tensor] = {}  # see workspace()
 
     def bind_device(self, device: torch.device) -> None:
         """After the first denoise call: move state to the logits' device and build tables."""
@@ -187,6 +188,17 @@ class _Run:
         self.sched_dtype = schedule_dtype(device)
         self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
         self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
+
+    def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+        """A [N, K] work buffer kept for the whole run (allocated on first use).
+
+        Reusing it avoids a fresh CPU allocation of up to N x K floats every step, whose page
+        faults cost about as much as a pass over it; it is released when sample() returns.
+        """
+        buf = self.buffers.get(name)
+        if buf is None or buf.dtype != dtype or buf.device != device or buf.shape[1] != k:
+            buf = self.buffers[name] = torch.empty((self.n, k), dtype=dtype, device=device)
+        return buf
 
     def sync_counts(self) -> bool:
         """The loop's single host synchronisation per step: the per-item masked counts [B].
@@ -200,9 +212,9 @@ class _Run:
     def predict(self, logits: torch.Tensor) -> tuple[_Prediction, StepNoise]:
         """Noise and statistics of each item's masked rows, item by item, mapped to [B, N].
 
-        Two [M, K] buffers per step serve every item in turn (M = max L_i): the gathered rows
-        (when anything is gathered or upcast) and the Gumbel noise, which then takes the
-        softmax. Items with nothing masked are skipped (they draw nothing).
+        Two [M, K] views of the run's workspace serve every item in turn (M = max L_i): the
+        gathered rows (when anything is gathered or upcast) and the Gumbel noise, which then
+        takes the softmax. Items with nothing masked are skipped (they draw nothing).
         """
         idx = _masked_first(self.masked, self.counts)
         b, _, k = logits.shape
@@ -210,8 +222,8 @@ class _Run:
         dtype = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
         own = None
         if idx is not None or dtype != logits.dtype:
-            own = torch.empty((m, k), dtype=dtype, device=logits.device)
-        buf = torch.empty((m, k), dtype=torch.float32, device=logits.device)
+            own = self.workspace("rows", k, dtype, logits.device)[:m]
+        buf = self.workspace("noise", k, torch.float32, logits.device)[:m]
         needs = NoiseNeeds.of(self)
         parts = []
         for i, (gen, count) in enumerate(zip(self.generators, self.counts, strict=True)):
