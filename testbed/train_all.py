@@ -2,9 +2,10 @@
 
 Stages (each seeded, each re-runnable; later stages read what earlier ones wrote):
   tokenizer    tokenizer files                      -> ladr_core/assets/dimoo_nano/
-  vq           VQModel on scene crops, then decoder-only on full scenes (PNG grid check)
+  vq           VQModel on scene crops, decoder-only on full scenes, then decoder-only on
+               canonical codes (one code for background away from shapes; PNG grid check)
                                                     -> ladr_core/assets/dimoo_nano/vqvae/
-  codes        training scenes encoded to VQ codes  -> runs/nano/codes.pt
+  codes        training scenes encoded to canonical VQ codes -> runs/nano/codes.pt
   transformer  LLaDA masked-diffusion training      -> ladr_core/assets/dimoo_nano/ (config + weights)
 `all` runs them in order. Scratch files (logs, periodic checkpoints, PNG grids) go to runs/nano/.
 """
@@ -20,12 +21,19 @@ import torch
 
 from testbed import scenes
 from testbed.tokenizer import save_tokenizer
-from testbed.vq import decode_codes, encode_codes, finetune_decoder, save_grid, to_tensor, train_vq
+from testbed.vq import (
+    canonical_codes,
+    decode_codes,
+    finetune_decoder,
+    save_grid,
+    to_tensor,
+    train_vq,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "ladr_core" / "assets" / "dimoo_nano"
 RUNS = ROOT / "runs" / "nano"
-VQ_SCENES, VQ_SEED, VQ_STEPS, VQ_DECODER_STEPS = 4000, 1, 4000, 600
+VQ_SCENES, VQ_SEED, VQ_STEPS, VQ_DECODER_STEPS, VQ_CANONICAL_STEPS = 4000, 1, 4000, 600, 400
 TRAIN_SCENES, TRAIN_SEED = 20000, 2
 
 
@@ -41,10 +49,15 @@ def stage_vq(steps: int = VQ_STEPS) -> None:
     t0 = time.time()
     vq, stats = train_vq(images, steps=steps, seed=VQ_SEED)
     stats.update(finetune_decoder(vq, images, steps=VQ_DECODER_STEPS, seed=VQ_SEED))
+    _, bg_code = canonical_codes(vq, images)
+    stats.update(finetune_decoder(vq, images, steps=VQ_CANONICAL_STEPS, seed=VQ_SEED + 1,
+                                  bg_code=bg_code))
     stats["train_s"] = round(time.time() - t0, 1)
+    stats["bg_code"] = bg_code
     vq.save_pretrained(str(OUT / "vqvae"), safe_serialization=True)
+    (RUNS / "bg_code.json").write_text(json.dumps(bg_code))
     test, _ = scenes.make_dataset(16, 999)
-    codes = encode_codes(vq, test)
+    codes, _ = canonical_codes(vq, test, bg_code)
     rec = decode_codes(vq, codes)
     both = torch.stack([to_tensor(test), rec], 1).flatten(0, 1)
     save_grid(both, RUNS / "vq_recon.png")
@@ -59,7 +72,8 @@ def stage_codes() -> None:
     vq = VQModel.from_pretrained(str(OUT / "vqvae")).eval()
     images, sc = scenes.make_dataset(TRAIN_SCENES, TRAIN_SEED)
     t0 = time.time()
-    codes = encode_codes(vq, images)
+    bg_code = json.loads((RUNS / "bg_code.json").read_text())
+    codes, _ = canonical_codes(vq, images, bg_code)
     torch.save({"codes": codes.to(torch.int16), "captions": [s.caption for s in sc],
                 "categories": [s.spec.category for s in sc]}, RUNS / "codes.pt")
     used = int(codes.unique().numel())

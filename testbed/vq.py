@@ -108,11 +108,47 @@ def train_vq(images: np.ndarray, steps: int, batch: int = 32, lr: float = 1e-3, 
     return vq.eval(), stats
 
 
+def far_background(images: np.ndarray, factor: int) -> torch.Tensor:
+    """Bool [N, h, w]: the token's patch and its 8 neighbours are all flat background."""
+    x = torch.from_numpy(images.astype(np.int16))
+    bg = (x == torch.tensor(BACKGROUND, dtype=torch.int16)).all(-1).float()   # [N, H, W]
+    patch_bg = -torch.nn.functional.max_pool2d(-bg[:, None], factor)          # min over patch
+    near = torch.nn.functional.max_pool2d(1 - patch_bg, 3, stride=1, padding=1)
+    return near[:, 0] == 0
+
+
+def canonical_codes(vq: VQModel, images: np.ndarray, bg_code: int | None = None
+                    ) -> tuple[torch.Tensor, int]:
+    """Codes [N, h, w] with every far-background token (see `far_background`) set to one
+    canonical code, and that code. The encoder sees context, so identical background patches
+    get many codes; away from shapes that choice carries no information and would only make the
+    transformer's targets arbitrary. Near shapes the encoder's code is kept (it tells the
+    decoder where the edge runs). `bg_code` None: the most frequent far-background code."""
+    f = 2 ** (len(vq.config.block_out_channels) - 1)
+    codes = encode_codes(vq, images)
+    far = far_background(images, f)
+    if bg_code is None:
+        bg_code = int(torch.bincount(codes[far].flatten()).argmax())
+    return codes.masked_fill(far, bg_code), bg_code
+
+
+@torch.no_grad()
+def _quantized(vq: VQModel, images: np.ndarray, bg_code: int | None) -> torch.Tensor:
+    """Quantized latents [B, C, h, w] of uint8 images (canonical background if bg_code given)."""
+    if bg_code is None:
+        return vq.quantize(vq.encode(to_tensor(images)).latents)[0]
+    codes, _ = canonical_codes(vq, images, bg_code)
+    b, h, w = codes.shape
+    return vq.quantize.get_codebook_entry(codes, (b, h, w, vq.config.latent_channels))
+
+
 def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 16,
-                     lr: float = 5e-4, seed: int = 0, log_every: int = 100) -> dict:
+                     lr: float = 5e-4, seed: int = 0, log_every: int = 100,
+                     bg_code: int | None = None) -> dict:
     """Second phase: train only post_quant_conv + decoder on full images, encoder and codebook
     frozen (so every code stays the same and a transformer trained on them stays valid); fixes
-    the border and small-shape fidelity left by the crop phase."""
+    the border and small-shape fidelity left by the crop phase. With `bg_code` the decoder
+    learns to draw canonical codes (see `canonical_codes`)."""
     vq.requires_grad_(False)
     params = [*vq.post_quant_conv.parameters(), *vq.decoder.parameters()]
     for p in params:
@@ -124,8 +160,7 @@ def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 1
     for step in range(steps):
         idx = torch.randint(len(images), (batch,), generator=g)
         x = to_tensor(images[idx.numpy()])
-        with torch.no_grad():
-            quant = vq.quantize(vq.encode(x).latents)[0]
+        quant = _quantized(vq, images[idx.numpy()], bg_code)
         rec = vq.decoder(vq.post_quant_conv(quant), None)
         loss = reconstruction_loss(rec, x)
         opt.zero_grad(set_to_none=True)

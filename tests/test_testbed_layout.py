@@ -57,3 +57,18 @@ def test_image_part_layout():
     off = ids.image_offset
     assert part == [ids.boa, ids.boi, off, off + 1, ids.newline, off + 2, off + 3, ids.newline,
                     ids.eoi, ids.eoa]
+
+
+def test_far_background_marks_only_tokens_away_from_shapes():
+    import numpy as np
+
+    from testbed import scenes
+    from testbed.vq import far_background
+
+    obj = scenes.Obj("square", "red", 24.0, 24.0, 12)  # covers px 18..30 -> tokens 4..7
+    img = scenes.render((obj,))[None]
+    far = far_background(img, 4)[0]
+    assert far.shape == (12, 12)
+    assert not far[3:9, 3:9].any()          # the shape's tokens and their ring
+    assert far[:3].all() and far[9:].all() and far[:, :3].all() and far[:, 9:].all()
+    assert far_background(np.full_like(img, 240), 4)[0].sum() == 0  # not background colour
