@@ -29,9 +29,10 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One item's random outcome for its L masked rows (row j = its j-th masked position), or a
-    step's [B, M] stack of them. sampled: LongTensor Gumbel-max sample (None at temperature 0);
-    remask: Gumbel; uniform: U[0, 1) (each None if not needed)."""
+    """One item's random outcome for its L masked rows (row j = its j-th masked position): [L]
+    each; the loop scatters them to positions [B, N] (0 where nothing is masked). sampled:
+    LongTensor Gumbel-max sample (None at temperature 0); remask: Gumbel; uniform: U[0, 1)
+    (each None if not needed)."""
 
     sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None
