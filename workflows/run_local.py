@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -69,6 +70,18 @@ def run(workflow: dict, overrides: dict | None = None) -> dict[str, tuple]:
     return done
 
 
+def _grid(images: torch.Tensor) -> torch.Tensor:
+    """[B, H, W, 3] -> one [rows*H, cols*W, 3] mosaic, cols = ceil(sqrt(B))."""
+    n, h, w, _ = images.shape
+    cols = math.ceil(math.sqrt(n))
+    rows = math.ceil(n / cols)
+    canvas = torch.full((rows * h, cols * w, 3), 27 / 255)
+    for i in range(n):
+        r, c = divmod(i, cols)
+        canvas[r * h:(r + 1) * h, c * w:(c + 1) * w] = images[i]
+    return canvas
+
+
 def _card(title: str, images: torch.Tensor, lines: list[str], size=(320, 320)) -> object:
     """A thumbnail card: title, the images side by side (nearest-upscaled), stats lines."""
     from PIL import Image, ImageDraw  # noqa: PLC0415
@@ -76,8 +89,7 @@ def _card(title: str, images: torch.Tensor, lines: list[str], size=(320, 320)) -
     card = Image.new("RGB", size, (27, 27, 31))
     draw = ImageDraw.Draw(card)
     draw.text((10, 8), title, fill=(232, 232, 236))
-    strip = torch.cat(list(images), dim=1) if images.ndim == 4 else images
-    arr = (strip.clamp(0, 1).numpy() * 255).round().astype("uint8")
+    arr = (_grid(images).clamp(0, 1).numpy() * 255).round().astype("uint8")
     pic = Image.fromarray(arr, "RGB")
     box_w, box_h = size[0] - 20, size[1] - 34 - 16 * len(lines)
     scale = min(box_w / pic.width, box_h / pic.height)
