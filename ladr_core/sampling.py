@@ -121,6 +121,11 @@ def _to_positions(
     return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
 
 
+# aten's softmax with an out= buffer (same kernel as torch.softmax). It is a private name, so a
+# torch build without it falls back to the allocating public call rather than failing.
+_SOFTMAX_OUT = getattr(torch, "_softmax", None)
+
+
 def _item_stats(
     x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, buf: torch.Tensor
 ) -> _Prediction:
@@ -138,8 +143,8 @@ def _item_stats(
     if strategy == "prophet":
         top2 = x.topk(2, dim=-1).values
         gap = top2[:, 0] - top2[:, 1]
-    if buf.dtype == x.dtype:
-        probs = torch._softmax(x, -1, False, out=buf)
+    if buf.dtype == x.dtype and _SOFTMAX_OUT is not None:
+        probs = _SOFTMAX_OUT(x, -1, False, out=buf)
     else:
         probs = torch.softmax(x, dim=-1)
     if strategy != "ladr":
