@@ -1,0 +1,45 @@
+"""benchmarks/quality.py end to end on the shipped nano model (2 prompts, cheap strategies)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _quality():
+    spec = importlib.util.spec_from_file_location("quality", ROOT / "benchmarks" / "quality.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_strategy_table_covers_the_issue_list():
+    names = set(_quality().strategy_table(64))
+    assert {"baseline-8", "baseline-16", "baseline-32", "baseline-64", "ladr", "ladr-delayed",
+            "prophet", "mlcache", "ladr+mlcache", "ladr-non-neighbors", "ladr-random-candidates",
+            "ladr-confidence", "ladr-random-metric"} <= names
+
+
+def test_writes_json_table_and_plot(tmp_path):
+    out = tmp_path / "q.json"
+    _quality().main(["--prompts", "2", "--strategies", "baseline-8,ladr,baseline@ladr",
+                     "--steps", "16", "--json", str(out)])
+    data = json.loads(out.read_text())["strategies"]
+    assert list(data) == ["baseline-8", "ladr", "baseline@ladr"]
+    for r in data.values():
+        assert {"nfe_mean", "score_overall", "score", "wall_s", "token_forwards_mean"} <= set(r)
+        assert 0.0 <= r["score_overall"] <= 1.0 and r["nfe_mean"] >= 1
+    assert data["baseline-8"]["nfe_mean"] == 8
+    assert data["baseline@ladr"]["steps"] == max(1, round(data["ladr"]["nfe_mean"]))
+    assert out.with_suffix(".md").read_text().count("|") > 20
+    assert out.with_suffix(".png").stat().st_size > 1000
+
+
+def test_bad_strategy_is_named():
+    with pytest.raises(SystemExit):
+        _quality().main(["--strategies", "fastest", "--json", "/dev/null"])
