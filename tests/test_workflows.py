@@ -82,6 +82,17 @@ def test_every_example_has_an_api_twin() -> None:
 
 
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_every_example_has_a_square_jpeg_thumbnail(path: Path) -> None:
+    """Browse Templates fetches <name>.jpg beside the JSON and shows it square."""
+    from PIL import Image
+
+    thumb = path.with_suffix(".jpg")
+    assert thumb.is_file(), f"missing {thumb.name}: run workflows/run_local.py --thumbnails"
+    with Image.open(thumb) as im:
+        assert im.format == "JPEG" and im.width == im.height >= 256
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
 def test_ui_workflow_matches_schemas(path: Path) -> None:
     wf, sch = json.loads(path.read_text()), schemas()
     nodes = {n["id"]: n for n in wf["nodes"]}

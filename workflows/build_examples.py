@@ -137,16 +137,16 @@ def decode(id: int, pos, src: int) -> Node:
 def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
     nano = [loader(1), policy(2, (20, 170)),
-            sampler(3, (360, 40), prompt, 64, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
+            sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "DiMOO Sampler (LADR)"),
             decode(4, (800, 40), 3),
             Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/nano"},
                  {"images": (4, 0)}, size=(320, 360)),
             Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (320, 120))]
     side = [loader(1), policy(2, (20, 170)),
-            sampler(3, (360, 40), prompt, 64, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
+            sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "LADR (paper policy)"),
-            sampler(4, (780, 40), prompt, 64, 64, "baseline", {"model": (1, 0)},
+            sampler(4, (780, 40), prompt, 48, 64, "baseline", {"model": (1, 0)},
                     "Baseline (official schedule)"),
             decode(5, (1200, 40), 3), decode(6, (1200, 140), 4),
             Node(7, "ImageStitch", (1200, 240), {"direction": "right", "match_image_size": True,
@@ -171,7 +171,7 @@ def workflows() -> dict[str, list[Node]]:
     prompts = "\n".join(["a green triangle", "two yellow circles",
                          "a purple square above an orange circle", "a blue circle"])
     batch = [loader(1), policy(2, (20, 170)),
-             sampler(3, (360, 40), prompts, 64, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
+             sampler(3, (360, 40), prompts, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
                      "DiMOO Sampler (one prompt per line)", per_line=True),
              decode(4, (800, 40), 3),
              Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/batch"},

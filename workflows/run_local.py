@@ -70,15 +70,15 @@ def run(workflow: dict, overrides: dict | None = None) -> dict[str, tuple]:
     return done
 
 
-def _grid(images: torch.Tensor) -> torch.Tensor:
-    """[B, H, W, 3] -> one [rows*H, cols*W, 3] mosaic, cols = ceil(sqrt(B))."""
+def _grid(images: torch.Tensor, gap: int = 2) -> torch.Tensor:
+    """[B, H, W, 3] -> one mosaic with `gap` px between tiles, cols = ceil(sqrt(B))."""
     n, h, w, _ = images.shape
     cols = math.ceil(math.sqrt(n))
     rows = math.ceil(n / cols)
-    canvas = torch.full((rows * h, cols * w, 3), 27 / 255)
+    canvas = torch.full((rows * (h + gap) - gap, cols * (w + gap) - gap, 3), 27 / 255)
     for i in range(n):
         r, c = divmod(i, cols)
-        canvas[r * h:(r + 1) * h, c * w:(c + 1) * w] = images[i]
+        canvas[r * (h + gap):r * (h + gap) + h, c * (w + gap):c * (w + gap) + w] = images[i]
     return canvas
 
 
@@ -110,7 +110,7 @@ TITLES = {
 
 
 def thumbnails() -> list[Path]:
-    """Run each example (the real-model one on the nano model, 64 px) and write its .jpg."""
+    """Run each example (the real-model one on the nano model, 48 px) and write its .jpg."""
     written = []
     for path in sorted(API_DIR.glob("*.json")):
         wf = json.loads(path.read_text())
@@ -119,7 +119,7 @@ def thumbnails() -> list[Path]:
             wf["1"]["inputs"]["model_name"] = "dimoo-nano (built-in)"
             for node in wf.values():
                 if node["class_type"] == "LADR_DiMOOSampler":
-                    node["inputs"].update(width=64, height=64, prompt="a red circle")
+                    node["inputs"].update(width=48, height=48, prompt="a blue square above a red circle")
         out = run(wf)
         saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
         images = torch.cat([out[k][0] for k in saves])
