@@ -4,7 +4,8 @@ After ``--warmup`` generations, ``--gens`` more run on one pipeline, cycling thr
 strategy with and without ML-Cache, and every 10th run is interrupted from its step callback
 (a BaseException, like ComfyUI's interrupt). After each run the script records the resident set
 (``VmRSS``) and the number of live ``torch.Tensor`` objects (``gc``, every 10th run). Figures: RSS growth from the
-first to the last measured run and its least-squares slope per generation, and the live-tensor
+first to the last measured run, the median of the last 20 minus that of the first 20 (robust
+to one run's transient peak) and the least-squares slope per generation, and the live-tensor
 count range (a leak of references shows up there exactly, RSS only when large).
 
 Run: ``python -m benchmarks.soak [--gens 100] [--model DIR]``.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import statistics
 import tempfile
 import time
 import warnings
@@ -61,6 +63,13 @@ def one_run(pipe: Any, i: int, steps: int) -> None:
         pipe.generate(["a red circle", "a blue square"], **kwargs)
 
 
+def median_growth(values: list[int], window: int = 20) -> float:
+    """Median of the last ``window`` values minus median of the first: robust to the transient
+    peaks a single generation leaves (freed memory is not always returned at once)."""
+    w = max(1, min(window, len(values) // 2))
+    return statistics.median(values[-w:]) - statistics.median(values[:w])
+
+
 def slope(values: list[int]) -> float:
     """Least-squares slope of values against their index."""
     n = len(values)
@@ -97,11 +106,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "model": label, "gens": args.gens, "warmup": args.warmup, "steps": steps,
         "seconds": seconds, "rss_first": rss[0], "rss_last": rss[-1], "rss_max": max(rss),
         "rss_growth": rss[-1] - rss[0], "rss_slope_per_gen": slope(rss),
+        "rss_growth_median": median_growth(rss),
         "live_tensors_min": min(tensors), "live_tensors_max": max(tensors),
         "rss": rss, "live_tensors": tensors,
     }
     print(f"soak on the {label} model: {args.gens} generations in {seconds:.1f} s; "
-          f"RSS {rss[0] / 2**20:.1f} -> {rss[-1] / 2**20:.1f} MB "
+          f"RSS {rss[0] / 2**20:.1f} -> {rss[-1] / 2**20:.1f} MB, median of the last 20 minus "
+          f"the first 20 {median_growth(rss) / 2**20:+.1f} MB "
           f"(max {max(rss) / 2**20:.1f}, slope {slope(rss) / 1024:.1f} KB/gen); "
           f"live tensors {min(tensors)}..{max(tensors)}")
     print(f"wrote {write_result('soak', result, args.out)}")
