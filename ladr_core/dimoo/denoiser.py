@@ -19,6 +19,7 @@ Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the trans
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -45,8 +46,9 @@ class DiMOODenoiser:
 
     def __init__(self, model: LLaDAModel, batch: PromptBatch, ids: DiMOOIds, cfg: float,
                  cache: MLCacheConfig | None = None, steps: int | None = None) -> None:
-        if isinstance(cfg, bool) or not isinstance(cfg, (int, float)) or cfg < 0:
-            raise ValueError(f"cfg must be a number >= 0 (got {cfg!r}); 0 disables guidance")
+        if (isinstance(cfg, bool) or not isinstance(cfg, (int, float)) or not math.isfinite(cfg)
+                or cfg < 0):
+            raise ValueError(f"cfg must be a finite number >= 0 (got {cfg!r}); 0 disables guidance")
         if cache is not None and not isinstance(cache, MLCacheConfig):
             raise ValueError(f"cache must be an MLCacheConfig or None (got {type(cache).__name__})")
         if cache is not None and (not isinstance(steps, int) or steps < 1):

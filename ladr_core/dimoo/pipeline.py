@@ -27,6 +27,7 @@ from .vq import build_preview_table, decode_codes, preview_from_table
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
+SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
 # table for longer inputs and the official default size 1024x1024 needs 64 * 65 + 4 = 4164 image
@@ -146,6 +147,9 @@ class DiMOOPipeline:
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
                                      batch_size)
         layout = denoise.layout
+        if seed + denoise.batch - 1 > SEED_MAX:  # item i uses seed + i; torch seeds are 64-bit
+            raise ValueError(f"seed must be <= {SEED_MAX - denoise.batch + 1} for {denoise.batch} "
+                             f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
         generators = [torch.Generator(device=self.device).manual_seed(seed + i)
                       for i in range(denoise.batch)]
         prophet = policy if isinstance(policy, ProphetPolicy) else None
