@@ -211,8 +211,18 @@ class _Run:
         They give the early exit (True while anything is masked) and size the next step's row
         gather and per-item draws, so nothing else in a step has to wait for the device.
         """
-        self.counts = self.masked.sum(dim=1).tolist()
+        values = torch.cat([self.masked.sum(dim=1), self.nonfinite.view(1).long()]).tolist()
+        self.counts = values[:-1]
+        if values[-1]:
+            self.raise_nonfinite()
         return any(self.counts)
+
+    def raise_nonfinite(self) -> None:
+        raise ValueError(
+            f"denoise returned non-finite logits (NaN or +inf) at step {self.nfe - 1}; check the "
+            "model weights and dtype (float16 can overflow: use bfloat16 or float32) and the cfg "
+            "scale"
+        )
 
     def predict(self, logits: torch.Tensor) -> tuple[_Prediction, StepNoise]:
         """Noise and statistics of each item's masked rows, item by item, mapped to [B, N].
@@ -259,6 +269,11 @@ class _Run:
         remaining = masked.sum(dim=1)
         t_eff = self.schedule.gamma_inv(remaining.to(self.sched_dtype) / self.n)
         pred, noise = self.predict(logits)
+        # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
+        # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
+        # the last step, which has no sync, is not checked).
+        stat = pred.top1 if pred.top1 is not None else pred.log_conf
+        self.nonfinite = torch.isnan(stat).any()
         rescued = torch.zeros_like(masked)
         phase = torch.full_like(remaining, -1)
         if self.strategy == "ladr":

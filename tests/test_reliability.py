@@ -208,12 +208,12 @@ CASES: list[Case] = [
     Case("gen_seed_batch_overflow", _gen(seed=2**64 - 1, batch_size=2), ValueError,
          (r"seed must be <= 18446744073709551614", r"seed \+ i")),
     Case("denoise_nan_logits", lambda e: _sample(denoise=lambda t, m: torch.full(
-        (1, 16, 8), float("nan"))), ValueError, (r"non-finite|NaN", r"dtype|weights"),
-         bug="NaN logits are sampled silently (argmax of NaN = code 0)"),
+        (1, 16, 8), float("nan"))), ValueError, (r"non-finite|NaN", r"dtype|weights")),
+    Case("denoise_inf_logits", lambda e: _sample(strategy="baseline", denoise=lambda t, m: torch.full(
+        (1, 16, 8), float("inf"))), ValueError, (r"non-finite", r"step 0", r"float16")),
     Case("weights_nan", lambda e: _nan_weights(e).generate("a red circle", steps=2, width=16,
                                                          height=16),
-         ValueError, (r"non-finite|NaN", r"dtype|weights"),
-         bug="a checkpoint with NaN weights loads and generates all-zero codes silently"),
+         ValueError, (r"non-finite|NaN", r"dtype|weights")),
     Case("decode_codes_out_of_range", lambda e: e["pipe"].decode(
         torch.full((1, 16), 99), (4, 4)), ValueError,
          (r"codes in \[0, 32\)", r"subtract the image token offset")),
