@@ -54,12 +54,15 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int]) -> torch.T
     return sample.float().clamp(0.0, 1.0).permute(0, 2, 3, 1).contiguous()
 
 
-def build_preview_table(vq: Any, vq_factor: int, size: int = 4, context: int = 1,
+def build_preview_table(vq: Any, vq_factor: int, size: int = 4, context: int = 3,
                         chunk: int = 256) -> torch.Tensor:
     """Decode each code once -> RGB table float [K, p, p, 3] (p = min(size, vq_factor)).
 
     Each code is decoded as a uniform ``context x context`` grid (context odd, >= 1) and the
     centre token's f x f patch is area-pooled to p x p. Cost: K / chunk decoder calls, once.
+    context 3 is the default: a lone 1x1 grid is decoded mostly from the convolutions' zero
+    padding, and on DiMOO-nano its colours were visibly off (mean squared error against the
+    decoded image 0.060 vs 0.023 with context 3; random-context averaging gave 0.023 too).
     """
     if context < 1 or context % 2 == 0:
         raise ValueError(f"context must be an odd int >= 1 (got {context})")
