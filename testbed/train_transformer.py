@@ -42,7 +42,7 @@ class TrainConfig:
     n_layers: int = 6
     n_heads: int = 4
     mlp_hidden_size: int = 384
-    steps: int = 1600
+    steps: int = 2800
     batch: int = 16
     lr: float = 2e-3
     warmup: int = 100
@@ -130,10 +130,16 @@ def masked_loss(model: LLaDAModel, batch: tuple, ids: DiMOOIds) -> torch.Tensor:
     return F.cross_entropy(logits.float(), targets[masked])
 
 
-def _lr(step: int, cfg: TrainConfig) -> float:
+def _lr(step: int, cfg: TrainConfig, elapsed_s: float = 0.0) -> float:
+    """Linear warm-up, then cosine to 0.1 x lr. With a wall budget (max_minutes > 0) progress is
+    max(step fraction, time fraction), so the schedule anneals by the deadline on a busy machine
+    (the run is then reproducible only up to where the budget cut it)."""
     if step < cfg.warmup:
         return cfg.lr * (step + 1) / cfg.warmup
     t = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
+    if cfg.max_minutes > 0:
+        t = max(t, elapsed_s / (cfg.max_minutes * 60))
+    t = min(t, 1.0)
     return cfg.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * t)))
 
 
@@ -154,7 +160,7 @@ def train(data: dict, tokenizer, cfg: TrainConfig, runs: Path, resume: bool = Tr
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
                             weight_decay=cfg.weight_decay)
     g = torch.Generator().manual_seed(cfg.seed)
-    start, history = 0, []
+    start, history, elapsed_before = 0, [], 0.0
     ckpt = runs / "transformer_ckpt.pt"
     if resume and ckpt.is_file():
         state = torch.load(ckpt, weights_only=False)
@@ -162,6 +168,7 @@ def train(data: dict, tokenizer, cfg: TrainConfig, runs: Path, resume: bool = Tr
         opt.load_state_dict(state["opt"])
         g.set_state(state["gen"])
         start, history = state["step"], state["history"]
+        elapsed_before = state.get("elapsed_s", 0.0)
         print(f"resumed at step {start}", flush=True)
     t0, ema = time.time(), None
     for step in range(start, cfg.steps):
@@ -170,7 +177,7 @@ def train(data: dict, tokenizer, cfg: TrainConfig, runs: Path, resume: bool = Tr
         prompts = [uncond if d else prompt_ids[i] for i, d in zip(idx.tolist(), drop.tolist(), strict=True)]
         batch = make_batch(prompts, codes[idx], ids, g)
         for gr in opt.param_groups:
-            gr["lr"] = _lr(step, cfg)
+            gr["lr"] = _lr(step, cfg, time.time() - t0 + elapsed_before)
         loss = masked_loss(model, batch, ids)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -179,12 +186,14 @@ def train(data: dict, tokenizer, cfg: TrainConfig, runs: Path, resume: bool = Tr
         ema = loss.item() if ema is None else 0.95 * ema + 0.05 * loss.item()
         if step % cfg.log_every == 0 or step == cfg.steps - 1:
             rate = (step + 1 - start) * cfg.batch / (time.time() - t0)
-            history.append({"step": step, "loss": round(ema, 4), "samples_per_s": round(rate, 2)})
+            history.append({"step": step, "loss": round(ema, 4), "samples_per_s": round(rate, 2),
+                            "lr": round(opt.param_groups[0]["lr"], 6)})
             print(history[-1], flush=True)
-        stop = cfg.max_minutes > 0 and time.time() - t0 > cfg.max_minutes * 60
+        elapsed = time.time() - t0 + elapsed_before
+        stop = cfg.max_minutes > 0 and elapsed > cfg.max_minutes * 60
         if (step + 1) % cfg.ckpt_every == 0 or step == cfg.steps - 1 or stop:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": g.get_state(),
-                        "step": step + 1, "history": history}, ckpt)
+                        "step": step + 1, "history": history, "elapsed_s": elapsed}, ckpt)
         if stop:
             print(f"stopped at step {step + 1} (max_minutes {cfg.max_minutes})", flush=True)
             break
