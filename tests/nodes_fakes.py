@@ -10,26 +10,18 @@ from __future__ import annotations
 
 import time
 import zlib
-from dataclasses import dataclass
 
 import torch
 
 import ladr_core
+from ladr_core.dimoo.pipeline import GenerationResult
 
 K = 16  # codebook size
 PALETTE = torch.rand(K, 3, generator=torch.Generator().manual_seed(7))
 
 
-@dataclass
-class FakeResult:
-    tokens: torch.Tensor
-    images: torch.Tensor | None
-    nfe: int
-    steps: int
-    seconds: float
-    token_forwards: int
-    token_forwards_full: int
-    grid: tuple[int, int]
+# The fake returns the real result type, so the nodes are tested against the real contract.
+FakeResult = GenerationResult
 
 
 class FakeDiMOO:
