@@ -1,0 +1,29 @@
+"""Lazy public names for a package: ``module.__getattr__`` resolving from a name -> module map."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+
+def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str]
+                 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """(__getattr__, __dir__) for `package`: name -> relative module, imported on first use.
+
+    The resolved value is cached in `namespace` (the package's globals), so each name is looked
+    up once and a missing optional piece fails only where it is used.
+    """
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(namespace) | set(exports))
+
+    return __getattr__, __dir__
