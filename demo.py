@@ -46,7 +46,6 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     import ladr_core
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     path = Path(args.model) if args.model else ladr_core.nano_model_path()
     pipe = ladr_core.load_dimoo(path, device="cpu", dtype=torch.float32)
     size = args.size or pipe.default_size
