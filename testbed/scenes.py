@@ -1,7 +1,10 @@
 """Seeded procedural scenes with GenEval-style captions (the DiMOO-nano training data).
 
 A scene is 1-4 flat-coloured shapes (circle, square, upright triangle) on a plain background,
-rendered without anti-aliasing at `IMAGE_SIZE` x `IMAGE_SIZE` pixels. Each scene comes from a
+rendered without anti-aliasing at `IMAGE_SIZE` x `IMAGE_SIZE` pixels. Shape boxes are 3 or 4
+VQ tokens wide and start on the VQ token grid (`CELL` px), so every token patch shows one of a
+finite set of shape parts: the transformer then learns which parts go together instead of the
+sub-token position of every edge (the first nano model, with free placement, drew blobs). Each scene comes from a
 `Spec` (category, the objects the caption names, an optional spatial relation) and the caption
 is a pure function of the spec, so the evaluator can check any image against the same spec.
 
@@ -35,9 +38,10 @@ NUMBERS = ("one", "two", "three", "four")
 RELATIONS = ("left of", "right of", "above", "below")
 RELATION_WORDS = {"left of": "to the left of", "right of": "to the right of",
                   "above": "above", "below": "below"}
-SIZE_RANGE = (10, 15)   # bounding-box side in px (inclusive)
-GAP = 4                 # min px between bounding boxes (one VQ token at factor 4)
-MARGIN = 2              # min px between a shape and the image border
+CELL = 4                # px per VQ token (factor 4): box corners and sides are multiples of it
+SIZES = (12, 16)        # bounding-box side in px (3 or 4 tokens)
+GAP = 4                 # min px between bounding boxes (one VQ token)
+MARGIN = 4              # min px between a shape and the image border (one VQ token)
 RELATION_MIN_PX = 10    # generator: centre offset along the relation axis (evaluator is laxer)
 HELDOUT_SEED = 20261121
 HELDOUT_FRACTION = 0.1
@@ -143,28 +147,32 @@ def random_spec(rng: np.random.Generator, category: str) -> Spec:
     return Spec(category, ((shapes[0], c1), (shapes[1], c2)))
 
 
-def relation_holds(rel: str, a: tuple[float, float], b: tuple[float, float], min_px: float) -> bool:
+def relation_holds(rel: str, a: tuple[float, float], b: tuple[float, float], min_px: float,
+                   slack: float = 0.0) -> bool:
     """`a rel b` on centres (x right, y down): offset along the axis >= min_px and that axis
-    dominates (|dx| >= |dy| for left/right, |dy| >= |dx| for above/below)."""
+    dominates (|dx| >= |dy| + slack for left/right, |dy| >= |dx| + slack for above/below).
+    The generator asks for `slack` so that pixel-level centres (the evaluator's) never tie."""
     dx, dy = b[0] - a[0], b[1] - a[1]
     if rel == "left of":
-        return dx >= min_px and abs(dx) >= abs(dy)
+        return dx >= min_px and abs(dx) >= abs(dy) + slack
     if rel == "right of":
-        return -dx >= min_px and abs(dx) >= abs(dy)
+        return -dx >= min_px and abs(dx) >= abs(dy) + slack
     if rel == "above":
-        return dy >= min_px and abs(dy) >= abs(dx)
+        return dy >= min_px and abs(dy) >= abs(dx) + slack
     if rel == "below":
-        return -dy >= min_px and abs(dy) >= abs(dx)
+        return -dy >= min_px and abs(dy) >= abs(dx) + slack
     raise ValueError(f"relation {rel!r} is not one of {RELATIONS}")
 
 
 def _place(rng: np.random.Generator, sizes: list[int]) -> list[tuple[float, float]] | None:
-    """Centres for boxes of the given sides: inside the image, pairwise GAP apart."""
+    """Centres for boxes of the given sides: corners on the CELL grid, inside the image MARGIN
+    from the border, pairwise GAP apart."""
     boxes: list[tuple[float, float, int]] = []
     for s in sizes:
         for _ in range(60):
-            lo, hi = MARGIN + s / 2, IMAGE_SIZE - MARGIN - s / 2
-            cx, cy = float(rng.integers(int(lo), int(hi) + 1)), float(rng.integers(int(lo), int(hi) + 1))
+            hi = (IMAGE_SIZE - MARGIN - s) // CELL       # last allowed corner, in cells
+            x0, y0 = (int(v) * CELL for v in rng.integers(MARGIN // CELL, hi + 1, size=2))
+            cx, cy = x0 + s / 2, y0 + s / 2
             if all(abs(cx - bx) >= (s + bs) / 2 + GAP or abs(cy - by) >= (s + bs) / 2 + GAP
                    for bx, by, bs in boxes):
                 boxes.append((cx, cy, s))
@@ -177,11 +185,12 @@ def _place(rng: np.random.Generator, sizes: list[int]) -> list[tuple[float, floa
 def layout_scene(spec: Spec, rng: np.random.Generator) -> tuple[Obj, ...]:
     """Sample sizes, free colours and positions that realise `spec` (rejection sampling)."""
     for _ in range(500):
-        sizes = [int(rng.integers(SIZE_RANGE[0], SIZE_RANGE[1] + 1)) for _ in spec.objects]
+        sizes = [SIZES[int(rng.integers(len(SIZES)))] for _ in spec.objects]
         centres = _place(rng, sizes)
         if centres is None:
             continue
-        if spec.relation and not relation_holds(spec.relation, centres[0], centres[1], RELATION_MIN_PX):
+        if spec.relation and not relation_holds(spec.relation, centres[0], centres[1], RELATION_MIN_PX,
+                                                  slack=CELL / 2):
             continue
         free = _colors(rng, len(spec.objects))
         return tuple(Obj(shape, color or free[i], cx, cy, s)
@@ -271,3 +280,16 @@ def vocabulary_words() -> list[str]:
     for rel in RELATION_WORDS.values():
         words |= set(rel.split())
     return sorted(words)
+
+
+def part_catalogue() -> np.ndarray:
+    """uint8 [len(SHAPES) * len(SIZES) * len(COLORS), S, S, 3]: each shape at each size and colour
+    once. Boxes sit on the CELL grid and never overlap, so a token patch of any scene is either
+    flat background or a patch of one of these images: they hold every patch a scene can have."""
+    out = []
+    for shape in SHAPES:
+        for size in SIZES:
+            for color in COLORS:
+                c = MARGIN + size / 2
+                out.append(render((Obj(shape, color, c, c, size),)))
+    return np.stack(out)

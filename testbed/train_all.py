@@ -3,7 +3,7 @@
 Stages (each seeded, each re-runnable; later stages read what earlier ones wrote):
   tokenizer    tokenizer files                      -> ladr_core/assets/dimoo_nano/
   vq           VQModel on scene crops, decoder-only on full scenes, then decoder-only on
-               canonical codes (one code for background away from shapes; PNG grid check)
+               canonical codes (one code per distinct token patch; PNG grid check)
                                                     -> ladr_core/assets/dimoo_nano/vqvae/
   codes        training scenes encoded to canonical VQ codes -> runs/nano/codes.pt
   transformer  LLaDA masked-diffusion training      -> ladr_core/assets/dimoo_nano/ (config + weights)
@@ -17,12 +17,14 @@ import json
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from testbed import scenes
 from testbed.tokenizer import save_tokenizer
 from testbed.vq import (
-    canonical_codes,
+    CodeTable,
+    build_code_table,
     decode_codes,
     finetune_decoder,
     save_grid,
@@ -49,15 +51,15 @@ def stage_vq(steps: int = VQ_STEPS) -> None:
     t0 = time.time()
     vq, stats = train_vq(images, steps=steps, seed=VQ_SEED)
     stats.update(finetune_decoder(vq, images, steps=VQ_DECODER_STEPS, seed=VQ_SEED))
-    _, bg_code = canonical_codes(vq, images)
+    table, table_stats = build_code_table(vq, np.concatenate([images, scenes.part_catalogue()]))
+    stats.update(table_stats)
     stats.update(finetune_decoder(vq, images, steps=VQ_CANONICAL_STEPS, seed=VQ_SEED + 1,
-                                  bg_code=bg_code))
+                                  table=table))
     stats["train_s"] = round(time.time() - t0, 1)
-    stats["bg_code"] = bg_code
     vq.save_pretrained(str(OUT / "vqvae"), safe_serialization=True)
-    (RUNS / "bg_code.json").write_text(json.dumps(bg_code))
+    table.save(RUNS / "code_table.pt")
     test, _ = scenes.make_dataset(16, 999)
-    codes, _ = canonical_codes(vq, test, bg_code)
+    codes = table.lookup(test, 2 ** (len(vq.config.block_out_channels) - 1))
     rec = decode_codes(vq, codes)
     both = torch.stack([to_tensor(test), rec], 1).flatten(0, 1)
     save_grid(both, RUNS / "vq_recon.png")
@@ -72,8 +74,7 @@ def stage_codes() -> None:
     vq = VQModel.from_pretrained(str(OUT / "vqvae")).eval()
     images, sc = scenes.make_dataset(TRAIN_SCENES, TRAIN_SEED)
     t0 = time.time()
-    bg_code = json.loads((RUNS / "bg_code.json").read_text())
-    codes, _ = canonical_codes(vq, images, bg_code)
+    codes = CodeTable.load(RUNS / "code_table.pt").lookup(images, 2 ** (len(vq.config.block_out_channels) - 1))
     torch.save({"codes": codes.to(torch.int16), "captions": [s.caption for s in sc],
                 "categories": [s.spec.category for s in sc]}, RUNS / "codes.pt")
     used = int(codes.unique().numel())

@@ -15,6 +15,7 @@ outputs (dead-code restart), so the small codebook stays in use.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -108,47 +109,101 @@ def train_vq(images: np.ndarray, steps: int, batch: int = 32, lr: float = 1e-3, 
     return vq.eval(), stats
 
 
-def far_background(images: np.ndarray, factor: int) -> torch.Tensor:
-    """Bool [N, h, w]: the token's patch and its 8 neighbours are all flat background."""
-    x = torch.from_numpy(images.astype(np.int16))
-    bg = (x == torch.tensor(BACKGROUND, dtype=torch.int16)).all(-1).float()   # [N, H, W]
-    patch_bg = -torch.nn.functional.max_pool2d(-bg[:, None], factor)          # min over patch
-    near = torch.nn.functional.max_pool2d(1 - patch_bg, 3, stride=1, padding=1)
-    return near[:, 0] == 0
+def patches(images: np.ndarray, factor: int) -> np.ndarray:
+    """uint8 [N, H, W, 3] -> uint8 [N, h, w, factor * factor * 3]: each token's pixel patch."""
+    n, hh, ww, c = images.shape
+    h, w = hh // factor, ww // factor
+    x = images.reshape(n, h, factor, w, factor, c).transpose(0, 1, 3, 2, 4, 5)
+    return np.ascontiguousarray(x.reshape(n, h, w, factor * factor * c))
 
 
-def canonical_codes(vq: VQModel, images: np.ndarray, bg_code: int | None = None
-                    ) -> tuple[torch.Tensor, int]:
-    """Codes [N, h, w] with every far-background token (see `far_background`) set to one
-    canonical code, and that code. The encoder sees context, so identical background patches
-    get many codes; away from shapes that choice carries no information and would only make the
-    transformer's targets arbitrary. Near shapes the encoder's code is kept (it tells the
-    decoder where the edge runs). `bg_code` None: the most frequent far-background code."""
+@dataclass(frozen=True)
+class CodeTable:
+    """One code per distinct token patch: `patches` uint8 [M, f*f*3] -> `codes` long [M]."""
+
+    patches: np.ndarray
+    codes: torch.Tensor
+
+    def lookup(self, images: np.ndarray, factor: int) -> torch.Tensor:
+        """Codes [N, h, w] of uint8 images; every patch must be in the table."""
+        p = patches(images, factor)
+        flat = p.reshape(-1, p.shape[-1])
+        _, inv = np.unique(np.concatenate([self.patches, flat]), axis=0, return_inverse=True)
+        inv = inv.reshape(-1)
+        slot = np.full(int(inv.max()) + 1, -1, dtype=np.int64)
+        slot[inv[:len(self.patches)]] = np.arange(len(self.patches))
+        hit = slot[inv[len(self.patches):]]
+        if (hit < 0).any():
+            raise ValueError(f"{int((hit < 0).sum())} token patches are not in the code table "
+                             "(only grid-aligned scenes from testbed.scenes can be encoded)")
+        return self.codes[torch.from_numpy(hit)].view(p.shape[:3])
+
+    def save(self, path: str | Path) -> None:
+        torch.save({"patches": torch.from_numpy(self.patches), "codes": self.codes}, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> CodeTable:
+        d = torch.load(path, weights_only=True)
+        return cls(d["patches"].numpy(), d["codes"])
+
+
+def build_code_table(vq: VQModel, images: np.ndarray) -> tuple[CodeTable, dict]:
+    """Canonical codes: every distinct token patch gets one code of its own.
+
+    The encoder sees context, so identical patches (above all the flat background) get many
+    codes; that choice carries no information and would only make the transformer's targets
+    arbitrary. Scenes are grid-aligned (testbed.scenes), so a token's patch alone says which
+    shape part it is. Distinct patches, most frequent first, take their most frequent encoder
+    code not yet taken (else the free code nearest their mean latent), so the map is one to one
+    and the decoder, fine-tuned on it (`finetune_decoder`), can draw every part."""
     f = 2 ** (len(vq.config.block_out_channels) - 1)
-    codes = encode_codes(vq, images)
-    far = far_background(images, f)
-    if bg_code is None:
-        bg_code = int(torch.bincount(codes[far].flatten()).argmax())
-    return codes.masked_fill(far, bg_code), bg_code
+    p = patches(images, f).reshape(-1, f * f * 3)
+    uniq, inv, counts = np.unique(p, axis=0, return_inverse=True, return_counts=True)
+    inv = torch.from_numpy(inv.reshape(-1))
+    k = vq.config.num_vq_embeddings
+    if len(uniq) > k:
+        raise ValueError(f"{len(uniq)} distinct token patches but only {k} codes")
+    with torch.no_grad():
+        lat = torch.cat([vq.encode(to_tensor(images[i:i + 256])).latents
+                         for i in range(0, len(images), 256)]).permute(0, 2, 3, 1)
+        lat = lat.reshape(-1, lat.shape[-1])
+        enc = vq.quantize(lat[:, :, None, None])[2][2].reshape(-1)
+    emb = vq.quantize.embedding.weight.detach()
+    taken = torch.zeros(k, dtype=torch.bool)
+    codes = torch.empty(len(uniq), dtype=torch.long)
+    fallback = 0
+    for m in np.argsort(-counts, kind="stable").tolist():
+        sel = inv == m
+        hist = torch.bincount(enc[sel], minlength=k).float()
+        hist[taken] = -1
+        if hist.max() > 0:
+            c = int(hist.argmax())
+        else:
+            dist = (emb - lat[sel].mean(0)).pow(2).sum(1)
+            dist[taken] = float("inf")
+            c, fallback = int(dist.argmin()), fallback + 1
+        codes[m], taken[c] = c, True
+    return CodeTable(uniq, codes), {"distinct_patches": len(uniq), "nearest_code_fallbacks": fallback}
 
 
 @torch.no_grad()
-def _quantized(vq: VQModel, images: np.ndarray, bg_code: int | None) -> torch.Tensor:
-    """Quantized latents [B, C, h, w] of uint8 images (canonical background if bg_code given)."""
-    if bg_code is None:
+def _quantized(vq: VQModel, images: np.ndarray, table: CodeTable | None) -> torch.Tensor:
+    """Quantized latents [B, C, h, w] of uint8 images (canonical codes if a table is given)."""
+    if table is None:
         return vq.quantize(vq.encode(to_tensor(images)).latents)[0]
-    codes, _ = canonical_codes(vq, images, bg_code)
+    f = 2 ** (len(vq.config.block_out_channels) - 1)
+    codes = table.lookup(images, f)
     b, h, w = codes.shape
     return vq.quantize.get_codebook_entry(codes, (b, h, w, vq.config.latent_channels))
 
 
 def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 16,
                      lr: float = 5e-4, seed: int = 0, log_every: int = 100,
-                     bg_code: int | None = None) -> dict:
+                     table: CodeTable | None = None) -> dict:
     """Second phase: train only post_quant_conv + decoder on full images, encoder and codebook
     frozen (so every code stays the same and a transformer trained on them stays valid); fixes
-    the border and small-shape fidelity left by the crop phase. With `bg_code` the decoder
-    learns to draw canonical codes (see `canonical_codes`)."""
+    the border and small-shape fidelity left by the crop phase. With a `table` the decoder
+    learns to draw the canonical codes (see `build_code_table`)."""
     vq.requires_grad_(False)
     params = [*vq.post_quant_conv.parameters(), *vq.decoder.parameters()]
     for p in params:
@@ -160,7 +215,7 @@ def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 1
     for step in range(steps):
         idx = torch.randint(len(images), (batch,), generator=g)
         x = to_tensor(images[idx.numpy()])
-        quant = _quantized(vq, images[idx.numpy()], bg_code)
+        quant = _quantized(vq, images[idx.numpy()], table)
         rec = vq.decoder(vq.post_quant_conv(quant), None)
         loss = reconstruction_loss(rec, x)
         opt.zero_grad(set_to_none=True)

@@ -36,7 +36,7 @@ def test_float_images_in_unit_range_are_accepted():
 
 @pytest.mark.parametrize("shape", scenes.SHAPES)
 def test_shapes_are_classified_at_every_size(shape):
-    for size in range(scenes.SIZE_RANGE[0], scenes.SIZE_RANGE[1] + 1):
+    for size in sorted({*range(10, 17), *scenes.SIZES}):  # the rendered sizes and a margin
         obj = scenes.Obj(shape, "red", 24.0, 24.0, size)
         pts = np.argwhere(scenes.shape_mask(obj))
         assert classify_shape(pts) == shape, size

@@ -59,16 +59,40 @@ def test_image_part_layout():
                     ids.eoi, ids.eoa]
 
 
-def test_far_background_marks_only_tokens_away_from_shapes():
+def test_scenes_are_grid_aligned_so_the_part_catalogue_holds_every_patch():
     import numpy as np
 
     from testbed import scenes
-    from testbed.vq import far_background
+    from testbed.vq import patches
 
-    obj = scenes.Obj("square", "red", 24.0, 24.0, 12)  # covers px 18..30 -> tokens 4..7
-    img = scenes.render((obj,))[None]
-    far = far_background(img, 4)[0]
-    assert far.shape == (12, 12)
-    assert not far[3:9, 3:9].any()          # the shape's tokens and their ring
-    assert far[:3].all() and far[9:].all() and far[:, :3].all() and far[:, 9:].all()
-    assert far_background(np.full_like(img, 240), 4)[0].sum() == 0  # not background colour
+    images, _ = scenes.make_dataset(300, 11)
+    seen = np.unique(patches(images, scenes.CELL).reshape(-1, 48), axis=0)
+    cat = np.unique(patches(scenes.part_catalogue(), scenes.CELL).reshape(-1, 48), axis=0)
+    # every patch of a scene is in the catalogue (background included)
+    assert len(np.unique(np.concatenate([cat, seen]), axis=0)) == len(cat)
+    # and free placement would not be: a shape one pixel off the grid makes new patches
+    off = scenes.render((scenes.Obj("circle", "red", 21.0, 21.0, 12),))[None]
+    assert len(np.unique(np.concatenate([cat, patches(off, 4).reshape(-1, 48)]), axis=0)) > len(cat)
+
+
+def test_code_table_gives_one_code_per_distinct_patch():
+    import numpy as np
+    import pytest
+
+    from testbed import scenes
+    from testbed.vq import build_code_table, build_vq
+
+    vq = build_vq(0).eval()  # untrained: the table must still be one to one
+    images = np.concatenate([scenes.make_dataset(40, 3)[0], scenes.part_catalogue()])
+    table, stats = build_code_table(vq, images)
+    assert stats["distinct_patches"] == len(table.patches) == len(table.codes)
+    assert len(set(table.codes.tolist())) == len(table.codes)  # one to one
+    codes = table.lookup(images, 4)
+    assert codes.shape == (len(images), 12, 12)
+    # identical patches share a code: all-background tokens carry a single code
+    bg = (images.reshape(-1, 12, 4, 12, 4, 3) == scenes.BACKGROUND).all(axis=(2, 4, 5))
+    assert codes[torch.from_numpy(bg)].unique().numel() == 1
+    # a patch that is not in the table is refused with a clear message
+    odd = scenes.render((scenes.Obj("circle", "red", 21.0, 21.0, 12),))[None]
+    with pytest.raises(ValueError, match="not in the code table"):
+        table.lookup(odd, 4)
