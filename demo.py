@@ -25,7 +25,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default="demo.png", help="PNG written for the LADR image")
     p.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
     p.add_argument("--steps", type=int, default=64, help="schedule steps T (default 64)")
-    p.add_argument("--cfg", type=float, default=4.0, help="CFG scale s: (1+s)*cond - s*uncond")
+    p.add_argument("--cfg", type=float, default=None,
+                   help="CFG scale s: (1+s)*cond - s*uncond (default: the model's default_cfg)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
     p.add_argument("--seed", type=int, default=0, help="seed (0 is a seed like any other)")
     p.add_argument("--size", type=int, default=None, help="image side in pixels (default: model's)")
@@ -49,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     path = Path(args.model) if args.model else ladr_core.nano_model_path()
     pipe = ladr_core.load_dimoo(path, device="cpu", dtype=torch.float32)
     size = args.size or pipe.default_size
-    common = dict(width=size, height=size, steps=args.steps, cfg=args.cfg,
+    cfg = pipe.default_cfg if args.cfg is None else args.cfg
+    common = dict(width=size, height=size, steps=args.steps, cfg=cfg,
                   temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     scale = max(1, 256 // size)
     _save(ladr.images[0], out, scale)
-    print(f"prompt   : {args.prompt!r} ({size}x{size}, T={args.steps}, seed={args.seed})")
+    print(f"prompt   : {args.prompt!r} ({size}x{size}, T={args.steps}, cfg={cfg}, seed={args.seed})")
     print(f"LADR     : {ladr.steps:3d} steps, NFE {ladr.nfe:3d}, {ladr.seconds:6.2f} s -> {out}")
     if args.no_baseline:
         return 0

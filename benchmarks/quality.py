@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--strategies", default="all",
                     help="comma list of names (see --list) or 'all'; baseline@ladr needs ladr")
     ap.add_argument("--steps", type=int, default=64, help="T for all non-sweep strategies")
-    ap.add_argument("--cfg", type=float, default=4.0, help="CFG scale (official default 4.0)")
+    ap.add_argument("--cfg", type=float, default=None,
+                    help="CFG scale (default: the model's config default_cfg, else the official 4.0)")
     ap.add_argument("--temperature", type=float, default=1.0, help="official default 1.0")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads (1: fastest here)")
     ap.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
@@ -159,6 +160,7 @@ def main(argv: list[str] | None = None) -> dict:
         ap.error(f"--strategies: unknown {unknown} (see --list)" if unknown else "--prompts must be > 0")
     torch.set_num_threads(a.threads)
     pipe = load_dimoo(a.model or nano_model_path(), dtype=torch.float32)
+    a.cfg = pipe.default_cfg if a.cfg is None else a.cfg
     specs = heldout_specs(a.prompts)
     captions = [caption_for(s) for s in specs]
     results: dict[str, dict] = {}

@@ -273,6 +273,23 @@ def heldout_specs(n: int, seed: int = 7) -> list[Spec]:
     return specs
 
 
+def validation_specs(n: int, seed: int = 8) -> list[Spec]:
+    """A tuning prompt set (e.g. for the guidance scale): `n` specs cycling through CATEGORIES,
+    drawn like training specs (held-out combinations excluded), disjoint in purpose from the
+    benchmark's `heldout_specs`, which nothing may be tuned on."""
+    if n <= 0:
+        raise ValueError(f"n must be positive (got {n})")
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        cat = CATEGORIES[i % len(CATEGORIES)]
+        spec = random_spec(rng, cat)
+        while is_heldout(spec):
+            spec = random_spec(rng, cat)
+        out.append(spec)
+    return out
+
+
 def vocabulary_words() -> list[str]:
     """Every word any caption can contain (sorted), for the word-level tokenizer."""
     words = set(NUMBERS) | set(COLORS) | {"a", "an", "and", "to", "the"}

@@ -7,6 +7,7 @@ Stages (each seeded, each re-runnable; later stages read what earlier ones wrote
                                                     -> ladr_core/assets/dimoo_nano/vqvae/
   codes        training scenes encoded to canonical VQ codes -> runs/nano/codes.pt
   transformer  LLaDA masked-diffusion training      -> ladr_core/assets/dimoo_nano/ (config + weights)
+  cfg          guidance-scale sweep on validation prompts -> config.json default_cfg
 `all` runs them in order. Scratch files (logs, periodic checkpoints, PNG grids) go to runs/nano/.
 """
 
@@ -84,7 +85,7 @@ def stage_codes() -> None:
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--stage", default="all",
-                    choices=["all", "tokenizer", "vq", "codes", "transformer"])
+                    choices=["all", "tokenizer", "vq", "codes", "transformer", "cfg"])
     ap.add_argument("--threads", type=int, default=1,
                     help="intra-op threads (1 is fastest for these small ops on a busy 2-core box)")
     ap.add_argument("--vq-steps", type=int, default=VQ_STEPS)
@@ -109,6 +110,10 @@ def main(argv: list[str] | None = None) -> None:
         if args.tf_steps:
             cfg = dataclasses.replace(cfg, steps=args.tf_steps)
         stage_transformer(OUT, RUNS, cfg)
+    if args.stage in ("all", "cfg"):
+        from testbed.tune_cfg import stage_cfg
+
+        stage_cfg(OUT, RUNS)
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ class TrainConfig:
     n_layers: int = 6
     n_heads: int = 4
     mlp_hidden_size: int = 384
-    steps: int = 2800
+    steps: int = 16000
     batch: int = 16
     lr: float = 2e-3
     warmup: int = 100

@@ -79,3 +79,28 @@ def test_ml_cache_works_with_every_strategy(pipe: DiMOOPipeline, strategy: str) 
     assert res.tokens.shape == (2, 16) and res.images is not None
     assert res.nfe == res.steps >= 3  # steps 1 and 2 are cached (refresh at 0, 3, 6, 9)
     assert res.token_forwards < res.token_forwards_full
+
+
+def test_default_cfg_comes_from_config_json(tmp_path: Path) -> None:
+    import json
+
+    from fixtures_dimoo import write_tiny_checkpoint
+
+    from ladr_core.dimoo.checkpoint import CheckpointError
+
+    folder = write_tiny_checkpoint(tmp_path / "ckpt")
+    plain = ladr_core.load_dimoo(folder, dtype=torch.float32)
+    assert plain.default_cfg == 4.0  # absent key: the official scale
+    raw = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**raw, "default_cfg": 0.5}))
+    tuned = ladr_core.load_dimoo(folder, dtype=torch.float32)
+    assert tuned.default_cfg == 0.5
+    kw = dict(prompt="a red circle", width=16, height=16, steps=6, seed=1, strategy="baseline",
+              decode=False)
+    default = tuned.generate(**kw)
+    assert torch.equal(default.tokens, tuned.generate(**kw, cfg=0.5).tokens)
+    assert torch.equal(plain.generate(**kw).tokens, plain.generate(**kw, cfg=4.0).tokens)
+    for bad in (-1, "high", True, float("nan")):
+        (folder / "config.json").write_text(json.dumps({**raw, "default_cfg": bad}))
+        with pytest.raises(CheckpointError, match="default_cfg must be a finite number >= 0"):
+            ladr_core.load_dimoo(folder, dtype=torch.float32)

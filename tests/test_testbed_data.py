@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from testbed import scenes
 from testbed.tokenizer import SPECIAL_TOKENS, build_tokenizer, special_ids, t2i_prompts
@@ -83,3 +84,47 @@ def test_tokenizer_file_loads_with_plain_tokenizers(tmp_path):
     assert raw.encode(cond, add_special_tokens=False).ids == tok(cond)["input_ids"]
     assert raw.encode("<uncondition>", add_special_tokens=False).ids == [
         special_ids(tok)["uncondition_token_id"]]
+
+
+def test_validation_specs_are_seeded_cycle_categories_and_avoid_heldout_combinations():
+    specs = scenes.validation_specs(60)
+    assert specs == scenes.validation_specs(60) and specs != scenes.validation_specs(60, seed=9)
+    assert [s.category for s in specs[:6]] == list(scenes.CATEGORIES)
+    assert not any(scenes.is_heldout(s) for s in specs)
+    with pytest.raises(ValueError, match="n must be positive"):
+        scenes.validation_specs(0)
+
+
+def test_cfg_stage_writes_the_best_scale_into_config_json(tmp_path, monkeypatch):
+    import json
+
+    from fixtures_dimoo import write_tiny_checkpoint
+
+    import ladr_core
+    from ladr_core.dimoo.pipeline import DiMOOPipeline
+    from testbed import tune_cfg
+
+    folder = write_tiny_checkpoint(tmp_path / "ckpt")
+    scores = {0.0: 0.2, 2.0: 0.7, 4.0: 0.7}  # a tie: the smaller scale wins
+    seen = []
+
+    def fake_score(specs, images):
+        seen.append(len(images))
+        return {"score_overall": scores[current[0]]}
+
+    current = [0.0]
+    real_generate = DiMOOPipeline.generate
+
+    def generate(self, *a, cfg, **kw):
+        current[0] = cfg
+        return real_generate(self, *a, cfg=cfg, width=16, height=16, **kw)
+
+    monkeypatch.setattr(tune_cfg, "score_images", fake_score)
+    monkeypatch.setattr(DiMOOPipeline, "generate", generate)
+    result = tune_cfg.sweep(folder, prompts=2, steps=2, scales=(0.0, 2.0, 4.0))
+    assert result["default_cfg"] == 2.0 and seen == [2] * 6
+    monkeypatch.setattr(tune_cfg, "sweep", lambda out, prompts: result)
+    tune_cfg.stage_cfg(folder, tmp_path, prompts=2)
+    assert json.loads((folder / "config.json").read_text())["default_cfg"] == 2.0
+    assert json.loads((tmp_path / "cfg_sweep.json").read_text())["default_cfg"] == 2.0
+    assert ladr_core.load_dimoo(folder, dtype=torch.float32).default_cfg == 2.0

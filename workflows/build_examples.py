@@ -134,20 +134,28 @@ def decode(id: int, pos, src: int) -> Node:
                 size=(240, 60))
 
 
+def nano_cfg() -> float:
+    """The guidance scale the nano checkpoint was tuned for (config.json ``default_cfg``)."""
+    from ladr_core import nano_model_path
+
+    return float(json.loads((nano_model_path() / "config.json").read_text()).get("default_cfg", 4.0))
+
+
 def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
+    s = nano_cfg()
     nano = [loader(1), policy(2, (20, 170)),
             sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                    "DiMOO Sampler (LADR)"),
+                    "DiMOO Sampler (LADR)", cfg=s),
             decode(4, (800, 40), 3),
             Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/nano"},
                  {"images": (4, 0)}, size=(320, 360)),
             Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (320, 120))]
     side = [loader(1), policy(2, (20, 170)),
             sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                    "LADR (paper policy)"),
+                    "LADR (paper policy)", cfg=s),
             sampler(4, (780, 40), prompt, 48, 64, "baseline", {"model": (1, 0)},
-                    "Baseline (official schedule)"),
+                    "Baseline (official schedule)", cfg=s),
             decode(5, (1200, 40), 3), decode(6, (1200, 140), 4),
             Node(7, "ImageStitch", (1200, 240), {"direction": "right", "match_image_size": True,
                                                  "spacing_width": 2, "spacing_color": "white"},
@@ -168,11 +176,11 @@ def workflows() -> dict[str, list[Node]]:
             Node(6, "SaveImage", (800, 140), {"filename_prefix": "ladr/dimoo_1024"},
                  {"images": (5, 0)}, size=(420, 460)),
             Node(7, "PreviewAny", (800, 640), {}, {"source": (4, 1)}, "LADR stats", (420, 110))]
-    prompts = "\n".join(["a green triangle", "two yellow circles",
+    prompts = "\n".join(["a green triangle", "two circles",
                          "a purple square above an orange circle", "a blue circle"])
     batch = [loader(1), policy(2, (20, 170)),
              sampler(3, (360, 40), prompts, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                     "DiMOO Sampler (one prompt per line)", per_line=True),
+                     "DiMOO Sampler (one prompt per line)", per_line=True, cfg=s),
              decode(4, (800, 40), 3),
              Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/batch"},
                   {"images": (4, 0)}, size=(360, 360)),

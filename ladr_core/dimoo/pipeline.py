@@ -8,6 +8,7 @@ seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import Any
 import torch
 
 from .cache import MLCacheConfig
-from .checkpoint import LoadedCheckpoint, load_checkpoint
+from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser
 from .model import LLaDAModel
@@ -27,6 +28,7 @@ from .vq import build_preview_table, decode_codes, preview_from_table
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
+DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
@@ -80,6 +82,17 @@ def _positive_int(name: str, value: Any, minimum: int = 1) -> int:
     return value
 
 
+def _default_cfg(raw: dict) -> float:
+    """config.json ``default_cfg`` (our key: the guidance scale the checkpoint was tuned for;
+    the nano model writes it), else the official 4.0. A present but bad value is an error."""
+    value = raw.get("default_cfg", DEFAULT_CFG)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0:
+        raise CheckpointError(f"config.json: default_cfg must be a finite number >= 0 (got "
+                              f"{value!r}); fix or delete the key (absent = {DEFAULT_CFG})")
+    return float(value)
+
+
 class DiMOOPipeline:
     """Native Lumina-DiMOO text-to-image pipeline (see module docstring)."""
 
@@ -92,6 +105,7 @@ class DiMOOPipeline:
         self.vq_factor: int = checkpoint.vq_factor
         size = checkpoint.raw_config.get("default_image_size", DEFAULT_SIZE)
         self.default_size: int = size if isinstance(size, int) and size > 0 else DEFAULT_SIZE
+        self.default_cfg: float = _default_cfg(checkpoint.raw_config)
         self.preview_size = preview_size
         self.context_length: int = context_length(self.config, self.ids)
         self._preview_table: torch.Tensor | None = None
@@ -112,12 +126,14 @@ class DiMOOPipeline:
         return check_image_size(width, height, self.vq_factor, self.context_length, longest)
 
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
-                      width: int | None = None, height: int | None = None, cfg: float = 4.0,
-                      cache: MLCacheConfig | None = None, steps: int | None = None,
+                      width: int | None = None, height: int | None = None,
+                      cfg: float | None = None, cache: MLCacheConfig | None = None,
+                      steps: int | None = None,
                       batch_size: int = 1) -> DiMOODenoiser:
         """The ``denoise`` callable for B = len(prompts) * batch_size items (``.stats`` inside).
 
         ``steps`` (the sampler's T) is needed with an ML-Cache to place the refresh steps.
+        ``cfg`` None = ``default_cfg``; width/height None = ``default_size``.
         """
         prompt_list = _prompt_list(prompts)
         _positive_int("batch_size", batch_size)
@@ -125,6 +141,7 @@ class DiMOOPipeline:
             raise ValueError("negative_prompt must be a string or None")
         width = self.default_size if width is None else width
         height = self.default_size if height is None else height
+        cfg = self.default_cfg if cfg is None else cfg
         layout = self.layout(width, height, prompt_list, negative_prompt)
         items = [p for p in prompt_list for _ in range(batch_size)]
         batch = build_prompt_batch(self.encode, self.ids, items, negative_prompt, layout,
@@ -133,7 +150,7 @@ class DiMOOPipeline:
 
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
                  width: int | None = None, height: int | None = None, steps: int = 64,
-                 cfg: float = 4.0, temperature: float = 1.0, seed: int = 0,
+                 cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
                  strategy: str = "ladr", policy: Any = None, cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True) -> GenerationResult:
