@@ -49,6 +49,15 @@ def test_dtype_names_and_bad_dtype(dimoo_checkpoint: Path) -> None:
         load_checkpoint(dimoo_checkpoint, dtype="int8")
 
 
+def test_bad_or_missing_device_is_named_before_loading(dimoo_checkpoint: Path) -> None:
+    with pytest.raises(ValueError, match="'gpu0' is not a torch device"):
+        load_checkpoint(dimoo_checkpoint, device="gpu0")
+    if not torch.cuda.is_available():  # the CPU-only build here: a clear message, not an assert
+        with pytest.raises(ValueError, match="'cuda' is not available here.*device='cpu'"):
+            load_checkpoint(dimoo_checkpoint, device="cuda")
+    assert load_checkpoint(dimoo_checkpoint, device=torch.device("cpu")).vq.device.type == "cpu"
+
+
 def test_no_code_from_the_model_folder_runs(dimoo_checkpoint: Path) -> None:
     config = json.loads((dimoo_checkpoint / "config.json").read_text())
     assert "auto_map" in config and (dimoo_checkpoint / "modeling_evil.py").is_file()

@@ -218,6 +218,22 @@ def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, 
     return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
 
 
+def resolve_device(device: str | torch.device) -> torch.device:
+    """A usable torch device, or ValueError naming it and the fix (checked before any loading:
+    a CPU-only torch would otherwise fail deep inside with "Torch not compiled with CUDA")."""
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"device {device!r} is not a torch device (use 'cpu', 'cuda', 'cuda:1', "
+                         f"'mps', ...): {e}") from None
+    try:
+        torch.empty(1, device=dev)
+    except Exception as e:  # AssertionError / RuntimeError from torch, by backend
+        raise ValueError(f"device {str(dev)!r} is not available here ({e}); use device='cpu' or a "
+                         f"torch build and machine with that device") from None
+    return dev
+
+
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     dtype: torch.dtype | str = torch.bfloat16) -> LoadedCheckpoint:
     """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder."""
@@ -225,7 +241,7 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
     if not folder.is_dir():
         raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
     dtype = resolve_dtype(dtype)
-    device = torch.device(device)
+    device = resolve_device(device)
     config, ids, raw = read_config(folder)
     tokenizer = load_tokenizer(folder, ids)
     vq, vq_factor = load_vqvae(folder, ids, device)
