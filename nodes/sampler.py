@@ -140,7 +140,10 @@ class DiMOOSampler(io.ComfyNode):
             negative_prompt=negative_prompt or None, width=width, height=height, steps=steps,
             cfg=cfg, temperature=temperature, seed=seed, strategy=strategy,
             policy=policy if strategy == "ladr" else None, cache=cache, batch_size=batch_size)
-        return io.NodeOutput(tokens, events.stats_text(stats))
+        text = events.stats_text(stats)
+        if policy is not None and strategy != "ladr":  # kept connected for A/B runs: say so
+            text += f"; the connected LADR Policy was not used (strategy is {strategy!r})"
+        return io.NodeOutput(tokens, text)
 
 
 def _inputs() -> list:

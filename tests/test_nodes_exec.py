@@ -74,10 +74,12 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
 
 def test_policy_preset_reaches_the_core(fake_model, sent) -> None:
     (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
-    run(fake_model, policy=policy)
+    _, text = run(fake_model, policy=policy)
     assert fake_model.pipe.calls[-1]["policy"] == ladr_core.POLICY_PRESETS["delayed"]
-    run(fake_model, strategy="baseline", policy=policy)
+    assert "not used" not in text
+    _, text = run(fake_model, strategy="baseline", policy=policy)
     assert fake_model.pipe.calls[-1]["policy"] is None
+    assert text.endswith("the connected LADR Policy was not used (strategy is 'baseline')")
 
 
 def test_prompt_lines_and_batch_items_match_single_runs(fake_model, sent) -> None:
