@@ -1,7 +1,8 @@
 """End to end on the nano model: images per second at batch 1 and 8 for each strategy.
 
 ``DiMOOPipeline.generate`` (prompt layout, batched CFG, sampler, VQ decode) at the model's
-default size, T = 64 steps (DiMOO's default), CFG 4, temperature 1, fp32 on the CPU. Strategies
+default size, T = 64 steps (DiMOO's default), the model's ``default_cfg`` (DiMOO: 4; the cost
+is the same for any scale > 0), temperature 1, fp32 on the CPU. Strategies
 are interleaved per batch size (baseline, ladr, prophet, baseline, ...) and medians reported:
 images/s including the VQ decode, NFE, and the speed-up over the baseline measured in the same
 loop. Model: the shipped nano model, or the tests' tiny fixture while nano is absent (labelled).
@@ -65,8 +66,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         folder, label = (args.model, "given") if args.model else model_for_bench(Path(tmp))
         pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
         rows = [r for b in batches for r in bench_batch(pipe, b, steps, reps)]
-    print_table(f"end to end on the {label} model, {pipe.default_size}px, T={steps}, CFG 4", rows)
-    result = {"model": label, "size": pipe.default_size, "steps": steps, "rows": rows}
+    print_table(f"end to end on the {label} model, {pipe.default_size}px, T={steps}, "
+                f"CFG {pipe.default_cfg:g}", rows)
+    result = {"model": label, "size": pipe.default_size, "steps": steps, "cfg": pipe.default_cfg,
+              "rows": rows}
     print(f"wrote {write_result('end_to_end', result, args.out)}")
     return result
 
