@@ -146,6 +146,18 @@ class DiMOOSampler(io.ComfyNode):
         return io.NodeOutput(tokens, text)
 
 
+def _nano_cfg_hint() -> str:
+    """'; the built-in dimoo-nano wants s = X' from its config.json (empty if unreadable)."""
+    import json
+
+    try:
+        raw = json.loads((ladr_core.nano_model_path() / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    value = raw.get("default_cfg")
+    return f"; the built-in dimoo-nano was tuned for {value:g}" if isinstance(value, (int, float)) else ""
+
+
 def _inputs() -> list:
     return [
         io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model."),
@@ -163,7 +175,8 @@ def _inputs() -> list:
                      tooltip="Schedule length T. LADR usually finishes in far fewer steps."),
         io.Float.Input("cfg", default=4.0, min=0.0, max=30.0, step=0.1, round=0.01,
                        tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
-                       "(DiMOO default 4.0; 0 = no guidance, half the compute)."),
+                       f"(Lumina-DiMOO: 4.0{_nano_cfg_hint()}; 0 = no guidance, half the "
+                       "compute)."),
         io.Float.Input("temperature", default=1.0, min=0.0, max=5.0, step=0.05, round=0.01,
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,

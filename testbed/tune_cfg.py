@@ -21,7 +21,7 @@ import torch
 from testbed import scenes
 from testbed.evaluator import score_images
 
-SCALES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
+SCALES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 4.0)
 STRATEGIES = ("baseline", "ladr")
 
 

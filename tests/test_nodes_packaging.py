@@ -101,3 +101,15 @@ def test_extension_registers_the_model_folder_on_load(monkeypatch) -> None:
     asyncio.run(ext.on_load())
     assert called == [1]
     assert [n.define_schema().node_id for n in asyncio.run(ext.get_node_list())] == NODE_IDS
+
+
+def test_cfg_tooltip_names_the_scale_the_nano_model_was_tuned_for() -> None:
+    import json
+
+    import ladr_core
+
+    raw = json.loads((ladr_core.nano_model_path() / "config.json").read_text())
+    sampler = next(c for c in node_classes() if c.define_schema().node_id == "LADR_DiMOOSampler")
+    cfg = next(i for i in sampler.define_schema().inputs if i.id == "cfg")
+    assert "Lumina-DiMOO: 4.0" in cfg.tooltip
+    assert f"dimoo-nano was tuned for {raw['default_cfg']:g};" in cfg.tooltip
