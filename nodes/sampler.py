@@ -147,15 +147,11 @@ class DiMOOSampler(io.ComfyNode):
 
 
 def _nano_cfg_hint() -> str:
-    """'; the built-in dimoo-nano wants s = X' from its config.json (empty if unreadable)."""
-    import json
+    """'; the built-in dimoo-nano was tuned for X' (empty if its config does not say)."""
+    from ladr_core.assets import nano_default_cfg
 
-    try:
-        raw = json.loads((ladr_core.nano_model_path() / "config.json").read_text())
-    except (OSError, ValueError):
-        return ""
-    value = raw.get("default_cfg")
-    return f"; the built-in dimoo-nano was tuned for {value:g}" if isinstance(value, (int, float)) else ""
+    value = nano_default_cfg()
+    return "" if value is None else f"; the built-in dimoo-nano was tuned for {value:g}"
 
 
 def _inputs() -> list:

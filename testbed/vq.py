@@ -163,10 +163,9 @@ def build_code_table(vq: VQModel, images: np.ndarray) -> tuple[CodeTable, dict]:
     k = vq.config.num_vq_embeddings
     if len(uniq) > k:
         raise ValueError(f"{len(uniq)} distinct token patches but only {k} codes")
-    with torch.no_grad():
-        lat = torch.cat([vq.encode(to_tensor(images[i:i + 256])).latents
-                         for i in range(0, len(images), 256)]).permute(0, 2, 3, 1)
-        lat = lat.reshape(-1, lat.shape[-1])
+    lat = encode_latents(vq, images)
+    lat = lat.reshape(-1, lat.shape[-1])
+    with torch.no_grad():  # nearest code per latent, as the official quantize(...)[2][2]
         enc = vq.quantize(lat[:, :, None, None])[2][2].reshape(-1)
     emb = vq.quantize.embedding.weight.detach()
     taken = torch.zeros(k, dtype=torch.bool)
@@ -231,14 +230,10 @@ def finetune_decoder(vq: VQModel, images: np.ndarray, steps: int, batch: int = 1
 
 
 @torch.no_grad()
-def encode_codes(vq: VQModel, images: np.ndarray, batch: int = 256) -> torch.Tensor:
-    """uint8 [N, H, W, 3] -> code grid LongTensor [N, h, w] (official: quantize(...)[2][2])."""
-    out = []
-    for i in range(0, len(images), batch):
-        h = vq.encode(to_tensor(images[i:i + batch])).latents
-        codes = vq.quantize(h)[2][2]
-        out.append(codes.view(h.shape[0], h.shape[2], h.shape[3]))
-    return torch.cat(out)
+def encode_latents(vq: VQModel, images: np.ndarray, batch: int = 256) -> torch.Tensor:
+    """uint8 [N, H, W, 3] -> encoder latents [N, h, w, C] (before quantisation)."""
+    out = [vq.encode(to_tensor(images[i:i + batch])).latents for i in range(0, len(images), batch)]
+    return torch.cat(out).permute(0, 2, 3, 1)
 
 
 @torch.no_grad()

@@ -136,9 +136,10 @@ def decode(id: int, pos, src: int) -> Node:
 
 def nano_cfg() -> float:
     """The guidance scale the nano checkpoint was tuned for (config.json ``default_cfg``)."""
-    from ladr_core import nano_model_path
+    from ladr_core.assets import nano_default_cfg
 
-    return float(json.loads((nano_model_path() / "config.json").read_text()).get("default_cfg", 4.0))
+    value = nano_default_cfg()
+    return 4.0 if value is None else value
 
 
 def workflows() -> dict[str, list[Node]]:

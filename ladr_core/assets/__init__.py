@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 NANO_DIRNAME = "dimoo_nano"
@@ -10,3 +11,14 @@ NANO_DIRNAME = "dimoo_nano"
 def nano_model_path() -> Path:
     """Folder of the shipped DiMOO-nano checkpoint, in the official Lumina-DiMOO layout."""
     return Path(__file__).resolve().parent / NANO_DIRNAME
+
+
+def nano_default_cfg() -> float | None:
+    """The guidance scale the shipped nano model was tuned for (config.json ``default_cfg``),
+    or None when the checkpoint or the key is missing (the pipeline then validates and uses
+    4.0); for labels and example workflows, which must not fail on a damaged checkout."""
+    try:
+        value = json.loads((nano_model_path() / "config.json").read_text()).get("default_cfg")
+    except (OSError, ValueError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
