@@ -24,12 +24,11 @@ def ceiling(n: int, seed: int = 3) -> dict:
     from diffusers import VQModel
 
     vq = VQModel.from_pretrained(str(OUT / "vqvae")).eval()
-    factor = 2 ** (len(vq.config.block_out_channels) - 1)
     table = CodeTable.load(RUNS / "code_table.pt")
     specs = scenes.heldout_specs(n)
     rng = np.random.default_rng(seed)
     truth = np.stack([scenes.render(scenes.layout_scene(s, rng)) for s in specs])
-    rec = decode_codes(vq, table.lookup(truth, factor)).permute(0, 2, 3, 1).numpy()
+    rec = decode_codes(vq, table.lookup(truth)).permute(0, 2, 3, 1).numpy()
     out = {"ground_truth": score_images(specs, truth), "vq_round_trip": score_images(specs, rec),
            "mean_abs_error": float(np.abs(rec - truth / 255.0).mean())}
     for v in out.values():

@@ -60,7 +60,7 @@ def stage_vq(steps: int = VQ_STEPS) -> None:
     vq.save_pretrained(str(OUT / "vqvae"), safe_serialization=True)
     table.save(RUNS / "code_table.pt")
     test, _ = scenes.make_dataset(16, 999)
-    codes = table.lookup(test, 2 ** (len(vq.config.block_out_channels) - 1))
+    codes = table.lookup(test)
     rec = decode_codes(vq, codes)
     both = torch.stack([to_tensor(test), rec], 1).flatten(0, 1)
     save_grid(both, RUNS / "vq_recon.png")
@@ -70,12 +70,11 @@ def stage_vq(steps: int = VQ_STEPS) -> None:
 
 
 def stage_codes() -> None:
-    from diffusers import VQModel
-
-    vq = VQModel.from_pretrained(str(OUT / "vqvae")).eval()
+    """Training scenes -> canonical codes through the vq stage's code table (no encoder pass:
+    the table is what the decoder was fine-tuned on)."""
     images, sc = scenes.make_dataset(TRAIN_SCENES, TRAIN_SEED)
     t0 = time.time()
-    codes = CodeTable.load(RUNS / "code_table.pt").lookup(images, 2 ** (len(vq.config.block_out_channels) - 1))
+    codes = CodeTable.load(RUNS / "code_table.pt").lookup(images)
     torch.save({"codes": codes.to(torch.int16), "captions": [s.caption for s in sc],
                 "categories": [s.spec.category for s in sc]}, RUNS / "codes.pt")
     used = int(codes.unique().numel())

@@ -14,6 +14,7 @@ outputs (dead-code restart), so the small codebook stays in use.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,9 +125,14 @@ class CodeTable:
     patches: np.ndarray
     codes: torch.Tensor
 
-    def lookup(self, images: np.ndarray, factor: int) -> torch.Tensor:
+    @property
+    def factor(self) -> int:
+        """Patch side in pixels (the VQ factor), from the stored patch length f * f * 3."""
+        return math.isqrt(self.patches.shape[1] // 3)
+
+    def lookup(self, images: np.ndarray) -> torch.Tensor:
         """Codes [N, h, w] of uint8 images; every patch must be in the table."""
-        p = patches(images, factor)
+        p = patches(images, self.factor)
         flat = p.reshape(-1, p.shape[-1])
         _, inv = np.unique(np.concatenate([self.patches, flat]), axis=0, return_inverse=True)
         inv = inv.reshape(-1)
@@ -190,8 +196,7 @@ def _quantized(vq: VQModel, images: np.ndarray, table: CodeTable | None) -> torc
     """Quantized latents [B, C, h, w] of uint8 images (canonical codes if a table is given)."""
     if table is None:
         return vq.quantize(vq.encode(to_tensor(images)).latents)[0]
-    f = 2 ** (len(vq.config.block_out_channels) - 1)
-    codes = table.lookup(images, f)
+    codes = table.lookup(images)
     b, h, w = codes.shape
     return vq.quantize.get_codebook_entry(codes, (b, h, w, vq.config.latent_channels))
 

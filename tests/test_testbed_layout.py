@@ -87,7 +87,8 @@ def test_code_table_gives_one_code_per_distinct_patch():
     table, stats = build_code_table(vq, images)
     assert stats["distinct_patches"] == len(table.patches) == len(table.codes)
     assert len(set(table.codes.tolist())) == len(table.codes)  # one to one
-    codes = table.lookup(images, 4)
+    assert table.factor == 4
+    codes = table.lookup(images)
     assert codes.shape == (len(images), 12, 12)
     # identical patches share a code: all-background tokens carry a single code
     bg = (images.reshape(-1, 12, 4, 12, 4, 3) == scenes.BACKGROUND).all(axis=(2, 4, 5))
@@ -95,4 +96,4 @@ def test_code_table_gives_one_code_per_distinct_patch():
     # a patch that is not in the table is refused with a clear message
     odd = scenes.render((scenes.Obj("circle", "red", 21.0, 21.0, 12),))[None]
     with pytest.raises(ValueError, match="not in the code table"):
-        table.lookup(odd, 4)
+        table.lookup(odd)

@@ -41,13 +41,18 @@ class DenoiserStats:
     cached_steps: int = 0
 
 
+def valid_cfg(value: object) -> bool:
+    """A guidance scale: a real (not bool) finite number >= 0 (0 disables guidance)."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
+
+
 class DiMOODenoiser:
     """Prompt rows + batched CFG + optional ML-Cache around a ``LLaDAModel``."""
 
     def __init__(self, model: LLaDAModel, batch: PromptBatch, ids: DiMOOIds, cfg: float,
                  cache: MLCacheConfig | None = None, steps: int | None = None) -> None:
-        if (isinstance(cfg, bool) or not isinstance(cfg, (int, float)) or not math.isfinite(cfg)
-                or cfg < 0):
+        if not valid_cfg(cfg):
             raise ValueError(f"cfg must be a finite number >= 0 (got {cfg!r}); 0 disables guidance")
         if cache is not None and not isinstance(cache, MLCacheConfig):
             raise ValueError(f"cache must be an MLCacheConfig or None (got {type(cache).__name__})")

@@ -8,7 +8,6 @@ seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ import torch
 from .cache import MLCacheConfig
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
 from .config import DiMOOIds, LLaDAConfig
-from .denoiser import DiMOODenoiser
+from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
 from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
 from .vq import build_preview_table, decode_codes, preview_from_table
@@ -86,8 +85,7 @@ def _default_cfg(raw: dict) -> float:
     """config.json ``default_cfg`` (our key: the guidance scale the checkpoint was tuned for;
     the nano model writes it), else the official 4.0. A present but bad value is an error."""
     value = raw.get("default_cfg", DEFAULT_CFG)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-            or value < 0:
+    if not valid_cfg(value):
         raise CheckpointError(f"config.json: default_cfg must be a finite number >= 0 (got "
                               f"{value!r}); fix or delete the key (absent = {DEFAULT_CFG})")
     return float(value)
