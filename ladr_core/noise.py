@@ -6,7 +6,7 @@ generator, so item i of a batch equals a B=1 run with the same generator.
 Draw order, per step and item i with L_i masked positions (official DiMOO `generate_image`,
 which draws `gumbel_noise` for `logits[:, vq_mask[0]]` [1, L, K] and then for `probs` [1, L]):
 Gumbel noise [L_i, K] for sampling (temperature > 0), Gumbel noise [L_i] for the baseline /
-Prophet re-masking (temperature > 0), uniform noise [L_i] for LADR's random ablations. Row j of
+Prophet re-masking and LADR's "gumbel" selection (temperature > 0), uniform noise [L_i] for LADR's random ablations. Row j of
 each draw belongs to the item's j-th masked position in index order, the order of the official
 boolean-mask indexing. An item with nothing masked draws nothing. A single generator shared by a
 batch serves the items one after another in that order. At temperature 0 nothing is drawn unless
@@ -54,7 +54,8 @@ class NoiseNeeds:
         hot = run.temperature > 0
         ablation = run.strategy == "ladr" and "random" in (run.policy.metric,
                                                               run.policy.candidates)
-        return cls(gumbel=hot, remask=hot and run.strategy != "ladr", uniform=ablation)
+        ranked = run.strategy != "ladr" or run.policy.selection == "gumbel"
+        return cls(gumbel=hot, remask=hot and ranked, uniform=ablation)
 
 
 def generators_for(

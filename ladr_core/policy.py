@@ -15,6 +15,8 @@ from numbers import Real
 
 METRICS = ("margin", "confidence", "random")
 CANDIDATES = ("neighbors", "non_neighbors", "random")
+SELECTIONS = ("top1", "gumbel")
+RESCUE_TOKENS = ("sample", "argmax")
 PHASE_NAMES = ("exploration", "structure", "refinement")
 
 
@@ -65,6 +67,20 @@ class LADRPolicy:
           uniformly among all still-masked tokens (ablation, Fig. 5). Ablations keep the budget
           k_res that "neighbors" would use, so only *which* tokens change.
       delayed: False. True disables rescue in the exploration phase (paper Table 5).
+      selection: how standard selection (Alg. 1 lines 17-20) ranks masked tokens. "top1" (the
+          paper): the top-1 probability, no noise. "gumbel": the official DiMOO baseline's rule,
+          log p(sampled token) + temperature * Gumbel noise from the item's generator; early
+          steps then commit tokens at random places instead of always the most certain
+          background, which is what lets the baseline lay out objects first. Same at
+          temperature 0 (no noise): log p(argmax) ranks like top-1.
+      rescue_token: which token a rescued position receives. "sample" (Algorithm 1 line 34:
+          z_pred, the temperature sample), or "argmax": the top-1 token, the prediction whose
+          error Theorem 1 bounds by (1 - tau) / 2. A sample at temperature 1 is not the top-1
+          token with probability 1 - p(1), so "sample" commits that many off-mode tokens
+          among the rescued ones.
+      seen_only: False (Eq. 9 on M_std). True: candidates are neighbours of tokens decoded
+          before this step (the ones this step's prediction was conditioned on), excluding
+          neighbours of this step's standard picks, which the prediction could not know.
     """
 
     phase_bounds: tuple[float, float] = (0.2, 0.7)
@@ -74,6 +90,9 @@ class LADRPolicy:
     metric: str = "margin"
     candidates: str = "neighbors"
     delayed: bool = False
+    selection: str = "top1"
+    rescue_token: str = "sample"
+    seen_only: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phase_bounds", _check_bounds("phase_bounds", self.phase_bounds))
@@ -93,6 +112,13 @@ class LADRPolicy:
             raise ValueError(f"metric must be one of {METRICS}; got {self.metric!r}")
         if self.candidates not in CANDIDATES:
             raise ValueError(f"candidates must be one of {CANDIDATES}; got {self.candidates!r}")
+        if self.selection not in SELECTIONS:
+            raise ValueError(f"selection must be one of {SELECTIONS}; got {self.selection!r}")
+        if self.rescue_token not in RESCUE_TOKENS:
+            raise ValueError(
+                f"rescue_token must be one of {RESCUE_TOKENS}; got {self.rescue_token!r}")
+        if not isinstance(self.seen_only, bool):
+            raise ValueError(f"seen_only must be True or False; got {self.seen_only!r}")
         if not isinstance(self.delayed, bool):
             raise ValueError(f"delayed must be True or False; got {self.delayed!r}")
 

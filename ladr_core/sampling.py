@@ -72,11 +72,12 @@ class _Prediction:
     top1: torch.Tensor | None  # top-1 probability (ladr)
     margin: torch.Tensor | None  # Delta = p(1) - p(2) (ladr)
     logit_gap: torch.Tensor | None  # top-1 minus top-2 logit (prophet)
+    argmax: torch.Tensor | None = None  # LongTensor: the top-1 token (ladr)
 
     def at_positions(self, idx: torch.Tensor | None, n: int) -> _Prediction:
         """Every field scattered to its position: [B, N] (0 where nothing is masked)."""
         return _Prediction(*(_to_positions(v, idx, n) for v in (
-            self.sampled, self.log_conf, self.top1, self.margin, self.logit_gap)))
+            self.sampled, self.log_conf, self.top1, self.margin, self.logit_gap, self.argmax)))
 
 
 def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
@@ -127,19 +128,21 @@ _SOFTMAX_OUT = getattr(torch, "_softmax", None)
 
 
 def _item_stats(
-    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, buf: torch.Tensor
+    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, buf: torch.Tensor,
+    log_conf_needed: bool,
 ) -> _Prediction:
     """The per-token statistics the strategy needs from one item's logit rows x [L, K].
 
     One softmax, then top-2 on it (ladr) or on the logits (prophet) and a gather for p(sampled),
-    as the official loop does on its [1, L, K] masked rows. sampled: the Gumbel-max sample [L],
+    as the official loop does on its [1, L, K] masked rows. log_conf_needed: also gather
+    log p(sampled) (baseline, prophet, LADR "gumbel" selection). sampled: the Gumbel-max sample [L],
     or None for greedy (argmax of the logits, as official). buf: a float32 [L, K] buffer free
     for reuse (the consumed Gumbel noise); the softmax is written into it when x is float32
     (same bits as torch.softmax, without a fresh allocation). Fields are [L].
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
-    log_conf = top1 = margin = gap = None
+    log_conf = top1 = margin = gap = argmax = None
     if strategy == "prophet":
         top2 = x.topk(2, dim=-1).values
         gap = top2[:, 0] - top2[:, 1]
@@ -147,13 +150,14 @@ def _item_stats(
         probs = _SOFTMAX_OUT(x, -1, False, out=buf)
     else:
         probs = torch.softmax(x, dim=-1)
-    if strategy != "ladr":
+    if log_conf_needed:
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
         log_conf = torch.log(conf.clamp_min(1e-20))
-    else:
-        top2 = probs.topk(2, dim=-1).values
-        top1, margin = top2[:, 0], top2[:, 0] - top2[:, 1]
-    return _Prediction(sampled, log_conf, top1, margin, gap)
+    if strategy == "ladr":
+        top2 = probs.topk(2, dim=-1)
+        top1, margin = top2.values[:, 0], top2.values[:, 0] - top2.values[:, 1]
+        argmax = top2.indices[:, 0]
+    return _Prediction(sampled, log_conf, top1, margin, gap, argmax)
 
 
 def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
@@ -193,6 +197,7 @@ class _Run:
         self.sched_dtype = schedule_dtype(device)
         self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
         self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
+        self.ranks_by_log_conf = self.strategy != "ladr" or self.policy.selection == "gumbel"
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -246,10 +251,12 @@ class _Run:
                 continue
             rows = _item_rows(logits[i], None if idx is None else idx[i, :count], own)
             noise = draw_item_noise(needs, gen, rows, self.temperature, buf[:count])
-            stats = _item_stats(rows, self.strategy, noise.sampled, buf[:count])
+            stats = _item_stats(rows, self.strategy, noise.sampled, buf[:count],
+                                self.ranks_by_log_conf)
             parts.append((i, count, stats, noise))
         pred = _stack_rows([(i, c, p) for i, c, p, _ in parts], b, m,
-                           ("sampled", "log_conf", "top1", "margin", "logit_gap"), logits)
+                           ("sampled", "log_conf", "top1", "margin", "logit_gap", "argmax"),
+                           logits)
         noise = _stack_rows([(i, c, z) for i, c, _, z in parts], b, m, ("remask", "uniform"),
                             logits)
         if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
@@ -257,6 +264,15 @@ class _Run:
         pred = _Prediction(**pred).at_positions(idx, self.n)
         return pred, StepNoise(None, _to_positions(noise["remask"], idx, self.n),
                                _to_positions(noise["uniform"], idx, self.n))
+
+    def ladr_rank(self, pred: _Prediction, noise: StepNoise) -> torch.Tensor:
+        """LADR's standard-selection score [B, N] (policy.selection): top-1 probability, or the
+        baseline's log p(sampled) + temperature * Gumbel."""
+        if self.policy.selection == "top1":
+            return pred.top1
+        if noise.remask is None:  # temperature 0: nothing drawn
+            return pred.log_conf
+        return pred.log_conf + self.temperature * noise.remask
 
     def step(self, step: int) -> dict[str, Any]:
         """One denoise call and one unmasking decision; returns the step record."""
@@ -279,9 +295,10 @@ class _Run:
         if self.strategy == "ladr":
             phase = self.tables.phase(t_eff)
             n_mask = ladr_keep_counts(masked, t_eff, step, self.steps, self.schedule)
-            m_std = keep_lowest(pred.top1, masked, n_mask)
+            m_std = keep_lowest(self.ladr_rank(pred, noise), masked, n_mask)
             rescued = ladr_rescue(
-                m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform
+                m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform,
+                masked,
             )
             new_masked = m_std & ~rescued
         else:
@@ -296,6 +313,8 @@ class _Run:
                 new_masked = new_masked & ~fire.unsqueeze(1)
         unmasked = masked & ~new_masked
         self.tokens = torch.where(unmasked, pred.sampled, self.tokens)
+        if self.strategy == "ladr" and self.policy.rescue_token == "argmax":
+            self.tokens = torch.where(rescued, pred.argmax, self.tokens)
         self.masked = new_masked
         return {
             "step": step,

@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from .frontier import frontier
+from .frontier import dilate, frontier
 from .policy import LADRPolicy
 from .schedules import Schedule
 
@@ -139,6 +139,7 @@ def ladr_rescue(
     tables: LADRTables,
     grid: tuple[int, int],
     uniform: torch.Tensor | None,
+    masked_before: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Rescue set R_t of Eq. 10 (Algorithm 1 lines 22-31), plus the paper's ablations.
 
@@ -153,6 +154,11 @@ def ladr_rescue(
     """
     policy = tables.policy
     cand = frontier(m_std, grid, policy.kernel_size)
+    if policy.seen_only:
+        # Neighbours of tokens the forward pass saw, away from this step's standard picks.
+        k = policy.kernel_size
+        fresh = masked_before & ~m_std
+        cand = m_std & frontier(masked_before, grid, k) & ~dilate(fresh, grid, k)
     valid = cand & (margin > tables.tau[phase].unsqueeze(1))
     budget = cand.sum(dim=1) * tables.alpha_num[phase] // tables.alpha_den[phase]
     k_res = torch.minimum(budget, valid.sum(dim=1))

@@ -18,8 +18,10 @@ CONFIGS = [
     ("ladr", LADRPolicy()),
     ("ladr", LADRPolicy(candidates="random")),
     ("ladr", LADRPolicy(metric="random", candidates="non_neighbors")),
+    ("ladr", LADRPolicy(tau=(0.3, 0.3, 0.3), alpha=(1.0, 1.0, 1.0), selection="gumbel",
+                        rescue_token="argmax", seen_only=True)),
 ]
-IDS = ["baseline", "prophet", "ladr", "ladr-random-cand", "ladr-random-nonneigh"]
+IDS = ["baseline", "prophet", "ladr", "ladr-random-cand", "ladr-random-nonneigh", "ladr-gumbel"]
 
 
 def _gens(seeds):

@@ -65,6 +65,9 @@ def test_bad_arguments(kwargs, message) -> None:
         ({"metric": "entropy"}, r"metric must be one of \('margin', 'confidence', 'random'\)"),
         ({"candidates": "all"}, r"candidates must be one of \('neighbors', 'non_neighbors'"),
         ({"delayed": 1}, r"delayed must be True or False"),
+        ({"selection": "noisy"}, r"selection must be one of \('top1', 'gumbel'\)"),
+        ({"rescue_token": "mode"}, r"rescue_token must be one of \('sample', 'argmax'\)"),
+        ({"seen_only": "yes"}, r"seen_only must be True or False"),
     ],
 )
 def test_bad_policy_fields(kwargs, message) -> None:

@@ -34,8 +34,9 @@ class AlgorithmOneChecker:
     """Callback asserting Algorithm 1's invariants for item `b` of every step."""
 
     def __init__(self, den: LocalityDenoiser, policy: LADRPolicy, steps: int, schedule: str,
-                 grid: tuple[int, int]) -> None:
+                 grid: tuple[int, int], temperature: float = 0.0) -> None:
         self.den, self.policy, self.steps, self.grid = den, policy, steps, grid
+        self.temperature = temperature
         self.sched = get_schedule(schedule)
         self.n = grid[0] * grid[1]
         self.prev_tokens: torch.Tensor | None = None
@@ -78,12 +79,21 @@ class AlgorithmOneChecker:
         top2 = p.topk(2, dim=-1).values
         top1, margin = top2[:, 0].tolist(), (top2[:, 0] - top2[:, 1]).tolist()
         std_unmasked = [u and not r for u, r in zip(unmasked, rescued, strict=True)]
-        if any(std_unmasked) and any(m_std):
+        # "gumbel" selection ranks by noisy log p(sampled): top-1 order holds only without noise
+        ranked_by_top1 = pol.selection == "top1" or self.temperature == 0
+        if ranked_by_top1 and any(std_unmasked) and any(m_std):
             assert min(top1[i] for i in range(n) if std_unmasked[i]) >= max(
                 top1[i] for i in range(n) if m_std[i]) - 1e-6
         # Step 4: rescue subset of the frontier of M_std, margin > tau, budget of Eq. 10
         front = brute_frontier(m_std, self.grid, pol.kernel_size)
+        if pol.seen_only:  # neighbours of tokens decoded before the step, away from its picks
+            seen = brute_frontier(prev, self.grid, pol.kernel_size)
+            near_picks = brute_frontier([not u for u in std_unmasked], self.grid, pol.kernel_size)
+            front = {i for i in seen if m_std[i]} - near_picks
         res = {i for i in range(n) if rescued[i]}
+        if pol.rescue_token == "argmax":
+            top = p.argmax(dim=-1)
+            assert all(rec["tokens"][b][i] == top[i] for i in res)
         tau = pol.tau[phase]
         valid = {i for i in front if tau is None or margin[i] > tau + 1e-6}
         alpha = 0.0 if (phase == 0 and pol.delayed) else pol.alpha[phase]
@@ -110,15 +120,24 @@ POLICIES = [
     LADRPolicy(metric="random"),
     LADRPolicy(candidates="non_neighbors"),
     LADRPolicy(candidates="random"),
+    LADRPolicy(selection="gumbel"),
+    LADRPolicy(rescue_token="argmax"),
+    LADRPolicy(seen_only=True),
+    LADRPolicy(tau=(0.3, 0.3, 0.3), alpha=(1.0, 1.0, 1.0), selection="gumbel",
+               rescue_token="argmax", seen_only=True),
 ]
 
 
-@pytest.mark.parametrize("policy", POLICIES, ids=lambda p: f"{p.metric}-{p.candidates}-{p.delayed}")
+def _policy_id(p: LADRPolicy) -> str:
+    return f"{p.metric}-{p.candidates}-{p.delayed}-{p.selection}-{p.rescue_token}-{p.seen_only}"
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=_policy_id)
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_algorithm_one_invariants(policy: LADRPolicy, temperature: float) -> None:
     grid, steps = (8, 8), 16
     den = LocalityDenoiser(make_table(2, 64, 12, seed=3), grid)
-    check = AlgorithmOneChecker(den, policy, steps, "cosine", grid)
+    check = AlgorithmOneChecker(den, policy, steps, "cosine", grid, temperature)
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     res = sample(den, (2, *grid), steps, strategy="ladr", policy=policy,
                  temperature=temperature, generator=gens, callback=check)
@@ -187,3 +206,40 @@ def test_last_step_unmasks_everything_even_if_schedule_never_reaches_zero() -> N
                  callback=lambda r: masked_after.append(int(r["masked"].sum())))
     assert res.steps == 5
     assert masked_after[-2] >= 18 and masked_after[-1] == 0
+
+
+def _off_mode_rescues(policy: LADRPolicy, temperature: float) -> tuple[int, int]:
+    """(rescued tokens that are not their step's top-1 token, rescued tokens) over one run."""
+    grid = (8, 8)
+    den = LocalityDenoiser(make_table(2, 64, 12, seed=3), grid)
+    counts = [0, 0]
+
+    def record(rec: dict) -> None:
+        top = den.calls[-1][2].argmax(dim=-1)
+        counts[0] += int((rec["rescued"] & (rec["tokens"] != top)).sum())
+        counts[1] += int(rec["rescued"].sum())
+
+    sample(den, (2, *grid), 16, strategy="ladr", policy=policy, temperature=temperature,
+           generator=[torch.Generator().manual_seed(i) for i in range(2)], callback=record)
+    return counts[0], counts[1]
+
+
+def test_rescue_token_argmax_commits_the_top1_token_where_the_paper_commits_the_sample() -> None:
+    off, total = _off_mode_rescues(LADRPolicy(), 1.5)
+    assert total > 0 and off > 0  # Algorithm 1 commits z_pred, a sample: sometimes off-mode
+    off, total = _off_mode_rescues(LADRPolicy(rescue_token="argmax"), 1.5)
+    assert total > 0 and off == 0
+
+
+def test_gumbel_selection_equals_top1_without_noise_and_differs_with_it() -> None:
+    grid, steps = (8, 8), 16
+    den = LocalityDenoiser(make_table(2, 64, 12, seed=3), grid)
+
+    def run(selection: str, temperature: float) -> torch.Tensor:
+        gens = [torch.Generator().manual_seed(i) for i in range(2)]
+        return sample(den, (2, *grid), steps, strategy="ladr", temperature=temperature,
+                      policy=LADRPolicy(selection=selection), generator=gens).tokens
+
+    # log p(argmax) ranks exactly like p(argmax): same run at temperature 0
+    assert torch.equal(run("gumbel", 0.0), run("top1", 0.0))
+    assert not torch.equal(run("gumbel", 1.0), run("top1", 1.0))

@@ -51,8 +51,11 @@ def _replay(seed: int, counts: list[int], gumbel: bool, remask: bool, uniform: b
      ("prophet", None, 0.8, (True, True, False)),
      ("ladr", LADRPolicy(), 1.0, (True, False, False)),
      ("ladr", LADRPolicy(candidates="random"), 1.0, (True, False, True)),
-     ("ladr", LADRPolicy(metric="random"), 0.0, (False, False, True))],
-    ids=["baseline", "prophet", "ladr", "ladr-random-cand-hot", "ladr-random-metric-greedy"],
+     ("ladr", LADRPolicy(metric="random"), 0.0, (False, False, True)),
+     ("ladr", LADRPolicy(selection="gumbel"), 1.0, (True, True, False)),
+     ("ladr", LADRPolicy(selection="gumbel"), 0.0, (False, False, False))],
+    ids=["baseline", "prophet", "ladr", "ladr-random-cand-hot", "ladr-random-metric-greedy",
+         "ladr-gumbel-hot", "ladr-gumbel-greedy"],
 )
 def test_each_item_draws_exactly_for_its_masked_rows(strategy, policy, temperature, draws) -> None:
     den = LocalityDenoiser(make_table(2, N, K, seed=5), GRID)

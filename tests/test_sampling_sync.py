@@ -94,7 +94,8 @@ def test_counter_detects_the_syncs_it_claims_to() -> None:
     ("strategy", "policy"),
     [("baseline", None), ("prophet", None), ("ladr", LADRPolicy()),
      ("ladr", LADRPolicy(candidates="non_neighbors")), ("ladr", LADRPolicy(candidates="random")),
-     ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence"))],
+     ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence")),
+     ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True))],
 )
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
