@@ -9,7 +9,14 @@ LADRPolicy's own message, so the UI shows it before anything runs.
 
 from __future__ import annotations
 
-from ladr_core.policy import CANDIDATES, METRICS, POLICY_PRESETS, LADRPolicy
+from ladr_core.policy import (
+    CANDIDATES,
+    METRICS,
+    POLICY_PRESETS,
+    RESCUE_TOKENS,
+    SELECTIONS,
+    LADRPolicy,
+)
 
 from . import host
 from .handles import POLICY_TYPE
@@ -62,6 +69,18 @@ def field_inputs() -> list:
         io.Boolean.Input("delayed", default=_D.delayed,
                          tooltip="Delayed rescue: no rescue in the exploration phase "
                          "(paper Table 5; better text rendering, ~2.5x instead of ~4x)."),
+        # Added after the paper's fields, optional: workflows saved without them get the defaults.
+        io.Combo.Input("selection", options=list(SELECTIONS), default=_D.selection, optional=True,
+                       tooltip="Standard selection: top1 = most probable tokens first (paper); "
+                       "gumbel = the DiMOO baseline's noisy rule, which places objects "
+                       "before filling the background."),
+        io.Combo.Input("rescue_token", options=list(RESCUE_TOKENS), default=_D.rescue_token,
+                       optional=True,
+                       tooltip="Token a rescued position receives: sample (paper) or argmax "
+                       "(the most probable token, the one the margin certifies)."),
+        io.Boolean.Input("seen_only", default=_D.seen_only, optional=True,
+                         tooltip="Rescue only neighbours of tokens decoded before this step, "
+                         "never next to tokens picked in the same step."),
     ]
     return out
 
@@ -84,6 +103,9 @@ def build_policy(preset: str, **f: object) -> LADRPolicy:
         metric=str(f["metric"]),
         candidates=str(f["candidates"]),
         delayed=bool(f["delayed"]),
+        selection=str(f.get("selection", _D.selection)),
+        rescue_token=str(f.get("rescue_token", _D.rescue_token)),
+        seen_only=bool(f.get("seen_only", _D.seen_only)),
     )
 
 

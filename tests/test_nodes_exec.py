@@ -145,6 +145,17 @@ def test_policy_node_custom_fields_and_invalid_combos() -> None:
     assert LADRPolicyNode.validate_inputs(preset="paper", **_fields()) is True
 
 
+def test_policy_node_optional_fields_reach_the_policy_and_default_when_absent() -> None:
+    custom = _fields(selection="gumbel", rescue_token="argmax", seen_only=True)
+    (p,) = LADRPolicyNode.execute(preset="custom", **custom).args
+    assert (p.selection, p.rescue_token, p.seen_only) == ("gumbel", "argmax", True)
+    old = {k: v for k, v in _fields().items() if k not in ("selection", "rescue_token",
+                                                            "seen_only")}
+    assert LADRPolicyNode.execute(preset="custom", **old).args[0] == ladr_core.LADRPolicy()
+    bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(selection="noisy"))
+    assert isinstance(bad, str) and "selection must be one of" in bad
+
+
 def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
     (tmp_path / "DiMOO-8B").mkdir()
     (tmp_path / "DiMOO-8B" / "config.json").write_text("{}")
