@@ -3,9 +3,11 @@
     python demo.py --prompt "a red circle to the left of a blue square" --out demo.png
 
 Generates the prompt with LADR and, side by side in the same run, with the official baseline
-sampler (same seed, same step budget), writes the LADR image to --out (and the baseline image
-next to it unless --no-baseline), and prints NFE, wall time and the speedup of LADR over the
-baseline. Uses only the public ``ladr_core`` API, exactly as the ComfyUI nodes do.
+sampler (same seed, T = 64), writes the LADR image to --out (and the baseline image next to it
+unless --no-baseline), and prints NFE, wall time and the speedup of LADR over the baseline.
+The LADR policy defaults to the "nano" preset (tuned on nano's validation prompts, at T = 128
+nominal steps) for the shipped model and to the paper's for any other checkpoint. Uses only the
+public ``ladr_core`` API, exactly as the ComfyUI nodes do.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--prompt", default="a red circle to the left of a blue square", help="text prompt")
     p.add_argument("--out", default="demo.png", help="PNG written for the LADR image")
     p.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
-    p.add_argument("--steps", type=int, default=64, help="schedule steps T (default 64)")
+    p.add_argument("--policy", default=None, help="LADR policy preset (default: nano for the "
+                   "shipped model, else paper)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="LADR schedule steps T (default: the preset's, else 64)")
+    p.add_argument("--baseline-steps", type=int, default=64, help="baseline T (default 64)")
     p.add_argument("--cfg", type=float, default=None,
                    help="CFG scale s: (1+s)*cond - s*uncond (default: the model's default_cfg)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature")
@@ -51,24 +57,31 @@ def main(argv: list[str] | None = None) -> int:
     pipe = ladr_core.load_dimoo(path, device="cpu", dtype=torch.float32)
     size = args.size or pipe.default_size
     cfg = pipe.default_cfg if args.cfg is None else args.cfg
-    common = dict(width=size, height=size, steps=args.steps, cfg=cfg,
-                  temperature=args.temperature, seed=args.seed)
+    preset = args.policy or ("paper" if args.model else "nano")
+    if preset not in ladr_core.POLICY_PRESETS:
+        raise SystemExit(f"--policy: {preset!r} is not a preset; choose one of "
+                         f"{sorted(ladr_core.POLICY_PRESETS)}")
+    steps = args.steps or ladr_core.PRESET_STEPS.get(preset, 64)
+    common = dict(width=size, height=size, cfg=cfg, temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),
     # which would otherwise be charged to whichever strategy runs first.
-    pipe.generate(args.prompt, **{**common, "steps": 1}, decode=False)
-    ladr = pipe.generate(args.prompt, strategy="ladr", **common)
+    pipe.generate(args.prompt, **common, steps=1, decode=False)
+    ladr = pipe.generate(args.prompt, strategy="ladr", steps=steps,
+                         policy=ladr_core.POLICY_PRESETS[preset], **common)
     out = Path(args.out)
     scale = max(1, 256 // size)
     _save(ladr.images[0], out, scale)
-    print(f"prompt   : {args.prompt!r} ({size}x{size}, T={args.steps}, cfg={cfg}, seed={args.seed})")
-    print(f"LADR     : {ladr.steps:3d} steps, NFE {ladr.nfe:3d}, {ladr.seconds:6.2f} s -> {out}")
+    print(f"prompt   : {args.prompt!r} ({size}x{size}, cfg={cfg}, seed={args.seed})")
+    print(f"LADR     : policy {preset}, T={steps}: {ladr.steps:3d} steps, NFE {ladr.nfe:3d}, "
+          f"{ladr.seconds:6.2f} s -> {out}")
     if args.no_baseline:
         return 0
-    base = pipe.generate(args.prompt, strategy="baseline", **common)
+    base = pipe.generate(args.prompt, strategy="baseline", steps=args.baseline_steps, **common)
     base_out = out.with_name(out.stem + "_baseline" + out.suffix)
     _save(base.images[0], base_out, scale)
-    print(f"baseline : {base.steps:3d} steps, NFE {base.nfe:3d}, {base.seconds:6.2f} s -> {base_out}")
+    print(f"baseline : T={args.baseline_steps}: {base.steps:3d} steps, NFE {base.nfe:3d}, "
+          f"{base.seconds:6.2f} s -> {base_out}")
     print(f"speedup  : {base.nfe / ladr.nfe:.2f}x fewer forward passes, "
           f"{base.seconds / ladr.seconds:.2f}x wall time (measured in this run)")
     return 0

@@ -9,8 +9,9 @@ decoded, and scored by `testbed.evaluator` (colour segmentation + connected comp
 templates). Reported per strategy: ``nfe_mean`` (denoiser calls per image), ``token_forwards_mean``
 (transformer token-forwards per image, CFG branches included; ML-Cache lowers it), ``wall_s``
 (sampling + decode, all prompts), ``score`` (category -> accuracy) and ``score_overall`` (mean of
-categories, GenEval's overall). ``baseline@ladr`` reruns the baseline with T = LADR's mean NFE
-rounded (same budget). Writes the JSON, a markdown table (.md) and a Pareto plot (.png) of overall
+categories, GenEval's overall). ``baseline@ladr`` / ``baseline@ladr-nano`` rerun the baseline
+with T = that LADR run's mean NFE rounded (same budget). ``ladr-nano`` is the policy preset picked for nano on
+validation prompts (``testbed.tune_policy``) at its tuned T. Writes the JSON, a markdown table (.md) and a Pareto plot (.png) of overall
 score vs NFE next to it. Wall times come from a shared CPU: compare within one run only.
 """
 
@@ -31,7 +32,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, load_dimoo, nano_model_path  # noqa: E402
-from ladr_core.policy import POLICY_PRESETS  # noqa: E402
+from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 from testbed.scenes import CATEGORIES, caption_for, heldout_specs  # noqa: E402
 
@@ -48,6 +49,8 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
         "ladr+mlcache": {"strategy": "ladr", "steps": steps, "policy": LADRPolicy(),
                          "cache": MLCacheConfig()},
     })
+    table["ladr-nano"] = {"strategy": "ladr", "steps": PRESET_STEPS["nano"],
+                          "policy": POLICY_PRESETS["nano"]}
     for name in ("ablation_non_neighbors", "ablation_random_candidates", "ablation_confidence",
                  "ablation_random_metric"):
         table["ladr-" + name.removeprefix("ablation_").replace("_", "-")] = {
@@ -108,7 +111,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
     for name, r in results.items():
         if name.startswith("baseline-"):
             continue
-        marker = "*" if name in ("ladr", "ladr-delayed", "ladr+mlcache") else "s"
+        marker = "*" if name in ("ladr", "ladr-delayed", "ladr+mlcache", "ladr-nano") else "s"
         ax.scatter(r["nfe_mean"], r["score_overall"], marker=marker, s=90 if marker == "*" else 40,
                    label=name, zorder=3)
     ax.set_xscale("log", base=2)
@@ -126,7 +129,7 @@ def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: i
     """PNG: first `n` prompts (columns) for baseline-64 and LADR (rows)."""
     from PIL import Image
 
-    rows = [k for k in ("baseline-64", "ladr", "baseline@ladr") if k in results]
+    rows = [k for k in ("baseline-64", "ladr", "ladr-nano", "baseline@ladr-nano") if k in results]
     if not rows:
         return
     tiles = [np.concatenate(results[k]["_images"][:n], axis=1) for k in rows]
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--prompts", type=int, default=48, help="held-out prompts (cycles categories)")
     ap.add_argument("--strategies", default="all",
-                    help="comma list of names (see --list) or 'all'; baseline@ladr needs ladr")
+                    help="comma list of names (see --list) or 'all'; baseline@X needs X first")
     ap.add_argument("--steps", type=int, default=64, help="T for all non-sweep strategies")
     ap.add_argument("--cfg", type=float, default=None,
                     help="CFG scale (default: the model's config default_cfg, else the official 4.0)")
@@ -151,11 +154,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--list", action="store_true", help="print strategy names and exit")
     a = ap.parse_args(argv)
     table = strategy_table(a.steps)
+    budget_runs = [f"baseline@{k}" for k in ("ladr", "ladr-nano")]
     if a.list:
-        print("\n".join([*table, "baseline@ladr"]))
+        print("\n".join([*table, *budget_runs]))
         return {}
-    names = [*table, "baseline@ladr"] if a.strategies == "all" else a.strategies.split(",")
-    unknown = [n for n in names if n not in table and n != "baseline@ladr"]
+    names = [*table, *budget_runs] if a.strategies == "all" else a.strategies.split(",")
+    unknown = [n for n in names if n not in table and n not in budget_runs]
     if unknown or a.prompts <= 0:
         ap.error(f"--strategies: unknown {unknown} (see --list)" if unknown else "--prompts must be > 0")
     torch.set_num_threads(a.threads)
@@ -165,10 +169,11 @@ def main(argv: list[str] | None = None) -> dict:
     captions = [caption_for(s) for s in specs]
     results: dict[str, dict] = {}
     for name in names:
-        if name == "baseline@ladr":
-            if "ladr" not in results:
-                ap.error("--strategies: baseline@ladr needs ladr before it")
-            args = {"strategy": "baseline", "steps": max(1, round(results["ladr"]["nfe_mean"]))}
+        if name in budget_runs:
+            target = name.removeprefix("baseline@")
+            if target not in results:
+                ap.error(f"--strategies: {name} needs {target} before it")
+            args = {"strategy": "baseline", "steps": max(1, round(results[target]["nfe_mean"]))}
         else:
             args = table[name]
         results[name] = run_strategy(pipe, captions, specs, args, a.cfg, a.temperature)

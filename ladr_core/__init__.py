@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "LADRPolicy": ".policy",
     "ProphetPolicy": ".policy",
     "POLICY_PRESETS": ".policy",
+    "PRESET_STEPS": ".policy",
     "get_schedule": ".schedules",
     "load_dimoo": ".dimoo.pipeline",
     "DiMOOPipeline": ".dimoo.pipeline",

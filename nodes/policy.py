@@ -125,7 +125,9 @@ class LADRPolicyNode(io.ComfyNode):
                 "preset", options=PRESETS, default="paper",
                 tooltip="paper: the published settings (~4x). delayed: no rescue in the "
                 "exploration phase (~2.5x, better text). off: rescue disabled. custom: use the "
-                "fields below. ablation_*: the paper's Sec. 4.3 variants.",
+                "fields below. nano: picked for the built-in DiMOO-nano on its validation "
+                "prompts, set the sampler's steps to 128 with it (~18 forward passes). "
+                "ablation_*: the paper's Sec. 4.3 variants.",
             ), *field_inputs()],
             outputs=[io.Custom(POLICY_TYPE).Output("policy", tooltip="LADR policy.")],
         )

@@ -22,7 +22,21 @@ def test_strategy_table_covers_the_issue_list():
     names = set(_quality().strategy_table(64))
     assert {"baseline-8", "baseline-16", "baseline-32", "baseline-64", "ladr", "ladr-delayed",
             "prophet", "mlcache", "ladr+mlcache", "ladr-non-neighbors", "ladr-random-candidates",
-            "ladr-confidence", "ladr-random-metric"} <= names
+            "ladr-confidence", "ladr-random-metric", "ladr-nano"} <= names
+
+
+def test_nano_preset_is_the_committed_sweeps_pick():
+    """POLICY_PRESETS["nano"] and its T are what testbed.tune_policy picked and published."""
+    from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+
+    sweep = json.loads((ROOT / "benchmarks" / "results" / "nano_policy_sweep.json").read_text())
+    pick = sweep["rows"][sweep["pick"]]
+    assert pick["policy"] == repr(POLICY_PRESETS["nano"])
+    assert pick["steps"] == PRESET_STEPS["nano"]
+    assert pick["nfe_mean"] <= sweep["max_nfe"]
+    ladr = [r for r in sweep["rows"].values() if r["strategy"] == "ladr"
+            and r["nfe_mean"] <= sweep["max_nfe"]]
+    assert pick["score_overall"] == max(r["score_overall"] for r in ladr)
 
 
 def test_writes_json_table_and_plot(tmp_path):

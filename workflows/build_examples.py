@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ladr_core.policy import PRESET_STEPS  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
 
@@ -145,16 +146,17 @@ def nano_cfg() -> float:
 def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
     s = nano_cfg()
-    nano = [loader(1), policy(2, (20, 170)),
-            sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
+    t = PRESET_STEPS["nano"]  # LADR's nominal T for the nano preset (NFE is adaptive)
+    nano = [loader(1), policy(2, (20, 170), "nano"),
+            sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "DiMOO Sampler (LADR)", cfg=s),
             decode(4, (800, 40), 3),
             Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/nano"},
                  {"images": (4, 0)}, size=(320, 360)),
             Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (320, 120))]
-    side = [loader(1), policy(2, (20, 170)),
-            sampler(3, (360, 40), prompt, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                    "LADR (paper policy)", cfg=s),
+    side = [loader(1), policy(2, (20, 170), "nano"),
+            sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
+                    "LADR (nano policy)", cfg=s),
             sampler(4, (780, 40), prompt, 48, 64, "baseline", {"model": (1, 0)},
                     "Baseline (official schedule)", cfg=s),
             decode(5, (1200, 40), 3), decode(6, (1200, 140), 4),
@@ -179,8 +181,8 @@ def workflows() -> dict[str, list[Node]]:
             Node(7, "PreviewAny", (800, 640), {}, {"source": (4, 1)}, "LADR stats", (420, 110))]
     prompts = "\n".join(["a green triangle", "two circles",
                          "a purple square above an orange circle", "a blue circle"])
-    batch = [loader(1), policy(2, (20, 170)),
-             sampler(3, (360, 40), prompts, 48, 64, "ladr", {"model": (1, 0), "policy": (2, 0)},
+    batch = [loader(1), policy(2, (20, 170), "nano"),
+             sampler(3, (360, 40), prompts, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                      "DiMOO Sampler (one prompt per line)", per_line=True, cfg=s),
              decode(4, (800, 40), 3),
              Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/batch"},
