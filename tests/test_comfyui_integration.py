@@ -236,9 +236,12 @@ def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
     _, msgs = _run(port, wf, cancel_on_second_step)
     assert msgs[-1]["type"] == "execution_interrupted"
     pid_a, msgs_a = _run(port, wf)  # the run right after the cancel
-    # A fresh computation of the same thing: "custom" with the paper's values is the same
+    # A fresh computation of the same thing: "custom" with the nano preset's values is the same
     # LADRPolicy, but a different graph, so ComfyUI cannot serve cached outputs.
-    wf["2"]["inputs"]["preset"] = "custom"
+    assert wf["2"]["inputs"]["preset"] == "nano"
+    wf["2"]["inputs"].update(preset="custom", selection="gumbel", rescue_token="argmax",
+                             seen_only=True, **{f"{k}_{p}": v for k, v in (("tau", 0.9),
+                             ("alpha", 1.0)) for p in ("exploration", "structure", "refinement")})
     pid_b, msgs_b = _run(port, wf)
     for msgs_x in (msgs_a, msgs_b):
         assert [m for m in msgs_x if m["type"] == "ladr.step"], "served from ComfyUI's cache"
