@@ -54,8 +54,7 @@ class NoiseNeeds:
         hot = run.temperature > 0
         ablation = run.strategy == "ladr" and "random" in (run.policy.metric,
                                                               run.policy.candidates)
-        ranked = run.strategy != "ladr" or run.policy.selection == "gumbel"
-        return cls(gumbel=hot, remask=hot and ranked, uniform=ablation)
+        return cls(gumbel=hot, remask=hot and run.ranks_by_log_conf, uniform=ablation)
 
 
 def generators_for(

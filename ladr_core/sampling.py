@@ -265,12 +265,10 @@ class _Run:
         return pred, StepNoise(None, _to_positions(noise["remask"], idx, self.n),
                                _to_positions(noise["uniform"], idx, self.n))
 
-    def ladr_rank(self, pred: _Prediction, noise: StepNoise) -> torch.Tensor:
-        """LADR's standard-selection score [B, N] (policy.selection): top-1 probability, or the
-        baseline's log p(sampled) + temperature * Gumbel."""
-        if self.policy.selection == "top1":
-            return pred.top1
-        if noise.remask is None:  # temperature 0: nothing drawn
+    def noisy_confidence(self, pred: _Prediction, noise: StepNoise) -> torch.Tensor:
+        """The baseline's ranking score [B, N]: log p(sampled) + temperature * Gumbel (no noise
+        at temperature 0). Also LADR's with selection "gumbel"; "top1" ranks by top-1 instead."""
+        if noise.remask is None:
             return pred.log_conf
         return pred.log_conf + self.temperature * noise.remask
 
@@ -295,17 +293,17 @@ class _Run:
         if self.strategy == "ladr":
             phase = self.tables.phase(t_eff)
             n_mask = ladr_keep_counts(masked, t_eff, step, self.steps, self.schedule)
-            m_std = keep_lowest(self.ladr_rank(pred, noise), masked, n_mask)
+            rank = pred.top1 if self.policy.selection == "top1" else self.noisy_confidence(
+                pred, noise)
+            m_std = keep_lowest(rank, masked, n_mask)
             rescued = ladr_rescue(
                 m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform,
                 masked,
             )
             new_masked = m_std & ~rescued
         else:
-            confidence = pred.log_conf
-            if noise.remask is not None:
-                confidence = confidence + self.temperature * noise.remask
-            new_masked = baseline_remask(masked, confidence, self.keep_table[step])
+            new_masked = baseline_remask(masked, self.noisy_confidence(pred, noise),
+                                         self.keep_table[step])
             if self.strategy == "prophet":
                 fire = prophet_fire(
                     masked, pred.logit_gap, self.prophet.threshold(step / self.steps)
