@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if preset not in ladr_core.POLICY_PRESETS:
         raise SystemExit(f"--policy: {preset!r} is not a preset; choose one of "
                          f"{sorted(ladr_core.POLICY_PRESETS)}")
-    steps = args.steps or ladr_core.PRESET_STEPS.get(preset, 64)
+    steps = ladr_core.PRESET_STEPS.get(preset, 64) if args.steps is None else args.steps
     common = dict(width=size, height=size, cfg=cfg, temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),

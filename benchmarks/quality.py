@@ -10,9 +10,9 @@ templates). Reported per strategy: ``nfe_mean`` (denoiser calls per image), ``to
 (transformer token-forwards per image, CFG branches included; ML-Cache lowers it), ``wall_s``
 (sampling + decode, all prompts), ``score`` (category -> accuracy) and ``score_overall`` (mean of
 categories, GenEval's overall). ``baseline@ladr`` / ``baseline@ladr-nano`` rerun the baseline
-with T = that LADR run's mean NFE rounded (same budget). ``ladr-nano`` is the policy preset picked for nano on
-validation prompts (``testbed.tune_policy``) at its tuned T. Writes the JSON, a markdown table (.md) and a Pareto plot (.png) of overall
-score vs NFE next to it. Wall times come from a shared CPU: compare within one run only.
+with T = that LADR run's mean NFE rounded (same budget). ``ladr-nano`` is the policy preset
+picked for nano on validation prompts (``testbed.tune_policy``) at its tuned T. Writes the JSON,
+a markdown table (.md) and a Pareto plot (.png) of overall score vs NFE next to it. Wall times come from a shared CPU: compare within one run only.
 """
 
 from __future__ import annotations

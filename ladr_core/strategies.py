@@ -153,12 +153,13 @@ def ladr_rescue(
     candidates with the largest Delta. Ablations keep k_res and change only which tokens.
     """
     policy = tables.policy
-    cand = frontier(m_std, grid, policy.kernel_size)
+    k = policy.kernel_size
     if policy.seen_only:
         # Neighbours of tokens the forward pass saw, away from this step's standard picks.
-        k = policy.kernel_size
         fresh = masked_before & ~m_std
         cand = m_std & frontier(masked_before, grid, k) & ~dilate(fresh, grid, k)
+    else:
+        cand = frontier(m_std, grid, k)
     valid = cand & (margin > tables.tau[phase].unsqueeze(1))
     budget = cand.sum(dim=1) * tables.alpha_num[phase] // tables.alpha_den[phase]
     k_res = torch.minimum(budget, valid.sum(dim=1))

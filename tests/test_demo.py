@@ -31,3 +31,8 @@ def test_demo_writes_both_images_and_reports_the_speedup(tmp_path, capsys):
 def test_demo_names_an_unknown_policy(tmp_path):
     with pytest.raises(SystemExit, match="--policy: 'fast' is not a preset"):
         _demo().main(["--policy", "fast", "--out", str(tmp_path / "x.png"), "--no-baseline"])
+
+
+def test_demo_passes_a_bad_step_count_through_to_the_pipelines_check(tmp_path):
+    with pytest.raises(ValueError, match="steps"):
+        _demo().main(["--steps", "0", "--out", str(tmp_path / "x.png"), "--no-baseline"])
