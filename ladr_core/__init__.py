@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     "PRESET_STEPS": ".policy",
     "get_schedule": ".schedules",
     "load_dimoo": ".dimoo.pipeline",
+    "save_dimoo": ".dimoo.save",
     "DiMOOPipeline": ".dimoo.pipeline",
     "GenerationResult": ".dimoo.pipeline",
     "MLCacheConfig": ".dimoo.cache",

@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     "CheckpointError": ".checkpoint",
     "MLCacheConfig": ".cache",
     "load_dimoo": ".pipeline",
+    "save_dimoo": ".save",
     "DiMOOPipeline": ".pipeline",
     "GenerationResult": ".pipeline",
 }

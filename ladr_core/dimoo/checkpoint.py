@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from . import fp8
 from .config import ConfigError, DiMOOIds, LLaDAConfig
 from .model import LLaDAModel
 
@@ -52,6 +53,7 @@ class LoadedCheckpoint:
     vq: Any  # diffusers.VQModel
     vq_factor: int
     raw_config: dict[str, Any]
+    folder: Path | None = None  # where it was loaded from (save_dimoo copies the other files)
 
 
 def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
@@ -117,15 +119,62 @@ def shard_files(folder: Path) -> dict[Path, list[str] | None]:
     raise CheckpointError(f"{folder} has no {INDEX_FILE} or {SINGLE_FILE}{hint}; {HUB_HINT}")
 
 
-def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] | None,
-                dtype: torch.dtype, device: torch.device, out: dict[str, torch.Tensor]) -> list[str]:
-    """Read one shard into ``out`` (converted per tensor); return the unexpected names."""
+def _get(handle: Any, shard: Path, key: str) -> torch.Tensor:
+    try:
+        return handle.get_tensor(key)
+    except Exception as exc:
+        raise CheckpointError(f"{shard}: tensor {key} cannot be read ({exc}); the file is "
+                              "truncated or corrupt, re-download it") from None
+
+
+def _open(shard: Path) -> Any:
     from safetensors import safe_open
 
     try:
-        handle = safe_open(str(shard), framework="pt", device="cpu")
+        return safe_open(str(shard), framework="pt", device="cpu")
     except Exception as exc:  # safetensors raises its own SafetensorError on bad headers
         raise CheckpointError(f"{shard} is truncated or corrupt ({exc}); re-download this file") from None
+
+
+@dataclass
+class _Target:
+    """What the loaded tensors become: compute ``dtype`` on ``device``; block linears in
+    ``fp8`` (a format name, converting bf16/fp32 sources with ``scale``) or as stored."""
+
+    dtype: torch.dtype
+    device: torch.device
+    fp8: str | None = None
+    scale: str = "channel"
+
+    def fp8_dtype(self, name: str) -> torch.dtype:
+        return fp8.check_fp8_support(name, self.device, self.dtype)
+
+
+def _fp8_format(tensor: torch.Tensor) -> str | None:
+    return next((n for n, a in fp8.FP8_FORMATS.items() if getattr(torch, a, None) == tensor.dtype),
+                None)
+
+
+def _stored_fp8(shard: Path, key: str, tensor: torch.Tensor, target: _Target) -> torch.Tensor:
+    """A tensor saved in fp8 (a converted folder): checked against the request, kept as is."""
+    name = _fp8_format(tensor)
+    if not fp8.is_block_linear_weight(key):
+        raise CheckpointError(f"{shard}: {key} is stored in {tensor.dtype}, but only block linear "
+                              "weights may be fp8; re-save the folder with ladr_core.save_dimoo")
+    if target.fp8 is not None and target.fp8 != name:
+        raise ValueError(f"weight_dtype {target.fp8!r}: {shard} holds {name} weights; load it "
+                         f"with weight_dtype={name!r} or 'default', or convert the bf16 original")
+    return tensor.to(device=target.device, dtype=target.fp8_dtype(name))
+
+
+def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] | None,
+                target: _Target, out: dict[str, torch.Tensor], origin: dict[str, Path]) -> list[str]:
+    """Read one shard into ``out`` (converted per tensor); return the unexpected names.
+
+    Tensors converted to fp8 are read through their own short-lived handle, so the bf16 pages
+    are released after each layer (peak = the result + one tensor); the rest stay zero-copy.
+    """
+    handle = _open(shard)
     unexpected: list[str] = []
     with handle:
         keys = list(handle.keys())
@@ -133,41 +182,87 @@ def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] |
             missing = sorted(set(names) - set(keys))[:3]
             raise CheckpointError(f"{shard} lacks {missing} promised by {INDEX_FILE}; re-download it")
         for key in keys:
-            if key not in expected:
+            scale_of = key.removesuffix("_scale") if key.endswith("." + fp8.SCALE_SUFFIX) else None
+            if key not in expected and scale_of not in expected:
                 unexpected.append(key)
                 continue
-            try:
-                tensor = handle.get_tensor(key)
-            except Exception as exc:
-                raise CheckpointError(f"{shard}: tensor {key} cannot be read ({exc}); the file is "
-                                      "truncated or corrupt, re-download it") from None
-            if tensor.shape != expected[key]:
+            origin[key] = shard
+            if scale_of is not None:
+                out[key] = _get(handle, shard, key).to(device=target.device, dtype=torch.float32)
+                continue
+            if handle.get_slice(key).get_shape() != list(expected[key]):
                 raise CheckpointError(
-                    f"{shard}: {key} has shape {tuple(tensor.shape)} but config.json implies "
-                    f"{tuple(expected[key])}; config.json and the weights do not belong together")
-            out[key] = tensor.to(device=device, dtype=dtype)
+                    f"{shard}: {key} has shape {tuple(handle.get_slice(key).get_shape())} but "
+                    f"config.json implies {tuple(expected[key])}; config.json and the weights do "
+                    "not belong together")
+            if (target.fp8 is not None and fp8.is_block_linear_weight(key)
+                    and key.removesuffix("weight") + "bias" not in expected):
+                _convert_one(shard, key, target, out)
+                continue
+            tensor = _get(handle, shard, key)
+            out[key] = (_stored_fp8(shard, key, tensor, target) if _fp8_format(tensor)
+                        else tensor.to(device=target.device, dtype=target.dtype))
     return unexpected
 
 
-def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
-                     device: torch.device) -> LLaDAModel:
-    """Meta-device model + per-tensor converted safetensors weights (strict key check)."""
-    shards = shard_files(folder)
+def _convert_one(shard: Path, key: str, target: _Target, out: dict[str, torch.Tensor]) -> None:
+    """Quantize one block linear weight (own handle: its pages go when it closes)."""
+    with _open(shard) as handle:
+        tensor = _get(handle, shard, key)
+        if _fp8_format(tensor):
+            out[key] = _stored_fp8(shard, key, tensor, target)
+            return
+        dtype = target.fp8_dtype(target.fp8)  # type: ignore[arg-type]
+        out[key], out[key + "_scale"] = fp8.quantize(tensor.to(target.device), dtype, target.scale)
+        del tensor
+
+
+def _build(config: LLaDAConfig, state: dict[str, torch.Tensor], operations: Any,
+           origin: dict[str, Path]) -> LLaDAModel:
+    """Meta model from ``operations``, fp8 linears where the state holds fp8, then assign."""
     with torch.device("meta"):
-        model = LLaDAModel(config, init_std=None)
-    expected = {k: v.shape for k, v in model.state_dict().items()}
+        model = LLaDAModel(config, init_std=None, operations=operations)
+    fp8_keys = {k for k, v in state.items() if _fp8_format(v)}
+    if fp8_keys:
+        with torch.device("meta"):
+            fp8.use_fp8_linears(model)
+    problem = fp8.scale_problem(state, fp8_keys, model.state_dict())
+    if problem is not None:
+        key, why = problem
+        raise CheckpointError(f"{origin.get(key, '?')}: {why}; re-save the fp8 folder "
+                              "(ladr_core.save_dimoo) or load the bf16 original")
+    model.load_state_dict(state, strict=True, assign=True)
+    return model.eval().requires_grad_(False)
+
+
+def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
+                     device: torch.device, weight_dtype: str | None = None,
+                     fp8_scale: str = "channel", operations: Any = None) -> LLaDAModel:
+    """Meta-device model + per-tensor converted safetensors weights (strict key check).
+
+    ``weight_dtype`` (fp8.WEIGHT_DTYPES) converts block linears to fp8 while reading, one layer
+    at a time; a folder saved in fp8 loads as stored. ``operations``: see ``LLaDAModel``.
+    """
+    target = _Target(dtype, device, fp8.parse_weight_dtype(weight_dtype), fp8_scale)
+    if fp8_scale not in fp8.SCALE_KINDS:
+        raise ValueError(f"fp8_scale {fp8_scale!r} is not one of {list(fp8.SCALE_KINDS)}")
+    if target.fp8 is not None:
+        target.fp8_dtype(target.fp8)  # fail before reading anything
+    shards = shard_files(folder)
+    with torch.device("meta"):  # expected names/shapes, independent of the host's classes
+        expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
     state: dict[str, torch.Tensor] = {}
+    origin: dict[str, Path] = {}
     unexpected: list[str] = []
     for shard, names in shards.items():
-        unexpected += _read_shard(shard, expected, names, dtype, device, state)
+        unexpected += _read_shard(shard, expected, names, target, state, origin)
     missing = sorted(set(expected) - set(state))
     if missing or unexpected:
         raise CheckpointError(
             f"{folder}: weights do not match config.json (missing {missing[:4]}"
             f"{'...' if len(missing) > 4 else ''}, unexpected {sorted(unexpected)[:4]}); use the "
             "config.json shipped with these shards, or re-download the missing shard")
-    model.load_state_dict(state, strict=True, assign=True)
-    return model.eval().requires_grad_(False)
+    return _build(config, state, operations, origin)
 
 
 def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
@@ -235,15 +330,27 @@ def resolve_device(device: str | torch.device) -> torch.device:
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
-                    dtype: torch.dtype | str = torch.bfloat16) -> LoadedCheckpoint:
-    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder."""
+                    dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
+                    fp8_scale: str = "channel", operations: Any = None,
+                    weights_device: str | torch.device | None = None) -> LoadedCheckpoint:
+    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder.
+
+    ``dtype``: compute dtype (and storage of everything not fp8); ``weight_dtype``: see
+    ``load_transformer``; ``weights_device`` (default ``device``): where the transformer's
+    weights are put (the CPU for block streaming, ``offload.stream_blocks``).
+    """
     folder = Path(path).expanduser()
     if not folder.is_dir():
         raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
     dtype = resolve_dtype(dtype)
     device = resolve_device(device)
+    weights_at = device if weights_device is None else resolve_device(weights_device)
+    if fp8.parse_weight_dtype(weight_dtype) is not None:
+        fp8.check_fp8_support(weight_dtype, weights_at, dtype)  # type: ignore[arg-type]
+        fp8.check_fp8_support(weight_dtype, device, dtype)  # type: ignore[arg-type]
     config, ids, raw = read_config(folder)
     tokenizer = load_tokenizer(folder, ids)
     vq, vq_factor = load_vqvae(folder, ids, device)
-    transformer = load_transformer(folder, config, dtype, device)
-    return LoadedCheckpoint(transformer, config, ids, tokenizer, vq, vq_factor, raw)
+    transformer = load_transformer(folder, config, dtype, weights_at, weight_dtype, fp8_scale,
+                                   operations)
+    return LoadedCheckpoint(transformer, config, ids, tokenizer, vq, vq_factor, raw, folder)

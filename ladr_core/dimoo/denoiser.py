@@ -64,7 +64,7 @@ class DiMOODenoiser:
                              f"{batch.batch * (2 if cfg > 0 else 1)} (build it with_uncond={cfg > 0})")
         self.model, self.ids, self.cfg = model, ids, float(cfg)
         self.cache_config, self.steps = cache, steps
-        self.device = model.output_weight().device
+        self.device = model.compute_device()
         self.input_ids = batch.input_ids.to(self.device)
         self.attention_mask = batch.attention_mask.to(self.device)
         self.position_ids = default_position_ids(self.attention_mask, rows, self.input_ids.shape[1],

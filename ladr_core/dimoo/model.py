@@ -14,6 +14,14 @@ Behaviour follows the official ``LLaDAModel`` with ``block_type="llama"``
 * ``ln_f`` then ``ff_out`` (or ``wte`` when ``weight_tying``), x ``1/sqrt(d_model)`` if
   ``scale_logits``.
 
+Layers are built from an injectable ``operations`` namespace (``Linear``, ``Embedding``; default
+``torch.nn``), the way ComfyUI models take ``comfy.ops``: a host passes classes that cast weights
+at use or keep them offloaded, and the parameter names stay the official ones. Norm weights and
+the output rows are moved to the input's device at use (a no-op when they already live there),
+so a host may leave any weight on another device. ``device`` (None = where the output weight
+lives) is the device inputs go to; hosts that move weights themselves keep it current (ComfyUI's
+ModelPatcher sets ``model.device``; ``offload.stream_blocks`` sets it to the GPU).
+
 ``state_dict()`` keys equal the official checkpoint's: ``model.transformer.wte.weight``,
 ``model.transformer.blocks.{i}.{attn_norm,ff_norm,q_proj,k_proj,v_proj,attn_out,ff_proj,up_proj,
 ff_out}.weight``, ``model.transformer.ln_f.weight``, ``model.transformer.ff_out.weight``.
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -48,8 +57,8 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xf = x.float()
         xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
-        out = self.weight * xf.to(x.dtype)
-        return out + self.bias if self.bias is not None else out
+        out = self.weight.to(x.device) * xf.to(x.dtype)
+        return out + self.bias.to(x.device) if self.bias is not None else out
 
 
 class LayerNorm(nn.Module):
@@ -61,7 +70,8 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(size)) if bias else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+        bias = self.bias.to(x.device) if self.bias is not None else None
+        return F.layer_norm(x, self.weight.shape, self.weight.to(x.device), bias, 1e-5)
 
 
 def _norm(cfg: LLaDAConfig) -> nn.Module:
@@ -106,19 +116,19 @@ def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
 class LLaDABlock(nn.Module):
     """One official ``LLaDALlamaBlock`` (pre-norm attention + gated MLP)."""
 
-    def __init__(self, cfg: LLaDAConfig) -> None:
+    def __init__(self, cfg: LLaDAConfig, ops: Any = nn) -> None:
         super().__init__()
         self.cfg = cfg
         kv_dim = cfg.effective_n_kv_heads * cfg.head_dim
         self.attn_norm = _norm(cfg)
         self.ff_norm = _norm(cfg)
-        self.q_proj = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.qkv_bias)
-        self.k_proj = nn.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
-        self.v_proj = nn.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
-        self.attn_out = nn.Linear(cfg.d_model, cfg.d_model, bias=cfg.include_bias)
-        self.ff_proj = nn.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
-        self.up_proj = nn.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
-        self.ff_out = nn.Linear(cfg.hidden_size, cfg.d_model, bias=cfg.include_bias)
+        self.q_proj = ops.Linear(cfg.d_model, cfg.d_model, bias=cfg.qkv_bias)
+        self.k_proj = ops.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
+        self.v_proj = ops.Linear(cfg.d_model, kv_dim, bias=cfg.qkv_bias)
+        self.attn_out = ops.Linear(cfg.d_model, cfg.d_model, bias=cfg.include_bias)
+        self.ff_proj = ops.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
+        self.up_proj = ops.Linear(cfg.d_model, cfg.hidden_size, bias=cfg.include_bias)
+        self.ff_out = ops.Linear(cfg.hidden_size, cfg.d_model, bias=cfg.include_bias)
         self.act = _ACT[cfg.activation_type]
 
     def qkv(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
@@ -150,15 +160,15 @@ class LLaDABlock(nn.Module):
 class _Backbone(nn.Module):
     """Holds ``transformer`` so parameter names start with ``model.transformer.`` (official)."""
 
-    def __init__(self, cfg: LLaDAConfig) -> None:
+    def __init__(self, cfg: LLaDAConfig, ops: Any = nn) -> None:
         super().__init__()
         modules: dict[str, nn.Module] = {
-            "wte": nn.Embedding(cfg.n_embeddings, cfg.d_model),
-            "blocks": nn.ModuleList(LLaDABlock(cfg) for _ in range(cfg.n_layers)),
+            "wte": ops.Embedding(cfg.n_embeddings, cfg.d_model),
+            "blocks": nn.ModuleList(LLaDABlock(cfg, ops) for _ in range(cfg.n_layers)),
             "ln_f": _norm(cfg),
         }
         if not cfg.weight_tying:
-            modules["ff_out"] = nn.Linear(cfg.d_model, cfg.n_embeddings, bias=cfg.include_bias)
+            modules["ff_out"] = ops.Linear(cfg.d_model, cfg.n_embeddings, bias=cfg.include_bias)
         self.transformer = nn.ModuleDict(modules)
 
 
@@ -167,21 +177,31 @@ class LLaDAModel(nn.Module):
 
     Differentiable (no ``no_grad`` inside, no dropout), so training scripts can use it directly.
     ``V`` = ``embedding_size or vocab_size`` (the official logits width).
+    ``operations``: namespace whose ``Linear`` and ``Embedding`` build the layers (default
+    ``torch.nn``; ComfyUI passes ``comfy.ops.manual_cast`` and friends).
     """
 
-    def __init__(self, config: LLaDAConfig, init_std: float | None = 0.02) -> None:
+    def __init__(self, config: LLaDAConfig, init_std: float | None = 0.02,
+                 operations: Any = None) -> None:
         super().__init__()
         self.config = config
-        self.model = _Backbone(config)
+        self.device: torch.device | None = None
+        self._block_stream: Any = None  # offload.BlockStream while blocks are streamed
+        self.model = _Backbone(config, nn if operations is None else operations)
         if init_std is not None and not any(p.is_meta for p in self.parameters()):
             self.reset_parameters(init_std)
 
     @classmethod
-    def from_config(cls, config: LLaDAConfig | dict, init_std: float | None = 0.02) -> LLaDAModel:
+    def from_config(cls, config: LLaDAConfig | dict, init_std: float | None = 0.02,
+                    operations: Any = None) -> LLaDAModel:
         """Build from a config (object or config.json dict) with random N(0, init_std) weights."""
         if isinstance(config, dict):
             config = LLaDAConfig.from_dict(config, source="config dict")
-        return cls(config, init_std=init_std)
+        return cls(config, init_std=init_std, operations=operations)
+
+    def compute_device(self) -> torch.device:
+        """Where inputs go: ``self.device`` when a host set it, else the output weight's device."""
+        return self.device if self.device is not None else self.output_weight().device
 
     def reset_parameters(self, std: float = 0.02) -> None:
         """Official ``init_fn="normal"``: N(0, std) for linear/embedding weights, norms to 1, biases 0;
@@ -202,7 +222,9 @@ class LLaDAModel(nn.Module):
     # ---- pieces used by the DiMOO denoiser ----------------------------------------------
     @property
     def blocks(self) -> Sequence[LLaDABlock]:
-        return self.model.transformer.blocks  # type: ignore[return-value]
+        """The blocks in order; while streamed (offload.py) iterating brings each to the GPU."""
+        blocks = self.model.transformer.blocks
+        return blocks if self._block_stream is None else self._block_stream.view(blocks)
 
     def embed(self, input_ids: torch.Tensor) -> torch.Tensor:
         x = self.model.transformer.wte(input_ids)
@@ -222,6 +244,8 @@ class LLaDAModel(nn.Module):
         if rows is not None:
             weight = weight[rows]
             bias = bias[rows] if bias is not None else None
+        weight = weight.to(x.device, x.dtype)  # no-op unless a host left it elsewhere
+        bias = bias.to(x.device, x.dtype) if bias is not None else None
         logits = F.linear(x, weight, bias)
         return logits / math.sqrt(self.config.d_model) if self.config.scale_logits else logits
 

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .cache import MLCacheConfig
-from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint
+from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
@@ -101,6 +101,7 @@ class DiMOOPipeline:
         self.vq = checkpoint.vq
         self.ids: DiMOOIds = checkpoint.ids
         self.vq_factor: int = checkpoint.vq_factor
+        self.source_folder: Path | None = checkpoint.folder
         size = checkpoint.raw_config.get("default_image_size", DEFAULT_SIZE)
         self.default_size: int = size if isinstance(size, int) and size > 0 else DEFAULT_SIZE
         self.default_cfg: float = _default_cfg(checkpoint.raw_config)
@@ -110,7 +111,7 @@ class DiMOOPipeline:
 
     @property
     def device(self) -> torch.device:
-        return self.transformer.output_weight().device
+        return self.transformer.compute_device()
 
     def encode(self, text: str) -> list[int]:
         """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""
@@ -199,6 +200,24 @@ class DiMOOPipeline:
 
 
 def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
-               dtype: torch.dtype | str = torch.bfloat16) -> DiMOOPipeline:
-    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``."""
-    return DiMOOPipeline(load_checkpoint(path, device=device, dtype=dtype))
+               dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
+               fp8_scale: str = "channel", offload_blocks: bool = False,
+               operations: Any = None) -> DiMOOPipeline:
+    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``.
+
+    ``dtype``: compute dtype. ``weight_dtype``: "default" / None (as stored), "fp8_e4m3fn" or
+    "fp8_e5m2" (block linears stored in fp8 with per-output-channel scales, ``fp8_scale=
+    "tensor"`` for one scale per matrix; see fp8.py). ``offload_blocks``: keep the blocks on the
+    CPU and stream each to ``device`` one block ahead (offload.py). ``operations``: the layer
+    classes (``LLaDAModel``).
+    """
+    if not isinstance(offload_blocks, bool):
+        raise ValueError(f"offload_blocks must be True or False (got {offload_blocks!r})")
+    checkpoint = load_checkpoint(path, device=device, dtype=dtype, weight_dtype=weight_dtype,
+                                 fp8_scale=fp8_scale, operations=operations,
+                                 weights_device="cpu" if offload_blocks else None)
+    if offload_blocks:
+        from .offload import stream_blocks
+
+        stream_blocks(checkpoint.transformer, resolve_device(device))
+    return DiMOOPipeline(checkpoint)

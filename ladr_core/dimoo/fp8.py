@@ -1,0 +1,185 @@
+"""fp8 weight storage for the transformer blocks: scaled float8 linears computed in bf16/fp16/fp32.
+
+A block linear ``W [out, in]`` (``q_proj k_proj v_proj attn_out ff_proj up_proj ff_out`` of every
+block, bias-less, as in Lumina-DiMOO) is stored as ``weight`` = ``W / scale[:, None]`` rounded to
+float8 and a float32 buffer ``weight_scale [out]`` (the state-dict key next to ``weight``):
+
+* ``scale="channel"`` (default): ``scale[o] = max|W[o, :]| / fp8_max`` (per output channel);
+* ``scale="tensor"``: one ``max|W| / fp8_max`` repeated over the rows (per tensor, same layout).
+
+At use the weight is cast to the input's dtype (the host's ``Linear`` does it: ComfyUI's
+``manual_cast``, or ``CastLinear`` here) and the output is multiplied by ``weight_scale``:
+``x @ (W8 * s[:, None]).T == (x @ W8.T) * s``. The embedding, the norms and the output head stay
+in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
+Measured quality on the nano model: docs/FP8.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["WEIGHT_DTYPES", "FP8_FORMATS", "SCALE_KINDS", "CastLinear", "parse_weight_dtype",
+           "check_fp8_support", "quantize", "dequantize", "scaled_linear_class",
+           "use_fp8_linears", "is_block_linear_weight", "SCALE_SUFFIX", "scale_problem"]
+
+#: loader choices: "default" keeps the checkpoint's storage (bf16 folder -> ``dtype``, fp8 folder
+#: -> its fp8 format); the fp8 names convert a bf16/fp32 checkpoint while loading.
+WEIGHT_DTYPES = ("default", "fp8_e4m3fn", "fp8_e5m2")
+FP8_FORMATS = {"fp8_e4m3fn": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+SCALE_KINDS = ("channel", "tensor")
+SCALE_SUFFIX = "weight_scale"
+BLOCK_LINEARS = ("q_proj", "k_proj", "v_proj", "attn_out", "ff_proj", "up_proj", "ff_out")
+
+
+def parse_weight_dtype(weight_dtype: str | None) -> str | None:
+    """None / "default" -> None; an fp8 name -> itself; else ValueError listing the choices."""
+    if weight_dtype is None or weight_dtype == "default":
+        return None
+    if not isinstance(weight_dtype, str) or weight_dtype not in FP8_FORMATS:
+        raise ValueError(f"weight_dtype {weight_dtype!r} is not supported; use one of "
+                         f"{list(WEIGHT_DTYPES)} (or None = 'default')")
+    return weight_dtype
+
+
+def fp8_torch_dtype(name: str) -> torch.dtype:
+    """torch dtype of an fp8 format name; RuntimeError naming the missing dtype on old torch."""
+    attr = FP8_FORMATS[name]
+    dtype = getattr(torch, attr, None)
+    if dtype is None:
+        raise RuntimeError(f"weight_dtype {name!r} needs torch.{attr}, which torch "
+                           f"{torch.__version__} lacks; install torch >= 2.1 or use "
+                           "weight_dtype='default'")
+    return dtype
+
+
+def check_fp8_support(name: str, device: torch.device, compute: torch.dtype) -> torch.dtype:
+    """The fp8 torch dtype if ``device`` can store it and cast it to ``compute``; else a
+    RuntimeError naming the torch version, the device and what failed."""
+    dtype = fp8_torch_dtype(name)
+    try:
+        probe = torch.ones(2, device=device, dtype=compute).to(dtype)
+        ok = bool(torch.equal(probe.to(compute).cpu(), torch.ones(2, dtype=compute)))
+    except Exception as exc:  # backends raise TypeError / RuntimeError / NotImplementedError
+        raise RuntimeError(f"weight_dtype {name!r}: device {device} cannot store or cast "
+                           f"torch.{FP8_FORMATS[name]} with torch {torch.__version__} ({exc}); "
+                           "use weight_dtype='default' or a CUDA/CPU device") from None
+    if not ok:
+        raise RuntimeError(f"weight_dtype {name!r}: torch.{FP8_FORMATS[name]} round trip is wrong "
+                           f"on {device} (torch {torch.__version__}); use weight_dtype='default'")
+    return dtype
+
+
+def quantize(weight: torch.Tensor, dtype: torch.dtype, scale: str = "channel"
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+    """W [out, in] -> (fp8 W / s[:, None], float32 s [out]); zero rows get s = 1."""
+    if scale not in SCALE_KINDS:
+        raise ValueError(f"fp8 scale {scale!r} is not one of {list(SCALE_KINDS)}")
+    w = weight.float()
+    amax = w.abs().amax(dim=1) if scale == "channel" else w.abs().amax().expand(w.shape[0])
+    s = amax / torch.finfo(dtype).max
+    s = torch.where(s > 0, s, torch.ones_like(s)).contiguous()
+    fmax = torch.finfo(dtype).max
+    q = (w / s[:, None]).clamp_(-fmax, fmax).to(dtype)
+    return q, s
+
+
+def dequantize(q: torch.Tensor, s: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """fp8 [out, in] and scales [out] -> W [out, in] in ``dtype``."""
+    return (q.float() * s.float()[:, None]).to(dtype)
+
+
+class CastLinear(nn.Linear):
+    """``torch.nn.Linear`` that casts its weight (and bias) to the input's dtype and device at use
+    (the core's twin of ComfyUI's ``manual_cast.Linear``)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        bias = self.bias.to(x.device, x.dtype) if self.bias is not None else None
+        return F.linear(x, self.weight.to(x.device, x.dtype), bias)
+
+
+_SCALED: dict[type, type] = {}
+
+
+def scaled_linear_class(base: type) -> type:
+    """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
+
+    ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``.
+    """
+    base = CastLinear if base is nn.Linear else base
+    if base not in _SCALED:
+        def __init__(self: Any, in_features: int, out_features: int, bias: bool = False,
+                     device: Any = None, dtype: Any = None) -> None:
+            if bias:
+                raise ValueError("fp8 scaled linears are bias-less; keep biased linears in "
+                                 "the compute dtype")
+            base.__init__(self, in_features, out_features, bias=False, device=device, dtype=dtype)
+            self.register_buffer(SCALE_SUFFIX, torch.ones(out_features, device=device,
+                                                          dtype=torch.float32))
+
+        def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+            y = base.forward(self, x)
+            return y * self.weight_scale.to(y.device, y.dtype)
+
+        def _load_from_state_dict(self: Any, *args: Any, **kwargs: Any) -> None:
+            # a subclass with its own loader: ComfyUI then uses the plain torch loading path
+            nn.Module._load_from_state_dict(self, *args, **kwargs)
+
+        _SCALED[base] = type(f"ScaledFP8{base.__name__}", (base,), {
+            "__init__": __init__, "forward": forward,
+            "_load_from_state_dict": _load_from_state_dict,
+            "__doc__": f"fp8 ``weight`` x float32 ``weight_scale [out]`` over {base.__name__}."})
+    return _SCALED[base]
+
+
+def is_block_linear_weight(key: str) -> bool:
+    """True for ``model.transformer.blocks.{i}.<linear>.weight`` (the fp8-stored tensors)."""
+    parts = key.split(".")
+    return (len(parts) == 6 and parts[:3] == ["model", "transformer", "blocks"]
+            and parts[4] in BLOCK_LINEARS and parts[5] == "weight")
+
+
+def use_fp8_linears(model: nn.Module) -> list[str]:
+    """Swap every bias-less block linear for its scaled class (same type family, same device,
+    e.g. ``meta``); returns the swapped module names. Call before loading the state dict."""
+    swapped: list[str] = []
+    for name, block in model.model.transformer.blocks.named_children():
+        for attr in BLOCK_LINEARS:
+            old = getattr(block, attr)
+            if old.bias is not None or type(old) in _SCALED.values():
+                continue
+            cls = scaled_linear_class(type(old))
+            device = old.weight.device if old.weight is not None else torch.device("meta")
+            new = cls(old.in_features, old.out_features, bias=False, device=device)
+            setattr(block, attr, new)
+            swapped.append(f"model.transformer.blocks.{name}.{attr}")
+    return swapped
+
+
+def scale_problem(state: dict[str, torch.Tensor], fp8_keys: set[str],
+                  model_state: dict[str, torch.Tensor]) -> tuple[str, str] | None:
+    """First (key, reason) making the fp8 weights and their scales disagree, else None.
+
+    Every fp8 weight needs ``<key>_scale`` float [out], finite and > 0; a scale needs an fp8
+    weight; an fp8 weight must belong to a bias-less block linear.
+    """
+    for key in sorted(fp8_keys):
+        skey = key + "_scale"
+        if skey not in model_state:
+            return key, f"{key} is fp8 but its layer cannot hold fp8 weights (it has a bias)"
+        if skey not in state:
+            return key, f"{key} is {state[key].dtype} but its scale {skey} is missing"
+        s = state[skey]
+        if tuple(s.shape) != (state[key].shape[0],) or not s.is_floating_point():
+            return skey, (f"{skey} has shape {tuple(s.shape)} / {s.dtype}, expected float "
+                          f"[{state[key].shape[0]}] (one scale per output row of {key})")
+        if not bool(torch.isfinite(s).all() and (s > 0).all()):
+            return skey, f"{skey} holds non-finite or non-positive scales"
+    for skey in sorted(k for k in state if k.endswith("." + SCALE_SUFFIX)):
+        if skey.removesuffix("_scale") not in fp8_keys:
+            return skey, (f"{skey} is a scale but {skey.removesuffix('_scale')} is not stored "
+                          "in fp8 (a scale without its fp8 weight)")
+    return None
