@@ -17,7 +17,7 @@ def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
             f"tokens: they were sampled with another checkpoint/dtype than {model.name!r} "
             "(different codebook). Connect VQ Decode to the same Load DiMOO Model as the sampler."
         )
-    host.load_to_device(model.patcher)
+    host.load_to_device(model.patcher, vq_only=True)
     with torch.inference_mode():
         images = model.pipe.decode(tokens.tokens, tokens.grid)
     images = images.detach().float().clamp(0.0, 1.0).cpu()

@@ -103,21 +103,63 @@ def model_folder_paths() -> list[str]:
 
 
 # ---------------------------------------------------------------- memory management
-def wrap_for_memory(modules: torch.nn.Module) -> Any | None:
-    """Wrap the weights in ComfyUI's ModelPatcher so `load_models_gpu` can place/evict them."""
+def model_operations(fp8: bool) -> Any | None:
+    """ComfyUI's layer classes for the transformer (None without the host = ``torch.nn``).
+
+    fp8 weights: ``comfy.ops.manual_cast`` (weights cast to the compute dtype at use, as ComfyUI
+    does when the weight and compute dtypes differ); otherwise ``disable_weight_init``. Both
+    carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and cast them at use
+    when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
+    """
+    ops = _comfy_module("comfy.ops")
+    if ops is None:
+        return None
+    return ops.manual_cast if fp8 else ops.disable_weight_init
+
+
+@dataclass
+class Patchers:
+    """ComfyUI ModelPatchers of one DiMOO: the transformer (may load partially) and the VQ
+    (diffusers layers without ComfyUI casting: always loaded whole)."""
+
+    transformer: Any
+    vq: Any | None = None
+
+
+def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = None
+                    ) -> Patchers | None:
+    """Wrap the weights in ComfyUI's ModelPatcher so `load_models_gpu` can place/evict them.
+
+    The patcher keeps ``transformer.device`` (where inputs go) at its load/offload device.
+    """
     mp = _comfy_module("comfy.model_patcher")
     if mp is None:
         return None
     cls = getattr(mp, "CoreModelPatcher", mp.ModelPatcher)
-    return cls(modules, load_device=torch_device(), offload_device=offload_device())
+    load, offload = torch_device(), offload_device()
+    # the VQ sits in a plain holder: diffusers' read-only `device` property would refuse the
+    # `model.device = ...` that ModelPatcher writes
+    holder = torch.nn.ModuleDict({"vq": vq}) if vq is not None else None
+    vq_patcher = cls(holder, load_device=load, offload_device=offload) if holder is not None else None
+    return Patchers(cls(transformer, load_device=load, offload_device=offload), vq_patcher)
 
 
-def load_to_device(patcher: Any | None, memory_required: int = 0) -> None:
-    """Ask ComfyUI to load the weights (freeing other models if needed) before sampling."""
+def load_to_device(patchers: Patchers | None, memory_required: int = 0,
+                   vq_only: bool = False) -> None:
+    """Ask ComfyUI to load the weights (freeing other models if needed) before running.
+
+    The VQ is loaded whole first; then the transformer, partially when memory is short (no
+    forced full load), with the VQ kept loaded. ``vq_only``: just the VQ (decoding).
+    """
     mm = _comfy_module("comfy.model_management")
-    if mm is None or patcher is None:
+    if mm is None or patchers is None:
         return
-    mm.load_models_gpu([patcher], memory_required=memory_required, force_full_load=True)
+    if patchers.vq is not None:
+        mm.load_models_gpu([patchers.vq], force_full_load=True)
+    if vq_only:
+        return
+    models = [patchers.transformer] + ([patchers.vq] if patchers.vq is not None else [])
+    mm.load_models_gpu(models, memory_required=memory_required)
 
 
 # ---------------------------------------------------------------- interrupts

@@ -3,12 +3,18 @@
 Choices are the sub-folders of every `lumina_dimoo` model folder ComfyUI knows (its
 `models/lumina_dimoo/` plus any `lumina_dimoo:` path from extra_model_paths.yaml) that hold a
 `config.json`, and the built-in nano checkpoint. The loaded pipeline is cached across queue
-runs, keyed on (folder, its config.json mtime, dtype, device); changing an input reloads.
+runs, keyed on (folder, its config.json mtime, dtype, device[, weight_dtype]); changing an input
+reloads. The optional `weight_dtype` input (absent in older saved workflows = "default") stores
+the block linears in fp8. Inside ComfyUI the transformer is built from `comfy.ops` classes and
+wrapped in a ModelPatcher, so it loads partially when VRAM is short (--lowvram, --novram,
+--reserve-vram apply); the VQ has its own patcher and is always loaded whole.
 """
 
 from __future__ import annotations
 
 import os
+
+import torch
 
 import ladr_core
 
@@ -19,6 +25,7 @@ io, _ = host.v3()
 
 NANO = "dimoo-nano (built-in)"
 DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
+WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.fp8.WEIGHT_DTYPES
 _CACHE: dict[tuple, DiMOOModel] = {}
 
 
@@ -56,39 +63,40 @@ def resolve_model_path(model_name: str) -> str:
     )
 
 
-def load_model(model_name: str, dtype: str) -> DiMOOModel:
+def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> DiMOOModel:
     """Load (or reuse) the pipeline for these loader inputs and wrap it for ComfyUI memory."""
     path = resolve_model_path(model_name)
     device = host.torch_device()
     torch_dtype = host.pick_dtype(dtype, device)
     mtime = os.path.getmtime(os.path.join(path, "config.json"))
     key = (os.path.realpath(path), mtime, str(torch_dtype), str(device))
+    if weight_dtype != "default":  # old keys unchanged: the tokens' model_key stays the same
+        key = (*key, weight_dtype)
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
     _CACHE.clear()  # one DiMOO at a time: drop the old one before loading the next
     # Load onto the offload device; ComfyUI's load_models_gpu (host.load_to_device) moves the
-    # weights to `device` before each run, after freeing memory held by other models.
-    pipe = load_pipeline(path, host.offload_device(), torch_dtype)
-    modules = _weights_module(pipe)
-    handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=host.wrap_for_memory(modules))
+    # weights to `device` before each run (partially when VRAM is short), after freeing memory
+    # held by other models. Layers are built from ComfyUI's operations so that works.
+    extra: dict[str, object] = {}
+    ops = host.model_operations(fp8=weight_dtype != "default")
+    if ops is not None:
+        extra["operations"] = ops
+    if weight_dtype != "default":
+        extra["weight_dtype"] = weight_dtype
+    pipe = load_pipeline(path, host.offload_device(), torch_dtype, **extra)
+    vq = pipe.vq if isinstance(getattr(pipe, "vq", None), torch.nn.Module) else None
+    patchers = host.wrap_for_memory(pipe.transformer, vq) if hasattr(pipe, "transformer") else None
+    handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=patchers)
     _CACHE[key] = handle
     return handle
 
 
-def load_pipeline(path: str, device: object, dtype: object) -> object:
-    """`ladr_core.load_dimoo` (ARCHITECTURE.md Sec. 2); one seam for tests to substitute."""
-    return ladr_core.load_dimoo(path, device=device, dtype=dtype)
-
-
-def _weights_module(pipe: object) -> object:
-    """One nn.Module holding the transformer and the VQ model, for ComfyUI's ModelPatcher."""
-    import torch  # noqa: PLC0415
-
-    parts = {"transformer": pipe.transformer}
-    if isinstance(getattr(pipe, "vq", None), torch.nn.Module):
-        parts["vq"] = pipe.vq
-    return torch.nn.ModuleDict(parts)
+def load_pipeline(path: str, device: object, dtype: object, **options: object) -> object:
+    """`ladr_core.load_dimoo` (ARCHITECTURE.md Sec. 2); one seam for tests to substitute.
+    ``options``: `weight_dtype`, `operations` (only passed when set)."""
+    return ladr_core.load_dimoo(path, device=device, dtype=dtype, **options)
 
 
 class LoadDiMOOModel(io.ComfyNode):
@@ -115,14 +123,25 @@ class LoadDiMOOModel(io.ComfyNode):
                     tooltip="Weight dtype. auto: bf16 where the device supports it well, "
                     "fp32 on CPU.",
                 ),
+                io.Combo.Input(
+                    "weight_dtype", options=WEIGHT_DTYPE_CHOICES, default="default",
+                    optional=True,
+                    tooltip="Storage of the transformer blocks' linear weights. default: as the "
+                    "folder stores them (in `dtype`). fp8_e4m3fn / fp8_e5m2: 8-bit with a scale "
+                    "per output channel, computed in `dtype` (about half the memory of bf16; "
+                    "e4m3fn is the more accurate). A folder saved in fp8 loads as saved.",
+                ),
             ],
             outputs=[io.Custom(MODEL_TYPE).Output("model", tooltip="DiMOO model handle.")],
         )
 
     @classmethod
-    def validate_inputs(cls, model_name: str, dtype: str) -> bool | str:
+    def validate_inputs(cls, model_name: str, dtype: str, weight_dtype: str = "default"
+                        ) -> bool | str:
         if dtype not in DTYPE_CHOICES:
             return f"dtype: {dtype!r} is not one of {DTYPE_CHOICES}"
+        if weight_dtype not in WEIGHT_DTYPE_CHOICES:
+            return f"weight_dtype: {weight_dtype!r} is not one of {WEIGHT_DTYPE_CHOICES}"
         try:
             resolve_model_path(model_name)
         except ValueError as exc:
@@ -130,5 +149,5 @@ class LoadDiMOOModel(io.ComfyNode):
         return True
 
     @classmethod
-    def execute(cls, model_name: str, dtype: str) -> io.NodeOutput:
-        return io.NodeOutput(load_model(model_name, dtype))
+    def execute(cls, model_name: str, dtype: str, weight_dtype: str = "default") -> io.NodeOutput:
+        return io.NodeOutput(load_model(model_name, dtype, weight_dtype))

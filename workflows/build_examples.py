@@ -126,7 +126,8 @@ def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
 
 
 def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
-    return Node(id, "LADR_LoadDiMOOModel", (20, 40), {"model_name": name, "dtype": dtype},
+    return Node(id, "LADR_LoadDiMOOModel", (20, 40),
+                {"model_name": name, "dtype": dtype, "weight_dtype": "default"},
                 size=(320, 90))
 
 
