@@ -20,7 +20,10 @@ Each measurement runs in a fresh interpreter and reads its peak resident set (``
   ``safetensors.torch.load_file`` and ``load_state_dict`` - what a straightforward loader does.
 
 Figure: (peak - baseline) / bf16 weight bytes. Target <= 1.3.
-Run: ``python -m benchmarks.loader_memory [--cache-dir DIR] [--no-naive]``.
+``--weight-dtype fp8_e4m3fn``: the same folder converted to fp8 while loading (block linears in
+fp8 + scales, the rest bf16); the figure is then (peak - baseline) / bytes of the resulting
+model's state dict (``result_bytes``), target <= 1.3, written to ``loader_memory_<dtype>.json``.
+Run: ``python -m benchmarks.loader_memory [--cache-dir DIR] [--no-naive] [--weight-dtype D]``.
 """
 
 from __future__ import annotations
@@ -52,12 +55,14 @@ VERSION = 1  # bump when the writer changes so cached folders are rewritten
 IMPORTS = "import torch, ladr_core, safetensors.torch, tokenizers, diffusers\n"
 LOAD = IMPORTS + ("import ladr_core.dimoo.pipeline\n"
                   "pipe = ladr_core.load_dimoo(sys.argv[1] if len(sys.argv) > 1 else FOLDER, "
-                  "dtype=torch.bfloat16)\n"
+                  "dtype=torch.bfloat16, weight_dtype=WEIGHT_DTYPE)\n"
                   "extra['params'] = sum(p.numel() for p in pipe.transformer.parameters())\n"
+                  "extra['result_bytes'] = sum(t.numel() * t.element_size() "
+                  "for t in pipe.transformer.state_dict().values())\n"
                   "extra['dtype'] = str(next(pipe.transformer.parameters()).dtype)\n"
                   "extra['after_load_untouched'] = status()\n"
                   "for p in pipe.transformer.parameters():\n"
-                  "    p.sum()  # page in every weight (they may be mmap-backed)\n")
+                  "    (p.view(torch.uint8) if p.element_size() == 1 else p).sum()  # page in (mmap)\n")
 NAIVE = IMPORTS + ("import json\nfrom pathlib import Path\n"
                    "from safetensors.torch import load_file\n"
                    "from ladr_core.dimoo.config import LLaDAConfig\n"
@@ -139,32 +144,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--cache-dir", type=Path, default=None)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--no-naive", action="store_true", help="skip the naive reference load")
+    parser.add_argument("--weight-dtype", default="default",
+                        help="default | fp8_e4m3fn | fp8_e5m2 (fp8: convert while loading)")
     args = parser.parse_args(argv)
     apply_threads(args)
     spec = TINY if args.tiny else BIG
     folder = args.cache_dir or Path("/tmp") / ("ladr_bench_ckpt_tiny" if args.tiny
                                                else "ladr_bench_ckpt_2gb")
     weight_bytes = ensure_checkpoint(folder, spec, args.shards)
-    prefix = f"FOLDER = {str(folder)!r}\n"
+    fp8 = args.weight_dtype != "default"
+    prefix = f"FOLDER = {str(folder)!r}\nWEIGHT_DTYPE = {args.weight_dtype!r}\n"
     probes = {"baseline": run_memory_probe(prefix + IMPORTS),
               "load_dimoo": run_memory_probe(prefix + LOAD)}
-    if not args.no_naive:
+    if not args.no_naive and not fp8:
         probes["naive"] = run_memory_probe(prefix + NAIVE)
     base = probes["baseline"]["VmHWM"]
+    denom = probes["load_dimoo"]["result_bytes"] if fp8 else weight_bytes
     rows, result_cases = [], {}
     for name, p in probes.items():
         extra = p["VmHWM"] - base if name != "baseline" else 0
-        r = ratio(extra, weight_bytes) if name != "baseline" else None
+        r = ratio(extra, denom if name == "load_dimoo" else weight_bytes) if name != "baseline" else None
         result_cases[name] = {**p, "peak_minus_baseline": extra, "ratio_to_weights": r}
         rows.append({"case": name, "peak_MB": p["VmHWM"] / 2**20,
-                     "peak_minus_baseline_MB": extra / 2**20, "ratio_to_bf16_weights": r})
+                     "peak_minus_baseline_MB": extra / 2**20, "ratio": r})
+    what = (f"loaded as {args.weight_dtype}: {denom / 2**30:.2f} GiB result" if fp8 else
+            "ratio to the bf16 weights")
     print_table(f"loader peak RSS, {weight_bytes / 2**30:.2f} GiB bf16 weights "
-                f"in {args.shards} shards (target <= {TARGET}x)", rows)
+                f"in {args.shards} shards, {what} (target <= {TARGET}x)", rows)
     got = result_cases["load_dimoo"]["ratio_to_weights"]
     result = {"folder": str(folder), "config": spec, "shards": args.shards,
-              "weight_bytes": weight_bytes, "target_ratio": TARGET, "cases": result_cases,
+              "weight_bytes": weight_bytes, "weight_dtype": args.weight_dtype,
+              "ratio_denominator_bytes": denom, "target_ratio": TARGET, "cases": result_cases,
               "ratio": got, "meets_target": got is not None and got <= TARGET}
-    print(f"wrote {write_result('loader_memory', result, args.out)}")
+    name = "loader_memory" + (f"_{args.weight_dtype}" if fp8 else "")
+    print(f"wrote {write_result(name, result, args.out)}")
     return result
 
 

@@ -119,6 +119,19 @@ def test_loader_memory_fields(tmp_path: Path) -> None:
     assert {"ratio", "meets_target", "target_ratio"} <= set(doc)
 
 
+def test_loader_memory_fp8_fields(tmp_path: Path) -> None:
+    bench("loader_memory").main(["--tiny", "--threads", "0", "--out", str(tmp_path),
+                                 "--weight-dtype", "fp8_e4m3fn", "--cache-dir",
+                                 str(tmp_path / "ckpt")])
+    doc = json.loads((tmp_path / "loader_memory_fp8_e4m3fn.json").read_text())
+    load = doc["cases"]["load_dimoo"]
+    assert doc["benchmark"] == "loader_memory_fp8_e4m3fn" and "naive" not in doc["cases"]
+    # fp8 block linears + scales, bf16 embedding/head: fewer bytes than the bf16 weights
+    assert doc["weight_bytes"] / 2 < load["result_bytes"] == doc["ratio_denominator_bytes"] \
+        < doc["weight_bytes"]
+    assert doc["ratio"] == load["ratio_to_weights"]
+
+
 def test_preview_cost_fields(tmp_path: Path) -> None:
     doc = run("preview_cost", tmp_path)
     cases = [(r["size"], r["case"]) for r in doc["rows"]]
