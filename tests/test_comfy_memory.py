@@ -7,7 +7,8 @@ A child interpreter imports ComfyUI's `comfy` (CPU mode), then the pack's loader
 transformer must be built from `comfy.ops` classes and wrapped in its own ModelPatcher; a
 partial load (ModelPatcher.load with a few hundred KB of "VRAM") must leave layers offloaded and
 cast at use, with logits identical to ladr_core's own model, for bf16-style and fp8 weights; and
-`host.load_to_device` must load without forcing a full load.
+`host.load_to_device` must load without forcing a full load. A folder saved in fp8 loads as
+stored with the default weight_dtype (ComfyUI's plain classes) and gives the same logits.
 """
 
 from __future__ import annotations
@@ -70,6 +71,24 @@ for wd in ("default", "fp8_e4m3fn"):
         "max_diff_full": float((full - want).abs().max()),
         "device": str(t.device), "load_calls": calls[:],
     }
+import tempfile
+pipe8 = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32,
+                             weight_dtype="fp8_e4m3fn")
+folder = ladr_core.save_dimoo(pipe8, tempfile.mkdtemp() + "/nano-fp8")
+loader.resolve_model_path = lambda name: str(folder)
+handle = loader.load_model("nano-fp8", "fp32")  # weight_dtype "default": loads as stored
+t = handle.pipe.transformer
+with torch.no_grad():
+    want = pipe8.transformer(ids)
+    resident = t(ids)
+    handle.patcher.transformer.load(torch.device("cpu"), lowvram_model_memory=300_000)
+    partial = t(ids)
+q = t.blocks[0].q_proj
+out["saved_fp8_default"] = {
+    "weight_dtype": str(q.weight.dtype), "lowvram": bool(t.model_lowvram),
+    "linear_is_comfy": isinstance(q, comfy.ops.disable_weight_init.Linear),
+    "max_diff_resident": float((resident - want).abs().max()),
+    "max_diff_partial": float((partial - want).abs().max())}
 print("RESULT" + json.dumps(out))
 """
 
@@ -104,3 +123,9 @@ def test_load_to_device_does_not_force_a_full_transformer_load(result: dict) -> 
     calls = result["default"]["load_calls"]
     # VQ whole, then transformer (+ VQ kept) without force_full_load; then VQ alone to decode
     assert calls == [{"n": 1, "full": True}, {"n": 2, "full": False}, {"n": 1, "full": True}]
+
+
+def test_a_saved_fp8_folder_loads_as_stored_with_default_weight_dtype(result: dict) -> None:
+    r = result["saved_fp8_default"]
+    assert r["weight_dtype"] == "torch.float8_e4m3fn" and r["linear_is_comfy"] and r["lowvram"]
+    assert r["max_diff_resident"] <= 1e-5 and r["max_diff_partial"] <= 1e-5

@@ -107,7 +107,9 @@ _SCALED: dict[type, type] = {}
 def scaled_linear_class(base: type) -> type:
     """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
 
-    ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``.
+    ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``. A
+    weight on the input's device is cast here; one left on another device (a host's offloaded
+    layer, e.g. ComfyUI lowvram) goes through the base class's cast-at-use forward.
     """
     base = CastLinear if base is nn.Linear else base
     if base not in _SCALED:
@@ -121,7 +123,10 @@ def scaled_linear_class(base: type) -> type:
                                                           dtype=torch.float32))
 
         def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
-            y = base.forward(self, x)
+            if self.weight.device == x.device:  # resident: cast here, whatever the base does
+                y = F.linear(x, self.weight.to(x.dtype))
+            else:  # left elsewhere by a host: its class brings the weight over and casts it
+                y = base.forward(self, x)
             return y * self.weight_scale.to(y.device, y.dtype)
 
         def _load_from_state_dict(self: Any, *args: Any, **kwargs: Any) -> None:
