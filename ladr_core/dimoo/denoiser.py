@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -43,6 +44,7 @@ class DenoiserStats:
     refresh_steps: int = 0
     cached_steps: int = 0
     refresh_at: list[int] = field(default_factory=list)  # call indices (0-based) of refreshes
+    compile_seconds: float = 0.0  # first calls of new shapes under a compiled pipeline
 
 
 def valid_cfg(value: object) -> bool:
@@ -78,7 +80,7 @@ class DiMOODenoiser:
         self.branches = BranchCache(cache) if cache is not None else None
         self.schedule = (CacheSchedule(cache, steps, self.layout.n_codes)  # type: ignore[arg-type]
                          if cache is not None else None)
-        self.forward_hook: object | None = None  # compile.CompiledPasses, set by pipe.compile
+        self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager
 
     def _pack(self, batch: PromptBatch) -> None:
         """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N]."""
@@ -110,11 +112,20 @@ class DiMOODenoiser:
         is what the sampler gets, exactly as without a cache)."""
         return self.model.project(hidden, rows=self.codebook)
 
+    def _run(self, which: str, *args: Any) -> Any:
+        """packed.full_pass / partial_pass, or their compiled versions (timing first calls)."""
+        hook = self.forward_hook
+        if hook is None:
+            return (full_pass if which == "full" else partial_pass)(self.model, *args)
+        before = hook.compile_seconds
+        out = getattr(hook, which)(self.model, *args)
+        self.stats.compile_seconds += hook.compile_seconds - before
+        return out
+
     def _full(self, seq: torch.Tensor, keep_kv: bool) -> torch.Tensor:
         cache = self.branches
         kv_out = cache.kv if keep_kv and cache is not None else None
-        run = self.forward_hook.full if self.forward_hook is not None else full_pass  # type: ignore[attr-defined]
-        hidden, kv = run(self.model, seq, self.rows, kv_out, keep_kv)
+        hidden, kv = self._run("full", seq, self.rows, kv_out, keep_kv)
         logits = self._project(hidden[self.code_pos])
         self.stats.token_forwards += self.real_tokens
         if keep_kv and cache is not None:
@@ -126,8 +137,8 @@ class DiMOODenoiser:
         assert self.branches is not None and self.branches.kv is not None
         index = self.branches.next_index
         assert index is not None
-        run = self.forward_hook.partial if self.forward_hook is not None else partial_pass  # type: ignore[attr-defined]
-        hidden = run(self.model, seq, self.rows, self.code_pos.gather(1, index), self.branches.kv)
+        hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
+                           self.branches.kv)
         self.stats.token_forwards += index.numel()
         fresh = self._project(hidden).view(*index.shape, -1)
         return self.branches.update(index, fresh).float()
