@@ -212,7 +212,9 @@ def nano_counts() -> dict[str, Any]:
         rows = json.loads(path.read_text())["rows"]
     except (OSError, KeyError, ValueError):
         return {}
-    return {r["case"]: r for r in rows if "refresh_calls" in r}
+    names = {"baseline": "baseline-64", "baseline+cache": "mlcache", "ladr-nano": "ladr-nano",
+             "ladr-nano+cache": "ladr-nano+mlcache"}
+    return {names[r["case"]]: r for r in rows if r.get("case") in names and "refresh_calls" in r}
 
 
 def e2e_cases() -> dict[str, tuple[str, int, Any, MLCacheConfig | None]]:

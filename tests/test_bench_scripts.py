@@ -103,11 +103,16 @@ def test_ml_cache_fields(tmp_path: Path) -> None:
     doc = run("ml_cache", tmp_path)
     rows = {r["case"]: r for r in doc["rows"]}
     assert set(rows) == {"baseline", "baseline+cache", "ladr", "ladr+cache", "prophet",
-                         "prophet+cache"}
+                         "prophet+cache", "ladr-nano", "ladr-nano+cache"}
     assert rows["baseline"]["saved_vs_baseline"] == 0.0
     assert 0.0 < rows["baseline+cache"]["saved_within_run"] < 1.0
     assert rows["ladr"]["nfe"] < rows["baseline"]["nfe"]
     assert doc["model"] and doc["cache_config"]["cache_ratio"] == 0.9
+    for name, r in rows.items():  # every call is a refresh or a cached call, with a cache only
+        assert r["refresh_calls"] + r["cached_calls"] == (r["nfe"] if r["ml_cache"] else 0), name
+    mem = doc["memory"]
+    assert mem["kept_bytes"] > mem["kv_bytes"] > 0
+    assert mem["extra_over_kept"] <= 1.02  # the cache itself and nothing twice
 
 
 def test_loader_memory_fields(tmp_path: Path) -> None:
