@@ -152,3 +152,27 @@ def test_baseline_with_the_official_cache_refreshes_on_the_official_calls(pipe: 
                  generator=[torch.Generator().manual_seed(i) for i in range(2)])
     assert res.nfe == 64 and den.stats.cached_steps == 64 - 28
     assert den.stats.refresh_at == [s for s in range(64) if MLCacheConfig().is_refresh(s, 64)]
+
+
+def test_recompute_changed_takes_committed_slots_first(pipe: DiMOOPipeline) -> None:
+    """With recompute_changed, slots whose token changed since their K/V were made (committed
+    tokens, whose cached K/V still encode the mask) are recomputed before low max logits."""
+    cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.0, refresh_interval=99,
+                          refresh_commit=0.0, recompute_changed=True)
+    den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=8)
+    tokens = torch.zeros(2, 12, dtype=torch.long)
+    masked = torch.ones(2, 12, dtype=torch.bool)
+    den(tokens, masked)  # refresh
+    confident = den.branches.max_logit.argsort(dim=1, descending=True)[:, :2]  # never picked
+    assert not (den.branches.next_index[..., None] == confident[:, None]).any()
+    item = confident[:2]  # cond row i commits its two most confident slots
+    masked2 = masked.clone().scatter_(1, item, False)
+    tokens2 = tokens.clone().scatter_(1, item, 5)
+    den(tokens2, masked2)  # cached call
+    assert den.stats.cached_steps == 1
+    chosen = den.branches.codes  # the cache now holds the committed ids at those slots
+    slots = den.code_pos.shape[1]
+    assert chosen.shape == (4, slots)
+    for r in range(2):  # cond rows; the uncond rows of the same items changed too
+        for row in (r, r + 2):
+            assert (chosen[row, item[r]] == pipe.ids.image_offset + 5).all()

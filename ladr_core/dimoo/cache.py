@@ -58,12 +58,16 @@ class MLCacheConfig:
 
     ``refresh_commit``: refresh when the mean image tokens committed since the last refresh reach
     this fraction of N (LADR-aware rule, see the module docstring); 0 turns it off.
+    ``recompute_changed``: on a cached call, recompute first the code slots whose input token
+    changed since their K/V were computed (committed tokens), then the lowest max logits; off =
+    the official choice (lowest max logits only).
     """
 
     cache_ratio: float = 0.9
     warmup_ratio: float = 0.3
     refresh_interval: int = 5
     refresh_commit: float = 0.3
+    recompute_changed: bool = False
 
     def __post_init__(self) -> None:
         _ratio("cache_ratio", self.cache_ratio, 0.0, 1.0, False,
@@ -75,6 +79,8 @@ class MLCacheConfig:
             raise ValueError(f"refresh_interval must be an int >= 1 (got {self.refresh_interval!r})")
         _ratio("refresh_commit", self.refresh_commit, 0.0, 1.0, True,
                "0.3 refreshes after 30% of the image tokens were committed; 0 turns it off")
+        if not isinstance(self.recompute_changed, bool):
+            raise ValueError(f"recompute_changed must be a bool (got {self.recompute_changed!r})")
 
     def warmup_step(self, steps: int) -> int:
         return int(steps * self.warmup_ratio)
@@ -149,38 +155,57 @@ class BranchCache:
         self.kv: LayerKV | None = None
         self.logits: torch.Tensor | None = None
         self.next_index: torch.Tensor | None = None
+        self.codes: torch.Tensor | None = None  # [R, N] input ids the cached K/V were made from
+        self.max_logit: torch.Tensor | None = None  # [R, N] of the last call
 
     @property
     def ready(self) -> bool:
         return self.kv is not None and self.logits is not None and self.next_index is not None
 
-    def store(self, kv: LayerKV, logits: torch.Tensor) -> None:
-        """After a refresh: keep the K/V (already written in place when the cache existed) and
-        the logits (copied into the existing buffer when there is one)."""
+    def store(self, kv: LayerKV, logits: torch.Tensor, codes: torch.Tensor) -> None:
+        """After a refresh: keep the K/V (already written in place when the cache existed), the
+        logits (copied into the existing buffer when there is one) and the code-slot ids."""
         self.kv = kv
+        if self.config.recompute_changed:
+            self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:
             self.logits.copy_(logits)
         else:
             self.logits = logits
 
     def nbytes(self) -> int:
-        """Bytes of the distinct storages the cache holds (K/V, logits, index)."""
+        """Bytes of the distinct storages the cache holds (K/V, logits, index, codes)."""
         seen: dict[int, int] = {}
         tensors = [t for pair in (self.kv or []) for t in pair]
-        tensors += [t for t in (self.logits, self.next_index) if t is not None]
+        tensors += [t for t in (self.logits, self.next_index, self.codes, self.max_logit)
+                    if t is not None]
         for t in tensors:
             st = t.untyped_storage()
             seen[st.data_ptr()] = st.nbytes()
         return sum(seen.values())
 
-    def update(self, index: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
+    def pick(self, codes: torch.Tensor) -> torch.Tensor:
+        """Code slots [R, M] to recompute on this cached call, given its code-slot ids [R, N]."""
+        assert self.next_index is not None
+        if not self.config.recompute_changed or self.codes is None or self.max_logit is None:
+            return self.next_index
+        score = self.max_logit.masked_fill(codes != self.codes, float("-inf"))
+        return score.topk(self.next_index.shape[1], dim=1, largest=False).indices
+
+    def update(self, index: torch.Tensor, fresh: torch.Tensor,
+               codes: torch.Tensor | None = None) -> torch.Tensor:
         """Write recomputed logits [R, M, K] at code slots ``index`` [R, M]; return all [R, N, K]."""
         assert self.logits is not None
         self.logits.scatter_(1, index[..., None].expand(-1, -1, fresh.shape[-1]), fresh)
+        if self.codes is not None and codes is not None:
+            self.codes.scatter_(1, index, codes.gather(1, index))
         return self.logits
 
     def plan_next(self, logits: torch.Tensor) -> torch.Tensor:
         """Pick the lowest-max-logit code slots of each row for the next cached step: [R, M]."""
         m = self.config.n_recompute(logits.shape[1])
-        self.next_index = logits.amax(dim=-1).topk(m, dim=1, largest=False).indices
+        max_logit = logits.amax(dim=-1)
+        self.next_index = max_logit.topk(m, dim=1, largest=False).indices
+        if self.config.recompute_changed:
+            self.max_logit = max_logit
         return self.next_index

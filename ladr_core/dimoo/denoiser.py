@@ -129,19 +129,19 @@ class DiMOODenoiser:
         logits = self._project(hidden[self.code_pos])
         self.stats.token_forwards += self.real_tokens
         if keep_kv and cache is not None:
-            cache.store(kv, logits)  # type: ignore[arg-type]
+            cache.store(kv, logits, seq[self.code_pos])  # type: ignore[arg-type]
             return cache.logits.float()  # type: ignore[union-attr]
         return logits.float()
 
     def _cached(self, seq: torch.Tensor) -> torch.Tensor:
         assert self.branches is not None and self.branches.kv is not None
-        index = self.branches.next_index
-        assert index is not None
+        codes = seq[self.code_pos]  # [R, N] code-slot ids of this call
+        index = self.branches.pick(codes)
         hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
                            self.branches.kv)
         self.stats.token_forwards += index.numel()
         fresh = self._project(hidden).view(*index.shape, -1)
-        return self.branches.update(index, fresh).float()
+        return self.branches.update(index, fresh, codes).float()
 
     def _masked_mean(self, masked: torch.Tensor) -> float:
         """Mean masked count per item: the cache schedule's progress (one host sync per call,
