@@ -176,3 +176,40 @@ def test_recompute_changed_takes_committed_slots_first(pipe: DiMOOPipeline) -> N
     for r in range(2):  # cond rows; the uncond rows of the same items changed too
         for row in (r, r + 2):
             assert (chosen[row, item[r]] == pipe.ids.image_offset + 5).all()
+
+
+class _Recorder:
+    """A forward hook running the eager passes and recording the recomputed positions."""
+
+    compile_seconds = 0.0
+
+    def __init__(self) -> None:
+        self.partial_index: list[torch.Tensor] = []
+
+    def full(self, model, *args):  # noqa: ANN001, ANN201
+        from ladr_core.dimoo.packed import full_pass
+
+        return full_pass(model, *args)
+
+    def partial(self, model, ids, rows, index, kv):  # noqa: ANN001, ANN201
+        from ladr_core.dimoo.packed import partial_pass
+
+        self.partial_index.append(index.clone())
+        return partial_pass(model, ids, rows, index, kv)
+
+
+def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipeline) -> None:
+    cache = MLCacheConfig(cache_ratio=0.9, warmup_ratio=0.0, refresh_interval=99,
+                          refresh_commit=0.0, recompute_masked=True)
+    den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=8)
+    den.forward_hook = rec = _Recorder()
+    states = _states(8, 12, seed=7)
+    for tokens, masked in states[:4]:
+        den(tokens, masked)
+    assert den.stats.refresh_at == [0] and len(rec.partial_index) == 3
+    for i, index in enumerate(rec.partial_index, start=1):
+        # needed: masked now, or committed since the previous call (its K/V encode the mask)
+        need = states[i - 1][1].repeat(2, 1)  # masked at call i-1 = masked now | committed
+        hit = (den.code_pos[:, :, None] == index[:, None, :]).any(-1)
+        assert (hit | ~need).all(), i  # every needed slot was recomputed
+        assert index.shape[1] == max(int(need.sum(1).max()), cache.n_recompute(12))

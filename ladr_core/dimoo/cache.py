@@ -61,6 +61,9 @@ class MLCacheConfig:
     ``recompute_changed``: on a cached call, recompute first the code slots whose input token
     changed since their K/V were computed (committed tokens), then the lowest max logits; off =
     the official choice (lowest max logits only).
+    ``recompute_masked``: on a cached call recompute every still-masked slot and every changed
+    slot (at least ``ceil((1 - cache_ratio) * N)``, topped up by lowest max logit): the logits
+    the sampler reads are all fresh; costs one host read of the count per cached call.
     """
 
     cache_ratio: float = 0.9
@@ -68,6 +71,7 @@ class MLCacheConfig:
     refresh_interval: int = 5
     refresh_commit: float = 0.3
     recompute_changed: bool = False
+    recompute_masked: bool = False
 
     def __post_init__(self) -> None:
         _ratio("cache_ratio", self.cache_ratio, 0.0, 1.0, False,
@@ -79,8 +83,13 @@ class MLCacheConfig:
             raise ValueError(f"refresh_interval must be an int >= 1 (got {self.refresh_interval!r})")
         _ratio("refresh_commit", self.refresh_commit, 0.0, 1.0, True,
                "0.3 refreshes after 30% of the image tokens were committed; 0 turns it off")
-        if not isinstance(self.recompute_changed, bool):
-            raise ValueError(f"recompute_changed must be a bool (got {self.recompute_changed!r})")
+        for name in ("recompute_changed", "recompute_masked"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool (got {getattr(self, name)!r})")
+
+    @property
+    def tracks_codes(self) -> bool:
+        return self.recompute_changed or self.recompute_masked
 
     def warmup_step(self, steps: int) -> int:
         return int(steps * self.warmup_ratio)
@@ -166,7 +175,7 @@ class BranchCache:
         """After a refresh: keep the K/V (already written in place when the cache existed), the
         logits (copied into the existing buffer when there is one) and the code-slot ids."""
         self.kv = kv
-        if self.config.recompute_changed:
+        if self.config.tracks_codes:
             self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:
             self.logits.copy_(logits)
@@ -184,13 +193,18 @@ class BranchCache:
             seen[st.data_ptr()] = st.nbytes()
         return sum(seen.values())
 
-    def pick(self, codes: torch.Tensor) -> torch.Tensor:
+    def pick(self, codes: torch.Tensor, mask_id: int) -> torch.Tensor:
         """Code slots [R, M] to recompute on this cached call, given its code-slot ids [R, N]."""
         assert self.next_index is not None
-        if not self.config.recompute_changed or self.codes is None or self.max_logit is None:
+        if not self.config.tracks_codes or self.codes is None or self.max_logit is None:
             return self.next_index
-        score = self.max_logit.masked_fill(codes != self.codes, float("-inf"))
-        return score.topk(self.next_index.shape[1], dim=1, largest=False).indices
+        need = codes != self.codes
+        m = self.next_index.shape[1]
+        if self.config.recompute_masked:
+            need |= codes == mask_id
+            m = max(m, int(need.sum(dim=1).max()))  # one host read: the pass's size
+        score = self.max_logit.masked_fill(need, float("-inf"))
+        return score.topk(m, dim=1, largest=False).indices
 
     def update(self, index: torch.Tensor, fresh: torch.Tensor,
                codes: torch.Tensor | None = None) -> torch.Tensor:
@@ -206,6 +220,6 @@ class BranchCache:
         m = self.config.n_recompute(logits.shape[1])
         max_logit = logits.amax(dim=-1)
         self.next_index = max_logit.topk(m, dim=1, largest=False).indices
-        if self.config.recompute_changed:
+        if self.config.tracks_codes:
             self.max_logit = max_logit
         return self.next_index

@@ -136,7 +136,7 @@ class DiMOODenoiser:
     def _cached(self, seq: torch.Tensor) -> torch.Tensor:
         assert self.branches is not None and self.branches.kv is not None
         codes = seq[self.code_pos]  # [R, N] code-slot ids of this call
-        index = self.branches.pick(codes)
+        index = self.branches.pick(codes, self.ids.mask)
         hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
                            self.branches.kv)
         self.stats.token_forwards += index.numel()
