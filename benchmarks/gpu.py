@@ -9,8 +9,8 @@ Shape: d_model 4096, 32 layers, 32 heads, MLP 12288, vocab 134656 (LLaDA-8B, 8.0
   (ML-Cache) call;
 * ``memory``: peak GPU memory for bf16, ML-Cache (a refresh, a cached call, an in-place refresh),
   fp8 and low-VRAM (rows whose loader is not in this build say so instead of failing);
-* ``end_to_end``: baseline-64, LADR (nano preset, T = 128), ML-Cache and LADR + ML-Cache wall
-  times, calls, refresh / cached calls and ms per call. Random weights do not give LADR's real
+* ``end_to_end``: baseline-64, LADR (nano preset, T = 128), ML-Cache (official defaults) and
+  LADR + ML-Cache (``MLCacheConfig.ladr()``) wall times, calls, refresh / cached calls and ms per call. Random weights do not give LADR's real
   NFE: ``projected_s`` uses the NFE and refresh / cached counts measured on DiMOO-nano
   (benchmarks/results/ml_cache.json), labelled as such;
 * ``syncs``: CUDA host syncs per step, counted with ``torch.cuda.set_sync_debug_mode("warn")``
@@ -213,7 +213,7 @@ def nano_counts() -> dict[str, Any]:
     except (OSError, KeyError, ValueError):
         return {}
     names = {"baseline": "baseline-64", "baseline+cache": "mlcache", "ladr-nano": "ladr-nano",
-             "ladr-nano+cache": "ladr-nano+mlcache"}
+             "ladr-nano+cache-ladr": "ladr-nano+mlcache"}
     return {names[r["case"]]: r for r in rows if r.get("case") in names and "refresh_calls" in r}
 
 
@@ -222,7 +222,7 @@ def e2e_cases() -> dict[str, tuple[str, int, Any, MLCacheConfig | None]]:
     return {"baseline-64": ("baseline", 64, None, None),
             "mlcache": ("baseline", 64, None, CACHE),
             "ladr-nano": ("ladr", nano_t, POLICY_PRESETS["nano"], None),
-            "ladr-nano+mlcache": ("ladr", nano_t, POLICY_PRESETS["nano"], CACHE)}
+            "ladr-nano+mlcache": ("ladr", nano_t, POLICY_PRESETS["nano"], MLCacheConfig.ladr())}
 
 
 def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:

@@ -4,8 +4,9 @@ A *token-forward* is one real token pushed through the transformer (cond and unc
 count); ``GenerationResult.token_forwards`` counts them. The reference is the official
 baseline sampler without cache. For each case the script reports NFE, refresh / cached calls,
 token-forwards, the fraction saved against the reference, and the wall time (interleaved
-repetitions, medians). ML-Cache runs use ``MLCacheConfig()`` (official cache_ratio 0.9,
-warmup_ratio 0.3, refresh_interval 5, placed by progress; refresh_commit, see cache.py).
+repetitions, medians). ``+cache`` runs use ``MLCacheConfig()`` (official cache_ratio 0.9,
+warmup_ratio 0.3, refresh_interval 5, placed by progress; refresh_commit, see cache.py);
+``+cache-ladr`` runs use the LADR preset ``MLCacheConfig.ladr()``.
 ``ladr-nano`` is the LADR preset tuned for nano at its T (PRESET_STEPS).
 
 Memory (``memory``): bytes of tensors allocated during a baseline run with and without the
@@ -51,6 +52,8 @@ def case_table(steps: int) -> dict[str, dict[str, Any]]:
     for name, args in base.items():
         table[name] = args
         table[name + "+cache"] = {**args, "cache": ladr_core.MLCacheConfig()}
+        if name.startswith("ladr"):  # the LADR preset of the cache (MLCacheConfig.ladr())
+            table[name + "+cache-ladr"] = {**args, "cache": ladr_core.MLCacheConfig.ladr()}
     return table
 
 

@@ -51,7 +51,9 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
     })
     table["ladr-nano"] = {"strategy": "ladr", "steps": PRESET_STEPS["nano"],
                           "policy": POLICY_PRESETS["nano"]}
-    table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
+    table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
+    table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
+    table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}
     for name in ("ablation_non_neighbors", "ablation_random_candidates", "ablation_confidence",
                  "ablation_random_metric"):
         table["ladr-" + name.removeprefix("ablation_").replace("_", "-")] = {

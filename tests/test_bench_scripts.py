@@ -103,7 +103,8 @@ def test_ml_cache_fields(tmp_path: Path) -> None:
     doc = run("ml_cache", tmp_path)
     rows = {r["case"]: r for r in doc["rows"]}
     assert set(rows) == {"baseline", "baseline+cache", "ladr", "ladr+cache", "prophet",
-                         "prophet+cache", "ladr-nano", "ladr-nano+cache"}
+                         "prophet+cache", "ladr-nano", "ladr-nano+cache", "ladr+cache-ladr",
+                         "ladr-nano+cache-ladr"}
     assert rows["baseline"]["saved_vs_baseline"] == 0.0
     assert 0.0 < rows["baseline+cache"]["saved_within_run"] < 1.0
     assert rows["ladr"]["nfe"] < rows["baseline"]["nfe"]

@@ -91,6 +91,15 @@ class MLCacheConfig:
     def tracks_codes(self) -> bool:
         return self.recompute_changed or self.recompute_masked
 
+    @classmethod
+    def ladr(cls) -> MLCacheConfig:
+        """Preset for LADR runs (measured on DiMOO-nano, docs/ML_CACHE.md): every still-masked
+        and every just-committed slot recomputed on cached calls, a shorter warm-up (0.15 of
+        the schedule), and full refreshes only after half of the image was committed since the
+        last one (or every 20 calls)."""
+        return cls(warmup_ratio=0.15, refresh_interval=20, refresh_commit=0.5,
+                   recompute_masked=True)
+
     def warmup_step(self, steps: int) -> int:
         return int(steps * self.warmup_ratio)
 
@@ -193,16 +202,25 @@ class BranchCache:
             seen[st.data_ptr()] = st.nbytes()
         return sum(seen.values())
 
-    def pick(self, codes: torch.Tensor, mask_id: int) -> torch.Tensor:
-        """Code slots [R, M] to recompute on this cached call, given its code-slot ids [R, N]."""
-        assert self.next_index is not None
+    def needed(self, codes: torch.Tensor, mask_id: int) -> torch.Tensor | None:
+        """[R, N] slots a cached call must recompute first (changed since their K/V were made,
+        plus still masked with ``recompute_masked``), or None (official choice)."""
         if not self.config.tracks_codes or self.codes is None or self.max_logit is None:
-            return self.next_index
+            return None
         need = codes != self.codes
-        m = self.next_index.shape[1]
         if self.config.recompute_masked:
             need |= codes == mask_id
-            m = max(m, int(need.sum(dim=1).max()))  # one host read: the pass's size
+        return need
+
+    def pick(self, need: torch.Tensor | None, need_max: int = 0) -> torch.Tensor:
+        """Code slots [R, M] to recompute on this cached call: ``need`` first (M grows to
+        ``need_max`` with ``recompute_masked``), then the lowest max logits."""
+        assert self.next_index is not None
+        if need is None or self.max_logit is None:
+            return self.next_index
+        m = self.next_index.shape[1]
+        if self.config.recompute_masked:
+            m = max(m, need_max)
         score = self.max_logit.masked_fill(need, float("-inf"))
         return score.topk(m, dim=1, largest=False).indices
 

@@ -133,20 +133,29 @@ class DiMOODenoiser:
             return cache.logits.float()  # type: ignore[union-attr]
         return logits.float()
 
-    def _cached(self, seq: torch.Tensor) -> torch.Tensor:
+    def _cached(self, seq: torch.Tensor, codes: torch.Tensor, need: torch.Tensor | None,
+                need_max: int) -> torch.Tensor:
         assert self.branches is not None and self.branches.kv is not None
-        codes = seq[self.code_pos]  # [R, N] code-slot ids of this call
-        index = self.branches.pick(codes, self.ids.mask)
+        index = self.branches.pick(need, need_max)
         hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
                            self.branches.kv)
         self.stats.token_forwards += index.numel()
         fresh = self._project(hidden).view(*index.shape, -1)
         return self.branches.update(index, fresh, codes).float()
 
-    def _masked_mean(self, masked: torch.Tensor) -> float:
-        """Mean masked count per item: the cache schedule's progress (one host sync per call,
-        only with an ML-Cache: the refresh-or-cached choice picks which kernels run)."""
-        return float(masked.sum()) / max(self.batch, 1)
+    def _demand(self, seq: torch.Tensor, masked: torch.Tensor
+                ) -> tuple[float, torch.Tensor, torch.Tensor | None, int]:
+        """Mean masked count per item (the schedule's progress), the code-slot ids [R, N], the
+        slots a cached call must recompute and their per-row maximum. ONE host read per call,
+        only with an ML-Cache: the refresh-or-cached choice and the pass's size need it."""
+        assert self.branches is not None
+        codes = seq[self.code_pos]
+        need = self.branches.needed(codes, self.ids.mask)
+        total = masked.sum()
+        if need is None:
+            return float(total) / max(self.batch, 1), codes, None, 0
+        mean, need_max = torch.stack([total, need.sum(dim=1).max()]).tolist()
+        return mean / max(self.batch, 1), codes, need, int(need_max)
 
     def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         """tokens/masked [B, N] -> guided codebook logits [B, N, K] (float32)."""
@@ -154,13 +163,8 @@ class DiMOODenoiser:
             seq = self.sequences(tokens, masked)
             if self.branches is None or self.schedule is None:
                 logits = self._full(seq, keep_kv=False)
-            elif self.schedule.refresh(self._masked_mean(masked), self.branches.ready):
-                logits = self._full(seq, keep_kv=True)
-                self.stats.refresh_steps += 1
-                self.stats.refresh_at.append(self.stats.nfe)
             else:
-                logits = self._cached(seq)
-                self.stats.cached_steps += 1
+                logits = self._cache_step(seq, masked)
             if self.branches is not None:
                 self.branches.plan_next(logits)
             self.stats.nfe += 1
@@ -170,3 +174,16 @@ class DiMOODenoiser:
                 return logits.clone() if logits is held else logits
             cond, uncond = logits[: self.batch], logits[self.batch:]
             return (1.0 + self.cfg) * cond - self.cfg * uncond
+
+    def _cache_step(self, seq: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """A refresh (full pass, K/V kept) or a cached pass, as the schedule decides."""
+        assert self.branches is not None and self.schedule is not None
+        mean, codes, need, need_max = self._demand(seq, masked)
+        if self.schedule.refresh(mean, self.branches.ready):
+            logits = self._full(seq, keep_kv=True)
+            self.stats.refresh_steps += 1
+            self.stats.refresh_at.append(self.stats.nfe)
+        else:
+            logits = self._cached(seq, codes, need, need_max)
+            self.stats.cached_steps += 1
+        return logits
