@@ -188,3 +188,13 @@ def test_gpu_benchmark_needs_cuda_or_tiny_and_no_hf_imports(tmp_path: Path) -> N
     assert out.returncode == 0, out.stderr[-2000:]
     if "EXIT" in out.stdout:
         assert "needs a CUDA device" in out.stderr and not list(tmp_path.iterdir())
+
+
+def test_ml_cache_sweep_parses_variants() -> None:
+    sweep = bench("ml_cache_sweep")
+    name, cfg = sweep.parse_variant("lean=recompute_masked=true,warmup_ratio=0.15")
+    assert name == "lean" and cfg.recompute_masked is True and cfg.warmup_ratio == 0.15
+    assert sweep.parse_variant("off=none") == ("off", None)
+    assert sweep.parse_variant("official=")[1] == sweep.MLCacheConfig()
+    with pytest.raises(TypeError):
+        sweep.parse_variant("bad=no_such_knob=1")
