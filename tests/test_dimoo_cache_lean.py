@@ -213,3 +213,19 @@ def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipe
         hit = (den.code_pos[:, :, None] == index[:, None, :]).any(-1)
         assert (hit | ~need).all(), i  # every needed slot was recomputed
         assert index.shape[1] == max(int(need.sum(1).max()), cache.n_recompute(12))
+
+
+def test_pick_rounds_the_cached_pass_size_to_buckets_for_compiled_passes() -> None:
+    from ladr_core.dimoo.cache import BranchCache
+
+    br = BranchCache(MLCacheConfig(recompute_masked=True))
+    br.plan_next(torch.randn(2, 16, 8))  # n_recompute(16) = 2
+    need = torch.zeros(2, 16, dtype=torch.bool)
+    need[0, :5] = True
+    need[1, 3:6] = True
+    br.codes = torch.zeros(2, 16, dtype=torch.long)
+    assert br.pick(need, 5).shape == (2, 5)  # eager: the exact size
+    picked = br.pick(need, 5, bucket=4)
+    assert picked.shape == (2, 8)  # compiled: rounded up to a multiple of 4
+    assert need.gather(1, picked).sum(1).tolist() == [5, 3]  # every needed slot is in
+    assert br.pick(need, 15, bucket=4).shape == (2, 16)  # never more than N

@@ -212,15 +212,16 @@ class BranchCache:
             need |= codes == mask_id
         return need
 
-    def pick(self, need: torch.Tensor | None, need_max: int = 0) -> torch.Tensor:
+    def pick(self, need: torch.Tensor | None, need_max: int = 0, bucket: int = 1) -> torch.Tensor:
         """Code slots [R, M] to recompute on this cached call: ``need`` first (M grows to
-        ``need_max`` with ``recompute_masked``), then the lowest max logits."""
+        ``need_max`` with ``recompute_masked``, rounded up to a multiple of ``bucket`` so a
+        compiled pass sees few sizes), then the lowest max logits."""
         assert self.next_index is not None
         if need is None or self.max_logit is None:
             return self.next_index
         m = self.next_index.shape[1]
         if self.config.recompute_masked:
-            m = max(m, need_max)
+            m = max(m, min(need.shape[1], -(-need_max // bucket) * bucket))
         score = self.max_logit.masked_fill(need, float("-inf"))
         return score.topk(m, dim=1, largest=False).indices
 

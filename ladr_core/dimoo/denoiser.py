@@ -28,6 +28,7 @@ from typing import Any
 import torch
 
 from .cache import BranchCache, CacheSchedule, MLCacheConfig
+from .compile import CompiledPasses
 from .config import DiMOOIds
 from .model import LLaDAModel
 from .packed import PackedRows, full_pass, partial_pass
@@ -136,7 +137,10 @@ class DiMOODenoiser:
     def _cached(self, seq: torch.Tensor, codes: torch.Tensor, need: torch.Tensor | None,
                 need_max: int) -> torch.Tensor:
         assert self.branches is not None and self.branches.kv is not None
-        index = self.branches.pick(need, need_max)
+        # compiled passes: cached-pass sizes in 8 buckets of N (one graph each), eager: exact
+        compiled = isinstance(self.forward_hook, CompiledPasses)
+        bucket = -(-self.layout.n_codes // 8) if compiled else 1
+        index = self.branches.pick(need, need_max, bucket)
         hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
                            self.branches.kv)
         self.stats.token_forwards += index.numel()
