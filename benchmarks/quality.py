@@ -51,6 +51,9 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
     })
     table["ladr-nano"] = {"strategy": "ladr", "steps": PRESET_STEPS["nano"],
                           "policy": POLICY_PRESETS["nano"]}
+    table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
+    table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
+    table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}
     for name in ("ablation_non_neighbors", "ablation_random_candidates", "ablation_confidence",
                  "ablation_random_metric"):
         table["ladr-" + name.removeprefix("ablation_").replace("_", "-")] = {
@@ -111,7 +114,8 @@ def plot(results: dict[str, dict], path: Path) -> None:
     for name, r in results.items():
         if name.startswith("baseline-"):
             continue
-        marker = "*" if name in ("ladr", "ladr-delayed", "ladr+mlcache", "ladr-nano") else "s"
+        marker = "*" if name in ("ladr", "ladr-delayed", "ladr+mlcache", "ladr-nano",
+                                 "ladr-nano+mlcache") else "s"
         ax.scatter(r["nfe_mean"], r["score_overall"], marker=marker, s=90 if marker == "*" else 40,
                    label=name, zorder=3)
     ax.set_xscale("log", base=2)

@@ -10,12 +10,14 @@ from __future__ import annotations
 def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
     from .cache import MLCacheOptions
+    from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .loader import LoadDiMOOModel
     from .policy import LADRPolicyNode
     from .sampler import DiMOOSampler
 
-    return [LoadDiMOOModel, LADRPolicyNode, MLCacheOptions, DiMOOSampler, DiMOOVQDecode]
+    return [LoadDiMOOModel, LADRPolicyNode, MLCacheOptions, DiMOOSampler, DiMOOVQDecode,
+            CompileDiMOO]
 
 
 def extension_class() -> type:

@@ -1,8 +1,10 @@
 """ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`).
 
 Max-Logit Cache of the official Lumina-DiMOO sampler (generators/image_generation_generator.py):
-after `warmup_ratio * steps` full steps, only the `1 - cache_ratio` least certain image tokens
-are recomputed each step, with a full refresh every `refresh_interval` steps.
+after the first `warmup_ratio` of the schedule (by progress, so it also engages under LADR),
+only the `1 - cache_ratio` least certain image tokens are recomputed each step, with a full
+refresh every `refresh_interval` steps and after a large share of the image was committed
+(`MLCacheConfig.refresh_commit`, its default; see ladr_core/dimoo/cache.py).
 """
 
 from __future__ import annotations
@@ -41,8 +43,9 @@ class MLCacheOptions(io.ComfyNode):
                                tooltip="Fraction of image tokens whose computation is reused "
                                "each cached step (official default 0.9; higher = faster)."),
                 io.Float.Input("warmup_ratio", default=0.3, min=0.0, max=0.99, step=0.01,
-                               tooltip="Fraction of steps run without the cache at the start "
-                               "(official default 0.3; lower = faster)."),
+                               tooltip="Fraction of the schedule run without the cache at the "
+                               "start, measured by how much of the image is still masked, so "
+                               "it also works with LADR (official default 0.3; lower = faster)."),
                 io.Int.Input("refresh_interval", default=5, min=1, max=1000,
                              tooltip="Recompute every token every N steps after warm-up "
                              "(official default 5; higher = faster)."),

@@ -103,11 +103,17 @@ def test_ml_cache_fields(tmp_path: Path) -> None:
     doc = run("ml_cache", tmp_path)
     rows = {r["case"]: r for r in doc["rows"]}
     assert set(rows) == {"baseline", "baseline+cache", "ladr", "ladr+cache", "prophet",
-                         "prophet+cache"}
+                         "prophet+cache", "ladr-nano", "ladr-nano+cache", "ladr+cache-ladr",
+                         "ladr-nano+cache-ladr"}
     assert rows["baseline"]["saved_vs_baseline"] == 0.0
     assert 0.0 < rows["baseline+cache"]["saved_within_run"] < 1.0
     assert rows["ladr"]["nfe"] < rows["baseline"]["nfe"]
     assert doc["model"] and doc["cache_config"]["cache_ratio"] == 0.9
+    for name, r in rows.items():  # every call is a refresh or a cached call, with a cache only
+        assert r["refresh_calls"] + r["cached_calls"] == (r["nfe"] if r["ml_cache"] else 0), name
+    mem = doc["memory"]
+    assert mem["kept_bytes"] > mem["kv_bytes"] > 0
+    assert mem["extra_over_kept"] <= 1.02  # the cache itself and nothing twice
 
 
 def test_loader_memory_fields(tmp_path: Path) -> None:
@@ -158,3 +164,50 @@ def test_summary_renders_every_script(tmp_path: Path) -> None:
     assert table.startswith("| Figure | Measured | Target | Met |")
     assert "host syncs/step in sample(), ladr" in table and "batched CFG" in table
     assert not any("unreadable" in r["figure"] for r in rows)
+
+
+def test_gpu_benchmark_tiny_smoke(tmp_path: Path) -> None:
+    """benchmarks/gpu.py on the CPU with a tiny model: every section and field, no speed."""
+    doc = run("gpu", tmp_path)
+    assert doc["tiny"] is True and doc["device"] == "cpu"
+    step = doc["step"]
+    assert step["real_tokens"] < step["padded_tokens"]  # cond and uncond rows differ in length
+    assert step["packed_ms"] > 0 and step["cached_call_ms"] > 0 and step["packed_tflops"] > 0
+    assert {r["case"] for r in doc["end_to_end"]} == {"baseline-64", "mlcache", "ladr-nano",
+                                                      "ladr-nano+mlcache"}
+    for r in doc["end_to_end"]:
+        assert r["calls"] == r["refresh_calls"] + r["cached_calls"] or "mlcache" not in r["case"]
+    assert all(r["syncs"] >= r["steps"] - 1 for r in doc["syncs"])
+    mem = doc["memory"]
+    assert mem["ml_cache"]["extra_over_cache"] <= 1.1  # the lean cache's bound
+    for mode in ("fp8", "low_vram"):  # wired by the fp8 / low-VRAM loader when present
+        assert mem[mode]["status"] == "measured" or (
+            mem[mode]["peak_gib"] is None and "unavailable in this build" in mem[mode]["status"])
+
+
+def test_gpu_benchmark_needs_cuda_or_tiny_and_no_hf_imports(tmp_path: Path) -> None:
+    import subprocess
+
+    code = ("import sys; sys.modules['transformers'] = None; sys.modules['diffusers'] = None\n"
+            "import benchmarks.gpu as g\n"
+            "import torch\n"
+            "if not torch.cuda.is_available():\n"
+            "    try:\n"
+            "        g.main(['--out', sys.argv[1]])\n"
+            "    except SystemExit as e:\n"
+            "        print('EXIT', e.code)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=ROOT, text=True,
+                         capture_output=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if "EXIT" in out.stdout:
+        assert "needs a CUDA device" in out.stderr and not list(tmp_path.iterdir())
+
+
+def test_ml_cache_sweep_parses_variants() -> None:
+    sweep = bench("ml_cache_sweep")
+    name, cfg = sweep.parse_variant("lean=recompute_masked=true,warmup_ratio=0.15")
+    assert name == "lean" and cfg.recompute_masked is True and cfg.warmup_ratio == 0.15
+    assert sweep.parse_variant("off=none") == ("off", None)
+    assert sweep.parse_variant("official=")[1] == sweep.MLCacheConfig()
+    with pytest.raises(TypeError):
+        sweep.parse_variant("bad=no_such_knob=1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -90,6 +91,21 @@ def test_mlcache_config_official_refresh_rule_and_validation() -> None:
             MLCacheConfig(**bad)  # type: ignore[arg-type]
 
 
+def _baseline_states(steps: int, seed: int, n: int = 12, k: int = 32) -> list:
+    """States whose masked count per call is the official baseline's (N, then its keep table
+    floor(N * cos(pi/2 * s / T))), nested like a real run: the cache schedule's progress step
+    then equals the call index, as it does under the baseline sampler."""
+    g = torch.Generator().manual_seed(seed)
+    order = torch.rand(2, n, generator=g).argsort(dim=1)  # unmasking order per item
+    tokens = torch.randint(0, k, (2, n), generator=g)
+    states = []
+    for s in range(steps):
+        count = n if s == 0 else max(1, int(n * math.cos(math.pi / 2 * s / steps)))
+        masked = torch.zeros(2, n, dtype=torch.bool).scatter_(1, order[:, :count], True)
+        states.append((tokens.masked_fill(masked, 0), masked))
+    return states
+
+
 def _run_steps(pipe: DiMOOPipeline, cache: MLCacheConfig | None, states: list) -> tuple[list, object]:
     den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=len(states))
     return [den(t, m) for t, m in states], den
@@ -97,7 +113,7 @@ def _run_steps(pipe: DiMOOPipeline, cache: MLCacheConfig | None, states: list) -
 
 def test_mlcache_equals_no_cache_on_refresh_steps_and_counts_tokens(pipe: DiMOOPipeline) -> None:
     cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.2, refresh_interval=3)  # T=10: warm 2
-    states = [_state(2, 12, 32, seed=10 + s, frac=1.0 - s / 10) for s in range(10)]
+    states = _baseline_states(10, seed=10)
     fresh, plain = _run_steps(pipe, None, states)
     cached, den = _run_steps(pipe, cache, states)
     refresh = [s for s in range(10) if cache.is_refresh(s, 10)]

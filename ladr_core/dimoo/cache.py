@@ -1,4 +1,4 @@
-"""ML-Cache (Lumina-DiMOO's "max-logit cache") configuration and per-branch state.
+"""ML-Cache (Lumina-DiMOO's "max-logit cache"): configuration, refresh schedule, per-row state.
 
 Official semantics (``generators/image_generation_generator.py`` + the caching code of
 ``model/modeling_llada.py``), with T = planned steps and ``warmup_step = int(T * warmup_ratio)``:
@@ -11,10 +11,22 @@ Official semantics (``generators/image_generation_generator.py`` + the caching c
   cached ones layer by layer (in place), their queries attend over the full cached K/V, and
   their logits overwrite the cached logits; every other position reuses its cached logits.
 
+Schedule by progress (``CacheSchedule``; the official code counts steps, which only works for a
+sampler that takes exactly T steps). A call's *progress step* is the later of its call index and
+the first baseline call whose masked count (``CacheSchedule.baseline_masked``: the official keep
+table, at least one token per step) is at or below the run's current mean masked count. Warm-up = progress step
+``<= warmup_step``; afterwards a refresh comes ``refresh_interval`` calls after the previous one.
+For the official baseline the progress step equals the call index, so the rule IS the official
+one; LADR (which reaches the end of the schedule in 13-18 calls out of a planned 64-128) leaves
+warm-up when its masked ratio does, so its later calls are cached. LADR-aware refresh: a call
+also refreshes when the image tokens committed since the last refresh reach ``refresh_commit``
+of N (a big rescue rewrites many keys and values that the cached steps would read stale); the
+default 0.3 never fires for the official baseline at T = 64 (it commits < 13 % of N per
+``refresh_interval`` calls after warm-up).
+
 Difference from the official code (documented choice): the official ranks *every* sequence
 position, text included, by a quantile threshold; here the ranking is over the image code
 slots of each row, with a fixed count ``ceil((1 - cache_ratio) * N)`` so rows batch together.
-The denoiser counts its own calls as steps, so the cache works with every sampling strategy.
 """
 
 from __future__ import annotations
@@ -24,29 +36,69 @@ from dataclasses import dataclass
 
 import torch
 
+from ..schedules import get_schedule
 from .model import LayerKV
 
-__all__ = ["MLCacheConfig", "BranchCache"]
+__all__ = ["MLCacheConfig", "BranchCache", "CacheSchedule"]
+
+
+def _ratio(name: str, value: object, low: float, high: float, closed_low: bool, hint: str) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if ok:
+        v = float(value)  # type: ignore[arg-type]
+        ok = (low <= v if closed_low else low < v) and v < high
+    if not ok:
+        bracket = "[" if closed_low else "("
+        raise ValueError(f"{name} must be in {bracket}{low:g}, {high:g}) (got {value!r}); {hint}")
 
 
 @dataclass(frozen=True)
 class MLCacheConfig:
-    """Official ML-Cache knobs (inference_t2i.py defaults)."""
+    """ML-Cache knobs: the official ones (inference_t2i.py defaults) + ``refresh_commit``.
+
+    ``refresh_commit``: refresh when the mean image tokens committed since the last refresh reach
+    this fraction of N (LADR-aware rule, see the module docstring); 0 turns it off.
+    ``recompute_changed``: on a cached call, recompute first the code slots whose input token
+    changed since their K/V were computed (committed tokens), then the lowest max logits; off =
+    the official choice (lowest max logits only).
+    ``recompute_masked``: on a cached call recompute every still-masked slot and every changed
+    slot (at least ``ceil((1 - cache_ratio) * N)``, topped up by lowest max logit): the logits
+    the sampler reads are all fresh; costs one host read of the count per cached call.
+    """
 
     cache_ratio: float = 0.9
     warmup_ratio: float = 0.3
     refresh_interval: int = 5
+    refresh_commit: float = 0.3
+    recompute_changed: bool = False
+    recompute_masked: bool = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.cache_ratio, bool) or not 0.0 < float(self.cache_ratio) < 1.0:
-            raise ValueError(f"cache_ratio must be in (0, 1) (got {self.cache_ratio!r}); "
-                             "0.9 reuses 90% of the image tokens on cached steps")
-        if isinstance(self.warmup_ratio, bool) or not 0.0 <= float(self.warmup_ratio) < 1.0:
-            raise ValueError(f"warmup_ratio must be in [0, 1) (got {self.warmup_ratio!r}); "
-                             "0.3 runs the first 30% of the steps without cache")
+        _ratio("cache_ratio", self.cache_ratio, 0.0, 1.0, False,
+               "0.9 reuses 90% of the image tokens on cached steps")
+        _ratio("warmup_ratio", self.warmup_ratio, 0.0, 1.0, True,
+               "0.3 runs the first 30% of the schedule without cache")
         if (not isinstance(self.refresh_interval, int) or isinstance(self.refresh_interval, bool)
                 or self.refresh_interval < 1):
             raise ValueError(f"refresh_interval must be an int >= 1 (got {self.refresh_interval!r})")
+        _ratio("refresh_commit", self.refresh_commit, 0.0, 1.0, True,
+               "0.3 refreshes after 30% of the image tokens were committed; 0 turns it off")
+        for name in ("recompute_changed", "recompute_masked"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool (got {getattr(self, name)!r})")
+
+    @property
+    def tracks_codes(self) -> bool:
+        return self.recompute_changed or self.recompute_masked
+
+    @classmethod
+    def ladr(cls) -> MLCacheConfig:
+        """Preset for LADR runs (measured on DiMOO-nano, docs/ML_CACHE.md): every still-masked
+        and every just-committed slot recomputed on cached calls, a shorter warm-up (0.15 of
+        the schedule), and full refreshes only after half of the image was committed since the
+        last one (or every 20 calls)."""
+        return cls(warmup_ratio=0.15, refresh_interval=20, refresh_commit=0.5,
+                   recompute_masked=True)
 
     def warmup_step(self, steps: int) -> int:
         return int(steps * self.warmup_ratio)
@@ -61,35 +113,132 @@ class MLCacheConfig:
         return max(1, min(n_positions, math.ceil((1.0 - self.cache_ratio) * n_positions - 1e-9)))
 
 
+class CacheSchedule:
+    """Refresh-or-cached decision per denoiser call, by progress (module docstring).
+
+    ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
+    N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table
+    ``keep[s - 1] = max(1, floor(N * gamma(s / T)))`` in float32 (as
+    ``strategies.baseline_keep_table``) and at least one token unmasked per step (official
+    ``mask_by_random_topk``). Strictly decreasing, so the baseline's call s has progress s.
+    """
+
+    def __init__(self, config: MLCacheConfig, steps: int, n_codes: int,
+                 schedule: str = "cosine") -> None:
+        self.config, self.steps, self.n = config, steps, n_codes
+        gamma = get_schedule(schedule).gamma
+        t = torch.tensor([s / steps for s in range(1, steps)], dtype=torch.float32)
+        keep = (float(n_codes) * gamma(t)).floor().clamp_min(1).tolist()
+        masked = [float(n_codes)]
+        for k in keep:  # the official loop unmasks at least one token per step
+            masked.append(max(0.0, min(k, masked[-1] - 1)))
+        self.baseline_masked: list[float] = masked
+        self.calls = 0
+        self.last_refresh: int | None = None  # call index of the last refresh
+        self.masked_at_refresh = float(n_codes)
+
+    def progress_step(self, masked_mean: float) -> int:
+        """max(call index, first baseline step with masked count <= masked_mean)."""
+        first = next((s for s, c in enumerate(self.baseline_masked) if c <= masked_mean),
+                     self.steps)
+        return max(self.calls, first)
+
+    def refresh(self, masked_mean: float, ready: bool) -> bool:
+        """Decide the current call (then advance): True = full pass, False = cached pass."""
+        cfg = self.config
+        warm = self.progress_step(masked_mean) <= cfg.warmup_step(self.steps)
+        due = self.last_refresh is None or self.calls - self.last_refresh >= cfg.refresh_interval
+        committed = (self.masked_at_refresh - masked_mean) / max(self.n, 1)
+        big = cfg.refresh_commit > 0 and committed >= cfg.refresh_commit
+        full = warm or due or big or not ready
+        if full:
+            self.last_refresh, self.masked_at_refresh = self.calls, masked_mean
+        self.calls += 1
+        return full
+
+
 class BranchCache:
-    """Cached per-layer K/V [R, Hkv, L, hd] and code-slot logits [R, N, K] of all rows.
+    """Cached per-layer K/V [T, Hkv, hd] (packed rows, see packed.py) and code-slot logits
+    [R, N, K] of all rows; ``next_index`` [R, M]: code slots to recompute on the next cached call.
 
     Rows are the cond rows followed by the uncond rows; each row (= one branch of one item)
     ranks its own positions, so cond and uncond keep separate caches as in the official code.
+    Lean: the first refresh keeps the forward's own K/V and logits tensors; every later refresh
+    writes into those same buffers (``full_pass(kv_out=...)`` + ``store``), so the cache never
+    exists twice; nothing else is kept (no hidden states, no padding).
     """
 
     def __init__(self, config: MLCacheConfig) -> None:
         self.config = config
         self.kv: LayerKV | None = None
         self.logits: torch.Tensor | None = None
-        self.next_index: torch.Tensor | None = None  # [R, M] code-slot indices to recompute
+        self.next_index: torch.Tensor | None = None
+        self.codes: torch.Tensor | None = None  # [R, N] input ids the cached K/V were made from
+        self.max_logit: torch.Tensor | None = None  # [R, N] of the last call
 
     @property
     def ready(self) -> bool:
         return self.kv is not None and self.logits is not None and self.next_index is not None
 
-    def store(self, kv: LayerKV, logits: torch.Tensor) -> None:
-        """After a refresh step: keep the full K/V and logits."""
-        self.kv, self.logits = kv, logits
+    def store(self, kv: LayerKV, logits: torch.Tensor, codes: torch.Tensor) -> None:
+        """After a refresh: keep the K/V (already written in place when the cache existed), the
+        logits (copied into the existing buffer when there is one) and the code-slot ids."""
+        self.kv = kv
+        if self.config.tracks_codes:
+            self.codes = codes.clone()
+        if self.logits is not None and self.logits.shape == logits.shape:
+            self.logits.copy_(logits)
+        else:
+            self.logits = logits
 
-    def update(self, index: torch.Tensor, fresh: torch.Tensor) -> torch.Tensor:
+    def nbytes(self) -> int:
+        """Bytes of the distinct storages the cache holds (K/V, logits, index, codes)."""
+        seen: dict[int, int] = {}
+        tensors = [t for pair in (self.kv or []) for t in pair]
+        tensors += [t for t in (self.logits, self.next_index, self.codes, self.max_logit)
+                    if t is not None]
+        for t in tensors:
+            st = t.untyped_storage()
+            seen[st.data_ptr()] = st.nbytes()
+        return sum(seen.values())
+
+    def needed(self, codes: torch.Tensor, mask_id: int) -> torch.Tensor | None:
+        """[R, N] slots a cached call must recompute first (changed since their K/V were made,
+        plus still masked with ``recompute_masked``), or None (official choice)."""
+        if not self.config.tracks_codes or self.codes is None or self.max_logit is None:
+            return None
+        need = codes != self.codes
+        if self.config.recompute_masked:
+            need |= codes == mask_id
+        return need
+
+    def pick(self, need: torch.Tensor | None, need_max: int = 0, bucket: int = 1) -> torch.Tensor:
+        """Code slots [R, M] to recompute on this cached call: ``need`` first (M grows to
+        ``need_max`` with ``recompute_masked``, rounded up to a multiple of ``bucket`` so a
+        compiled pass sees few sizes), then the lowest max logits."""
+        assert self.next_index is not None
+        if need is None or self.max_logit is None:
+            return self.next_index
+        m = self.next_index.shape[1]
+        if self.config.recompute_masked:
+            m = max(m, min(need.shape[1], -(-need_max // bucket) * bucket))
+        score = self.max_logit.masked_fill(need, float("-inf"))
+        return score.topk(m, dim=1, largest=False).indices
+
+    def update(self, index: torch.Tensor, fresh: torch.Tensor,
+               codes: torch.Tensor | None = None) -> torch.Tensor:
         """Write recomputed logits [R, M, K] at code slots ``index`` [R, M]; return all [R, N, K]."""
         assert self.logits is not None
         self.logits.scatter_(1, index[..., None].expand(-1, -1, fresh.shape[-1]), fresh)
+        if self.codes is not None and codes is not None:
+            self.codes.scatter_(1, index, codes.gather(1, index))
         return self.logits
 
     def plan_next(self, logits: torch.Tensor) -> torch.Tensor:
         """Pick the lowest-max-logit code slots of each row for the next cached step: [R, M]."""
         m = self.config.n_recompute(logits.shape[1])
-        self.next_index = logits.amax(dim=-1).topk(m, dim=1, largest=False).indices
+        max_logit = logits.amax(dim=-1)
+        self.next_index = max_logit.topk(m, dim=1, largest=False).indices
+        if self.config.tracks_codes:
+            self.max_logit = max_logit
         return self.next_index

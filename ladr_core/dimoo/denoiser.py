@@ -4,14 +4,16 @@
 
 1. writes ``code + image_offset`` (or the mask id) into the image code slots of every prompt
    row, skipping newline slots (official ``generate_image`` writes into ``x`` the same way);
-2. runs cond and uncond rows in ONE forward ``[2B, L]`` (left padding + key-padding mask +
-   padding-free position ids, so each row equals its unpadded official sequence; the official
-   code runs two passes);
+2. runs cond and uncond rows in ONE forward with no padding (packed.py: the rows' real tokens
+   back to back through every linear layer, attention per row on its true length, positions
+   restarting per row), so each row equals its unpadded official sequence; the official code
+   runs two passes;
 3. projects only the image code slots onto the codebook rows ``[offset, offset + K)`` of the
    output layer (the official code computes the whole vocabulary at every position, then
    slices), and applies CFG ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond
    rows only;
-4. with an ML-Cache config, refresh / cached steps follow cache.MLCacheConfig (one step per call).
+4. with an ML-Cache config, refresh / cached calls follow cache.CacheSchedule (by progress:
+   the masked count each call sees), K/V kept packed and refreshed in place (cache.BranchCache).
 
 Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
 ``token_forwards_full`` (what full passes would have pushed for the same calls).
@@ -20,13 +22,16 @@ Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the trans
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
-from .cache import BranchCache, MLCacheConfig
+from .cache import BranchCache, CacheSchedule, MLCacheConfig
+from .compile import CompiledPasses
 from .config import DiMOOIds
-from .model import LLaDAModel, default_position_ids
+from .model import LLaDAModel
+from .packed import PackedRows, full_pass, partial_pass
 from .prompt import PromptBatch
 
 __all__ = ["DenoiserStats", "DiMOODenoiser"]
@@ -39,6 +44,8 @@ class DenoiserStats:
     token_forwards_full: int = 0
     refresh_steps: int = 0
     cached_steps: int = 0
+    refresh_at: list[int] = field(default_factory=list)  # call indices (0-based) of refreshes
+    compile_seconds: float = 0.0  # first calls of new shapes under a compiled pipeline
 
 
 def valid_cfg(value: object) -> bool:
@@ -65,72 +72,122 @@ class DiMOODenoiser:
         self.model, self.ids, self.cfg = model, ids, float(cfg)
         self.cache_config, self.steps = cache, steps
         self.device = model.compute_device()
-        self.input_ids = batch.input_ids.to(self.device)
+        self.input_ids = batch.input_ids.to(self.device)  # the padded rows (for inspection)
         self.attention_mask = batch.attention_mask.to(self.device)
-        self.position_ids = default_position_ids(self.attention_mask, rows, self.input_ids.shape[1],
-                                                 self.device)
-        self.code_index = batch.code_index.to(self.device)
         self.batch, self.layout = batch.batch, batch.layout
-        self.real_tokens = int(batch.attention_mask.sum())
+        self._pack(batch)
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
         self.stats = DenoiserStats()
         self.branches = BranchCache(cache) if cache is not None else None
-        # a padded key mask is only needed when rows have different lengths
-        self.key_mask = None if bool(self.attention_mask.all()) else self.attention_mask
+        self.schedule = (CacheSchedule(cache, steps, self.layout.n_codes)  # type: ignore[arg-type]
+                         if cache is not None else None)
+        self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager
+
+    def _pack(self, batch: PromptBatch) -> None:
+        """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N]."""
+        lengths = batch.attention_mask.sum(dim=1).tolist()
+        self.rows = PackedRows.from_lengths(lengths, self.device)
+        self.packed_ids = batch.input_ids[batch.attention_mask.bool()].to(self.device)
+        pad = batch.input_ids.shape[1] - batch.attention_mask.sum(dim=1)  # left padding per row
+        self.code_pos = (self.rows.starts[:, None] - pad.to(self.device)[:, None]
+                         + batch.code_index.to(self.device)[None])
+        self.real_tokens = self.rows.total
 
     # ---- sequence assembly ---------------------------------------------------------------
     def sequences(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """[R, L] rows with the image code slots filled (uncond rows reuse the item's tokens)."""
+        """Packed ids [T] with the image code slots of every row filled (uncond rows reuse the
+        item's tokens)."""
         b, n = tokens.shape
         if (b, n) != (self.batch, self.layout.n_codes):
             raise ValueError(f"tokens shape {(b, n)} != (batch {self.batch}, codes "
                              f"{self.layout.n_codes}) of this denoiser")
         codes = torch.where(masked.to(self.device), self.ids.mask,
                             tokens.to(self.device) + self.ids.image_offset)
-        rows = self.input_ids.shape[0] // b
-        seq = self.input_ids.clone()
-        seq[:, self.code_index] = codes.repeat(rows, 1)
+        rows = self.code_pos.shape[0] // b
+        seq = self.packed_ids.clone()
+        seq[self.code_pos.reshape(-1)] = codes.repeat(rows, 1).reshape(-1)
         return seq
 
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.model.project(hidden, rows=self.codebook).float()
+        """Codebook logits in the model's dtype (the cache keeps them so: ``.float()`` of them
+        is what the sampler gets, exactly as without a cache)."""
+        return self.model.project(hidden, rows=self.codebook)
+
+    def _run(self, which: str, *args: Any) -> Any:
+        """packed.full_pass / partial_pass, or their compiled versions (timing first calls)."""
+        hook = self.forward_hook
+        if hook is None:
+            return (full_pass if which == "full" else partial_pass)(self.model, *args)
+        before = hook.compile_seconds
+        out = getattr(hook, which)(self.model, *args)
+        self.stats.compile_seconds += hook.compile_seconds - before
+        return out
 
     def _full(self, seq: torch.Tensor, keep_kv: bool) -> torch.Tensor:
-        hidden, kv = self.model.hidden_states(seq, self.key_mask, self.position_ids, return_kv=keep_kv)
-        logits = self._project(hidden[:, self.code_index])
-        if keep_kv and self.branches is not None:
-            self.branches.store(kv, logits)  # type: ignore[arg-type]
+        cache = self.branches
+        kv_out = cache.kv if keep_kv and cache is not None else None
+        hidden, kv = self._run("full", seq, self.rows, kv_out, keep_kv)
+        logits = self._project(hidden[self.code_pos])
         self.stats.token_forwards += self.real_tokens
-        return logits
+        if keep_kv and cache is not None:
+            cache.store(kv, logits, seq[self.code_pos])  # type: ignore[arg-type]
+            return cache.logits.float()  # type: ignore[union-attr]
+        return logits.float()
 
-    def _cached(self, seq: torch.Tensor) -> torch.Tensor:
+    def _cached(self, seq: torch.Tensor, codes: torch.Tensor, need: torch.Tensor | None,
+                need_max: int) -> torch.Tensor:
         assert self.branches is not None and self.branches.kv is not None
-        index = self.branches.next_index
-        assert index is not None
-        hidden = self.model.hidden_states_partial(seq, self.code_index[index], self.branches.kv,
-                                                  self.key_mask, self.position_ids)
+        # compiled passes: cached-pass sizes in 8 buckets of N (one graph each), eager: exact
+        compiled = isinstance(self.forward_hook, CompiledPasses)
+        bucket = -(-self.layout.n_codes // 8) if compiled else 1
+        index = self.branches.pick(need, need_max, bucket)
+        hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
+                           self.branches.kv)
         self.stats.token_forwards += index.numel()
-        return self.branches.update(index, self._project(hidden))
+        fresh = self._project(hidden).view(*index.shape, -1)
+        return self.branches.update(index, fresh, codes).float()
+
+    def _demand(self, seq: torch.Tensor, masked: torch.Tensor
+                ) -> tuple[float, torch.Tensor, torch.Tensor | None, int]:
+        """Mean masked count per item (the schedule's progress), the code-slot ids [R, N], the
+        slots a cached call must recompute and their per-row maximum. ONE host read per call,
+        only with an ML-Cache: the refresh-or-cached choice and the pass's size need it."""
+        assert self.branches is not None
+        codes = seq[self.code_pos]
+        need = self.branches.needed(codes, self.ids.mask)
+        total = masked.sum()
+        if need is None:
+            return float(total) / max(self.batch, 1), codes, None, 0
+        mean, need_max = torch.stack([total, need.sum(dim=1).max()]).tolist()
+        return mean / max(self.batch, 1), codes, need, int(need_max)
 
     def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         """tokens/masked [B, N] -> guided codebook logits [B, N, K] (float32)."""
         with torch.no_grad():
             seq = self.sequences(tokens, masked)
-            step = self.stats.nfe
-            if self.branches is None:
+            if self.branches is None or self.schedule is None:
                 logits = self._full(seq, keep_kv=False)
-            elif (self.cache_config.is_refresh(step, self.steps)  # type: ignore[union-attr]
-                  or not self.branches.ready):
-                logits = self._full(seq, keep_kv=True)
-                self.stats.refresh_steps += 1
             else:
-                logits = self._cached(seq)
-                self.stats.cached_steps += 1
+                logits = self._cache_step(seq, masked)
             if self.branches is not None:
                 self.branches.plan_next(logits)
             self.stats.nfe += 1
             self.stats.token_forwards_full += self.real_tokens
-            if self.cfg == 0:
-                return logits.clone() if self.branches is not None else logits
+            if self.cfg == 0:  # never hand out the cache's own buffer (float32 models)
+                held = self.branches.logits if self.branches is not None else None
+                return logits.clone() if logits is held else logits
             cond, uncond = logits[: self.batch], logits[self.batch:]
             return (1.0 + self.cfg) * cond - self.cfg * uncond
+
+    def _cache_step(self, seq: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        """A refresh (full pass, K/V kept) or a cached pass, as the schedule decides."""
+        assert self.branches is not None and self.schedule is not None
+        mean, codes, need, need_max = self._demand(seq, masked)
+        if self.schedule.refresh(mean, self.branches.ready):
+            logits = self._full(seq, keep_kv=True)
+            self.stats.refresh_steps += 1
+            self.stats.refresh_at.append(self.stats.nfe)
+        else:
+            logits = self._cached(seq, codes, need, need_max)
+            self.stats.cached_steps += 1
+        return logits

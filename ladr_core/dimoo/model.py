@@ -147,11 +147,8 @@ class LLaDABlock(nn.Module):
                key_mask: torch.Tensor | None) -> torch.Tensor:
         """Attention of q [B,H,M,hd] over k/v [B,Hkv,L,hd] + MLP; x [B, M, D] -> [B, M, D]."""
         b, m, d = x.shape
-        groups = self.cfg.n_heads // self.cfg.effective_n_kv_heads
-        if groups > 1:
-            k = k.repeat_interleave(groups, dim=1)
-            v = v.repeat_interleave(groups, dim=1)
-        att = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)
+        gqa = self.cfg.n_heads != self.cfg.effective_n_kv_heads  # SDPA groups heads, no K/V copy
+        att = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, enable_gqa=gqa)
         x = x + self.attn_out(att.transpose(1, 2).reshape(b, m, d))
         y = self.ff_norm(x)
         return x + self.ff_out(self.act(self.ff_proj(y)) * self.up_proj(y))

@@ -64,6 +64,7 @@ class GenerationResult:
     token_forwards_full: int
     grid: tuple[int, int]
     decode_seconds: float = 0.0
+    compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
 
 
 def _prompt_list(prompt: str | Sequence[str]) -> list[str]:
@@ -108,6 +109,30 @@ class DiMOOPipeline:
         self.preview_size = preview_size
         self.context_length: int = context_length(self.config, self.ids)
         self._preview_table: torch.Tensor | None = None
+        self.compiled: Any = None  # compile.CompiledPasses on a view made by compile()
+        self._compiled_views: dict[tuple, DiMOOPipeline] = {}
+
+    def compile(self, backend: str = "inductor", mode: str = "default",
+                dynamic: bool = False) -> DiMOOPipeline:
+        """Opt-in ``torch.compile`` of the transformer passes (ComfyUI TorchCompileModel-like).
+
+        Returns a view of this pipeline (same weights, tokenizer, VQ) whose denoisers run the
+        compiled passes; this pipeline stays eager. The view is kept per (backend, mode,
+        dynamic), so calling again returns it with every graph compiled so far: one compile
+        per shape, kept as long as this pipeline lives. The one-time cost is logged and
+        reported as ``GenerationResult.compile_seconds``.
+        """
+        import copy
+
+        from .compile import CompiledPasses
+
+        key = (backend, mode, dynamic)
+        if key not in self._compiled_views:
+            passes = CompiledPasses(backend, mode, dynamic)  # validates the arguments
+            view = copy.copy(self)
+            view.compiled, view._compiled_views = passes, {}
+            self._compiled_views[key] = view
+        return self._compiled_views[key]
 
     @property
     def device(self) -> torch.device:
@@ -145,7 +170,9 @@ class DiMOOPipeline:
         items = [p for p in prompt_list for _ in range(batch_size)]
         batch = build_prompt_batch(self.encode, self.ids, items, negative_prompt, layout,
                                    with_uncond=bool(cfg and cfg > 0))
-        return DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps)
+        denoiser = DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps)
+        denoiser.forward_hook = self.compiled
+        return denoiser
 
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
                  width: int | None = None, height: int | None = None, steps: int = 64,
@@ -181,7 +208,8 @@ class DiMOOPipeline:
         decode_seconds = time.perf_counter() - start
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
-                                (layout.h, layout.w), decode_seconds)
+                                (layout.h, layout.w), decode_seconds,
+                                denoise.stats.compile_seconds)
 
     def decode(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""

@@ -1,0 +1,145 @@
+"""Padding-free transformer passes over rows of different lengths (cond + uncond CFG rows).
+
+The rows' real tokens are packed back to back into one sequence of T tokens, so every linear
+layer (QKV, attention output, MLP, output head) runs on real tokens only; attention runs per run
+of equal-length consecutive rows on each row's true length (one SDPA call per run: two for
+B = 1 with CFG), so no key-padding mask is needed. Positions restart at 0 in every row, which
+makes each row equal to its official unpadded sequence.
+
+K/V caches (ML-Cache) are per layer ``(k, v)`` of shape [T, Hkv, hd] in packed order, RoPE
+applied to k; ``full_pass(..., kv_out=cache)`` overwrites an existing cache in place, so a
+refresh never holds an old and a new cache at once; ``partial_pass`` writes the recomputed
+positions' K/V into it in place. Grouped-query attention uses SDPA's ``enable_gqa`` (no
+``repeat_interleave`` copy of the keys/values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .model import LayerKV, LLaDABlock, LLaDAModel, _apply_rope, rope_tables
+
+__all__ = ["PackedRows", "full_pass", "partial_pass"]
+
+
+@dataclass(frozen=True)
+class PackedRows:
+    """R rows of lengths ``lengths`` packed into T = sum(lengths) tokens.
+
+    ``runs``: (first row, row count, row length, first token) of each run of consecutive rows
+    with the same length; ``starts`` [R]: first token of each row; ``positions`` [T]: position of
+    each token inside its row (RoPE).
+    """
+
+    lengths: tuple[int, ...]
+    runs: tuple[tuple[int, int, int, int], ...]
+    starts: torch.Tensor
+    positions: torch.Tensor
+
+    @classmethod
+    def from_lengths(cls, lengths: list[int] | tuple[int, ...],
+                     device: torch.device | str = "cpu") -> PackedRows:
+        if not lengths or any(int(n) < 1 for n in lengths):
+            raise ValueError(f"every packed row needs >= 1 token (got lengths {list(lengths)})")
+        lengths = tuple(int(n) for n in lengths)
+        runs: list[tuple[int, int, int, int]] = []
+        token = 0
+        for row, n in enumerate(lengths):
+            if runs and runs[-1][2] == n:
+                first, count, _, start = runs[-1]
+                runs[-1] = (first, count + 1, n, start)
+            else:
+                runs.append((row, 1, n, token))
+            token += n
+        starts = torch.tensor([0, *lengths[:-1]], dtype=torch.long).cumsum(0)
+        positions = torch.cat([torch.arange(n) for n in lengths])
+        return cls(lengths, tuple(runs), starts.to(device), positions.to(device))
+
+    @property
+    def total(self) -> int:
+        return sum(self.lengths)
+
+
+def _qkv(block: LLaDABlock, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
+         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """x [T, D] -> q [T, H, hd], k/v [T, Hkv, hd] (RoPE on q and k; cos/sin [T, 1, hd])."""
+    cfg = block.cfg
+    t = x.shape[0]
+    n = block.attn_norm(x)
+    q = block.q_proj(n).view(t, cfg.n_heads, cfg.head_dim)
+    k = block.k_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
+    v = block.v_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
+    full = cfg.rope_full_precision
+    return _apply_rope(q, cos, sin, full), _apply_rope(k, cos, sin, full), v
+
+
+def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
+            queries_per_row: int | None) -> torch.Tensor:
+    """Per-row bidirectional attention; q [Tq, H, hd], k/v [T, Hkv, hd] -> [Tq, H * hd].
+
+    ``queries_per_row`` None: q holds every token of every row (full pass); an int M: q holds M
+    queries per row, rows in order (partial pass)."""
+    gqa = q.shape[1] != k.shape[1]
+    outs = []
+    for first, count, length, start in rows.runs:
+        m = length if queries_per_row is None else queries_per_row
+        q0 = start if queries_per_row is None else first * m
+        qs = q[q0: q0 + count * m].view(count, m, *q.shape[1:]).transpose(1, 2)
+        ks = k[start: start + count * length].view(count, length, *k.shape[1:]).transpose(1, 2)
+        vs = v[start: start + count * length].view(count, length, *v.shape[1:]).transpose(1, 2)
+        att = F.scaled_dot_product_attention(qs, ks, vs, enable_gqa=gqa)
+        outs.append(att.transpose(1, 2).reshape(count * m, -1))
+    return outs[0] if len(outs) == 1 else torch.cat(outs)
+
+
+def _mlp_residual(block: LLaDABlock, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
+    x = x + block.attn_out(att)
+    y = block.ff_norm(x)
+    return x + block.ff_out(block.act(block.ff_proj(y)) * block.up_proj(y))
+
+
+def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
+              kv_out: LayerKV | None = None, keep_kv: bool = False
+              ) -> tuple[torch.Tensor, LayerKV | None]:
+    """Packed ids [T] -> last hidden states [T, D] (before ln_f) and the per-layer K/V.
+
+    ``kv_out`` (an existing cache of the same layout): each layer's K/V are copied into it in
+    place and it is returned; else with ``keep_kv`` the layers' own K/V tensors are returned.
+    """
+    cos, sin = rope_tables(rows.positions[None], model.config.head_dim, model.config.rope_theta)
+    cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]  # [T, 1, hd]
+    x = model.embed(input_ids)
+    kv: LayerKV = []
+    for i, block in enumerate(model.blocks):
+        q, k, v = _qkv(block, x, cos, sin)
+        if kv_out is not None:
+            kv_out[i][0].copy_(k)
+            kv_out[i][1].copy_(v)
+        elif keep_kv:
+            kv.append((k, v))
+        x = _mlp_residual(block, x, _attend(q, k, v, rows, None))
+    return x, (kv_out if kv_out is not None else kv if keep_kv else None)
+
+
+def partial_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
+                 index: torch.Tensor, kv: LayerKV) -> torch.Tensor:
+    """ML-Cache pass: recompute M tokens per row at packed positions ``index`` [R, M].
+
+    Per layer their fresh K/V overwrite the cache ``kv`` in place (official ``LLaDALlamaBlock``
+    cache update) and their queries attend over their row's full cached K/V.
+    Returns the hidden states [R * M, D] of the recomputed tokens, rows in order.
+    """
+    flat = index.reshape(-1)
+    pos = rows.positions[flat]
+    cos, sin = rope_tables(pos[None], model.config.head_dim, model.config.rope_theta)
+    cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]
+    x = model.embed(input_ids[flat])
+    for block, (k_all, v_all) in zip(model.blocks, kv, strict=True):
+        q, k, v = _qkv(block, x, cos, sin)
+        k_all.index_copy_(0, flat, k)
+        v_all.index_copy_(0, flat, v)
+        x = _mlp_residual(block, x, _attend(q, k_all, v_all, rows, index.shape[1]))
+    return x

@@ -1,0 +1,231 @@
+"""ML-Cache by progress (issue 11) and a lean, padding-free cache (issue 16): CPU, tiny model."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from benchmarks.live_bytes import LiveBytes
+from ladr_core import sample
+from ladr_core.dimoo.cache import CacheSchedule, MLCacheConfig
+from ladr_core.dimoo.packed import PackedRows
+from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
+
+PROMPTS = ["a red circle left of a blue square", "green"]
+
+
+@pytest.fixture(scope="module")
+def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
+    return load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+
+
+def _baseline_counts(n: int, steps: int) -> list[int]:
+    """Masked count per call of the official baseline: floor(N gamma(s / T)), >= 1 per step."""
+    counts = [n]
+    for s in range(1, steps):
+        counts.append(max(0, min(max(1, int(n * math.cos(math.pi / 2 * s / steps))), counts[-1] - 1)))
+    return counts
+
+
+@pytest.mark.parametrize("steps", [8, 10, 64, 128])
+def test_progress_schedule_is_the_official_rule_under_the_baseline(steps: int) -> None:
+    """The baseline's masked counts put every call at its own index: official refresh calls."""
+    cfg = MLCacheConfig() if steps == 64 else MLCacheConfig(refresh_commit=0.0)
+    sched = CacheSchedule(cfg, steps, 144)
+    got = [s for s, m in enumerate(_baseline_counts(144, steps)) if sched.refresh(m, True)]
+    assert got == [s for s in range(steps) if cfg.is_refresh(s, steps)]
+
+
+def test_progress_schedule_engages_when_a_run_is_ahead_of_the_baseline() -> None:
+    """A LADR-like run (many tokens per call) leaves warm-up when its masked ratio does."""
+    off = MLCacheConfig(refresh_commit=0.0)
+    masked = [144, 140, 130, 110, 100, 95, 50, 48, 46, 44, 42, 40, 30, 20, 10, 2]
+    by_calls = [s for s in range(len(masked)) if off.is_refresh(s, 128)]
+    assert by_calls == list(range(len(masked)))  # the call count never leaves warm-up (38)
+    sched = CacheSchedule(off, 128, 144)
+    assert sched.baseline_masked[38] == 106  # the baseline's count at the end of warm-up
+    # 110 is warm-up (the baseline is there at call 34), 100 is past it; then every 5th call
+    assert [s for s, m in enumerate(masked) if sched.refresh(m, True)] == [0, 1, 2, 3, 8, 13]
+    lean = CacheSchedule(MLCacheConfig(refresh_commit=0.3), 128, 144)
+    # 110 -> 50 commits 42 % of N since the refresh at call 3: refresh at once, then 5 calls on
+    assert [s for s, m in enumerate(masked) if lean.refresh(m, True)] == [0, 1, 2, 3, 6, 11]
+
+
+def test_packed_rows_group_runs_of_equal_length() -> None:
+    rows = PackedRows.from_lengths([5, 5, 3, 4, 4])
+    assert rows.runs == ((0, 2, 5, 0), (2, 1, 3, 10), (3, 2, 4, 13))
+    assert rows.starts.tolist() == [0, 5, 10, 13, 17] and rows.total == 21
+    assert rows.positions.tolist() == [0, 1, 2, 3, 4] * 2 + [0, 1, 2] + [0, 1, 2, 3] * 2
+    with pytest.raises(ValueError, match="packed row"):
+        PackedRows.from_lengths([3, 0])
+
+
+def _states(steps: int, n: int, seed: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(seed)
+    order = torch.rand(2, n, generator=g).argsort(dim=1)
+    tokens = torch.randint(0, 32, (2, n), generator=g)
+    out = []
+    for count in _baseline_counts(n, steps):
+        masked = torch.zeros(2, n, dtype=torch.bool).scatter_(1, order[:, :count], True)
+        out.append((tokens.masked_fill(masked, 0), masked))
+    return out
+
+
+def test_refresh_rewrites_the_cache_in_place_with_no_padding(pipe: DiMOOPipeline) -> None:
+    cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.0, refresh_interval=2)
+    den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=8)
+    ptrs = []
+    for tokens, masked in _states(8, 12, seed=5):
+        den(tokens, masked)
+        br = den.branches
+        ptrs.append([t.data_ptr() for pair in br.kv for t in pair] + [br.logits.data_ptr()])
+    assert den.stats.refresh_at == [0, 2, 4, 6] and den.stats.cached_steps == 4
+    assert all(p == ptrs[0] for p in ptrs)  # every refresh wrote into the first buffers
+    k, v = den.branches.kv[0]
+    assert k.shape[0] == v.shape[0] == den.real_tokens < den.attention_mask.numel()  # no padding
+
+
+def _peak(pipe: DiMOOPipeline, cache: MLCacheConfig | None) -> tuple[int, int]:
+    den = pipe.make_denoiser(PROMPTS[0], None, width=16, height=16, cfg=2.0, cache=cache, steps=8)
+    with LiveBytes() as mem:
+        sample(den, shape=(1, 4, 4), steps=8, strategy="baseline",
+               generator=torch.Generator().manual_seed(0))
+    return mem.peak, den.branches.nbytes() if den.branches is not None else 0
+
+
+def test_cache_costs_only_the_bytes_it_keeps(pipe: DiMOOPipeline) -> None:
+    """Peak extra memory of a cached run (refresh every other call) over a plain run is the
+    cache itself (K/V + code-slot logits + index): no second copy during refreshes."""
+    plain, _ = _peak(pipe, None)
+    cached, kept = _peak(pipe, MLCacheConfig(warmup_ratio=0.0, refresh_interval=2))
+    assert kept > 0
+    assert cached - plain <= 1.02 * kept, (cached - plain, kept)
+    assert cached - plain >= 0.9 * kept  # the measurement sees the cache at all
+
+
+def test_packed_passes_equal_the_unpadded_rows_and_the_padded_cache_path() -> None:
+    """full_pass == each row alone (fp32, <= 1e-5); partial_pass after changing tokens == the
+    padded ``hidden_states_partial`` (the official ``to_compute_mask`` path, golden-tested)."""
+    from ladr_core.dimoo.config import LLaDAConfig
+    from ladr_core.dimoo.model import LLaDAModel
+    from ladr_core.dimoo.packed import full_pass, partial_pass
+
+    torch.manual_seed(0)
+    model = LLaDAModel(LLaDAConfig(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2,
+                                   mlp_hidden_size=48, vocab_size=96, max_sequence_length=64)).eval()
+    lengths = [9, 9, 6]
+    rows = [torch.randint(0, 96, (n,)) for n in lengths]
+    packed = PackedRows.from_lengths(lengths)
+    ids = torch.cat(rows)
+    with torch.no_grad():
+        hidden, kv = full_pass(model, ids, packed, keep_kv=True)
+        for r, row in enumerate(rows):
+            alone, _ = model.hidden_states(row[None])
+            start = int(packed.starts[r])
+            torch.testing.assert_close(hidden[start: start + len(row)], alone[0], atol=1e-5, rtol=1e-5)
+        # padded reference: left padding + key mask, the path the cache used before packing
+        width = max(lengths)
+        pad = torch.zeros(3, width, dtype=torch.long)
+        mask = torch.zeros(3, width, dtype=torch.long)
+        for r, row in enumerate(rows):
+            pad[r, width - len(row):], mask[r, width - len(row):] = row, 1
+        _, kv_pad = model.hidden_states(pad, mask, return_kv=True)
+        slots = torch.tensor([[1, 5], [0, 8], [2, 3]])  # row-local positions to recompute
+        new_ids, new_pad = ids.clone(), pad.clone()
+        for r in range(3):
+            for c in slots[r]:
+                new_ids[int(packed.starts[r]) + c] = 7
+                new_pad[r, width - lengths[r] + c] = 7
+        got = partial_pass(model, new_ids, packed, packed.starts[:, None] + slots, kv)
+        ref = model.hidden_states_partial(new_pad, slots + (width - torch.tensor(lengths))[:, None],
+                                          kv_pad, mask)
+    torch.testing.assert_close(got.view(3, 2, -1), ref, atol=1e-5, rtol=1e-5)
+
+
+def test_baseline_with_the_official_cache_refreshes_on_the_official_calls(pipe: DiMOOPipeline) -> None:
+    den = pipe.make_denoiser(PROMPTS, None, width=32, height=32, cfg=2.0, cache=MLCacheConfig(),
+                             steps=64)
+    res = sample(den, shape=(2, 8, 8), steps=64, strategy="baseline",
+                 generator=[torch.Generator().manual_seed(i) for i in range(2)])
+    assert res.nfe == 64 and den.stats.cached_steps == 64 - 28
+    assert den.stats.refresh_at == [s for s in range(64) if MLCacheConfig().is_refresh(s, 64)]
+
+
+def test_recompute_changed_takes_committed_slots_first(pipe: DiMOOPipeline) -> None:
+    """With recompute_changed, slots whose token changed since their K/V were made (committed
+    tokens, whose cached K/V still encode the mask) are recomputed before low max logits."""
+    cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.0, refresh_interval=99,
+                          refresh_commit=0.0, recompute_changed=True)
+    den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=8)
+    tokens = torch.zeros(2, 12, dtype=torch.long)
+    masked = torch.ones(2, 12, dtype=torch.bool)
+    den(tokens, masked)  # refresh
+    confident = den.branches.max_logit.argsort(dim=1, descending=True)[:, :2]  # never picked
+    assert not (den.branches.next_index[..., None] == confident[:, None]).any()
+    item = confident[:2]  # cond row i commits its two most confident slots
+    masked2 = masked.clone().scatter_(1, item, False)
+    tokens2 = tokens.clone().scatter_(1, item, 5)
+    den(tokens2, masked2)  # cached call
+    assert den.stats.cached_steps == 1
+    chosen = den.branches.codes  # the cache now holds the committed ids at those slots
+    slots = den.code_pos.shape[1]
+    assert chosen.shape == (4, slots)
+    for r in range(2):  # cond rows; the uncond rows of the same items changed too
+        for row in (r, r + 2):
+            assert (chosen[row, item[r]] == pipe.ids.image_offset + 5).all()
+
+
+class _Recorder:
+    """A forward hook running the eager passes and recording the recomputed positions."""
+
+    compile_seconds = 0.0
+
+    def __init__(self) -> None:
+        self.partial_index: list[torch.Tensor] = []
+
+    def full(self, model, *args):  # noqa: ANN001, ANN201
+        from ladr_core.dimoo.packed import full_pass
+
+        return full_pass(model, *args)
+
+    def partial(self, model, ids, rows, index, kv):  # noqa: ANN001, ANN201
+        from ladr_core.dimoo.packed import partial_pass
+
+        self.partial_index.append(index.clone())
+        return partial_pass(model, ids, rows, index, kv)
+
+
+def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipeline) -> None:
+    cache = MLCacheConfig(cache_ratio=0.9, warmup_ratio=0.0, refresh_interval=99,
+                          refresh_commit=0.0, recompute_masked=True)
+    den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=8)
+    den.forward_hook = rec = _Recorder()
+    states = _states(8, 12, seed=7)
+    for tokens, masked in states[:4]:
+        den(tokens, masked)
+    assert den.stats.refresh_at == [0] and len(rec.partial_index) == 3
+    for i, index in enumerate(rec.partial_index, start=1):
+        # needed: masked now, or committed since the previous call (its K/V encode the mask)
+        need = states[i - 1][1].repeat(2, 1)  # masked at call i-1 = masked now | committed
+        hit = (den.code_pos[:, :, None] == index[:, None, :]).any(-1)
+        assert (hit | ~need).all(), i  # every needed slot was recomputed
+        assert index.shape[1] == max(int(need.sum(1).max()), cache.n_recompute(12))
+
+
+def test_pick_rounds_the_cached_pass_size_to_buckets_for_compiled_passes() -> None:
+    from ladr_core.dimoo.cache import BranchCache
+
+    br = BranchCache(MLCacheConfig(recompute_masked=True))
+    br.plan_next(torch.randn(2, 16, 8))  # n_recompute(16) = 2
+    need = torch.zeros(2, 16, dtype=torch.bool)
+    need[0, :5] = True
+    need[1, 3:6] = True
+    br.codes = torch.zeros(2, 16, dtype=torch.long)
+    assert br.pick(need, 5).shape == (2, 5)  # eager: the exact size
+    picked = br.pick(need, 5, bucket=4)
+    assert picked.shape == (2, 8)  # compiled: rounded up to a multiple of 4
+    assert need.gather(1, picked).sum(1).tolist() == [5, 3]  # every needed slot is in
+    assert br.pick(need, 15, bucket=4).shape == (2, 16)  # never more than N
