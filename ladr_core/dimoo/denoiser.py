@@ -65,18 +65,24 @@ class DiMOODenoiser:
         self.model, self.ids, self.cfg = model, ids, float(cfg)
         self.cache_config, self.steps = cache, steps
         self.device = model.output_weight().device
-        self.input_ids = batch.input_ids.to(self.device)
-        self.attention_mask = batch.attention_mask.to(self.device)
+        # ONE host -> device copy for the prompt rows, their mask and the code slots (on an
+        # accelerator every copy from pageable host memory waits for the host).
+        size = batch.input_ids.numel()
+        packed = torch.cat([batch.input_ids.flatten(), batch.attention_mask.long().flatten(),
+                            batch.code_index.long()]).to(self.device)
+        self.input_ids = packed[:size].view(batch.input_ids.shape)
+        self.attention_mask = packed[size:2 * size].view(batch.attention_mask.shape)
         self.position_ids = default_position_ids(self.attention_mask, rows, self.input_ids.shape[1],
                                                  self.device)
-        self.code_index = batch.code_index.to(self.device)
+        self.code_index = packed[2 * size:]
         self.batch, self.layout = batch.batch, batch.layout
         self.real_tokens = int(batch.attention_mask.sum())
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
         self.stats = DenoiserStats()
         self.branches = BranchCache(cache) if cache is not None else None
         # a padded key mask is only needed when rows have different lengths
-        self.key_mask = None if bool(self.attention_mask.all()) else self.attention_mask
+        # (decided on the host copy: no device sync)
+        self.key_mask = None if bool(batch.attention_mask.all()) else self.attention_mask
 
     # ---- sequence assembly ---------------------------------------------------------------
     def sequences(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
