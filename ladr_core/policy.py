@@ -194,10 +194,11 @@ class Preset:
 
     LADR's inverse schedule advances t by 1 / T per step, so T sets the standard selection's
     pace and belongs to the recipe: whoever runs a preset gets its T without typing it.
+    steps None: not tuned to a T of its own (the caller's T applies, DiMOO's 64 by default).
     """
 
     policy: LADRPolicy
-    steps: int = DEFAULT_STEPS
+    steps: int | None = None
     summary: str = ""
 
 
