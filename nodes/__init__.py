@@ -12,10 +12,11 @@ def node_classes() -> list[type]:
     from .cache import MLCacheOptions
     from .decode import DiMOOVQDecode
     from .loader import LoadDiMOOModel
-    from .policy import LADRPolicyNode
+    from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
-    return [LoadDiMOOModel, LADRPolicyNode, MLCacheOptions, DiMOOSampler, DiMOOVQDecode]
+    return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
+            DiMOOVQDecode]
 
 
 def extension_class() -> type:
