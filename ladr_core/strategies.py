@@ -50,7 +50,7 @@ def baseline_keep_table(
     else:
         t = (torch.arange(1, steps + 1, dtype=torch.float64, device=device) / steps).float()
     keep = (float(n) * schedule.gamma(t)).floor().clamp_min(1).long()
-    keep[-1] = 0
+    keep[-1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
     return keep
 
 
