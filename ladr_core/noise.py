@@ -71,11 +71,17 @@ def gumbel_(u: torch.Tensor) -> torch.Tensor:
 def gumbel_max(u: torch.Tensor, logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """Official `gumbel_max_sample` for one item's rows: LongTensor [L].
 
-    u: U[0, 1) [L, K], consumed (it becomes the Gumbel noise and then the perturbed logits);
-    logits: [L, K]. argmax(logits / temperature + g) with g = -log(-log(u + 1e-20) + 1e-20).
+    u: U[0, 1) [L, K], consumed; logits: [L, K]. argmax(logits / temperature + g) with the
+    official g = -log(-log(u + 1e-20) + 1e-20), written as
+    logits / temperature - log(1e-20 - log(u + 1e-20)): the same numbers bit for bit (a + (-b)
+    == a - b and -a + c == c - a exactly in IEEE arithmetic) in 5 in-place passes over u instead
+    of 7, which is a measurable share of a CPU step (the draw dominates it).
     """
+    eps = torch.full((), 1e-20, dtype=u.dtype, device=u.device)  # a fill, no host data
+    u.add_(1e-20).log_()
+    torch.sub(eps, u, out=u).log_()
     scaled = logits if temperature == 1.0 else logits / temperature
-    return gumbel_(u).add_(scaled).argmax(dim=-1)
+    return torch.sub(scaled, u, out=u).argmax(dim=-1)
 
 
 def draw_item_noise(
