@@ -16,26 +16,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
 from .frontier import dilate, frontier
-from .noise import StepNoise
 from .policy import NO_TAU, PRESETS, LADRPolicy
-from .schedules import Schedule
 from .step import (
     Commit,
     Needs,
-    RunInfo,
-    Stats,
-    StepRule,
     Strategy,
     effective_time,
     keep_lowest,
     noisy_confidence,
     take_highest,
 )
+
+if TYPE_CHECKING:  # annotations only
+    from .noise import StepNoise
+    from .schedules import Schedule
+    from .step import RunInfo, Stats, StepRule
 
 
 def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.Tensor:

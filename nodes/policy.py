@@ -17,6 +17,9 @@ anything runs. Input names are those of saved workflows and never change.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from ladr_core.ladr import LADR
 from ladr_core.policy import (
     CANDIDATES,
@@ -102,6 +105,18 @@ def build_prophet(threshold_early: float, threshold_middle: float, threshold_lat
         progress_bounds=(float(middle_start), float(late_start))))
 
 
+def check_fields(node: str, build: Callable[..., object], fields: dict) -> bool | str:
+    """validate_inputs' answer: True when `build(**fields)` accepts the widget values (or a
+    field is linked from another node: checked at run time), else the core's message."""
+    if any(v is None for v in fields.values()):
+        return True
+    try:
+        build(**fields)
+    except (ValueError, KeyError, TypeError) as exc:
+        return f"{node}: {exc}"
+    return True
+
+
 def _float(name: str, default: float, tip: str, lo: float = 0.0) -> object:
     return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip)
 
@@ -185,13 +200,7 @@ class LADRPolicyNode(io.ComfyNode):
     def validate_inputs(cls, preset: str, **fields: object) -> bool | str:
         if preset != "custom":
             return True if preset in PRESETS else f"LADR Policy: preset {preset!r} is unknown"
-        if any(v is None for v in fields.values()):
-            return True  # a field is linked from another node: checked at run time
-        try:
-            build_policy(preset, **fields)
-        except (ValueError, KeyError, TypeError) as exc:
-            return f"LADR Policy: {exc}"
-        return True
+        return check_fields("LADR Policy", partial(build_policy, preset), fields)
 
     @classmethod
     def execute(cls, preset: str, **fields: object) -> io.NodeOutput:
@@ -217,30 +226,22 @@ class ProphetPolicyNode(io.ComfyNode):
                                   step=0.01, tooltip=f"Progress (step / T) where the {what} "
                                   f"threshold starts. Default {_P.progress_bounds[i]:g}.")
 
-        return io.Schema(
-            node_id="LADR_ProphetPolicy",
-            display_name="Prophet Policy",
-            category="LADR",
-            search_aliases=["prophet", "early commit"],
-            description="Early-commit thresholds of Prophet, the comparison method of the LADR "
-            "paper. Connect to DiMOO Sampler's policy with strategy 'prophet'.",
-            inputs=[th("threshold_early", 0, "before middle_start"),
-                    th("threshold_middle", 1, "from middle_start"),
-                    th("threshold_late", 2, "from late_start"),
-                    bound("middle_start", 0, "middle"), bound("late_start", 1, "late")],
-            outputs=[io.Custom(POLICY_TYPE).Output(
-                "policy", tooltip="Prophet strategy for DiMOO Sampler (strategy 'prophet').")],
-        )
+        inputs = [th("threshold_early", 0, "before middle_start"),
+                  th("threshold_middle", 1, "from middle_start"),
+                  th("threshold_late", 2, "from late_start"),
+                  bound("middle_start", 0, "middle"), bound("late_start", 1, "late")]
+        output = io.Custom(POLICY_TYPE).Output(
+            "policy", tooltip="Prophet strategy for DiMOO Sampler (strategy 'prophet').")
+        return io.Schema(node_id="LADR_ProphetPolicy", display_name="Prophet Policy",
+                         category="LADR", inputs=inputs, outputs=[output],
+                         search_aliases=["prophet", "early commit"],
+                         description="Early-commit thresholds of Prophet, the comparison "
+                         "method of the LADR paper. Connect to DiMOO Sampler's policy with "
+                         "strategy 'prophet'.")
 
     @classmethod
     def validate_inputs(cls, **fields: object) -> bool | str:
-        if any(v is None for v in fields.values()):
-            return True
-        try:
-            build_prophet(**fields)
-        except (ValueError, TypeError) as exc:
-            return f"Prophet Policy: {exc}"
-        return True
+        return check_fields("Prophet Policy", build_prophet, fields)
 
     @classmethod
     def execute(cls, **fields: float) -> io.NodeOutput:

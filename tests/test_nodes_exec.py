@@ -82,11 +82,17 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
     assert text.endswith("; T=128 from the policy preset (steps=64 not used)")
 
 
-def test_policy_preset_reaches_the_core(fake_model, sent, monkeypatch) -> None:
-    seen: list = []
+@pytest.fixture
+def seen(fake_model, monkeypatch) -> list[dict]:
+    """The keyword arguments of every pipe.generate call the sampler node makes."""
+    calls: list[dict] = []
     real = fake_model.pipe.generate
     monkeypatch.setattr(fake_model.pipe, "generate",
-                        lambda *a, **k: seen.append(k) or real(*a, **k))
+                        lambda *a, **k: calls.append(k) or real(*a, **k))
+    return calls
+
+
+def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
     (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
     _, text = run(fake_model, policy=policy)
     assert seen[-1]["strategy"] == ladr_core.LADR(ladr_core.POLICY_PRESETS["delayed"])
@@ -96,13 +102,9 @@ def test_policy_preset_reaches_the_core(fake_model, sent, monkeypatch) -> None:
     assert text.endswith("the connected LADR Policy was not used (strategy is 'baseline')")
 
 
-def test_prophet_policy_node_reaches_the_core(fake_model, sent, monkeypatch) -> None:
+def test_prophet_policy_node_reaches_the_core(fake_model, sent, seen) -> None:
     from nodes.policy import ProphetPolicyNode
 
-    seen: list = []
-    real = fake_model.pipe.generate
-    monkeypatch.setattr(fake_model.pipe, "generate",
-                        lambda *a, **k: seen.append(k) or real(*a, **k))
     fields = dict(threshold_early=9.0, threshold_middle=4.0, threshold_late=1.0,
                   middle_start=0.2, late_start=0.5)
     (prophet,) = ProphetPolicyNode.execute(**fields).args
