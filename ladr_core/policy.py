@@ -18,6 +18,12 @@ CANDIDATES = ("neighbors", "non_neighbors", "random")
 SELECTIONS = ("top1", "gumbel")
 RESCUE_TOKENS = ("sample", "argmax")
 PHASE_NAMES = ("exploration", "structure", "refinement")
+"""LADR's phases in order (index = the step record's `phase`; -1 = no phase, other strategies)."""
+NO_TAU = -1.0
+"""Where a number must stand for tau = None (no threshold): widgets, device tables. Margins are
+>= 0, so Delta > -1 keeps every candidate."""
+DEFAULT_STEPS = 64
+"""DiMOO's default schedule length T (the official `generate_image` default)."""
 
 
 def _is_real(x: object) -> bool:
@@ -170,20 +176,54 @@ class ProphetPolicy:
         return self.thresholds[1] if progress < hi else self.thresholds[2]
 
 
-POLICY_PRESETS: dict[str, LADRPolicy] = {
-    "paper": LADRPolicy(),
-    "delayed": LADRPolicy(delayed=True),
-    "ablation_non_neighbors": LADRPolicy(candidates="non_neighbors"),
-    "ablation_random_candidates": LADRPolicy(candidates="random"),
-    "ablation_confidence": LADRPolicy(metric="confidence"),
-    "ablation_random_metric": LADRPolicy(metric="random"),
+def tau_from_number(name: str, value: float) -> float | None:
+    """A tau written as a plain number (a widget): NO_TAU (-1) = None, else a value in [0, 1].
+
+    Any other negative value is refused rather than read as "no threshold"."""
+    v = float(value)
+    if v == NO_TAU:
+        return None
+    if not 0.0 <= v <= 1.0:
+        raise ValueError(f"{name}={value!r}: tau must be in [0, 1], or -1 for no threshold")
+    return v
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named LADR recipe: the policy and the schedule length T it was tuned at.
+
+    LADR's inverse schedule advances t by 1 / T per step, so T sets the standard selection's
+    pace and belongs to the recipe: whoever runs a preset gets its T without typing it.
+    steps None: not tuned to a T of its own (the caller's T applies, DiMOO's 64 by default).
+    """
+
+    policy: LADRPolicy
+    steps: int | None = None
+    summary: str = ""
+
+
+PRESETS: dict[str, Preset] = {
+    "paper": Preset(LADRPolicy(), summary="the published settings (~4x fewer forward passes)"),
+    "delayed": Preset(LADRPolicy(delayed=True),
+                      summary="no rescue in the exploration phase (paper Table 5; ~2.5x)"),
+    "off": Preset(LADRPolicy(alpha=(0.0, 0.0, 0.0)),
+                  summary="rescue disabled: inverse scheduling and standard selection only"),
+    "ablation_non_neighbors": Preset(LADRPolicy(candidates="non_neighbors"),
+                                     summary="paper Fig. 5 ablation: off-frontier candidates"),
+    "ablation_random_candidates": Preset(LADRPolicy(candidates="random"),
+                                         summary="paper Fig. 5 ablation: random candidates"),
+    "ablation_confidence": Preset(LADRPolicy(metric="confidence"),
+                                  summary="paper Fig. 6 ablation: rank by top-1 probability"),
+    "ablation_random_metric": Preset(LADRPolicy(metric="random"),
+                                     summary="paper Fig. 6 ablation: random ranking"),
     # Picked for the shipped DiMOO-nano by `python -m testbed.tune_policy` on validation prompts
     # (best score at <= 64 / 3.5 mean NFE; benchmarks/results/nano_policy_sweep.json). The
     # paper's policy is set for the 8B model's 1024-token images and breaks nano's shapes.
-    "nano": LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
-                       rescue_token="argmax", seen_only=True),
+    "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
+                              rescue_token="argmax", seen_only=True), steps=128,
+                   summary="tuned for the built-in DiMOO-nano (~16 forward passes)"),
 }
+"""The one definition of every preset; the two names below are views of it for older callers."""
 
-PRESET_STEPS: dict[str, int] = {"nano": 128}
-"""Schedule length T a preset was tuned at, where it differs from DiMOO's default 64. LADR's
-inverse schedule advances t by 1 / T per step, so T sets the standard selection's pace."""
+POLICY_PRESETS: dict[str, LADRPolicy] = {k: p.policy for k, p in PRESETS.items()}
+PRESET_STEPS: dict[str, int] = {k: p.steps for k, p in PRESETS.items() if p.steps is not None}

@@ -14,27 +14,19 @@ gathers and draws.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .noise import NoiseNeeds, StepNoise, draw_item_noise, generators_for
+from .noise import StepNoise, draw_item_noise
 from .policy import LADRPolicy, ProphetPolicy
-from .schedules import Schedule, get_schedule
-from .strategies import (
-    LADRTables,
-    baseline_keep_table,
-    baseline_remask,
-    keep_lowest,
-    ladr_keep_counts,
-    ladr_rescue,
-    prophet_fire,
-    schedule_dtype,
-)
-from .validation import check_logits, validate_arguments
+from .schedules import Schedule
+from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
+from .strategies import STRATEGY_NAMES
+from .validation import SampleArgs, check_logits, validate_arguments
 
-STRATEGIES = ("baseline", "ladr", "prophet")
+STRATEGIES = STRATEGY_NAMES  # the accepted names (older import path)
 
 # Every tensor in a record is fresh (the loop keeps no reference to it), so a callback may keep,
 # move or modify it; it decides itself what to sync.
@@ -60,24 +52,6 @@ class SampleResult:
     tokens: torch.Tensor
     nfe: int
     steps: int
-
-
-@dataclass
-class _Prediction:
-    """What one step derives from the logits; every field is [B, M] in row space (row j of item i
-    = its j-th masked position) until `at_positions` maps it to [B, N]."""
-
-    sampled: torch.Tensor  # LongTensor: Gumbel-max sample (argmax at temperature 0)
-    log_conf: torch.Tensor | None  # log(p(sampled).clamp_min(1e-20)) (baseline, prophet)
-    top1: torch.Tensor | None  # top-1 probability (ladr)
-    margin: torch.Tensor | None  # Delta = p(1) - p(2) (ladr)
-    logit_gap: torch.Tensor | None  # top-1 minus top-2 logit (prophet)
-    argmax: torch.Tensor | None = None  # LongTensor: the top-1 token (ladr)
-
-    def at_positions(self, idx: torch.Tensor | None, n: int) -> _Prediction:
-        """Every field scattered to its position: [B, N] (0 where nothing is masked)."""
-        return _Prediction(*(_to_positions(v, idx, n) for v in (
-            self.sampled, self.log_conf, self.top1, self.margin, self.logit_gap, self.argmax)))
 
 
 def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
@@ -122,42 +96,32 @@ def _to_positions(
     return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
 
 
-# aten's softmax with an out= buffer (same kernel as torch.softmax). It is a private name, so a
-# torch build without it falls back to the allocating public call rather than failing.
-_SOFTMAX_OUT = getattr(torch, "_softmax", None)
+def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
+               buf: torch.Tensor) -> Stats:
+    """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
 
-
-def _item_stats(
-    x: torch.Tensor, strategy: str, sampled: torch.Tensor | None, buf: torch.Tensor,
-    log_conf_needed: bool,
-) -> _Prediction:
-    """The per-token statistics the strategy needs from one item's logit rows x [L, K].
-
-    One softmax, then top-2 on it (ladr) or on the logits (prophet) and a gather for p(sampled),
-    as the official loop does on its [1, L, K] masked rows. log_conf_needed: also gather
-    log p(sampled) (baseline, prophet, LADR "gumbel" selection). sampled: the Gumbel-max sample [L],
-    or None for greedy (argmax of the logits, as official). buf: a float32 [L, K] buffer free
-    for reuse (the consumed Gumbel noise); the softmax is written into it when x is float32
-    (same bits as torch.softmax, without a fresh allocation). Fields are [L].
+    One softmax, then top-2 on it (top1 / margin / argmax) or on the logits (logit_gap) and a
+    gather for p(sampled), as the official loop does on its [1, L, K] masked rows. sampled: the
+    Gumbel-max sample [L], or None for greedy (argmax of the logits, as official). buf: a
+    float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is written
+    into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation).
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
-    log_conf = top1 = margin = gap = argmax = None
-    if strategy == "prophet":
+    out = Stats(sampled)
+    want = needs.stats
+    if "logit_gap" in want:
         top2 = x.topk(2, dim=-1).values
-        gap = top2[:, 0] - top2[:, 1]
-    if buf.dtype == x.dtype and _SOFTMAX_OUT is not None:
-        probs = _SOFTMAX_OUT(x, -1, False, out=buf)
-    else:
-        probs = torch.softmax(x, dim=-1)
-    if log_conf_needed:
+        out.logit_gap = top2[:, 0] - top2[:, 1]
+    probs = torch.softmax(x, dim=-1, out=buf if buf.dtype == x.dtype else None)
+    if "log_conf" in want:
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
-        log_conf = torch.log(conf.clamp_min(1e-20))
-    if strategy == "ladr":
+        out.log_conf = torch.log(conf.clamp_min(1e-20))
+    if want & {"top1", "margin", "argmax"}:
         top2 = probs.topk(2, dim=-1)
-        top1, margin = top2.values[:, 0], top2.values[:, 0] - top2.values[:, 1]
-        argmax = top2.indices[:, 0]
-    return _Prediction(sampled, log_conf, top1, margin, gap, argmax)
+        out.top1, out.margin = top2.values[:, 0], top2.values[:, 0] - top2.values[:, 1]
+        out.argmax = top2.indices[:, 0]
+    return out
 
 
 def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
@@ -175,29 +139,40 @@ def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tu
     return out
 
 
+@dataclass
 class _Run:
-    """State of one sample() call: tokens / mask on the denoiser's device plus per-run tables."""
+    """State of one sample() call: tokens / mask on the denoiser's device, the strategy's rule
+    for this run (bound at the first step, once the logits' device is known) and the work
+    buffers. Every field is declared here."""
 
-    def __init__(self, args: dict[str, Any]) -> None:
-        self.__dict__.update(args)
-        b, h, w = self.shape
-        self.b, self.n, self.grid = b, h * w, (h, w)
-        self.tokens = torch.zeros(b, self.n, dtype=torch.long, device=self.device)
-        self.masked = torch.ones(b, self.n, dtype=torch.bool, device=self.device)
-        self.k: int | None = None
-        self.nfe = 0
-        self.counts: list[int] = [self.n] * b  # masked count per item, host ints
-        self.buffers: dict[str, torch.Tensor] = {}  # see workspace()
+    args: SampleArgs
+    needs: Needs
+    n: int
+    grid: tuple[int, int]
+    tokens: torch.Tensor  # LongTensor [B, N]
+    masked: torch.Tensor  # BoolTensor [B, N]
+    counts: list[int]  # masked count per item, host ints (from the step's one sync)
+    k: int | None = None  # codebook size, fixed by the first denoise call
+    nfe: int = 0
+    rule: StepRule | None = None
+    nonfinite: torch.Tensor | None = None  # bool scalar: NaN statistics this step
+    buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # see workspace()
+
+    @classmethod
+    def start(cls, args: SampleArgs) -> _Run:
+        b, h, w = args.shape
+        n = h * w
+        return cls(args, args.strategy.needs(), n, (h, w),
+                   torch.zeros(b, n, dtype=torch.long, device=args.device),
+                   torch.ones(b, n, dtype=torch.bool, device=args.device), [n] * b)
 
     def bind_device(self, device: torch.device) -> None:
-        """After the first denoise call: move state to the logits' device and build tables."""
-        self.device = device
+        """After the first denoise call: move state to the logits' device, bind the strategy."""
         self.tokens = self.tokens.to(device)
         self.masked = self.masked.to(device)
-        self.sched_dtype = schedule_dtype(device)
-        self.keep_table = baseline_keep_table(self.n, self.steps, self.schedule, device)
-        self.tables = LADRTables(self.policy, device) if self.strategy == "ladr" else None
-        self.ranks_by_log_conf = self.strategy != "ladr" or self.policy.selection == "gumbel"
+        a = self.args
+        self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
+                                             a.temperature, device))
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -229,7 +204,7 @@ class _Run:
             "scale"
         )
 
-    def predict(self, logits: torch.Tensor) -> tuple[_Prediction, StepNoise]:
+    def predict(self, logits: torch.Tensor) -> tuple[Stats, StepNoise]:
         """Noise and statistics of each item's masked rows, item by item, mapped to [B, N].
 
         Two [M, K] views of the run's workspace serve every item in turn (M = max L_i): the
@@ -244,87 +219,55 @@ class _Run:
         if idx is not None or dtype != logits.dtype:
             own = self.workspace("rows", k, dtype, logits.device)[:m]
         buf = self.workspace("noise", k, torch.float32, logits.device)[:m]
-        needs = NoiseNeeds.of(self)
-        parts = []
-        for i, (gen, count) in enumerate(zip(self.generators, self.counts, strict=True)):
+        a = self.args
+        stats, noises = [], []
+        for i, (gen, count) in enumerate(zip(a.generators, self.counts, strict=True)):
             if count == 0:
                 continue
             rows = _item_rows(logits[i], None if idx is None else idx[i, :count], own)
-            noise = draw_item_noise(needs, gen, rows, self.temperature, buf[:count])
-            stats = _item_stats(rows, self.strategy, noise.sampled, buf[:count],
-                                self.ranks_by_log_conf)
-            parts.append((i, count, stats, noise))
-        pred = _stack_rows([(i, c, p) for i, c, p, _ in parts], b, m,
-                           ("sampled", "log_conf", "top1", "margin", "logit_gap", "argmax"),
-                           logits)
-        noise = _stack_rows([(i, c, z) for i, c, _, z in parts], b, m, ("remask", "uniform"),
-                            logits)
+            noise = draw_item_noise(gen, rows, a.temperature, buf[:count], self.needs.remask,
+                                    self.needs.uniform)
+            stats.append((i, count, item_stats(rows, self.needs, noise.sampled, buf[:count])))
+            noises.append((i, count, noise))
+        names = ("sampled", *STAT_NAMES)
+        pred = _stack_rows(stats, b, m, names, logits)
         if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
             pred["sampled"] = logits.new_zeros((b, m), dtype=torch.long)
-        pred = _Prediction(**pred).at_positions(idx, self.n)
-        return pred, StepNoise(None, _to_positions(noise["remask"], idx, self.n),
-                               _to_positions(noise["uniform"], idx, self.n))
-
-    def noisy_confidence(self, pred: _Prediction, noise: StepNoise) -> torch.Tensor:
-        """The baseline's ranking score [B, N]: log p(sampled) + temperature * Gumbel (no noise
-        at temperature 0). Also LADR's with selection "gumbel"; "top1" ranks by top-1 instead."""
-        if noise.remask is None:
-            return pred.log_conf
-        return pred.log_conf + self.temperature * noise.remask
+        noise = _stack_rows(noises, b, m, ("remask", "uniform"), logits)
+        return (Stats(**{f: _to_positions(pred[f], idx, self.n) for f in names}),
+                StepNoise(None, *(_to_positions(noise[f], idx, self.n)
+                                  for f in ("remask", "uniform"))))
 
     def step(self, step: int) -> dict[str, Any]:
-        """One denoise call and one unmasking decision; returns the step record."""
-        logits = self.denoise(self.tokens, self.masked)
+        """One denoise call and one unmasking decision by the strategy; returns the record."""
+        a = self.args
+        logits = a.denoise(self.tokens, self.masked)
         self.nfe += 1
-        self.k = check_logits(logits, self.b, self.n, self.k)
+        self.k = check_logits(logits, a.shape[0], self.n, self.k)
         if step == 0:
             self.bind_device(logits.device)
         masked = self.masked
-        remaining = masked.sum(dim=1)
-        t_eff = self.schedule.gamma_inv(remaining.to(self.sched_dtype) / self.n)
-        pred, noise = self.predict(logits)
+        stats, noise = self.predict(logits)
         # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
         # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
         # the last step, which has no sync, is not checked).
-        stat = pred.top1 if pred.top1 is not None else pred.log_conf
-        self.nonfinite = torch.isnan(stat).any()
-        rescued = torch.zeros_like(masked)
-        phase = torch.full_like(remaining, -1)
-        if self.strategy == "ladr":
-            phase = self.tables.phase(t_eff)
-            n_mask = ladr_keep_counts(masked, t_eff, step, self.steps, self.schedule)
-            rank = pred.top1 if self.policy.selection == "top1" else self.noisy_confidence(
-                pred, noise)
-            m_std = keep_lowest(rank, masked, n_mask)
-            rescued = ladr_rescue(
-                m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform,
-                masked,
-            )
-            new_masked = m_std & ~rescued
-        else:
-            new_masked = baseline_remask(masked, self.noisy_confidence(pred, noise),
-                                         self.keep_table[step])
-            if self.strategy == "prophet":
-                fire = prophet_fire(
-                    masked, pred.logit_gap, self.prophet.threshold(step / self.steps)
-                )
-                new_masked = new_masked & ~fire.unsqueeze(1)
-        unmasked = masked & ~new_masked
-        self.tokens = torch.where(unmasked, pred.sampled, self.tokens)
-        if self.strategy == "ladr" and self.policy.rescue_token == "argmax":
-            self.tokens = torch.where(rescued, pred.argmax, self.tokens)
-        self.masked = new_masked
+        probe = next(v for v in (stats.top1, stats.log_conf, stats.margin) if v is not None)
+        self.nonfinite = torch.isnan(probe).any()
+        commit = self.rule(step, masked, stats, noise)
+        unmasked = masked & ~commit.masked
+        self.tokens = torch.where(unmasked, commit.tokens, self.tokens)
+        self.masked = commit.masked
         return {
             "step": step,
-            "steps": self.steps,
-            "strategy": self.strategy,
-            "tokens": torch.where(new_masked, pred.sampled, self.tokens),
-            "masked": new_masked.clone(),
-            "rescued": rescued,
+            "steps": a.steps,
+            "strategy": a.strategy.name,
+            "tokens": torch.where(commit.masked, stats.sampled, self.tokens),
+            "masked": commit.masked.clone(),
+            "rescued": commit.rescued,
             "unmasked": unmasked,
             "nfe": self.nfe,
-            "t_eff": t_eff.to(torch.float32),
-            "phase": phase,
+            "t_eff": commit.t_eff.to(torch.float32),
+            "phase": commit.phase,
             "grid": self.grid,
         }
 
@@ -333,7 +276,7 @@ def sample(
     denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     shape: Sequence[int],
     steps: int,
-    strategy: str = "ladr",
+    strategy: str | Strategy = "ladr",
     policy: LADRPolicy | None = None,
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
@@ -344,42 +287,32 @@ def sample(
 ) -> SampleResult:
     """Generate B token grids of H x W with `steps` = T schedule steps (contract: ARCHITECTURE 1).
 
-    strategy: "baseline" (official DiMOO `generate_image`), "ladr" (Algorithm 1 with `policy`,
-    default LADRPolicy()), "prophet" (baseline plus Prophet early commit with `prophet`, default
-    ProphetPolicy()). temperature 0 = greedy with no random draw (except a random LADR ablation).
-    generator: None (device default generator), one generator shared by all items (each step,
-    item 0 draws its noise, then item 1, ...), or a list of B generators (item i with g_i equals a
-    B=1 run with g_i). Noise is drawn only for each item's masked rows, as official (order:
-    ladr_core.noise). Noise is drawn on the generator's device and moved to the logits' device;
-    use a generator on the denoiser's device to avoid the copy. device: where the first `tokens`
-    passed to `denoise` live (default: the generator's device, else CPU); from then on all state
-    lives on the device of the returned logits. The loop stops early once nothing is masked and
-    always finishes within T steps (the last step unmasks everything).
+    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `Prophet(policy)`; it carries its
+    own policy) or a name: "baseline" (official DiMOO `generate_image`), "ladr" (Algorithm 1
+    with `policy`, default LADRPolicy()), "prophet" (baseline plus Prophet early commit with
+    `prophet`, default ProphetPolicy()). temperature 0 = greedy with no random draw (except a
+    random LADR ablation). generator: None (device default generator), one generator shared by
+    all items (each step, item 0 draws its noise, then item 1, ...), or a list of B generators
+    (item i with g_i equals a B=1 run with g_i). Noise is drawn only for each item's masked
+    rows, as official (order: ladr_core.noise). Noise is drawn on the generator's device and
+    moved to the logits' device; use a generator on the denoiser's device to avoid the copy.
+    device: where the first `tokens` passed to `denoise` live (default: the generator's device,
+    else CPU); from then on all state lives on the device of the returned logits. The loop
+    stops early once nothing is masked and always finishes within T steps (the last step
+    unmasks everything).
     """
-    args = validate_arguments(
-        denoise,
-        shape,
-        steps,
-        strategy,
-        policy,
-        temperature,
-        generator,
-        callback,
-        schedule,
-        prophet,
-        device,
-    )
-    args["schedule"] = get_schedule(args["schedule"])
-    args["generators"] = generators_for(args["generator"], args["shape"][0])
-    run = _Run(args)
+    args = validate_arguments(denoise, shape, steps, strategy, policy, temperature, generator,
+                              callback, schedule, prophet, device)
+    run = _Run.start(args)
     steps_run = 0
-    for step in range(run.steps):
+    # Algorithm 1 lines 3-6: at most T steps, and `break` once nothing is masked anywhere.
+    for step in range(args.steps):
         record = run.step(step)
         steps_run += 1
         if callback is not None:
             callback(record)
         # The loop's single host synchronisation: stop once nothing is masked anywhere.
-        if step < run.steps - 1 and not run.sync_counts():
+        if step < args.steps - 1 and not run.sync_counts():
             break
     return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
 

@@ -1,58 +1,39 @@
-"""Which tokens unmask each step: official baseline, LADR (Algorithm 1) with ablations, Prophet.
+"""The strategies and their public names: `Baseline()`, `Prophet(policy)` here, `LADR(policy)` in
+ladr_core.ladr (Algorithm 1), and STRATEGIES, the names accepted at the public boundary.
 
-"How many" comes from the mask schedule (ladr_core.schedules); this module decides "which".
-Every function is batched tensor work on the inputs' device with no host synchronisation:
-per-item counts are [B] tensors and selections use a stable sort plus a rank comparison, never
-boolean-mask indexing, nonzero() or Python loops over items.
-
-Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor [B, N] (True = still
-masked); scores are FloatTensors [B, N].
+"How many" comes from the mask schedule (ladr_core.schedules); a strategy decides "which". The
+interface (Strategy, Needs, Stats, Commit) and the shared selection primitives live in
+ladr_core.step. Adding a strategy: one class here with `needs()` and `begin()`, one entry in
+STRATEGIES. No function here synchronises with the host or copies host data to the device.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import ClassVar
 
 import torch
 
-from .frontier import dilate, frontier
-from .policy import LADRPolicy
+from .ladr import LADR
+from .noise import StepNoise
+from .policy import DEFAULT_STEPS, LADRPolicy, ProphetPolicy
 from .schedules import Schedule
-
-NO_TAU = -1.0  # tau "None": margins are >= 0, so Delta > -1 keeps every candidate
-
-
-def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
-    """Boolean [B, N]: the `count[b]` positions of row b that come first in a stable sort.
-
-    score: [B, N]; count: LongTensor [B]. Ties keep index order, so selections are
-    deterministic and exactly `count[b]` positions are chosen (clamped to N).
-    """
-    order = torch.argsort(score, dim=1, descending=descending, stable=True)
-    ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
-    chosen_sorted = ranks < count.unsqueeze(1)
-    return torch.zeros_like(chosen_sorted).scatter_(1, order, chosen_sorted)
+from .step import (
+    Commit,
+    Needs,
+    RunInfo,
+    Stats,
+    StepRule,
+    Strategy,
+    effective_time,
+    no_phase,
+    noisy_confidence,
+)
 
 
-def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Keep masked the `count[b]` masked positions with the lowest score (Alg. 1 lines 18-20).
-
-    Algorithm 1 line 20 reads M_std[I_rank[n_mask:N]] <- 0 with I_rank sorted *descending*,
-    which would unmask the LEAST confident tokens. Its own comment ("Unmask most confident") and
-    the DiMOO baseline show the intent, which we follow: the n_mask least confident masked
-    tokens stay masked, the most confident ones are unmasked. Decoded positions never compete
-    (they sort last with +inf) and can never be re-selected.
-    """
-    score = score.masked_fill(~masked, math.inf)
-    return _select_by_rank(score, count, descending=False) & masked
-
-
-def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """The `count[b]` positions of `pool` with the highest score (count <= |pool| expected)."""
-    score = score.masked_fill(~pool, -math.inf)
-    return _select_by_rank(score, count, descending=True) & pool
-
-
+# ---------------------------------------------------------------- official DiMOO baseline
 def baseline_keep_table(
     n: int, steps: int, schedule: Schedule, device: torch.device
 ) -> torch.Tensor:
@@ -60,11 +41,16 @@ def baseline_keep_table(
 
     keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, and 0 on the last step, with
     vq_len the initial masked count N. Evaluated in float32 on `device` like the official loop
-    (t is the Python float (step+1)/T rounded once to float32).
+    (t is the Python float (step+1)/T rounded once to float32). Built on the device (float64
+    division, as Python's, then float32), so no host -> device copy is made.
     """
-    t = torch.tensor([(s + 1) / steps for s in range(steps)], dtype=torch.float32).to(device)
+    if device.type == "mps":  # no float64 there: the same numbers from the host
+        t = torch.tensor([(s + 1) / steps for s in range(steps)], dtype=torch.float32)
+        t = t.to(device)
+    else:
+        t = (torch.arange(1, steps + 1, dtype=torch.float64, device=device) / steps).float()
     keep = (float(n) * schedule.gamma(t)).floor().clamp_min(1).long()
-    keep[-1] = 0
+    keep[-1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
     return keep
 
 
@@ -87,96 +73,32 @@ def baseline_remask(
     return (score < cut) & masked
 
 
-def ladr_keep_counts(
-    masked: torch.Tensor, t_eff: torch.Tensor, step: int, steps: int, schedule: Schedule
-) -> torch.Tensor:
-    """n_mask of Algorithm 1 lines 8-11 (Prop. 2 inverse scheduling): LongTensor [B].
-
-    t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)), clamped to the current
-    masked count. t_eff: [B] in schedule precision (float64 where the device has it). The floor
-    gets a guard of 1e-9 N (float64) / 1e-6 N (float32) so exact integers such as
-    36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23. On the last step
-    (step == T - 1) n_mask = 0, so LADR always finishes within T steps whatever the rounding.
-    """
-    remaining = masked.sum(dim=1)
-    if step == steps - 1:
-        return torch.zeros_like(remaining)
-    n = masked.shape[1]
-    t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)
-    guard = n * (1e-9 if t_eff.dtype == torch.float64 else 1e-6)
-    n_mask = (float(n) * schedule.gamma(t_next) + guard).floor().long()
-    return torch.minimum(n_mask, remaining)
+def official_step(run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
+                  stats: Stats, noise: StepNoise) -> Commit:
+    """One step of the official loop: keep masked the keep[step] least noisy-confident."""
+    new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature),
+                                 keep[step])
+    t_eff = effective_time(masked, run)
+    return Commit(new_masked, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
 
 
-def schedule_dtype(device: torch.device) -> torch.dtype:
-    """Precision for the [B]-sized schedule math: float64, except on MPS (no float64)."""
-    return torch.float32 if device.type == "mps" else torch.float64
+@dataclass(frozen=True)
+class Baseline(Strategy):
+    """The official Lumina-DiMOO `generate_image` loop: the cosine schedule's keep count, the
+    noisy-confidence ranking of `mask_by_random_topk`."""
+
+    name: ClassVar[str] = "baseline"
+    steps: int | None = None
+
+    def needs(self) -> Needs:
+        return Needs(frozenset({"log_conf"}), remask=True)
+
+    def begin(self, run: RunInfo) -> StepRule:
+        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
+        return partial(official_step, run, keep)
 
 
-class LADRTables:
-    """Per-phase policy values as small tensors on the sampling device (built once per run)."""
-
-    def __init__(self, policy: LADRPolicy, device: torch.device) -> None:
-        self.policy = policy
-        self.bounds = policy.phase_bounds
-        tau = [NO_TAU if v is None else v for v in policy.tau]
-        self.tau = torch.tensor(tau, dtype=torch.float32).to(device)
-        frac = policy.alpha_fractions()
-        self.alpha_num = torch.tensor([f[0] for f in frac], dtype=torch.long).to(device)
-        self.alpha_den = torch.tensor([f[1] for f in frac], dtype=torch.long).to(device)
-
-    def phase(self, t_eff: torch.Tensor) -> torch.Tensor:
-        """Phase per item from t_eff [B]: 0 exploration, 1 structure, 2 refinement (Sec. 3.3.2)."""
-        lo, hi = self.bounds
-        return (t_eff >= lo).long() + (t_eff >= hi).long()
-
-
-def ladr_rescue(
-    m_std: torch.Tensor,
-    top1: torch.Tensor,
-    margin: torch.Tensor,
-    phase: torch.Tensor,
-    tables: LADRTables,
-    grid: tuple[int, int],
-    uniform: torch.Tensor | None,
-    masked_before: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Rescue set R_t of Eq. 10 (Algorithm 1 lines 22-31), plus the paper's ablations.
-
-    m_std: BoolTensor [B, N] after standard selection; top1 / margin: [B, N] top-1 probability
-    and Delta = p(1) - p(2); phase: LongTensor [B]; uniform: [B, N] in [0, 1) drawn from the
-    generator when the policy has a random ablation, else None. Returns BoolTensor [B, N] of
-    rescued positions (a subset of m_std).
-
-    C = frontier(m_std) (Eq. 9); valid = C with Delta > tau; k_res = min(floor(|C| alpha),
-    |valid|) (alpha applied exactly as a fraction); "neighbors" + "margin" rescues the k_res valid
-    candidates with the largest Delta. Ablations keep k_res and change only which tokens.
-    """
-    policy = tables.policy
-    k = policy.kernel_size
-    if policy.seen_only:
-        # Neighbours of tokens the forward pass saw, away from this step's standard picks.
-        fresh = masked_before & ~m_std
-        cand = m_std & frontier(masked_before, grid, k) & ~dilate(fresh, grid, k)
-    else:
-        cand = frontier(m_std, grid, k)
-    valid = cand & (margin > tables.tau[phase].unsqueeze(1))
-    budget = cand.sum(dim=1) * tables.alpha_num[phase] // tables.alpha_den[phase]
-    k_res = torch.minimum(budget, valid.sum(dim=1))
-    if policy.candidates == "random":
-        return take_highest(uniform, m_std, k_res)
-    if policy.metric == "margin":
-        score, pool = margin, valid
-    elif policy.metric == "confidence":
-        score, pool = top1, valid
-    else:  # "random": uniform over the whole neighbourhood, ignoring certainty (Fig. 6)
-        score, pool = uniform, cand
-    if policy.candidates == "non_neighbors":
-        # Off-frontier masked tokens first (score + 2 beats any score in [0, 1]), then neighbours.
-        score, pool = score + 2.0 * (m_std & ~cand), m_std
-    return take_highest(score, pool, k_res)
-
-
+# ---------------------------------------------------------------- Prophet
 def prophet_fire(masked: torch.Tensor, logit_gap: torch.Tensor, threshold: float) -> torch.Tensor:
     """Prophet early commit per item: BoolTensor [B].
 
@@ -186,3 +108,75 @@ def prophet_fire(masked: torch.Tensor, logit_gap: torch.Tensor, threshold: float
     remaining = masked.sum(dim=1)
     mean_gap = (logit_gap * masked).sum(dim=1) / remaining.clamp_min(1)
     return (mean_gap >= threshold) & (remaining > 0)
+
+
+@dataclass(frozen=True)
+class Prophet(Strategy):
+    """The baseline plus Prophet's early commit (Li et al. 2025, adapted to images as the paper
+    does): an item whose mean logit gap over its masked tokens reaches the threshold for the
+    run's progress commits every masked token to its current prediction."""
+
+    name: ClassVar[str] = "prophet"
+    policy: ProphetPolicy = field(default_factory=ProphetPolicy)
+    steps: int | None = None
+
+    def needs(self) -> Needs:
+        return Needs(frozenset({"log_conf", "logit_gap"}), remask=True)
+
+    def begin(self, run: RunInfo) -> StepRule:
+        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
+        return partial(self._step, run, keep)
+
+    def _step(self, run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
+              stats: Stats, noise: StepNoise) -> Commit:
+        out = official_step(run, keep, step, masked, stats, noise)
+        fire = prophet_fire(masked, stats.logit_gap, self.policy.threshold(step / run.steps))
+        out.masked = out.masked & ~fire.unsqueeze(1)
+        return out
+
+
+# ---------------------------------------------------------------- the public names
+STRATEGIES: dict[str, type[Strategy]] = {"baseline": Baseline, "ladr": LADR, "prophet": Prophet}
+"""The strategy names accepted at the public boundary (sample / generate / the node)."""
+STRATEGY_NAMES: tuple[str, ...] = tuple(STRATEGIES)
+
+
+def as_strategy(strategy: str | Strategy, policy: object = None,
+                prophet: object = None) -> Strategy:
+    """A Strategy object from the public boundary's arguments.
+
+    A Strategy object is returned as is (it carries its own policy; policy= / prophet= must then
+    be None). A name builds the object the way older callers meant it: `policy` is LADR's
+    LADRPolicy (or, for "prophet" in `generate`, a ProphetPolicy), `prophet` Prophet's
+    ProphetPolicy; a policy meant for another strategy is not used (None = the defaults).
+    """
+    if isinstance(strategy, Strategy):
+        if policy is not None or prophet is not None:
+            raise ValueError(
+                f"strategy is a {type(strategy).__name__} object, which carries its own policy; "
+                "pass policy=None and prophet=None (or a strategy name with policy=)"
+            )
+        return strategy
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGY_NAMES} or a Strategy object "
+                         f"(Baseline(), LADR(policy), Prophet(policy)); got {strategy!r}")
+    if policy is not None and not isinstance(policy, (LADRPolicy, ProphetPolicy)):
+        raise ValueError(f"policy must be a LADRPolicy or None; got {type(policy).__name__}")
+    if prophet is not None and not isinstance(prophet, ProphetPolicy):
+        raise ValueError(f"prophet must be a ProphetPolicy or None; got {type(prophet).__name__}")
+    if strategy == "ladr":
+        return LADR(policy if isinstance(policy, LADRPolicy) else LADRPolicy())
+    if strategy == "prophet":
+        chosen = prophet if prophet is not None else policy
+        return Prophet(chosen if isinstance(chosen, ProphetPolicy) else ProphetPolicy())
+    return Baseline()
+
+
+def default_steps(strategy: Strategy) -> int:
+    """The T to run a strategy at when the caller gives none: its tuned T, else DiMOO's 64."""
+    return DEFAULT_STEPS if strategy.steps is None else strategy.steps
+
+
+__all__ = ["STRATEGIES", "STRATEGY_NAMES", "Baseline", "LADR", "Prophet", "Strategy",
+           "as_strategy", "baseline_keep_table", "baseline_remask", "default_steps",
+           "official_step", "prophet_fire"]

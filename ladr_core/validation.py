@@ -5,15 +5,32 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from numbers import Real
-from typing import Any
 
 import torch
 
-from .policy import LADRPolicy, ProphetPolicy
-from .schedules import get_schedule
+from .noise import generators_for
+from .policy import LADRPolicy
+from .schedules import Schedule, get_schedule
+from .step import Strategy
+from .strategies import as_strategy
 
-STRATEGY_NAMES = ("baseline", "ladr", "prophet")
+Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class SampleArgs:
+    """sample()'s arguments, checked and normalised (defaults filled in)."""
+
+    denoise: Denoise
+    shape: tuple[int, int, int]  # (B, H, W)
+    steps: int  # T
+    strategy: Strategy
+    temperature: float
+    generators: list[torch.Generator | None]  # one per item (None = the default generator)
+    schedule: Schedule
+    device: torch.device  # where the first tokens / masked passed to denoise live
 
 
 def _check_shape(shape: object) -> tuple[int, int, int]:
@@ -56,19 +73,19 @@ def _default_device(device: object, generator: object) -> torch.device:
 
 
 def validate_arguments(
-    denoise: Callable[..., Any],
+    denoise: Denoise,
     shape: Sequence[int],
     steps: int,
-    strategy: str,
+    strategy: str | Strategy,
     policy: LADRPolicy | None,
     temperature: float,
     generator: object,
     callback: object,
-    schedule: object,
-    prophet: ProphetPolicy | None,
+    schedule: str | Schedule,
+    prophet: object,
     device: object,
-) -> dict[str, Any]:
-    """Check every sample() argument; return them normalised (defaults filled in) as a dict."""
+) -> SampleArgs:
+    """Check every sample() argument; return them normalised as SampleArgs."""
     if not callable(denoise):
         raise ValueError(
             "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
@@ -76,16 +93,9 @@ def validate_arguments(
     shape = _check_shape(shape)
     if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
-    if strategy not in STRATEGY_NAMES:
-        raise ValueError(f"strategy must be one of {STRATEGY_NAMES}; got {strategy!r}")
-    if policy is None:
-        policy = LADRPolicy()
-    if not isinstance(policy, LADRPolicy):
+    if policy is not None and not isinstance(policy, LADRPolicy):
         raise ValueError(f"policy must be a LADRPolicy or None; got {type(policy).__name__}")
-    if prophet is None:
-        prophet = ProphetPolicy()
-    if not isinstance(prophet, ProphetPolicy):
-        raise ValueError(f"prophet must be a ProphetPolicy or None; got {type(prophet).__name__}")
+    chosen = as_strategy(strategy, policy, prophet)
     ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
     if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
         raise ValueError(
@@ -94,20 +104,9 @@ def validate_arguments(
     _check_generator(generator, shape[0])
     if callback is not None and not callable(callback):
         raise ValueError("callback must be None or callable(record: dict)")
-    get_schedule(schedule)  # raises ValueError naming `schedule`
-    return {
-        "denoise": denoise,
-        "shape": shape,
-        "steps": steps,
-        "strategy": strategy,
-        "policy": policy,
-        "temperature": float(temperature),
-        "generator": generator,
-        "callback": callback,
-        "schedule": schedule,
-        "prophet": prophet,
-        "device": _default_device(device, generator),
-    }
+    return SampleArgs(denoise, shape, steps, chosen, float(temperature),
+                      generators_for(generator, shape[0]), get_schedule(schedule),
+                      _default_device(device, generator))
 
 
 def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:

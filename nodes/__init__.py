@@ -13,11 +13,11 @@ def node_classes() -> list[type]:
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .loader import LoadDiMOOModel
-    from .policy import LADRPolicyNode
+    from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
-    return [LoadDiMOOModel, LADRPolicyNode, MLCacheOptions, DiMOOSampler, DiMOOVQDecode,
-            CompileDiMOO]
+    return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
+            DiMOOVQDecode, CompileDiMOO]
 
 
 def extension_class() -> type:

@@ -7,37 +7,35 @@ contract like the step record's: added, never renamed.
   phase (str)      exploration | structure | refinement | n/a   (record `phase` of item 0)
   strategy (str)   ladr | baseline | prophet             nfe (int, denoiser calls so far)
   masked_pct (float, % of item 0 still masked)           rescued / unmasked (int, this step)
+  progress (float) in [0, 1]: t_eff = gamma^-1(masked share) after the step of the slowest
+                   item (cosine schedule, the one generate() uses); monotone, 1.0 at the end
   grid [h, w]      token grid; bitmaps below are h*w bits, row-major, MSB first, base64
   rescued_bits     tokens rescued by LADR this step      masked_bits   tokens still masked
-  preview (str|None) base64 PNG of `pipe.preview(...)` of item 0 (<= PREVIEW_MAX px a side)
   done (bool)      True on the final event, which adds `stats` (see `stats_dict`)
+
+The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
+Progress); the event carries no picture.
 """
 
 from __future__ import annotations
 
 import base64
-import io
 from typing import Any
 
 import numpy as np
 import torch
 
+from ladr_core.policy import PHASE_NAMES
+from ladr_core.schedules import get_schedule
+
 EVENT = "ladr.step"
-PREVIEW_MAX = 128
-PHASES = {0: "exploration", 1: "structure", 2: "refinement"}
+PROGRESS_SCHEDULE = get_schedule("cosine")
 
 
 def pack_bits(mask: torch.Tensor) -> str:
     """Bool [N] -> base64 of np.packbits (MSB first): N/8 bytes, e.g. 4096 tokens -> 684 chars."""
     arr = mask.detach().to("cpu", torch.bool).numpy().reshape(-1)
     return base64.b64encode(np.packbits(arr).tobytes()).decode("ascii")
-
-
-def png_b64(image: Any, max_side: int = PREVIEW_MAX) -> str:
-    """Float [H, W, 3] tensor in [0, 1] or PIL image -> base64 PNG, nearest-downscaled so
-    max(H, W) <= max_side (a 64 x 64-token preview at 128 px is ~16 KB)."""
-    pil = to_pil(image) if isinstance(image, torch.Tensor) else image
-    return encode_png(shrink(pil, max_side))
 
 
 def to_pil(image: torch.Tensor, max_side: int | None = None) -> Any:
@@ -62,40 +60,36 @@ def shrink(pil: Any, max_side: int | None) -> Any:
     return pil.resize(size, Image.NEAREST)
 
 
-def encode_png(pil: Any) -> str:
-    buf = io.BytesIO()
-    pil.save(buf, format="PNG", compress_level=1)  # speed over bytes: it is sent every step
-    return base64.b64encode(buf.getvalue()).decode("ascii")
+def step_payload(record: dict, node_id: str | None) -> dict:
+    """Step record (ARCHITECTURE.md Sec. 1) -> JSON payload (module docstring).
 
-
-def step_payload(record: dict, node_id: str | None, preview: Any | None) -> dict:
-    """Step record (ARCHITECTURE.md Sec. 1) of item 0 -> JSON payload (module docstring).
-
-    Item 0's masked / rescued / unmasked rows and its phase travel to the CPU in ONE transfer
-    (one host sync per step for the widget, whatever the device).
+    Item 0's masked / rescued / unmasked rows, its phase and every item's masked count travel
+    to the CPU in ONE transfer (one host sync per step for the widget, whatever the device).
     """
-    n = int(record["masked"].shape[1])
+    masked_all = record["masked"]
+    b, n = masked_all.shape
     phase = record.get("phase")
-    parts = [record["masked"][0], record["rescued"][0], record["unmasked"][0]]
-    flat = torch.cat([p.reshape(-1).long() for p in parts]
+    parts = [masked_all[0], record["rescued"][0], record["unmasked"][0]]
+    flat = torch.cat([p.reshape(-1).long() for p in parts] + [masked_all.sum(dim=1).long()]
                      + ([phase[:1].long()] if phase is not None else [])).cpu()
     masked, rescued, unmasked = (flat[i * n:(i + 1) * n].bool() for i in range(3))
-    ph = int(flat[3 * n]) if phase is not None else -1
+    most_masked = int(flat[3 * n:3 * n + b].max())
+    ph = int(flat[3 * n + b]) if phase is not None else -1
     h, w = record["grid"]
     return {
         "node": None if node_id is None else str(node_id),
         "step": int(record["step"]) + 1,
         "steps": int(record["steps"]),
         "strategy": str(record.get("strategy", "")),
-        "phase": PHASES.get(ph, "n/a"),
+        "phase": PHASE_NAMES[ph] if 0 <= ph < len(PHASE_NAMES) else "n/a",
         "nfe": int(record["nfe"]),
         "masked_pct": round(100.0 * int(masked.sum()) / max(n, 1), 2),
+        "progress": float(PROGRESS_SCHEDULE.gamma_inv(most_masked / max(n, 1))),
         "rescued": int(rescued.sum()),
         "unmasked": int(unmasked.sum()),
         "grid": [int(h), int(w)],
         "rescued_bits": pack_bits(rescued),
         "masked_bits": pack_bits(masked),
-        "preview": None if preview is None else png_b64(preview),
         "done": False,
     }
 

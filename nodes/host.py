@@ -35,14 +35,76 @@ def _comfy_module(name: str) -> ModuleType | None:
 
 
 def v3() -> tuple[Any, type]:
-    """(io module, ComfyExtension base): ComfyUI's pinned V3 API, or the host-free stand-in."""
+    """(io module, ComfyExtension base): ComfyUI's pinned V3 API, or, without ComfyUI, the
+    declaration recorder below."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
     except ImportError:
-        from . import _v3_fallback as io  # noqa: PLC0415
-
-        return io, io.ComfyExtension
+        return DECLARATIONS, DECLARATIONS.ComfyExtension
     return io, ComfyExtension
+
+
+class Declared:
+    """One schema, input or output exactly as a node declared it: the keyword arguments it
+    passed, readable as attributes (None for anything it did not pass)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return self._kwargs.get(name)
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """io.Int, io.Combo, io.Custom("X"), ...: declares inputs/outputs of socket type io_type."""
+
+    io_type: str
+
+    def Input(self, id: str, **kwargs: Any) -> Declared:  # noqa: N802 - comfy_api's name
+        return Declared(io_type=self.io_type, id=id, **kwargs)
+
+    def Output(self, id: str | None = None, **kwargs: Any) -> Declared:  # noqa: N802
+        return Declared(io_type=self.io_type, id=id, **kwargs)
+
+
+class _Declarations:
+    """Why this exists: CI has no ComfyUI (comfy_api ships only inside ComfyUI and needs its
+    whole environment), yet CI must check that every saved workflow still matches the nodes'
+    declarations and run the nodes' classmethods. Without ComfyUI, `v3()` returns this recorder
+    in place of `comfy_api...io`: it implements NOTHING of ComfyUI (no validation, no execution,
+    no UI); it records what each node declares, verbatim, and holds what `execute` returns.
+    Socket types follow ComfyUI's rule (io.Int -> "INT", io.Custom("X") -> "X"). The same node
+    classes run against the real comfy_api in tests/test_comfyui_integration.py."""
+
+    Schema = Declared
+
+    class ComfyNode:
+        hidden: Any = None
+
+    class ComfyExtension:
+        pass
+
+    class Hidden:
+        unique_id = "UNIQUE_ID"
+
+    class NodeOutput:
+        def __init__(self, *args: Any, ui: dict | None = None) -> None:
+            self.args, self.ui = args, ui
+
+    @staticmethod
+    def Custom(io_type: str) -> _Kind:  # noqa: N802 - comfy_api's name
+        return _Kind(io_type)
+
+    def __getattr__(self, name: str) -> _Kind:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _Kind(name.upper())
+
+
+DECLARATIONS = _Declarations()
 
 
 def in_comfyui() -> bool:

@@ -1,22 +1,40 @@
-"""LADR Policy node: a preset or every field of `ladr_core.LADRPolicy` -> LADR_POLICY socket.
+"""LADR Policy and Prophet Policy nodes -> the LADR_POLICY socket, which carries a strategy object.
 
-The fields map 1:1 onto the paper's phase-aware policy Pi(t) = (alpha_t, tau_t) (Sec. 3.3.2):
-phase bounds on t_eff, margin threshold tau and rescue ratio alpha per phase, the k x k
-dilation kernel of Eq. 9, the ranking metric / candidate set ablations (Sec. 4.3) and the
-delayed-rescue variant (Table 5). Invalid combinations fail at validation time with
-LADRPolicy's own message, so the UI shows it before anything runs.
+LADR Policy: a preset (`ladr_core.policy.PRESETS`: the policy AND the schedule length T it was
+tuned at, so the nano preset brings its T = 128 with it) or, with `custom`, every field of
+`LADRPolicy` by hand. The fields map 1:1 onto the paper's phase-aware policy Pi(t) =
+(alpha_t, tau_t) (Sec. 3.3.2): phase bounds on t_eff, margin threshold tau and rescue ratio
+alpha per phase, the k x k dilation kernel of Eq. 9, the ablations of Sec. 4.3 and delayed
+rescue (Table 5). The fields are read only under `custom`; the web extension
+(web/ladr_policy.js) greys them out under a preset and shows the preset's values in them, which
+travel in the preset widget's schema (`ladr_presets`).
+
+Prophet Policy: the early-commit thresholds of Prophet (the paper's comparison method).
+
+Invalid values fail at validation time with the core's own message, so the UI shows it before
+anything runs. Input names are those of saved workflows and never change.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
+from ladr_core.ladr import LADR
 from ladr_core.policy import (
     CANDIDATES,
     METRICS,
-    POLICY_PRESETS,
+    NO_TAU,
+    PHASE_NAMES,
+    PRESETS,
     RESCUE_TOKENS,
     SELECTIONS,
     LADRPolicy,
+    ProphetPolicy,
+    tau_from_number,
 )
+from ladr_core.step import Strategy
+from ladr_core.strategies import Prophet
 
 from . import host
 from .handles import POLICY_TYPE
@@ -24,81 +42,44 @@ from .handles import POLICY_TYPE
 io, _ = host.v3()
 
 # Stable option names (saved in workflows): the issue's four, then the paper's ablations.
-PRESETS = ["paper", "delayed", "off", "custom", *sorted(k for k in POLICY_PRESETS
-                                                       if k not in ("paper", "delayed"))]
-NO_TAU = -1.0
-"""Widget value meaning tau = None (no threshold, the paper's refinement phase)."""
+PRESET_OPTIONS = ["paper", "delayed", "off", "custom",
+                  *sorted(k for k in PRESETS if k not in ("paper", "delayed", "off"))]
+OPTIONAL_FIELDS = ("selection", "rescue_token", "seen_only")  # added later: may be absent
 
 _D = LADRPolicy()
 
 
-def _float(name: str, default: float, tip: str, lo: float = 0.0) -> object:
-    return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip)
-
-
-def _tau(v: float | None) -> float:
-    return NO_TAU if v is None else v
-
-
-def field_inputs() -> list:
-    """One widget per LADRPolicy field (triples split per phase), defaults = the paper's."""
-    phases = ("exploration", "structure", "refinement")
-    out = [
-        _float("exploration_end", _D.phase_bounds[0], "t_eff below this is the exploration "
-               "phase (paper: 0.2). Must be <= refinement_start."),
-        _float("refinement_start", _D.phase_bounds[1], "t_eff at or above this is the "
-               "refinement phase (paper: 0.7)."),
-    ]
-    for i, ph in enumerate(phases):
-        out.append(_float(f"tau_{ph}", _tau(_D.tau[i]), f"Margin threshold tau in the {ph} "
-                          "phase: a frontier token is rescued only if p(top1)-p(top2) > tau "
-                          "(Eq. 10). -1 = no threshold.", lo=NO_TAU))
-    for i, ph in enumerate(phases):
-        out.append(_float(f"alpha_{ph}", _D.alpha[i], f"Rescue ratio alpha in the {ph} "
-                          "phase: at most floor(|frontier| * alpha) tokens rescued per step."))
-    out += [
-        io.Int.Input("kernel_size", default=_D.kernel_size, min=1, max=15, step=2,
-                     tooltip="Side k of the k x k dilation kernel that finds the frontier "
-                     "(Eq. 9); odd. Paper: 3."),
-        io.Combo.Input("metric", options=list(METRICS), default=_D.metric,
-                       tooltip="How frontier candidates are ranked: margin (paper), "
-                       "confidence or random (ablations)."),
-        io.Combo.Input("candidates", options=list(CANDIDATES), default=_D.candidates,
-                       tooltip="Which masked tokens are candidates: neighbors = the frontier "
-                       "(paper); non_neighbors / random are ablations with the same budget."),
-        io.Boolean.Input("delayed", default=_D.delayed,
-                         tooltip="Delayed rescue: no rescue in the exploration phase "
-                         "(paper Table 5; better text rendering, ~2.5x instead of ~4x)."),
-        # Added after the paper's fields, optional: workflows saved without them get the defaults.
-        io.Combo.Input("selection", options=list(SELECTIONS), default=_D.selection, optional=True,
-                       tooltip="Standard selection: top1 = most probable tokens first (paper); "
-                       "gumbel = the DiMOO baseline's noisy rule, which places objects "
-                       "before filling the background."),
-        io.Combo.Input("rescue_token", options=list(RESCUE_TOKENS), default=_D.rescue_token,
-                       optional=True,
-                       tooltip="Token a rescued position receives: sample (paper) or argmax "
-                       "(the most probable token, the one the margin certifies)."),
-        io.Boolean.Input("seen_only", default=_D.seen_only, optional=True,
-                         tooltip="Rescue only neighbours of tokens decoded before this step, "
-                         "never next to tokens picked in the same step."),
-    ]
+def policy_fields(policy: LADRPolicy) -> dict[str, object]:
+    """A policy as the node's field widgets show it (tau None -> NO_TAU)."""
+    out: dict[str, object] = {"exploration_end": policy.phase_bounds[0],
+                              "refinement_start": policy.phase_bounds[1]}
+    for i, ph in enumerate(PHASE_NAMES):
+        out[f"tau_{ph}"] = NO_TAU if policy.tau[i] is None else policy.tau[i]
+    for i, ph in enumerate(PHASE_NAMES):
+        out[f"alpha_{ph}"] = policy.alpha[i]
+    out.update(kernel_size=policy.kernel_size, metric=policy.metric,
+               candidates=policy.candidates, delayed=policy.delayed,
+               selection=policy.selection, rescue_token=policy.rescue_token,
+               seen_only=policy.seen_only)
     return out
+
+
+def preset_table() -> dict[str, dict[str, object]]:
+    """What each preset sets, for the web extension: its field values and its T (or None)."""
+    return {name: {"fields": policy_fields(p.policy), "steps": p.steps, "summary": p.summary}
+            for name, p in PRESETS.items()}
 
 
 def build_policy(preset: str, **f: object) -> LADRPolicy:
     """Preset -> its LADRPolicy; `custom` builds one from the field widgets (validated)."""
-    if preset == "off":
-        return LADRPolicy(alpha=(0.0, 0.0, 0.0))
-    if preset in POLICY_PRESETS:
-        return POLICY_PRESETS[preset]
+    if preset in PRESETS:
+        return PRESETS[preset].policy
     if preset != "custom":
-        raise ValueError(f"preset: {preset!r} is not one of {PRESETS}")
-    taus = tuple(None if float(f[f"tau_{p}"]) < 0 else float(f[f"tau_{p}"])
-                 for p in ("exploration", "structure", "refinement"))
+        raise ValueError(f"preset: {preset!r} is not one of {PRESET_OPTIONS}")
     return LADRPolicy(
         phase_bounds=(float(f["exploration_end"]), float(f["refinement_start"])),
-        tau=taus,
-        alpha=tuple(float(f[f"alpha_{p}"]) for p in ("exploration", "structure", "refinement")),
+        tau=tuple(tau_from_number(f"tau_{p}", f[f"tau_{p}"]) for p in PHASE_NAMES),
+        alpha=tuple(float(f[f"alpha_{p}"]) for p in PHASE_NAMES),
         kernel_size=int(f["kernel_size"]),
         metric=str(f["metric"]),
         candidates=str(f["candidates"]),
@@ -107,6 +88,92 @@ def build_policy(preset: str, **f: object) -> LADRPolicy:
         rescue_token=str(f.get("rescue_token", _D.rescue_token)),
         seen_only=bool(f.get("seen_only", _D.seen_only)),
     )
+
+
+def build_strategy(preset: str, **f: object) -> LADR:
+    """The socket value: a preset with its tuned T (`LADR.preset`), or LADR(custom policy)."""
+    if preset in PRESETS:
+        return LADR.preset(preset)
+    return LADR(build_policy(preset, **f))
+
+
+def build_prophet(threshold_early: float, threshold_middle: float, threshold_late: float,
+                  middle_start: float, late_start: float) -> Prophet:
+    """Prophet Policy widgets -> Prophet(ProphetPolicy) (validated)."""
+    return Prophet(ProphetPolicy(
+        thresholds=(float(threshold_early), float(threshold_middle), float(threshold_late)),
+        progress_bounds=(float(middle_start), float(late_start))))
+
+
+def check_fields(node: str, build: Callable[..., object], fields: dict) -> bool | str:
+    """validate_inputs' answer: True when `build(**fields)` accepts the widget values (or a
+    field is linked from another node: checked at run time), else the core's message."""
+    if any(v is None for v in fields.values()):
+        return True
+    try:
+        build(**fields)
+    except (ValueError, KeyError, TypeError) as exc:
+        return f"{node}: {exc}"
+    return True
+
+
+def _float(name: str, default: float, tip: str, lo: float = 0.0) -> object:
+    return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip)
+
+
+def field_inputs() -> list:
+    """One widget per LADRPolicy field (triples split per phase), defaults = the paper's."""
+    d = policy_fields(_D)
+    out = [
+        _float("exploration_end", d["exploration_end"], "custom only. t_eff below this is the "
+               "exploration phase (paper: 0.2). Must be <= refinement_start."),
+        _float("refinement_start", d["refinement_start"], "custom only. t_eff at or above this "
+               "is the refinement phase (paper: 0.7)."),
+    ]
+    for ph in PHASE_NAMES:
+        out.append(_float(f"tau_{ph}", d[f"tau_{ph}"], f"custom only. Margin threshold tau in "
+                          f"the {ph} phase: a frontier token is rescued only if "
+                          "p(top1)-p(top2) > tau (Eq. 10). In [0, 1]; -1 = no threshold.",
+                          lo=NO_TAU))
+    for ph in PHASE_NAMES:
+        out.append(_float(f"alpha_{ph}", d[f"alpha_{ph}"], f"custom only. Rescue ratio alpha "
+                          f"in the {ph} phase: at most floor(|frontier| * alpha) tokens rescued "
+                          "per step."))
+    out += [
+        io.Int.Input("kernel_size", default=_D.kernel_size, min=1, max=15, step=2,
+                     tooltip="custom only. Side k of the k x k dilation kernel that finds the "
+                     "frontier (Eq. 9); odd. Paper: 3."),
+        io.Combo.Input("metric", options=list(METRICS), default=_D.metric,
+                       tooltip="custom only. How frontier candidates are ranked: margin "
+                       "(paper), confidence or random (ablations)."),
+        io.Combo.Input("candidates", options=list(CANDIDATES), default=_D.candidates,
+                       tooltip="custom only. Which masked tokens are candidates: neighbors = "
+                       "the frontier (paper); non_neighbors / random are ablations."),
+        io.Boolean.Input("delayed", default=_D.delayed,
+                         tooltip="custom only. Delayed rescue: no rescue in the exploration "
+                         "phase (paper Table 5; better text rendering, ~2.5x instead of ~4x)."),
+        # Added after the paper's fields, optional: workflows saved without them get the defaults.
+        io.Combo.Input("selection", options=list(SELECTIONS), default=_D.selection, optional=True,
+                       tooltip="custom only. Standard selection: top1 = most probable tokens "
+                       "first (paper); gumbel = the DiMOO baseline's noisy rule, which places "
+                       "objects before filling the background."),
+        io.Combo.Input("rescue_token", options=list(RESCUE_TOKENS), default=_D.rescue_token,
+                       optional=True,
+                       tooltip="custom only. Token a rescued position receives: sample (paper) "
+                       "or argmax (the most probable token, the one the margin certifies)."),
+        io.Boolean.Input("seen_only", default=_D.seen_only, optional=True,
+                         tooltip="custom only. Rescue only neighbours of tokens decoded before "
+                         "this step, never next to tokens picked in the same step."),
+    ]
+    return out
+
+
+def _preset_tooltip() -> str:
+    lines = [f"{name}: {p.summary}" + (f" (brings its T = {p.steps})" if p.steps else "")
+             for name, p in PRESETS.items()]
+    return ("A preset sets every field below (greyed out, showing its values) and, where it "
+            "was tuned at its own schedule length T, that T too (the sampler's steps are then "
+            "not used). custom: use the fields. " + "; ".join(lines) + ".")
 
 
 class LADRPolicyNode(io.ComfyNode):
@@ -119,29 +186,68 @@ class LADRPolicyNode(io.ComfyNode):
             display_name="LADR Policy",
             category="LADR",
             search_aliases=["rescue", "ladr settings"],
-            description="Phase-aware rescue policy of LADR (paper Sec. 3.3). Presets ignore "
-            "the field widgets; choose 'custom' to use them.",
-            inputs=[io.Combo.Input(
-                "preset", options=PRESETS, default="paper",
-                tooltip="paper: the published settings (~4x). delayed: no rescue in the "
-                "exploration phase (~2.5x, better text). off: rescue disabled. custom: use the "
-                "fields below. nano: picked for the built-in DiMOO-nano on its validation "
-                "prompts, set the sampler's steps to 128 with it (~18 forward passes). "
-                "ablation_*: the paper's Sec. 4.3 variants.",
-            ), *field_inputs()],
-            outputs=[io.Custom(POLICY_TYPE).Output("policy", tooltip="LADR policy.")],
+            description="Phase-aware rescue policy of LADR (paper Sec. 3.3). A preset sets "
+            "every field (and the nano preset its T = 128); choose 'custom' to edit them.",
+            inputs=[io.Combo.Input("preset", options=PRESET_OPTIONS, default="paper",
+                                   tooltip=_preset_tooltip(),
+                                   extra_dict={"ladr_presets": preset_table()}),
+                    *field_inputs()],
+            outputs=[io.Custom(POLICY_TYPE).Output(
+                "policy", tooltip="LADR strategy (policy + the preset's T) for DiMOO Sampler.")],
         )
 
     @classmethod
     def validate_inputs(cls, preset: str, **fields: object) -> bool | str:
-        if any(v is None for v in fields.values()):
-            return True  # a field is linked from another node: checked at run time
-        try:
-            build_policy(preset, **fields)
-        except (ValueError, KeyError, TypeError) as exc:
-            return f"LADR Policy: {exc}"
-        return True
+        if preset != "custom":
+            return True if preset in PRESETS else f"LADR Policy: preset {preset!r} is unknown"
+        return check_fields("LADR Policy", partial(build_policy, preset), fields)
 
     @classmethod
     def execute(cls, preset: str, **fields: object) -> io.NodeOutput:
-        return io.NodeOutput(build_policy(preset, **fields))
+        return io.NodeOutput(build_strategy(preset, **fields))
+
+
+_P = ProphetPolicy()
+
+
+class ProphetPolicyNode(io.ComfyNode):
+    """Prophet's early-commit thresholds, for the sampler's 'prophet' strategy."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        def th(name: str, i: int, when: str) -> object:
+            return io.Float.Input(name, default=_P.thresholds[i], min=0.0, max=100.0, step=0.1,
+                                  tooltip=f"Mean top1-top2 logit gap over the masked tokens at "
+                                  f"which an image commits all of them, {when}. "
+                                  f"Default {_P.thresholds[i]:g}.")
+
+        def bound(name: str, i: int, what: str) -> object:
+            return io.Float.Input(name, default=_P.progress_bounds[i], min=0.0, max=1.0,
+                                  step=0.01, tooltip=f"Progress (step / T) where the {what} "
+                                  f"threshold starts. Default {_P.progress_bounds[i]:g}.")
+
+        inputs = [th("threshold_early", 0, "before middle_start"),
+                  th("threshold_middle", 1, "from middle_start"),
+                  th("threshold_late", 2, "from late_start"),
+                  bound("middle_start", 0, "middle"), bound("late_start", 1, "late")]
+        output = io.Custom(POLICY_TYPE).Output(
+            "policy", tooltip="Prophet strategy for DiMOO Sampler (strategy 'prophet').")
+        return io.Schema(node_id="LADR_ProphetPolicy", display_name="Prophet Policy",
+                         category="LADR", inputs=inputs, outputs=[output],
+                         search_aliases=["prophet", "early commit"],
+                         description="Early-commit thresholds of Prophet, the comparison "
+                         "method of the LADR paper. Connect to DiMOO Sampler's policy with "
+                         "strategy 'prophet'.")
+
+    @classmethod
+    def validate_inputs(cls, **fields: object) -> bool | str:
+        return check_fields("Prophet Policy", build_prophet, fields)
+
+    @classmethod
+    def execute(cls, **fields: float) -> io.NodeOutput:
+        return io.NodeOutput(build_prophet(**fields))
+
+
+def describe(strategy: Strategy) -> str:
+    """How the stats line names a connected strategy."""
+    return "Prophet Policy" if isinstance(strategy, Prophet) else "LADR Policy"

@@ -1,7 +1,9 @@
 """DiMOO Sampler node: prompt -> image tokens with LADR (or the baseline / Prophet) + stats.
 
 Each step: interrupt check, the codebook->RGB table preview of item 0 (`pipe.preview`, never
-the VQ decoder) on ComfyUI's progress bar, and one "ladr.step" event for the widget.
+the VQ decoder) on ComfyUI's progress bar (the one preview channel), which advances the way LADR
+does (events.step_payload's `progress`), and one small "ladr.step" event (masks, counters) for
+the widget.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ import inspect
 from collections.abc import Callable
 
 import ladr_core
+from ladr_core.step import Strategy
+from ladr_core.strategies import STRATEGY_NAMES, as_strategy, default_steps
 
 from . import events, host
+from . import policy as policy_node
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 
 io, _ = host.v3()
 
-STRATEGIES = ["ladr", "baseline", "prophet"]
+STRATEGIES = ["ladr", *(n for n in STRATEGY_NAMES if n != "ladr")]  # widget order: ladr first
+PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
 SIZE_MULTIPLE = 16
 SIZE_MIN, SIZE_MAX = 16, 2048
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
@@ -41,10 +47,10 @@ def check_size(name: str, value: int, multiple: int = SIZE_MULTIPLE) -> str | No
 
 def check_options(policy: object | None, cache: object | None) -> None:
     """Socket values built by another pack version (stale class) get a clear error."""
-    if policy is not None and not isinstance(policy, ladr_core.LADRPolicy):
+    if policy is not None and not isinstance(policy, Strategy):
         raise ValueError(
             f"policy: got a {type(policy).__module__}.{type(policy).__name__}, not this "
-            "version's ladr_core.LADRPolicy (a workflow or node from another ComfyUI-LADR "
+            "version's LADR / Prophet strategy (a workflow or node from another ComfyUI-LADR "
             "version?). Re-create the LADR Policy node and reconnect it."
         )
     if cache is not None and not isinstance(cache, ladr_core.MLCacheConfig):
@@ -52,6 +58,27 @@ def check_options(policy: object | None, cache: object | None) -> None:
             f"cache: got a {type(cache).__name__}, not this version's MLCacheConfig. "
             "Re-create the ML-Cache Options node and reconnect it."
         )
+
+
+def pick_strategy(name: str, connected: Strategy | None, steps: int) -> tuple[Strategy, int, str]:
+    """The strategy widget + the policy socket -> (strategy to run, its T, a note for stats).
+
+    The socket's strategy runs when it is of the chosen kind (an LADR Policy with "ladr", a
+    Prophet Policy with "prophet"); otherwise the chosen kind's defaults run and the note says
+    the connected one was not used (it may stay connected for A/B runs). A preset tuned at its
+    own T (nano: 128) brings it: the `steps` widget is then not used, and the note says so.
+    """
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
+    note = ""
+    chosen = as_strategy(name)
+    if connected is not None and connected.name == name:
+        chosen = connected
+    elif connected is not None:
+        note = f"; the connected {policy_node.describe(connected)} was not used (strategy is {name!r})"
+    if chosen.steps is not None and chosen.steps != steps:
+        note += f"; T={chosen.steps} from the policy preset (steps={steps} not used)"
+    return chosen, default_steps(chosen) if chosen.steps is not None else steps, note
 
 
 def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
@@ -62,8 +89,8 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
         image = events.to_pil(preview)  # [h*p, w*p, 3] as bytes: one transfer, shared below
-        payload = events.step_payload(record, node_id, image)
-        progress.update(payload["step"], image)
+        payload = events.step_payload(record, node_id)
+        progress.update(round(progress.total * payload["progress"]), image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
 
@@ -79,7 +106,7 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = Non
         if err:
             raise ValueError(f"DiMOO Sampler: {err}")
     host.load_to_device(model.patcher)
-    progress = host.Progress.start(int(kw["steps"]))
+    progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     extra = {}
     if "decode" in inspect.signature(pipe.generate).parameters:
@@ -87,7 +114,8 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = Non
     res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
                         **kw, **extra)
     progress.update(progress.total)
-    stats = events.stats_dict(res, str(kw["strategy"]))
+    strategy = kw["strategy"]
+    stats = events.stats_dict(res, getattr(strategy, "name", str(strategy)))
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
                          width=int(kw["width"]), height=int(kw["height"]),
@@ -132,18 +160,14 @@ class DiMOOSampler(io.ComfyNode):
                 batch_size: int, strategy: str, one_prompt_per_line: bool,
                 policy: object | None = None, cache: object | None = None) -> io.NodeOutput:
         check_options(policy, cache)
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy: {strategy!r} is not one of {STRATEGIES}")
+        chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         tokens, stats = run_sampler(
             model, split_prompts(prompt, one_prompt_per_line), node_id,
             negative_prompt=negative_prompt or None, width=width, height=height, steps=steps,
-            cfg=cfg, temperature=temperature, seed=seed, strategy=strategy,
-            policy=policy if strategy == "ladr" else None, cache=cache, batch_size=batch_size)
-        text = events.stats_text(stats)
-        if policy is not None and strategy != "ladr":  # kept connected for A/B runs: say so
-            text += f"; the connected LADR Policy was not used (strategy is {strategy!r})"
-        return io.NodeOutput(tokens, text)
+            cfg=cfg, temperature=temperature, seed=seed, strategy=chosen, cache=cache,
+            batch_size=batch_size)
+        return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 
 def _nano_cfg_hint() -> str:
@@ -168,7 +192,8 @@ def _inputs() -> list:
         io.Int.Input("height", default=1024, min=SIZE_MIN, max=SIZE_MAX, step=SIZE_MULTIPLE,
                      tooltip="Image height in pixels; a multiple of 16."),
         io.Int.Input("steps", default=64, min=1, max=1000,
-                     tooltip="Schedule length T. LADR usually finishes in far fewer steps."),
+                     tooltip="Schedule length T. LADR usually finishes in far fewer steps. A "
+                     "policy preset tuned at its own T (nano: 128) uses that T instead."),
         io.Float.Input("cfg", default=4.0, min=0.0, max=30.0, step=0.1, round=0.01,
                        tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
                        f"(Lumina-DiMOO: 4.0{_nano_cfg_hint()}; 0 = no guidance, half the "
@@ -185,7 +210,8 @@ def _inputs() -> list:
         io.Boolean.Input("one_prompt_per_line", default=False,
                          tooltip="Treat each non-empty prompt line as a separate prompt."),
         io.Custom(POLICY_TYPE).Input("policy", optional=True,
-                                     tooltip="Optional LADR Policy (default: the paper's)."),
+                                     tooltip="Optional LADR Policy (strategy ladr; default: "
+                                     "the paper's) or Prophet Policy (strategy prophet)."),
         io.Custom(CACHE_TYPE).Input("cache", optional=True,
                                     tooltip="Optional ML-Cache Options (default: no cache)."),
     ]

@@ -33,8 +33,8 @@ COMFY = os.environ.get("COMFYUI_PATH")
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
 NANO_READY = (ROOT / "ladr_core" / "assets" / "dimoo_nano" / "config.json").is_file()
-OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_MLCacheOptions", "LADR_DiMOOSampler",
-        "LADR_DiMOOVQDecode"]
+OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
+        "LADR_DiMOOSampler", "LADR_DiMOOVQDecode"]
 
 
 class WS:

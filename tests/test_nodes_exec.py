@@ -1,6 +1,5 @@
-"""Every node executed on CPU without ComfyUI (host fallbacks), on a contract-shaped pipeline
-that runs the real `ladr_core.sample` (tests/nodes_fakes.py). The nano-model run is in
-tests/test_nodes_nano.py."""
+"""Every node executed on CPU without ComfyUI (host fallbacks), on the real pipeline with the
+shipped DiMOO-nano model (`load_dimoo(nano_model_path())`, 48 px, 12 x 12 tokens)."""
 
 from __future__ import annotations
 
@@ -18,16 +17,22 @@ from nodes.handles import DiMOOModel
 from nodes.loader import LoadDiMOOModel
 from nodes.policy import LADRPolicyNode
 from nodes.sampler import DiMOOSampler
-from tests.nodes_fakes import FakeDiMOO
 
-SAMPLER_DEFAULTS = dict(prompt="a red circle", negative_prompt="", width=64, height=48, steps=12,
-                        cfg=4.0, temperature=1.0, seed=3, batch_size=1, strategy="ladr",
+SAMPLER_DEFAULTS = dict(prompt="a red circle", negative_prompt="", width=48, height=48, steps=12,
+                        cfg=0.75, temperature=1.0, seed=3, batch_size=1, strategy="ladr",
                         one_prompt_per_line=False)
+_NANO: list = []
+
+
+def nano_pipe():  # noqa: ANN201 - the real DiMOOPipeline, loaded once per session
+    if not _NANO:
+        _NANO.append(ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32))
+    return _NANO[0]
 
 
 @pytest.fixture
 def fake_model() -> DiMOOModel:
-    return DiMOOModel(pipe=FakeDiMOO(), key=("fake",), name="fake")
+    return DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
 
 
 @pytest.fixture
@@ -49,7 +54,7 @@ def bits(b64: str, n: int) -> np.ndarray:
 
 def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -> None:
     tokens, stats = run(fake_model)
-    assert tokens.tokens.shape == (1, 3 * 4) and tokens.grid == (3, 4)
+    assert tokens.tokens.shape == (1, 12 * 12) and tokens.grid == (12, 12)
     assert tokens.tokens.dtype == torch.long and tokens.tokens.device.type == "cpu"
     steps = tokens.stats["steps"]
     assert stats.startswith("ladr: ") and f"NFE {tokens.stats['nfe']}" in stats
@@ -57,29 +62,60 @@ def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -
     assert [p["step"] for p in step_events] == list(range(1, steps + 1))
     assert sent[-1][1]["done"] and sent[-1][1]["stats"] == tokens.stats
     last = step_events[-1]
-    assert last["masked_pct"] == 0.0 and not bits(last["masked_bits"], 12).any()
+    assert last["masked_pct"] == 0.0 and not bits(last["masked_bits"], 144).any()
     for p in step_events:
-        assert bits(p["rescued_bits"], 12).sum() == p["rescued"] <= p["unmasked"]
+        assert bits(p["rescued_bits"], 144).sum() == p["rescued"] <= p["unmasked"]
         assert p["phase"] in ("exploration", "structure", "refinement")
-        assert base64.b64decode(p["preview"]).startswith(b"\x89PNG")
+        assert "preview" not in p  # the picture goes through the progress bar only
+    progress = [p["progress"] for p in step_events]
+    assert progress == sorted(progress) and progress[-1] == 1.0 and progress[0] < 1.0
 
 
 def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> None:
-    ladr, _ = run(fake_model, steps=16, width=128, height=128)
-    base, _ = run(fake_model, steps=16, width=128, height=128, strategy="baseline")
-    assert base.stats["steps"] == 16
+    (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
+    ladr, text = run(fake_model, steps=64, policy=nano)
+    base, _ = run(fake_model, steps=64, strategy="baseline")
+    assert base.stats["steps"] == 64
     assert ladr.stats["steps"] < base.stats["steps"]
     assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
+    assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 128
+    assert text.endswith("; T=128 from the policy preset (steps=64 not used)")
 
 
-def test_policy_preset_reaches_the_core(fake_model, sent) -> None:
+@pytest.fixture
+def seen(fake_model, monkeypatch) -> list[dict]:
+    """The keyword arguments of every pipe.generate call the sampler node makes."""
+    calls: list[dict] = []
+    real = fake_model.pipe.generate
+    monkeypatch.setattr(fake_model.pipe, "generate",
+                        lambda *a, **k: calls.append(k) or real(*a, **k))
+    return calls
+
+
+def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
     (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
     _, text = run(fake_model, policy=policy)
-    assert fake_model.pipe.calls[-1]["policy"] == ladr_core.POLICY_PRESETS["delayed"]
+    assert seen[-1]["strategy"] == ladr_core.LADR(ladr_core.POLICY_PRESETS["delayed"])
     assert "not used" not in text
     _, text = run(fake_model, strategy="baseline", policy=policy)
-    assert fake_model.pipe.calls[-1]["policy"] is None
+    assert seen[-1]["strategy"] == ladr_core.Baseline()
     assert text.endswith("the connected LADR Policy was not used (strategy is 'baseline')")
+
+
+def test_prophet_policy_node_reaches_the_core(fake_model, sent, seen) -> None:
+    from nodes.policy import ProphetPolicyNode
+
+    fields = dict(threshold_early=9.0, threshold_middle=4.0, threshold_late=1.0,
+                  middle_start=0.2, late_start=0.5)
+    (prophet,) = ProphetPolicyNode.execute(**fields).args
+    _, text = run(fake_model, strategy="prophet", policy=prophet)
+    want = ladr_core.ProphetPolicy(thresholds=(9.0, 4.0, 1.0), progress_bounds=(0.2, 0.5))
+    assert seen[-1]["strategy"] == ladr_core.Prophet(want) and "not used" not in text
+    _, text = run(fake_model, strategy="ladr", policy=prophet)
+    assert seen[-1]["strategy"] == ladr_core.LADR()
+    assert text.endswith("the connected Prophet Policy was not used (strategy is 'ladr')")
+    bad = ProphetPolicyNode.validate_inputs(**{**fields, "late_start": 0.1})
+    assert isinstance(bad, str) and "progress_bounds" in bad
 
 
 def test_prompt_lines_and_batch_items_match_single_runs(fake_model, sent) -> None:
@@ -102,7 +138,7 @@ def test_interrupt_propagates_and_next_run_equals_a_fresh_one(fake_model, sent) 
 def test_decode_returns_comfy_image_batch(fake_model, sent) -> None:
     tokens, _ = run(fake_model, batch_size=2)
     (image,) = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args
-    assert image.shape == (2, 48, 64, 3) and image.dtype == torch.float32
+    assert image.shape == (2, 48, 48, 3) and image.dtype == torch.float32
     assert float(image.min()) >= 0.0 and float(image.max()) <= 1.0
     other = DiMOOModel(pipe=fake_model.pipe, key=("other",), name="other")
     with pytest.raises(ValueError, match="same Load DiMOO Model"):
@@ -123,9 +159,8 @@ def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent)
     stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
     with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
         run(fake_model, policy=stale)
-    fake_model.pipe.vq_factor = 32  # a checkpoint with a coarser VQ than the widget step
-    with pytest.raises(ValueError, match="multiple of 32"):
-        run(fake_model)
+    with pytest.raises(ValueError, match="multiple of 4"):  # nano's VQ factor, not the widget's
+        run(fake_model, width=42)
 
 
 def _fields(**kw) -> dict:
@@ -135,23 +170,34 @@ def _fields(**kw) -> dict:
 
 def test_policy_node_custom_fields_and_invalid_combos() -> None:
     (p,) = LADRPolicyNode.execute(preset="custom", **_fields(alpha_structure=0.5)).args
-    assert p == ladr_core.LADRPolicy(alpha=(0.1, 0.5, 1.0))
-    assert LADRPolicyNode.execute(preset="custom", **_fields()).args[0] == ladr_core.LADRPolicy()
+    assert p.policy == ladr_core.LADRPolicy(alpha=(0.1, 0.5, 1.0))
+    assert LADRPolicyNode.execute(preset="custom", **_fields()).args[0] == ladr_core.LADR()
     (off,) = LADRPolicyNode.execute(preset="off", **_fields()).args
-    assert off.alpha == (0.0, 0.0, 0.0)
+    assert off.policy.alpha == (0.0, 0.0, 0.0) and off.steps is None
+    (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
+    assert nano == ladr_core.LADR(ladr_core.POLICY_PRESETS["nano"], steps=128)
     bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(exploration_end=0.9))
     assert isinstance(bad, str) and "phase_bounds" in bad
     assert "kernel_size" in LADRPolicyNode.validate_inputs(preset="custom", **_fields(kernel_size=4))
     assert LADRPolicyNode.validate_inputs(preset="paper", **_fields()) is True
 
 
+@pytest.mark.parametrize("tau", [-0.5, -2.0, 1.5])
+def test_policy_node_refuses_negative_tau_other_than_minus_one(tau) -> None:
+    msg = LADRPolicyNode.validate_inputs(preset="custom", **_fields(tau_structure=tau))
+    assert isinstance(msg, str) and f"tau_structure={tau!r}" in msg and "-1 for no threshold" in msg
+    (p,) = LADRPolicyNode.execute(preset="custom", **_fields(tau_structure=-1.0)).args
+    assert p.policy.tau == (0.05, None, None)
+
+
 def test_policy_node_optional_fields_reach_the_policy_and_default_when_absent() -> None:
     custom = _fields(selection="gumbel", rescue_token="argmax", seen_only=True)
     (p,) = LADRPolicyNode.execute(preset="custom", **custom).args
-    assert (p.selection, p.rescue_token, p.seen_only) == ("gumbel", "argmax", True)
+    assert (p.policy.selection, p.policy.rescue_token, p.policy.seen_only) == ("gumbel", "argmax",
+                                                                              True)
     old = {k: v for k, v in _fields().items() if k not in ("selection", "rescue_token",
                                                             "seen_only")}
-    assert LADRPolicyNode.execute(preset="custom", **old).args[0] == ladr_core.LADRPolicy()
+    assert LADRPolicyNode.execute(preset="custom", **old).args[0] == ladr_core.LADR()
     bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(selection="noisy"))
     assert isinstance(bad, str) and "selection must be one of" in bad
 
@@ -165,7 +211,7 @@ def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
 
     def fake_load(path, device, dtype):
         loads.append((path, dtype))
-        return FakeDiMOO()
+        return nano_pipe()
 
     monkeypatch.setattr(loader, "load_pipeline", fake_load)
     assert loader.model_choices() == [loader.NANO, "DiMOO-8B"]

@@ -18,7 +18,7 @@ from reference_official import LocalityDenoiser, make_table
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ladr_core import LADRPolicy, sample
+from ladr_core import LADR, PRESETS, LADRPolicy, sample
 
 aten = torch.ops.aten
 SYNC_OPS = {aten._local_scalar_dense, aten.nonzero, aten.masked_select, aten.item,
@@ -111,8 +111,8 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     assert syncs == ["Tensor.tolist"] * (res.steps if res.steps < 12 else 11)
 
 
-LOOP_MODULES = ["sampling.py", "strategies.py", "frontier.py", "noise.py", "schedules.py",
-                "validation.py", "policy.py"]
+LOOP_MODULES = ["sampling.py", "strategies.py", "ladr.py", "step.py", "frontier.py", "noise.py",
+                "schedules.py", "validation.py", "policy.py"]
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
@@ -139,3 +139,40 @@ def test_loop_modules_call_no_host_transfer_methods(module) -> None:
     except the one per-step transfer of the masked counts in sampling.py's sync_counts."""
     src = (Path(__file__).resolve().parents[1] / "ladr_core" / module).read_text()
     assert _host_calls(ast.parse(src)) == ALLOWED_HOST_CALLS.get(module, [])
+
+
+class HostData(TorchDispatchMode):
+    """Records tensors made from host (Python) data: torch.tensor / new_tensor (aten.lift_fresh).
+    On an accelerator each is a host -> device copy from pageable memory, which waits for the
+    host (a fixed sync per run); on the CPU it is invisible to the sync counters above."""
+
+    def __init__(self, made: list[str]) -> None:
+        super().__init__()
+        self.made = made
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in (aten.lift_fresh, aten.lift_fresh_copy):
+            self.made.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_counter_detects_host_data() -> None:
+    made: list[str] = []
+    with HostData(made):
+        torch.tensor([0.05, 0.05, -1.0])
+        torch.where(torch.ones(2, dtype=torch.bool), 0.5, torch.zeros(2))  # a kernel scalar
+        torch.arange(1, 5, dtype=torch.float64) / 4
+    assert made == ["aten.lift_fresh.default"]
+
+
+@pytest.mark.parametrize("strategy", ["baseline", "prophet", *sorted(PRESETS)])
+def test_sample_copies_no_host_data_to_the_device(strategy) -> None:
+    """No fixed sync inside sample() on an accelerator: policy tables and the baseline keep
+    table are built on the device, per-phase values enter kernels as scalars."""
+    chosen = strategy if strategy in ("baseline", "prophet") else LADR.preset(strategy)
+    den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
+    gens = [torch.Generator().manual_seed(i) for i in range(2)]
+    made: list[str] = []
+    with HostData(made):
+        sample(den, (2, 8, 8), 12, strategy=chosen, temperature=1.0, generator=gens)
+    assert made == []

@@ -8,16 +8,9 @@ import pytest
 import torch
 
 from ladr_core import LADRPolicy, get_schedule
-from ladr_core.strategies import (
-    LADRTables,
-    baseline_keep_table,
-    baseline_remask,
-    keep_lowest,
-    ladr_keep_counts,
-    ladr_rescue,
-    prophet_fire,
-    take_highest,
-)
+from ladr_core.ladr import LADR
+from ladr_core.step import keep_lowest, take_highest
+from ladr_core.strategies import baseline_keep_table, baseline_remask, prophet_fire
 
 
 def official_mask_by_random_topk(keep_n: int, confidence: torch.Tensor) -> torch.Tensor:
@@ -76,8 +69,16 @@ def test_baseline_keep_table_matches_official_formula() -> None:
         assert table == want + [0]
 
 
-def _tables(policy: LADRPolicy) -> LADRTables:
-    return LADRTables(policy, torch.device("cpu"))
+def _tables(policy: LADRPolicy) -> LADR:
+    return LADR(policy)
+
+
+def ladr_rescue(m_std, top1, margin, phase, ladr: LADR, grid, uniform) -> torch.Tensor:
+    """Algorithm 1 lines 22-31 of `ladr` (LADR.rescue) with the arguments in test order."""
+    return ladr.rescue(m_std, top1, margin, phase, grid, uniform)
+
+
+ladr_keep_counts = LADR.keep_count
 
 
 def test_ladr_rescue_budget_threshold_and_ranking() -> None:

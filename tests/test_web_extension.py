@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from nodes import events
-from tests.test_web_widget import COLORS, _record, _require_browser
+from tests.test_web_widget import _record, _require_browser
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.browser
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.browser
 
 def test_extension_attaches_to_sampler_and_draws_its_events(tmp_path) -> None:
     _require_browser()
-    payload = events.step_payload(_record(False), "7", COLORS.view(3, 4, 3))
+    payload = events.step_payload(_record(False), "7")
     src, out = tmp_path / "p.json", tmp_path / "o.json"
     src.write_text(json.dumps(payload))
     proc = subprocess.run(["node", str(ROOT / "tests" / "web" / "extension_harness.mjs"),

@@ -87,7 +87,7 @@ def test_every_example_has_a_square_jpeg_thumbnail(path: Path) -> None:
     from PIL import Image
 
     thumb = path.with_suffix(".jpg")
-    assert thumb.is_file(), f"missing {thumb.name}: run workflows/run_local.py --thumbnails"
+    assert thumb.is_file(), f"missing {thumb.name}: run workflows/thumbnails.py"
     with Image.open(thumb) as im:
         assert im.format == "JPEG" and im.width == im.height >= 256
 

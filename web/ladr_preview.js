@@ -1,5 +1,6 @@
-// LADR live preview: a canvas widget on the "DiMOO Sampler (LADR)" node, redrawn on every
-// "ladr.step" event sent by the sampler (nodes/events.py). All drawing is in ladr_preview_draw.js.
+// LADR step map: a canvas widget on the "DiMOO Sampler (LADR)" node, redrawn on every
+// "ladr.step" event sent by the sampler (nodes/events.py: masks and counters, no picture; the
+// picture is ComfyUI's progress-bar preview). All drawing is in ladr_preview_draw.js.
 import { app } from "../../scripts/app.js";
 import { api } from "../../scripts/api.js";
 import { drawFrame } from "./ladr_preview_draw.js";
@@ -25,7 +26,7 @@ function redraw(state) {
   }
   const ctx = canvas.getContext("2d");
   ctx.setTransform(1, 0, 0, 1, 0, 0);
-  drawFrame(ctx, state.payload, state.image);
+  drawFrame(ctx, state.payload);
 }
 
 function attach(node) {
@@ -40,7 +41,7 @@ function attach(node) {
     hideOnZoom: false,
     getMinHeight: () => 280,
   });
-  node.__ladrPreview = { canvas, payload: null, image: null };
+  node.__ladrPreview = { canvas, payload: null };
   redraw(node.__ladrPreview);
 }
 
@@ -57,18 +58,8 @@ function onStep(event) {
   const state = node?.__ladrPreview;
   if (!state) return;
   state.payload = payload;
-  if (!payload.preview) {
-    redraw(state);
-    return;
-  }
-  const img = new Image();
-  img.onload = () => {
-    if (state.payload !== payload) return; // a newer step arrived meanwhile
-    state.image = img;
-    redraw(state);
-    node.setDirtyCanvas?.(true, false);
-  };
-  img.src = `data:image/png;base64,${payload.preview}`;
+  redraw(state);
+  node.setDirtyCanvas?.(true, false);
 }
 
 app.registerExtension({

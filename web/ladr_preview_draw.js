@@ -1,15 +1,18 @@
-// Pure drawing logic of the LADR live preview (no ComfyUI imports, testable in a bare page).
+// Pure drawing logic of the LADR step map (no ComfyUI imports, testable in a bare page).
 //
 // planFrame(payload, width, height) -> list of plain draw ops; a pure function of the
-// "ladr.step" payload (see nodes/events.py for its keys). drawFrame(ctx, payload, image)
-// executes the plan on a 2D canvas context; `image` is the decoded payload.preview (or null).
+// "ladr.step" payload (see nodes/events.py for its keys): which tokens are decoded, still
+// masked, or rescued this step, and the counters. The picture itself is ComfyUI's progress-bar
+// preview on the node (one preview channel); this map shows what LADR did.
+// drawFrame(ctx, payload) executes the plan on a 2D canvas context.
 
 export const COLORS = {
   background: "#1b1b1f",
   text: "#e8e8ec",
   muted: "#9a9aa6",
-  masked: "rgba(0, 0, 0, 0.6)", // remaining mask, dimmed
-  rescued: "rgba(255, 196, 0, 0.85)", // tokens rescued this step, highlighted
+  decoded: "#4a6fa5", // tokens already decoded
+  masked: "#2a2a30", // tokens still masked
+  rescued: "#ffc400", // tokens rescued this step
   done: "#7bd88f",
 };
 
@@ -40,7 +43,8 @@ export function fitRect(grid, width, height) {
 
 export function counterText(p) {
   const pct = Number(p.masked_pct ?? 0).toFixed(1);
-  return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0}`;
+  const done = Math.round(100 * Number(p.progress ?? 0));
+  return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
 }
 
 /** Final line: steps run of the schedule's T (LADR's saving), NFE, time, ML-Cache saving. */
@@ -72,13 +76,13 @@ function runs(bits, grid, rect, fill) {
 export function planFrame(payload, width, height) {
   const ops = [{ op: "rect", x: 0, y: 0, w: width, h: height, fill: COLORS.background }];
   if (!payload || !payload.grid) {
-    ops.push({ op: "text", x: 6, y: 15, text: "LADR preview: waiting for a run", color: COLORS.muted });
+    ops.push({ op: "text", x: 6, y: 15, text: "LADR step map: waiting for a run", color: COLORS.muted });
     return ops;
   }
   const grid = payload.grid;
   const n = grid[0] * grid[1];
   const rect = fitRect(grid, width, height);
-  if (payload.preview) ops.push({ op: "image", x: rect.x, y: rect.y, w: rect.w, h: rect.h });
+  ops.push({ op: "rect", x: rect.x, y: rect.y, w: rect.w, h: rect.h, fill: COLORS.decoded });
   ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
   ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
   ops.push({ op: "text", x: 6, y: 15, text: counterText(payload), color: COLORS.text });
@@ -93,7 +97,7 @@ export function planFrame(payload, width, height) {
 }
 
 /** Execute planFrame's ops on a CanvasRenderingContext2D. */
-export function drawFrame(ctx, payload, image) {
+export function drawFrame(ctx, payload) {
   const { width, height } = ctx.canvas;
   const ops = planFrame(payload, width, height);
   ctx.save();
@@ -103,8 +107,6 @@ export function drawFrame(ctx, payload, image) {
     if (o.op === "rect") {
       ctx.fillStyle = o.fill;
       ctx.fillRect(o.x, o.y, o.w, o.h);
-    } else if (o.op === "image" && image) {
-      ctx.drawImage(image, o.x, o.y, o.w, o.h);
     } else if (o.op === "text") {
       ctx.fillStyle = o.color;
       ctx.fillText(o.text, o.x, o.y, width - 12);

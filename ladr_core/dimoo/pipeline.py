@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from ..step import Strategy
 from .cache import MLCacheConfig
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
 from .config import DiMOOIds, LLaDAConfig
@@ -175,16 +176,22 @@ class DiMOOPipeline:
         return denoiser
 
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
-                 width: int | None = None, height: int | None = None, steps: int = 64,
+                 width: int | None = None, height: int | None = None, steps: int | None = None,
                  cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
-                 strategy: str = "ladr", policy: Any = None, cache: MLCacheConfig | None = None,
+                 strategy: str | Strategy = "ladr", policy: Any = None,
+                 cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True) -> GenerationResult:
-        """Text -> images. ``policy``: LADRPolicy (ladr) or ProphetPolicy (prophet) or None;
+        """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``, ``Baseline()``,
+        ``Prophet(policy)``) or its name; with a name, ``policy`` is the LADRPolicy (ladr) or
+        ProphetPolicy (prophet) to use, or None for the defaults. ``steps`` None = the
+        strategy's tuned T (``LADR.preset("nano")`` carries 128), else DiMOO's 64.
         ``decode=False`` skips the VQ decoder (images None), e.g. when decoding elsewhere."""
-        from ..policy import ProphetPolicy
         from ..sampling import sample
+        from ..strategies import as_strategy, default_steps
 
+        chosen = as_strategy(strategy, policy)
+        steps = default_steps(chosen) if steps is None else steps
         _positive_int("seed", seed, minimum=0)
         _positive_int("steps", steps)
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
@@ -195,13 +202,10 @@ class DiMOOPipeline:
                              f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
         generators = [torch.Generator(device=self.device).manual_seed(seed + i)
                       for i in range(denoise.batch)]
-        prophet = policy if isinstance(policy, ProphetPolicy) else None
-        ladr_policy = None if prophet is not None else policy
         start = time.perf_counter()
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
-                        strategy=strategy, policy=ladr_policy, temperature=temperature,
-                        generator=generators, callback=callback, prophet=prophet,
-                        device=self.device)
+                        strategy=chosen, temperature=temperature, generator=generators,
+                        callback=callback, device=self.device)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
         images = self.decode(result.tokens, (layout.h, layout.w)) if decode else None

@@ -42,14 +42,8 @@ try {
       canvas.width = 320; canvas.height = 300;
       canvas.style.marginRight = "8px";
       document.body.appendChild(canvas);
-      let image = null;
-      if (p && p.preview) {
-        image = new Image();
-        image.src = `data:image/png;base64,${p.preview}`;
-        await image.decode();
-      }
       const ctx = canvas.getContext("2d");
-      const ops = mod.drawFrame(ctx, p, image);
+      const ops = mod.drawFrame(ctx, p);
       const cells = [];
       if (p && p.grid) {
         const r = mod.fitRect(p.grid, canvas.width, canvas.height);

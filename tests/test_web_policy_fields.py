@@ -1,0 +1,50 @@
+"""The LADR Policy node's field logic (web/ladr_policy_fields.js) in node, on the preset table
+the node really sends (nodes.policy.preset_table): under a preset the fields show its values and
+are disabled and the preset widget names the T it brings; under custom they are editable."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nodes.policy import policy_fields, preset_table
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import { applyFieldState } from "%s";
+const [presets, names] = JSON.parse(process.argv[1]);
+const out = {};
+for (const chosen of ["nano", "paper", "custom"]) {
+  const widgets = [{ name: "preset" }, ...names.map((n) => ({ name: n, value: "typed" }))];
+  applyFieldState(widgets, presets, chosen);
+  out[chosen] = widgets;
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_fields_follow_the_preset() -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
+    table = preset_table()
+    names = list(policy_fields(next(iter(__import__("ladr_core").PRESETS.values())).policy))
+    module = (ROOT / "web" / "ladr_policy_fields.js").as_uri()
+    proc = subprocess.run(["node", "--input-type=module", "-e", SCRIPT % module,
+                           json.dumps([table, names])], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    nano = {w["name"]: w for w in out["nano"]}
+    assert nano["preset"]["label"] == "preset (brings T = 128)"
+    assert nano["tau_structure"]["value"] == 0.9 and nano["seen_only"]["value"] is True
+    assert all(w["disabled"] for n, w in nano.items() if n != "preset")
+    paper = {w["name"]: w for w in out["paper"]}
+    assert paper["preset"]["label"] == "preset" and paper["tau_refinement"]["value"] == -1.0
+    custom = {w["name"]: w for w in out["custom"]}
+    assert not any(w.get("disabled") for n, w in custom.items() if n != "preset")
+    assert custom["tau_structure"]["value"] == "typed"  # custom keeps what the user typed
