@@ -55,6 +55,8 @@ class FakeDiMOO:
                  temperature=1.0, seed=0, strategy="ladr", policy=None, cache=None,
                  callback=None, batch_size=1, decode=True) -> FakeResult:
         prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+        width = self.default_size if width is None else width  # None = default, as the pipeline
+        height = self.default_size if height is None else height
         if width % self.vq_factor or height % self.vq_factor:
             raise ValueError(f"width/height must be multiples of {self.vq_factor}")
         h, w = height // self.vq_factor, width // self.vq_factor

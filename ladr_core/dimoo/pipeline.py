@@ -8,6 +8,7 @@ seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,12 +23,19 @@ from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
 from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
-from .vq import build_preview_table, decode_codes, preview_from_table
+from .vq import (
+    PREVIEW_TABLE_FILE,
+    build_preview_table,
+    decode_codes,
+    load_preview_table,
+    preview_from_table,
+)
 
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
+SIZE_STEP = 16  # sizes suggested in errors: multiples of 16 px (official grid, the node's step)
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
@@ -119,9 +127,11 @@ class DiMOOPipeline:
     def layout(self, width: int, height: int, prompts: Sequence[str],
                negative_prompt: str | None = None) -> ImageLayout:
         """Validated token grid for a pixel size; ValueError with the nearest valid sizes."""
-        texts = [cond_text(p) for p in prompts] + [uncond_text(negative_prompt)]
-        longest = max(len(self.encode(t)) for t in texts)
-        return check_image_size(width, height, self.vq_factor, self.context_length, longest)
+        cond = max(len(self.encode(cond_text(p))) for p in prompts)
+        uncond = len(self.encode(uncond_text(negative_prompt)))
+        field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
+        return check_image_size(width, height, self.vq_factor, self.context_length, longest,
+                                field, math.lcm(self.vq_factor, SIZE_STEP))
 
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None,
@@ -186,8 +196,19 @@ class DiMOOPipeline:
         """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""
         return decode_codes(self.vq, tokens, grid)
 
+    def use_preview_table(self, path: str | Path) -> None:
+        """Use a fitted table file (vq.py ``load_preview_table``); CheckpointError if it does
+        not fit this codebook."""
+        p = min(self.preview_size, self.vq_factor)
+        try:
+            table = load_preview_table(path, self.vq.config.num_vq_embeddings, p)
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from exc
+        self._preview_table = table.to(next(self.vq.parameters()).device)
+
     def preview_table(self) -> torch.Tensor:
-        """Codebook -> RGB table [K, p, p, 3], built once on first use."""
+        """Codebook -> RGB table [K, p, p, 3]: the checkpoint's fitted table, else built once
+        on first use by probing the decoder (vq.py)."""
         if self._preview_table is None:
             self._preview_table = build_preview_table(self.vq, self.vq_factor, self.preview_size)
         return self._preview_table
@@ -200,5 +221,11 @@ class DiMOOPipeline:
 
 def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
                dtype: torch.dtype | str = torch.bfloat16) -> DiMOOPipeline:
-    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``."""
-    return DiMOOPipeline(load_checkpoint(path, device=device, dtype=dtype))
+    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``.
+
+    ``vqvae/preview_table.safetensors``, when present, is the fitted preview table (vq.py)."""
+    pipe = DiMOOPipeline(load_checkpoint(path, device=device, dtype=dtype))
+    table = Path(path) / "vqvae" / PREVIEW_TABLE_FILE
+    if table.is_file():
+        pipe.use_preview_table(table)
+    return pipe
