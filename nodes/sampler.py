@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import ladr_core
 
-from . import events, host
+from . import events, host, threads
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 from .validate import input_error
 
@@ -113,8 +113,9 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = Non
     extra = {}
     if "decode" in inspect.signature(pipe.generate).parameters:
         extra["decode"] = False  # VQ Decode is its own node
-    res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
-                        **kw, **extra)
+    with threads.torch_threads():
+        res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
+                            **kw, **extra)
     progress.update(progress.total)
     stats = events.stats_dict(res, str(kw["strategy"]))
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))

@@ -97,3 +97,42 @@ def test_stored_values_of_old_workflows_keep_their_meaning(nano, monkeypatch) ->
     with pytest.raises(Seen):
         DiMOOSampler.execute(model=nano, **args)
     assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (32, 48, 4.0)
+
+
+def test_ladr_num_threads_applies_while_sampling_and_is_restored(monkeypatch) -> None:
+    from nodes import threads
+    from tests.nodes_fakes import FakeDiMOO
+
+    model = DiMOOModel(pipe=FakeDiMOO(), key=("fake",), name="fake")
+    before = torch.get_num_threads()
+    wanted = 1 if before != 1 else 2
+    seen: list[int] = []
+    real = model.pipe.generate
+    monkeypatch.setattr(model.pipe, "generate",
+                        lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
+    monkeypatch.setenv(threads.ENV, str(wanted))
+    args = {**_schema_defaults(DiMOOSampler), "steps": 4}
+    DiMOOSampler.execute(model=model, **args)
+    assert seen == [wanted] and torch.get_num_threads() == before
+    monkeypatch.setenv(threads.ENV, "0")
+    with pytest.raises(ValueError, match="LADR_NUM_THREADS='0' must be a whole number >= 1"):
+        DiMOOSampler.execute(model=model, **args)
+    monkeypatch.delenv(threads.ENV)
+    DiMOOSampler.execute(model=model, **args)
+    assert seen[-1] == before
+
+
+def test_every_node_has_a_help_page_naming_each_input() -> None:
+    """ComfyUI's frontend fetches /extensions/<pack>/docs/<node_id>.md (WEB_DIRECTORY=web)."""
+    from pathlib import Path
+
+    from nodes import node_classes
+
+    docs = Path(__file__).resolve().parents[1] / "web" / "docs"
+    for node in node_classes():
+        schema = node.define_schema()
+        page = docs / f"{schema.node_id}.md"
+        assert page.is_file(), page
+        text = page.read_text()
+        missing = [i.id for i in schema.inputs if f"`{i.id}`" not in text]
+        assert not missing, (schema.node_id, missing)

@@ -2,8 +2,9 @@
 
 Contract: docs/ARCHITECTURE.md section 2. Generation = prompt layout (prompt.py) -> the
 ``denoise`` callable (denoiser.py) -> the core ``sample`` loop (sampling.py, any strategy) ->
-VQ decode (vq.py). Item i of a batch uses ``torch.Generator(device).manual_seed(seed + i)``;
-seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
+VQ decode (vq.py). Item i of a batch uses ``item_generator(seed + i, device)``: a
+``torch.Generator(device).manual_seed(...)`` that keeps all 64 bits of the seed; seed 0 is an
+ordinary seed (the official script treats 0 as "do not seed").
 """
 
 from __future__ import annotations
@@ -72,6 +73,27 @@ class GenerationResult:
     token_forwards_full: int
     grid: tuple[int, int]
     decode_seconds: float = 0.0
+
+
+def generator_seed(seed: int, device: torch.device) -> int:
+    """The value passed to ``manual_seed`` so that distinct 64-bit seeds get distinct streams.
+
+    The CPU generator (mt19937) keeps only the low 32 bits of its seed, so seeds s and
+    s + k * 2**32 drew identical noise (identical images). On CPU a seed >= 2**32 is mixed
+    (splitmix64 finaliser) into 32 bits; seeds < 2**32, and every seed on CUDA (Philox keeps 64
+    bits), are passed unchanged, so their images are the ones they always were.
+    """
+    if device.type != "cpu" or seed < 2**32:
+        return seed
+    z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return (z ^ (z >> 31)) & (2**32 - 1)
+
+
+def item_generator(seed: int, device: torch.device) -> torch.Generator:
+    """``torch.Generator`` of one batch item, seeded with ``generator_seed``."""
+    return torch.Generator(device=device).manual_seed(generator_seed(seed, device))
 
 
 def _prompt_list(prompt: str | Sequence[str]) -> list[str]:
@@ -175,8 +197,7 @@ class DiMOOPipeline:
         if seed + denoise.batch - 1 > SEED_MAX:  # item i uses seed + i; torch seeds are 64-bit
             raise ValueError(f"seed must be <= {SEED_MAX - denoise.batch + 1} for {denoise.batch} "
                              f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
-        generators = [torch.Generator(device=self.device).manual_seed(seed + i)
-                      for i in range(denoise.batch)]
+        generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]
         prophet = policy if isinstance(policy, ProphetPolicy) else None
         ladr_policy = None if prophet is not None else policy
         start = time.perf_counter()
