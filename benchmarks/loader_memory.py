@@ -50,7 +50,7 @@ BIG = dict(d_model=2048, n_heads=16, n_layers=12, mlp_hidden_size=5632, vocab_si
            embedding_size=126464, max_sequence_length=4096, rope_theta=500000.0)
 TINY = dict(d_model=64, n_heads=4, n_layers=2, mlp_hidden_size=128, vocab_size=4096,
             embedding_size=4096, max_sequence_length=256, rope_theta=500000.0)
-VERSION = 1  # bump when the writer changes so cached folders are rewritten
+VERSION = 2  # bump when the writer changes so cached folders are rewritten
 
 IMPORTS = "import torch, ladr_core, safetensors.torch, tokenizers, diffusers\n"
 LOAD = IMPORTS + ("import ladr_core.dimoo.pipeline\n"
@@ -118,9 +118,11 @@ def write_synthetic(folder: Path, spec: dict[str, int], shards: int) -> int:
     (folder / "model.safetensors.index.json").write_text(json.dumps(
         {"metadata": {"total_size": total}, "weight_map": weight_map}, indent=1))
     vocab, ids, _ = fx.tiny_vocab()
+    # image codes are the last codebook_size logits, as the loader requires (config.py)
+    offset = {"image_token_offset": spec["embedding_size"] - ids.codebook_size}
     config = {**spec, "model_type": "llada", "architectures": ["LLaDAModelLM"],
               "activation_type": "silu", "block_type": "llama", "rope": True,
-              "layer_norm_type": "rms", "weight_tying": False, **ids.to_config_dict()}
+              "layer_norm_type": "rms", "weight_tying": False, **ids.to_config_dict(), **offset}
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     fx.write_tokenizer(folder, vocab)
     fx.write_vqvae(folder, seed=0)

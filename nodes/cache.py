@@ -19,11 +19,14 @@ io, _ = host.v3()
 
 def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int) -> object:
     """Widget values -> MLCacheConfig (its own validation names the bad argument)."""
-    return ladr_core.MLCacheConfig(
-        cache_ratio=float(cache_ratio),
-        warmup_ratio=float(warmup_ratio),
-        refresh_interval=int(refresh_interval),
-    )
+    try:
+        return ladr_core.MLCacheConfig(
+            cache_ratio=float(cache_ratio),
+            warmup_ratio=float(warmup_ratio),
+            refresh_interval=int(refresh_interval),
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"ML-Cache Options: {exc}") from exc
 
 
 class MLCacheOptions(io.ComfyNode):
@@ -53,16 +56,9 @@ class MLCacheOptions(io.ComfyNode):
             outputs=[io.Custom(CACHE_TYPE).Output("cache", tooltip="ML-Cache options.")],
         )
 
-    @classmethod
-    def validate_inputs(cls, cache_ratio: float, warmup_ratio: float,
-                        refresh_interval: int) -> bool | str:
-        if None in (cache_ratio, warmup_ratio, refresh_interval):
-            return True
-        try:
-            build_cache(cache_ratio, warmup_ratio, refresh_interval)
-        except (ValueError, TypeError) as exc:
-            return f"ML-Cache Options: {exc}"
-        return True
+    # No validate_inputs: the schema's min/max are the whole check, and ComfyUI attaches each
+    # range error once, to its own input (nodes/validate.py). NaN and other values that pass
+    # the ranges are refused by MLCacheConfig in execute, naming the input.
 
     @classmethod
     def execute(cls, cache_ratio: float, warmup_ratio: float,

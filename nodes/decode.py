@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import host
+from . import host, threads
 from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 
 io, _ = host.v3()
@@ -18,7 +18,7 @@ def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
             "(different codebook). Connect VQ Decode to the same Load DiMOO Model as the sampler."
         )
     host.load_to_device(model.patcher, vq_only=True)
-    with torch.inference_mode():
+    with torch.inference_mode(), threads.torch_threads():
         images = model.pipe.decode(tokens.tokens, tokens.grid)
     images = images.detach().float().clamp(0.0, 1.0).cpu()
     expected = (tokens.tokens.shape[0], tokens.height, tokens.width, 3)

@@ -136,12 +136,9 @@ class LoadDiMOOModel(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, model_name: str, dtype: str, weight_dtype: str = "default"
-                        ) -> bool | str:
-        if dtype not in DTYPE_CHOICES:
-            return f"dtype: {dtype!r} is not one of {DTYPE_CHOICES}"
-        if weight_dtype not in WEIGHT_DTYPE_CHOICES:
-            return f"weight_dtype: {weight_dtype!r} is not one of {WEIGHT_DTYPE_CHOICES}"
+    def validate_inputs(cls, model_name: str) -> bool | str:
+        """Only `model_name` is named, so its error shows once, on it; dtype is a COMBO the
+        schema checks itself (nodes/validate.py)."""
         try:
             resolve_model_path(model_name)
         except ValueError as exc:

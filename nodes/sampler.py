@@ -15,9 +15,10 @@ import ladr_core
 from ladr_core.step import Strategy
 from ladr_core.strategies import STRATEGY_NAMES, as_strategy, default_steps
 
-from . import events, host
+from . import events, host, threads
 from . import policy as policy_node
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
+from .validate import input_error
 
 io, _ = host.v3()
 
@@ -25,18 +26,44 @@ STRATEGIES = ["ladr", *(n for n in STRATEGY_NAMES if n != "ladr")]  # widget ord
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
 SIZE_MULTIPLE = 16
 SIZE_MIN, SIZE_MAX = 16, 2048
+SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_size"
+CFG_AUTO = -1.0  # cfg widget value meaning "the checkpoint's default_cfg"
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
+NODE = "DiMOO Sampler"
+EMPTY_PROMPT = "prompt is empty: write what the image should show"
 
 
 def split_prompts(prompt: str, one_per_line: bool) -> list[str]:
-    """The prompt widget -> prompt list (one per non-empty line when `one_per_line`)."""
+    """The prompt widget -> prompt list (one per non-empty line when `one_per_line`).
+
+    ValueError when no prompt is left: an empty prompt is refused in both modes."""
+    if not prompt.strip():
+        raise ValueError(f"{NODE}: {EMPTY_PROMPT}")
     if not one_per_line:
         return [prompt]
     return [line.strip() for line in prompt.splitlines() if line.strip()]
 
 
+def resolve_size(value: int) -> int | None:
+    """Widget width/height -> pixels, None for SIZE_AUTO (the pipeline's default_size)."""
+    return None if int(value) == SIZE_AUTO else int(value)
+
+
+def resolve_cfg(value: float) -> float | None:
+    """Widget cfg -> guidance scale, None for CFG_AUTO (the checkpoint's default_cfg)."""
+    cfg = float(value)
+    if cfg == CFG_AUTO:
+        return None
+    if not cfg >= 0.0:  # also refuses NaN
+        raise input_error(NODE, "cfg", f"is {value!r}",
+                          "use a scale >= 0, or -1 for the checkpoint's default")
+    return cfg
+
+
 def check_size(name: str, value: int, multiple: int = SIZE_MULTIPLE) -> str | None:
-    """Error text for a bad width/height, None when fine."""
+    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine."""
+    if value == SIZE_AUTO:
+        return None
     if not SIZE_MIN <= value <= SIZE_MAX:
         return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
     if value % multiple:
@@ -102,23 +129,27 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = Non
     """Host-aware generate: memory load, progress, events; returns tokens + stats."""
     pipe = model.pipe
     for name in ("width", "height"):
-        err = check_size(name, int(kw[name]), pipe.vq_factor)
+        err = check_size(name, int(kw[name]), max(SIZE_MULTIPLE, pipe.vq_factor))
         if err:
-            raise ValueError(f"DiMOO Sampler: {err}")
+            raise ValueError(f"{NODE}: {err}")
+        kw[name] = resolve_size(kw[name])
+    kw["cfg"] = resolve_cfg(kw["cfg"])
     host.load_to_device(model.patcher)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     extra = {}
     if "decode" in inspect.signature(pipe.generate).parameters:
         extra["decode"] = False  # VQ Decode is its own node
-    res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
-                        **kw, **extra)
+    with threads.torch_threads():
+        res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
+                            **kw, **extra)
     progress.update(progress.total)
     strategy = kw["strategy"]
     stats = events.stats_dict(res, getattr(strategy, "name", str(strategy)))
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
+    h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
-                         width=int(kw["width"]), height=int(kw["height"]),
+                         width=w * pipe.vq_factor, height=h * pipe.vq_factor,
                          model_key=model.key, stats=stats)
     return tokens, stats
 
@@ -144,14 +175,11 @@ class DiMOOSampler(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, prompt: str, width: int, height: int,
-                        one_prompt_per_line: bool) -> bool | str:
-        for name, value in (("width", width), ("height", height)):
-            err = None if value is None else check_size(name, int(value))
-            if err:
-                return err
-        if prompt is not None and not split_prompts(prompt, bool(one_prompt_per_line)):
-            return "prompt is empty: write what the image should show"
+    def validate_inputs(cls, prompt: str) -> bool | str:
+        """Only `prompt` is named, so ComfyUI shows an error once, on the prompt (validate.py).
+        Ranges are the schema's; width/height multiples and cfg are checked in execute."""
+        if isinstance(prompt, str) and not prompt.strip():
+            return EMPTY_PROMPT  # empty in both modes: one_prompt_per_line needs no look
         return True
 
     @classmethod
@@ -187,17 +215,20 @@ def _inputs() -> list:
         io.String.Input("negative_prompt", multiline=True, default="",
                         tooltip="Optional: what to steer away from (used by CFG; empty = the "
                         "model's unconditional prompt)."),
-        io.Int.Input("width", default=1024, min=SIZE_MIN, max=SIZE_MAX, step=SIZE_MULTIPLE,
-                     tooltip="Image width in pixels; a multiple of 16 (one token per 16 px)."),
-        io.Int.Input("height", default=1024, min=SIZE_MIN, max=SIZE_MAX, step=SIZE_MULTIPLE,
-                     tooltip="Image height in pixels; a multiple of 16."),
+        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+                     tooltip="Image width in pixels, a multiple of 16 (one token per 16 px); "
+                     "0 = the checkpoint's default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
+        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+                     tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
+                     "default size."),
         io.Int.Input("steps", default=64, min=1, max=1000,
                      tooltip="Schedule length T. LADR usually finishes in far fewer steps. A "
                      "policy preset tuned at its own T (nano: 128) uses that T instead."),
-        io.Float.Input("cfg", default=4.0, min=0.0, max=30.0, step=0.1, round=0.01,
-                       tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
-                       f"(Lumina-DiMOO: 4.0{_nano_cfg_hint()}; 0 = no guidance, half the "
-                       "compute)."),
+        # step 0.05: the frontend shows -floor(log10(step)) decimals, so 0.75 stays 0.75
+        io.Float.Input("cfg", default=CFG_AUTO, min=CFG_AUTO, max=30.0, step=0.05, round=0.01,
+                       tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond. "
+                       f"-1 = the checkpoint's default (Lumina-DiMOO: 4.0{_nano_cfg_hint()}); "
+                       "0 = no guidance, half the compute."),
         io.Float.Input("temperature", default=1.0, min=0.0, max=5.0, step=0.05, round=0.01,
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,

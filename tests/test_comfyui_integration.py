@@ -153,6 +153,10 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
     assert seed.get("control_after_generate")
     _, ext = http(port, "/extensions")
     assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
+    for node_id in OURS:  # the frontend's node help panel fetches these (web/docs/)
+        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}.md"
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200 and r.read().decode().startswith("# ")
     _, templates = http(port, "/workflow_templates")
     assert sorted(templates["ComfyUI-LADR"]) == sorted(
         p.stem for p in (ROOT / "example_workflows").glob("*.json"))
@@ -211,7 +215,7 @@ def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
 
 @pytest.mark.parametrize(("mutate", "needle"), [
     (lambda wf: wf["1"]["inputs"].update(model_name="Lumina-DiMOO"), "models/lumina_dimoo"),
-    (lambda wf: wf["3"]["inputs"].update(width=1000), "multiple of 16"),
+    (lambda wf: wf["3"]["inputs"].update(prompt=""), "prompt is empty"),
     (lambda wf: wf["2"]["inputs"].update(preset="custom", exploration_end=0.9), "phase_bounds"),
 ])
 def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, needle) -> None:
@@ -222,6 +226,68 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
     assert status == 400
     assert needle in json.dumps(body["node_errors"]), body
     assert http(port, "/object_info/LADR_Policy")[0] == 200
+
+
+@pytest.mark.parametrize(("node", "inputs", "wrong"), [
+    ("3", {"prompt": ""}, "prompt"),
+    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, "prompt"),
+    ("3", {"width": 4096}, "width"),
+    ("3", {"cfg": 99.0}, "cfg"),
+    ("1", {"dtype": "fp8x"}, "dtype"),
+    ("1", {"model_name": "gone"}, "model_name"),
+])
+def test_each_mistake_gives_one_message_on_its_input(server, node, inputs, wrong) -> None:
+    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf[node]["inputs"].update(inputs)
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = body["node_errors"][node]["errors"]
+    assert [e["extra_info"]["input_name"] for e in errors] == [wrong], errors
+
+
+def test_width_off_the_grid_fails_once_at_execution_naming_the_fix(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["3"]["inputs"].update(width=1000, seed=4242)
+    _, msgs = _run(port, wf)
+    errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
+    assert len(errors) == 1 and errors[0]["node_id"] == "3"
+    assert "width=1000 is not a multiple of 16" in errors[0]["exception_message"]
+
+
+@pytest.mark.skipif(not NANO_READY, reason="needs the shipped nano model")
+def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> None:
+    """width/height 0 and cfg -1 = the checkpoint's defaults; the last step's live preview has
+    the saved image's colours on every object (issue 12, items 1 and 11)."""
+    from io import BytesIO
+
+    import numpy as np
+    from PIL import Image
+
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["3"]["inputs"].update(width=0, height=0, cfg=-1.0, seed=4243,
+                             prompt="a red circle to the left of a blue square")
+    pid, msgs = _run(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    last = [m["data"] for m in msgs if m["type"] == "ladr.step" and not m["data"]["done"]][-1]
+    preview = np.asarray(Image.open(BytesIO(base64.b64decode(last["preview"]))).convert("RGB"))
+    _, hist = http(port, f"/history/{pid}")
+    img = hist[pid]["outputs"]["5"]["images"][0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={img['filename']}"
+                                f"&subfolder={img['subfolder']}&type=output") as r:
+        saved = np.asarray(Image.open(BytesIO(r.read())).convert("RGB")).astype(float) / 255
+    assert saved.shape == (48, 48, 3) and preview.shape == saved.shape
+    preview = preview.astype(float) / 255
+    background = np.array([240, 240, 235]) / 255
+    shape = np.abs(saved - background).max(-1) > 0.25
+    for name, channel in (("red", 0), ("blue", 2)):  # each object by its dominant channel
+        mask = shape & (saved.argmax(-1) == channel)
+        assert mask.sum() >= 16, f"no {name} object drawn"
+        error = np.abs(saved[mask].mean(0) - preview[mask].mean(0)).max()
+        assert error < 0.08, (name, saved[mask].mean(0), preview[mask].mean(0))
 
 
 def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:

@@ -119,7 +119,8 @@ ERRORS: list[tuple[str, Callable[[Path], None], str]] = [
      "exceeds the vocabulary"),
     ("missing vqvae", lambda f: shutil.rmtree(f / "vqvae"), r"vqvae/config\.json is missing"),
     ("vqvae pickle only", _vq_pickle_only, "pickle weights.*refused"),
-    ("codebook mismatch", lambda f: _edit_config(f, codebook_size=16), "num_vq_embeddings 32 != codebook_size 16"),
+    ("codebook mismatch", lambda f: _edit_config(f, codebook_size=16, image_token_offset=48),
+     "num_vq_embeddings 32 != codebook_size 16"),  # offset moved so the ids agree (item 15)
 ]
 
 

@@ -148,11 +148,15 @@ def test_decode_returns_comfy_image_batch(fake_model, sent) -> None:
 @pytest.mark.parametrize(("kw", "needle"), [
     ({"width": 1000}, "multiple of 16"), ({"height": 4096}, "outside"),
     ({"prompt": "  \n ", "one_prompt_per_line": True}, "prompt is empty"),
+    ({"prompt": "", "one_prompt_per_line": False}, "prompt is empty"),
+    ({"cfg": -0.5}, "cfg is -0.5"),
 ])
-def test_sampler_validation_messages(kw, needle) -> None:
-    args = {k: SAMPLER_DEFAULTS[k] for k in ("prompt", "width", "height", "one_prompt_per_line")}
-    assert needle in DiMOOSampler.validate_inputs(**{**args, **kw})
-    assert DiMOOSampler.validate_inputs(**args) is True
+def test_sampler_refuses_bad_values_naming_the_input(fake_model, kw, needle) -> None:
+    with pytest.raises(ValueError, match=needle):
+        run(fake_model, **kw)
+    if "prompt" in kw:  # also refused at validation, before any model loads
+        assert needle in DiMOOSampler.validate_inputs(prompt=kw["prompt"])
+    assert DiMOOSampler.validate_inputs(prompt=SAMPLER_DEFAULTS["prompt"]) is True
 
 
 def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
@@ -219,9 +223,9 @@ def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
     b = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="fp32").args[0]
     c = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="bf16").args[0]
     assert a is b and c is not a and len(loads) == 2 and loads[1][1] == torch.bfloat16
-    msg = LoadDiMOOModel.validate_inputs(model_name="gone", dtype="auto")
+    msg = LoadDiMOOModel.validate_inputs(model_name="gone")
     assert "'gone'" in msg and str(tmp_path) in msg and "models/lumina_dimoo/gone" in msg
-    assert LoadDiMOOModel.validate_inputs(model_name="DiMOO-8B", dtype="auto") is True
+    assert LoadDiMOOModel.validate_inputs(model_name="DiMOO-8B") is True
 
 
 def test_mlcache_node_builds_config_and_rejects_bad_values() -> None:
@@ -229,13 +233,13 @@ def test_mlcache_node_builds_config_and_rejects_bad_values() -> None:
 
     (cfg,) = MLCacheOptions.execute(cache_ratio=0.8, warmup_ratio=0.2, refresh_interval=3).args
     assert cfg == ladr_core.MLCacheConfig(cache_ratio=0.8, warmup_ratio=0.2, refresh_interval=3)
-    bad = MLCacheOptions.validate_inputs(cache_ratio=1.0, warmup_ratio=0.3, refresh_interval=5)
-    assert isinstance(bad, str) and "cache_ratio" in bad
-    assert MLCacheOptions.validate_inputs(cache_ratio=0.9, warmup_ratio=0.3,
-                                          refresh_interval=5) is True
+    with pytest.raises(ValueError, match="ML-Cache Options: cache_ratio must be in"):
+        MLCacheOptions.execute(cache_ratio=float("nan"), warmup_ratio=0.3, refresh_interval=5)
+    ranges = {i.id: (i.min, i.max) for i in MLCacheOptions.define_schema().inputs}
+    assert ranges["cache_ratio"] == (0.01, 0.99)  # the schema refuses 1.0 itself, on the input
 
 
 def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(ladr_core, "nano_model_path", lambda: tmp_path / "dimoo_nano")
-    msg = LoadDiMOOModel.validate_inputs(model_name=loader.NANO, dtype="auto")
+    msg = LoadDiMOOModel.validate_inputs(model_name=loader.NANO)
     assert "built-in nano checkpoint is missing" in msg and "dimoo_nano" in msg

@@ -164,8 +164,7 @@ def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
     for node in json.loads(path.read_text()).values():
         if node["class_type"] == "LADR_DiMOOSampler":
             i = node["inputs"]
-            assert DiMOOSampler.validate_inputs(i["prompt"], i["width"], i["height"],
-                                                i["one_prompt_per_line"]) is True
+            assert DiMOOSampler.validate_inputs(i["prompt"]) is True
 
 
 def test_workflow_files_are_up_to_date_with_the_builder() -> None:

@@ -122,7 +122,7 @@ def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, s
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
     cls = next(c for c in node_classes() if c.define_schema().node_id == "LADR_Policy")
     fields = {i.id: i.default for i in cls.define_schema().inputs}
-    return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 380))
+    return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 430))
 
 
 def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
@@ -148,47 +148,50 @@ def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
     s = nano_cfg()
     t = PRESET_STEPS["nano"]  # LADR's nominal T for the nano preset (NFE is adaptive)
-    nano = [loader(1), policy(2, (20, 170), "nano"),
+    # Frontend boxes start 30 px above `pos` (title bar); columns keep >= 20 px between boxes
+    # and the policy node (the tallest widget list) is last in its column. Checked by
+    # tests/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
+    nano = [loader(1), policy(2, (20, 180), "nano"),
             sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "DiMOO Sampler (LADR)", cfg=s),
             decode(4, (800, 40), 3),
-            Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/nano"},
+            Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/nano"},
                  {"images": (4, 0)}, size=(320, 360)),
-            Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (320, 120))]
-    side = [loader(1), policy(2, (20, 170), "nano"),
+            Node(6, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats", (320, 130))]
+    side = [loader(1), policy(2, (20, 180), "nano"),
             sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "LADR (nano policy)", cfg=s),
             sampler(4, (780, 40), prompt, 48, 64, "baseline", {"model": (1, 0)},
                     "Baseline (official schedule)", cfg=s),
-            decode(5, (1200, 40), 3), decode(6, (1200, 140), 4),
-            Node(7, "ImageStitch", (1200, 240), {"direction": "right", "match_image_size": True,
+            decode(5, (1200, 40), 3), decode(6, (1200, 150), 4),
+            Node(7, "ImageStitch", (1200, 260), {"direction": "right", "match_image_size": True,
                                                  "spacing_width": 2, "spacing_color": "white"},
                  {"image1": (5, 0), "image2": (6, 0)}, "LADR | baseline", (300, 160)),
             Node(8, "SaveImage", (1520, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
                  {"images": (7, 0)}, size=(360, 300)),
-            Node(9, "PreviewAny", (1520, 380), {}, {"source": (3, 1)}, "LADR stats", (360, 110)),
-            Node(10, "PreviewAny", (1520, 520), {}, {"source": (4, 1)}, "Baseline stats",
-                 (360, 110))]
-    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 170)),
-            Node(3, "LADR_MLCacheOptions", (20, 580), {"cache_ratio": 0.9, "warmup_ratio": 0.3,
+            Node(9, "PreviewAny", (1520, 390), {}, {"source": (3, 1)}, "LADR stats", (360, 130)),
+            Node(10, "PreviewAny", (1520, 570), {}, {"source": (4, 1)}, "Baseline stats",
+                 (360, 130))]
+    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 360)),
+            Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.3,
                                                        "refresh_interval": 5}, size=(300, 130)),
             sampler(4, (360, 40), "A photograph of a red fox standing in fresh snow at golden "
                     "hour, detailed fur, shallow depth of field", 1024, 64, "ladr",
                     {"model": (1, 0), "policy": (2, 0), "cache": (3, 0)},
                     "DiMOO Sampler (LADR + ML-Cache)"),
             decode(5, (800, 40), 4),
-            Node(6, "SaveImage", (800, 140), {"filename_prefix": "ladr/dimoo_1024"},
+            Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/dimoo_1024"},
                  {"images": (5, 0)}, size=(420, 460)),
-            Node(7, "PreviewAny", (800, 640), {}, {"source": (4, 1)}, "LADR stats", (420, 110))]
+            Node(7, "PreviewAny", (800, 660), {}, {"source": (4, 1)}, "LADR stats", (420, 130))]
     prompts = "\n".join(["a green triangle", "two circles",
                          "a purple square above an orange circle", "a blue circle"])
-    batch = [loader(1), policy(2, (20, 170), "nano"),
+    batch = [loader(1), policy(2, (20, 180), "nano"),
              sampler(3, (360, 40), prompts, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                      "DiMOO Sampler (one prompt per line)", per_line=True, cfg=s),
              decode(4, (800, 40), 3),
-             Node(5, "SaveImage", (800, 140), {"filename_prefix": "ladr/batch"},
+             Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/batch"},
                   {"images": (4, 0)}, size=(360, 360)),
-             Node(6, "PreviewAny", (800, 540), {}, {"source": (3, 1)}, "LADR stats", (360, 110))]
+             Node(6, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats", (360, 130))]
     return {"ladr_nano_text_to_image": nano, "ladr_vs_baseline_side_by_side": side,
             "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
 

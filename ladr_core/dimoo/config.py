@@ -228,12 +228,29 @@ class DiMOOIds:
         return ids
 
     def validate_against(self, vocab_size: int, source: str = "config.json") -> None:
-        """Every id and the whole codebook range [offset, offset + K) must lie in the vocab."""
+        """The codebook range [offset, offset + K) must be the LAST K rows of the logits.
+
+        ``vocab_size`` is the logits width (``embedding_size or vocab_size``). The official
+        ``generate_image`` reads image logits at ``width - codebook_size`` and the official
+        image utilities subtract ``image_token_offset`` (126356): both agree only when
+        offset + K == width (Lumina-DiMOO: 126356 + 8192 = 134548). A config where they
+        contradict is refused rather than silently picking one. Every special id must lie in
+        the vocabulary, outside the codebook range.
+        """
         top = self.image_offset + self.codebook_size
         if top > vocab_size:
             raise ConfigError(
                 f"{source}: image_token_offset {self.image_offset} + codebook_size "
                 f"{self.codebook_size} = {top} exceeds the vocabulary ({vocab_size}); fix the id keys"
+            )
+        if top != vocab_size:
+            raise ConfigError(
+                f"{source}: image_token_offset {self.image_offset} + codebook_size "
+                f"{self.codebook_size} = {top}, but the logits are {vocab_size} wide "
+                f"(embedding_size, else vocab_size): the official sampler would read image "
+                f"codes at offset {vocab_size - self.codebook_size} while the official image "
+                f"utilities use {self.image_offset}. These contradict; fix image_token_offset, "
+                f"codebook_size or embedding_size/vocab_size in config.json (or re-download it)"
             )
         for name in ("mask", "newline", "boa", "eoa", "boi", "eoi", "uncondition"):
             value = getattr(self, name)

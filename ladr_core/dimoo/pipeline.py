@@ -2,12 +2,14 @@
 
 Contract: docs/ARCHITECTURE.md section 2. Generation = prompt layout (prompt.py) -> the
 ``denoise`` callable (denoiser.py) -> the core ``sample`` loop (sampling.py, any strategy) ->
-VQ decode (vq.py). Item i of a batch uses ``torch.Generator(device).manual_seed(seed + i)``;
-seed 0 is an ordinary seed (the official script treats 0 as "do not seed").
+VQ decode (vq.py). Item i of a batch uses ``item_generator(seed + i, device)``: a
+``torch.Generator(device).manual_seed(...)`` that keeps all 64 bits of the seed; seed 0 is an
+ordinary seed (the official script treats 0 as "do not seed").
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,12 +25,19 @@ from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
 from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
-from .vq import build_preview_table, decode_codes, preview_from_table
+from .vq import (
+    PREVIEW_TABLE_FILE,
+    build_preview_table,
+    decode_codes,
+    load_preview_table,
+    preview_from_table,
+)
 
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
+SIZE_STEP = 16  # sizes suggested in errors: multiples of 16 px (official grid, the node's step)
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
@@ -66,6 +75,27 @@ class GenerationResult:
     grid: tuple[int, int]
     decode_seconds: float = 0.0
     compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
+
+
+def generator_seed(seed: int, device: torch.device) -> int:
+    """The value passed to ``manual_seed`` so that distinct 64-bit seeds get distinct streams.
+
+    The CPU generator (mt19937) keeps only the low 32 bits of its seed, so seeds s and
+    s + k * 2**32 drew identical noise (identical images). On CPU a seed >= 2**32 is mixed
+    (splitmix64 finaliser) into 32 bits; seeds < 2**32, and every seed on CUDA (Philox keeps 64
+    bits), are passed unchanged, so their images are the ones they always were.
+    """
+    if device.type != "cpu" or seed < 2**32:
+        return seed
+    z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return (z ^ (z >> 31)) & (2**32 - 1)
+
+
+def item_generator(seed: int, device: torch.device) -> torch.Generator:
+    """``torch.Generator`` of one batch item, seeded with ``generator_seed``."""
+    return torch.Generator(device=device).manual_seed(generator_seed(seed, device))
 
 
 def _prompt_list(prompt: str | Sequence[str]) -> list[str]:
@@ -146,9 +176,11 @@ class DiMOOPipeline:
     def layout(self, width: int, height: int, prompts: Sequence[str],
                negative_prompt: str | None = None) -> ImageLayout:
         """Validated token grid for a pixel size; ValueError with the nearest valid sizes."""
-        texts = [cond_text(p) for p in prompts] + [uncond_text(negative_prompt)]
-        longest = max(len(self.encode(t)) for t in texts)
-        return check_image_size(width, height, self.vq_factor, self.context_length, longest)
+        cond = max(len(self.encode(cond_text(p))) for p in prompts)
+        uncond = len(self.encode(uncond_text(negative_prompt)))
+        field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
+        return check_image_size(width, height, self.vq_factor, self.context_length, longest,
+                                field, math.lcm(self.vq_factor, SIZE_STEP))
 
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None,
@@ -200,8 +232,7 @@ class DiMOOPipeline:
         if seed + denoise.batch - 1 > SEED_MAX:  # item i uses seed + i; torch seeds are 64-bit
             raise ValueError(f"seed must be <= {SEED_MAX - denoise.batch + 1} for {denoise.batch} "
                              f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
-        generators = [torch.Generator(device=self.device).manual_seed(seed + i)
-                      for i in range(denoise.batch)]
+        generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]
         start = time.perf_counter()
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
                         strategy=chosen, temperature=temperature, generator=generators,
@@ -219,8 +250,19 @@ class DiMOOPipeline:
         """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""
         return decode_codes(self.vq, tokens, grid)
 
+    def use_preview_table(self, path: str | Path) -> None:
+        """Use a fitted table file (vq.py ``load_preview_table``); CheckpointError if it does
+        not fit this codebook."""
+        p = min(self.preview_size, self.vq_factor)
+        try:
+            table = load_preview_table(path, self.vq.config.num_vq_embeddings, p)
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from exc
+        self._preview_table = table.to(next(self.vq.parameters()).device)
+
     def preview_table(self) -> torch.Tensor:
-        """Codebook -> RGB table [K, p, p, 3], built once on first use."""
+        """Codebook -> RGB table [K, p, p, 3]: the checkpoint's fitted table, else built once
+        on first use by probing the decoder (vq.py)."""
         if self._preview_table is None:
             self._preview_table = build_preview_table(self.vq, self.vq_factor, self.preview_size)
         return self._preview_table
@@ -241,7 +283,8 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
     "fp8_e5m2" (block linears stored in fp8 with per-output-channel scales, ``fp8_scale=
     "tensor"`` for one scale per matrix; see fp8.py). ``offload_blocks``: keep the blocks on the
     CPU and stream each to ``device`` one block ahead (offload.py). ``operations``: the layer
-    classes (``LLaDAModel``).
+    classes (``LLaDAModel``). ``vqvae/preview_table.safetensors``, when present, is the
+    fitted preview table (vq.py).
     """
     if not isinstance(offload_blocks, bool):
         raise ValueError(f"offload_blocks must be True or False (got {offload_blocks!r})")
@@ -252,4 +295,8 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
         from .offload import stream_blocks
 
         stream_blocks(checkpoint.transformer, resolve_device(device))
-    return DiMOOPipeline(checkpoint)
+    pipe = DiMOOPipeline(checkpoint)
+    table = Path(path) / "vqvae" / PREVIEW_TABLE_FILE
+    if table.is_file():
+        pipe.use_preview_table(table)
+    return pipe

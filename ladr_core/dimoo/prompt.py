@@ -16,6 +16,7 @@ what the unpadded official sequence computes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +25,7 @@ import torch
 from .config import DiMOOIds
 
 __all__ = ["SYSTEM_PROMPT", "cond_text", "uncond_text", "ImageLayout", "PromptBatch",
-           "check_image_size", "build_prompt_batch"]
+           "check_image_size", "suggest_size", "build_prompt_batch"]
 
 SYSTEM_PROMPT = "Generate an image according to the text prompt."
 
@@ -74,9 +75,34 @@ def _nearest_multiples(value: int, factor: int) -> str:
     return str(low) if low == high else f"{low} or {high}"
 
 
+def suggest_size(width: int, height: int, step: int, vq_factor: int,
+                 budget: int) -> tuple[int, int] | None:
+    """Largest (width, height), multiples of ``step`` and at most the asked size, whose grid
+    fits ``budget`` image tokens (h * (w + 1)), keeping the aspect ratio as closely as the step
+    allows (within 2 % of the closest fitting ratio). None when not even step x step fits."""
+    ratio = width / height
+    found: list[tuple[float, int, int, int]] = []
+    for hp in range(step, height + 1, step):
+        for wp in {math.floor(hp * ratio / step) * step, math.ceil(hp * ratio / step) * step}:
+            if step <= wp <= width and (hp // vq_factor) * (wp // vq_factor + 1) <= budget:
+                found.append((abs(math.log(wp / hp / ratio)), wp * hp, wp, hp))
+    if not found:
+        return None
+    closest = min(err for err, *_ in found)
+    _, _, wp, hp = max((f for f in found if f[0] <= closest + 0.02), key=lambda f: f[1])
+    return wp, hp
+
+
 def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
-                     prompt_length: int) -> ImageLayout:
-    """Validate a pixel size; ValueError names the argument and the nearest valid sizes."""
+                     prompt_length: int, field: str = "prompt",
+                     step: int | None = None) -> ImageLayout:
+    """Validate a pixel size; ValueError names the argument and the nearest valid sizes.
+
+    ``prompt_length``: tokens of the longest text row, ``field`` the input it comes from
+    ("prompt" or "negative_prompt"); suggested sizes are multiples of ``step`` (default the VQ
+    factor; the pipeline passes the node's 16 px grid).
+    """
+    step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValueError(f"{name} must be a positive int (got {value!r})")
@@ -86,22 +112,16 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
     layout = ImageLayout(height // vq_factor, width // vq_factor)
     total = prompt_length + layout.length
     if total > max_length:
-        budget = max_length - prompt_length - 4
-        scale = ((budget / (layout.h * (layout.w + 1))) ** 0.5) if budget > 0 else 0.0
-        h, w = max(1, int(layout.h * scale)), max(1, int(layout.w * scale))
-        while h * (w + 1) > budget and max(h, w) > 1:
-            if h >= w:
-                h -= 1
-            else:
-                w -= 1
-        hint = (f"nearest valid size with this aspect ratio: width={w * vq_factor}, "
-                f"height={h * vq_factor}" if budget > 0 and h * (w + 1) <= budget
-                else "shorten the prompt")
+        fit = suggest_size(width, height, step, vq_factor, max_length - prompt_length - 4)
+        hint = (f"nearest valid size (multiples of {step} px, aspect ratio kept where "
+                f"possible): width={fit[0]}, height={fit[1]}; or shorten the {field}"
+                if fit else f"shorten the {field}")
         hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
                  "in its config.json")
         raise ValueError(
-            f"width={width}, height={height} needs {total} tokens (prompt {prompt_length} + image "
-            f"{layout.length}) but the model's context (max_sequence_length) is {max_length}; {hint}")
+            f"width={width}, height={height} needs {total} tokens ({field} {prompt_length} + "
+            f"image {layout.length}) but the model's context (max_sequence_length) is "
+            f"{max_length}; {hint}")
     return layout
 
 

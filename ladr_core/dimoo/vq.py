@@ -9,6 +9,14 @@ Preview (STYLE.md: the discrete twin of ComfyUI's Latent2RGBPreviewer): a table 
 is built ONCE by decoding every code as a uniform ``context x context`` token grid and
 area-pooling its centre token's patch to p x p; a per-step preview is then a gather + reshape,
 masked tokens drawn neutral grey (0.5). The VQ decoder never runs per step.
+
+A code's decoded colour depends on its neighbours (the decoder's GroupNorm statistics and
+receptive field span the whole image), so a code decoded on its own can come out in another
+colour: on DiMOO-nano the probe table drew red shapes green. The faithful table is FITTED on
+real decodes (``fit_preview_table``: the per-code mean of the decoded patches, the discrete
+twin of ComfyUI's fitted Latent2RGB factors). A checkpoint may ship one as
+``vqvae/preview_table.safetensors`` (key ``preview_table``, float [K, p, p, 3]); codes a fit never
+saw keep the probe value.
 """
 
 from __future__ import annotations
@@ -18,9 +26,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["decode_codes", "build_preview_table", "preview_from_table", "MASK_GREY"]
+__all__ = ["decode_codes", "build_preview_table", "preview_from_table", "MASK_GREY",
+           "fit_preview_table", "save_preview_table", "load_preview_table", "PREVIEW_TABLE_FILE"]
 
 MASK_GREY = 0.5
+PREVIEW_TABLE_FILE = "preview_table.safetensors"  # inside the checkpoint's vqvae/ folder
+PREVIEW_TABLE_KEY = "preview_table"
 
 
 def _grid(codes: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
@@ -95,3 +106,66 @@ def preview_from_table(table: torch.Tensor, tokens: torch.Tensor, masked: torch.
         hidden = masked.to(table.device).reshape(b, n)[..., None, None, None]
         patches = torch.where(hidden, torch.full_like(patches, MASK_GREY), patches)
     return patches.view(b, h, w, p, p, 3).permute(0, 1, 3, 2, 4, 5).reshape(b, h * p, w * p, 3)
+
+
+def _pooled_patches(images: torch.Tensor, grid: tuple[int, int], p: int) -> torch.Tensor:
+    """Images [B, h*f, w*f, 3] -> each token's patch area-pooled to p x p: [B*h*w, p, p, 3]."""
+    b, hh, ww, _ = images.shape
+    h, w = grid
+    if hh % h or ww % w or hh // h != ww // w:
+        raise ValueError(f"images {tuple(images.shape)} do not tile the token grid {grid}")
+    f = hh // h
+    patches = images.float().reshape(b, h, f, w, f, 3).permute(0, 1, 3, 5, 2, 4)
+    pooled = F.adaptive_avg_pool2d(patches.reshape(-1, 3, f, f), p)
+    return pooled.permute(0, 2, 3, 1).contiguous()
+
+
+def fit_preview_table(tokens: torch.Tensor, images: torch.Tensor, grid: tuple[int, int],
+                      base: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fit the table on real decodes: per code, the mean of its decoded patches.
+
+    tokens [B, h*w] codes, images [B, h*f, w*f, 3] their VQ decodes, base [K, p, p, 3] the
+    table to keep for codes that never occur. Returns (table [K, p, p, 3], counts [K]).
+    One scatter-add: any codebook size (8192 for Lumina-DiMOO) fits the same way.
+    """
+    k, p = base.shape[0], base.shape[1]
+    codes = _grid(tokens, grid).flatten().to(base.device)
+    if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= k):
+        raise ValueError(f"tokens must be codes in [0, {k})")
+    patches = _pooled_patches(images.to(base.device), grid, p).reshape(codes.numel(), -1)
+    sums = torch.zeros(k, p * p * 3, device=base.device).index_add_(0, codes, patches)
+    counts = torch.bincount(codes, minlength=k)
+    mean = sums / counts.clamp(min=1)[:, None].float()
+    table = torch.where(counts[:, None] > 0, mean, base.reshape(k, -1).float())
+    return table.view(k, p, p, 3).contiguous(), counts
+
+
+def save_preview_table(path: Any, table: torch.Tensor, metadata: dict[str, str] | None = None
+                       ) -> None:
+    """Write a fitted table [K, p, p, 3] as safetensors (key ``preview_table``)."""
+    from safetensors.torch import save_file
+
+    save_file({PREVIEW_TABLE_KEY: table.float().contiguous().cpu()}, str(path), metadata)
+
+
+def load_preview_table(path: Any, codebook_size: int, size: int) -> torch.Tensor:
+    """Read a shipped table; ValueError naming the file when it does not fit this codebook.
+
+    A table of another patch size is area-pooled to ``size`` x ``size``.
+    """
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        names = list(f.keys())
+        if PREVIEW_TABLE_KEY not in names:
+            raise ValueError(f"{path}: no {PREVIEW_TABLE_KEY!r} tensor; delete the file or "
+                             "re-fit it (testbed/fit_preview_table.py)")
+        table = f.get_tensor(PREVIEW_TABLE_KEY).float()
+    if table.dim() != 4 or table.shape[0] != codebook_size or table.shape[3] != 3 or \
+            table.shape[1] != table.shape[2]:
+        raise ValueError(f"{path}: preview table has shape {tuple(table.shape)}, expected "
+                         f"[{codebook_size}, p, p, 3] for this codebook; delete or re-fit it")
+    if table.shape[1] != size:
+        pooled = F.adaptive_avg_pool2d(table.permute(0, 3, 1, 2), size)
+        table = pooled.permute(0, 2, 3, 1).contiguous()
+    return table

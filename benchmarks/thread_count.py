@@ -1,0 +1,48 @@
+"""Nano generation time per torch thread count, interleaved (one box, one load, one run).
+
+On a CPU box whose cores are busy with other work, torch's intra-op threads wait for each other
+at every small matmul; the DiMOO-nano forward is tiny (d_model 128, 48 px), so extra threads
+can cost more than they give. This prints the median seconds of one nano LADR generation
+(nano preset, 128-step schedule, cfg 0.75, 48 px) per thread count, runs interleaved so a
+change of load hits every count alike, and the machine's load average before and after.
+
+Run: ``python -m benchmarks.thread_count [--threads 1 2] [--repeats 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+
+def main() -> None:
+    import ladr_core
+    from ladr_core.policy import POLICY_PRESETS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--repeats", type=int, default=5)
+    a = ap.parse_args()
+    pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
+    load_before = os.getloadavg()
+    times: dict[int, list[float]] = {n: [] for n in a.threads}
+    for r in range(a.repeats):
+        for n in a.threads:
+            torch.set_num_threads(n)
+            t0 = time.perf_counter()
+            pipe.generate("a red circle to the left of a blue square", steps=128, cfg=0.75,
+                          seed=r, strategy="ladr", policy=POLICY_PRESETS["nano"])
+            times[n].append(time.perf_counter() - t0)
+    print(json.dumps({"cpus": os.cpu_count(), "load_before": load_before,
+                      "load_after": os.getloadavg(),
+                      "median_s": {n: round(statistics.median(v), 3) for n, v in times.items()},
+                      "all_s": {n: [round(x, 3) for x in v] for n, v in times.items()}}))
+
+
+if __name__ == "__main__":
+    main()

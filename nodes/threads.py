@@ -1,0 +1,44 @@
+"""``LADR_NUM_THREADS``: torch's intra-op thread count while the pack samples and decodes.
+
+torch uses one thread per core by default. On a CPU whose cores are busy with other work those
+threads wait for each other at every small matmul, and the tiny DiMOO-nano forward gets slower
+with more of them (benchmarks/thread_count.py; figures in docs/INSTALL.md). Setting
+``LADR_NUM_THREADS=1`` (or any n >= 1) makes the sampler and the VQ decode run with n threads
+and restores the previous count afterwards, so other nodes keep ComfyUI's setting. Unset or
+empty: torch's own setting is left alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import torch
+
+ENV = "LADR_NUM_THREADS"
+
+
+def requested_threads() -> int | None:
+    """The thread count asked for in the environment, None when unset; ValueError if bad."""
+    raw = os.environ.get(ENV, "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{ENV}={raw!r} must be a whole number >= 1 (e.g. 1), or unset")
+    return int(raw)
+
+
+@contextlib.contextmanager
+def torch_threads() -> Iterator[None]:
+    """Run the block with ``LADR_NUM_THREADS`` torch threads (if set), then restore."""
+    wanted = requested_threads()
+    if wanted is None or wanted == torch.get_num_threads():
+        yield
+        return
+    before = torch.get_num_threads()
+    torch.set_num_threads(wanted)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -1,0 +1,42 @@
+"""One validation message per mistake, on the input that is wrong (ComfyUI 0.33 rules).
+
+How ComfyUI attaches errors (``execution.validate_inputs``):
+
+* a node's ``validate_inputs`` (V1: ``VALIDATE_INPUTS``) that returns a string fails EVERY input
+  named in its signature: one ``custom_validation_failed`` error per argument (all inputs when it
+  takes ``**kwargs``). A check over four arguments shows its message four times, once on each.
+* the schema's own checks (``min``/``max`` of INT/FLOAT, the options of a COMBO) run only for
+  inputs NOT named by ``validate_inputs``, and each attaches once to its own input.
+
+So a node that wants one message on the wrong widget:
+
+1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
+2. names at most ONE input in ``validate_inputs`` and checks only that input there;
+3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
+   there is one message naming the input (``input_error``), shown once by the host.
+
+``attached_inputs`` says which inputs a node's ``validate_inputs`` failure lands on (the test of
+rule 2 for every node of the pack).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+__all__ = ["attached_inputs", "input_error"]
+
+
+def attached_inputs(node_cls: type) -> list[str] | None:
+    """Inputs ComfyUI attaches a failed ``validate_inputs`` to; None = all of them (**kwargs)."""
+    fn = node_cls.__dict__.get("validate_inputs")
+    if fn is None:
+        return []
+    spec = inspect.getfullargspec(fn.__func__ if isinstance(fn, classmethod) else fn)
+    if spec.varkw is not None:
+        return None
+    return [a for a in spec.args if a not in ("cls", "self")]
+
+
+def input_error(node: str, name: str, problem: str, fix: str) -> ValueError:
+    """``ValueError("<node>: <input> <problem>; <fix>")``: the one execute-time message format."""
+    return ValueError(f"{node}: {name} {problem}; {fix}")

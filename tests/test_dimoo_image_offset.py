@@ -1,0 +1,37 @@
+"""Image-token offset: config.json's image_token_offset, codebook_size and the logits width
+(embedding_size / vocab_size) must agree, else the loader refuses (issue 12, item 15)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ladr_core.dimoo.checkpoint import CheckpointError, load_checkpoint
+from ladr_core.dimoo.config import ConfigError, DiMOOIds
+from tests.fixtures_dimoo import write_tiny_checkpoint
+
+OFFICIAL_WIDTH = 126356 + 8192  # official image utilities' offset + the 8192-code VQ
+
+
+def test_official_ids_agree_with_a_134548_wide_head_only() -> None:
+    ids = DiMOOIds.from_config_dict({})  # the real config.json: no id keys, DiMOO defaults
+    ids.validate_against(OFFICIAL_WIDTH)
+    with pytest.raises(ConfigError, match="read image codes at offset 126464 .* use 126356"):
+        ids.validate_against(126464 + 8192)  # e.g. a head padded to a multiple of 128
+
+
+@pytest.mark.parametrize(("edit", "needle"), [
+    (lambda c: c.update(embedding_size=c["vocab_size"] + 8), r"logits are \d+ wide"),
+    (lambda c: c.update(image_token_offset=c["image_token_offset"] - 1), r"contradict"),
+    (lambda c: c.update(codebook_size=c["codebook_size"] - 2), r"codebook_size"),
+])
+def test_loader_refuses_contradicting_offset_keys(tmp_path, edit, needle) -> None:
+    folder = write_tiny_checkpoint(tmp_path / "ckpt")
+    load_checkpoint(folder)  # consistent as written
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match=needle) as err:
+        load_checkpoint(folder)
+    assert "config.json" in str(err.value)

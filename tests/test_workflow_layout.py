@@ -1,0 +1,50 @@
+"""Example workflows: no node covers another in ComfyUI's frontend (issue 12, item 10).
+
+Node heights follow frontend 1.49.6's own minimum sizes, measured with
+tests/web/template_layout.mjs (which also checks the real frontend): 10 px + 24 px per slot row
+and per one-line widget, 180 px per multiline text widget; core nodes as measured. A node box
+starts TITLE px above its `pos` (the title bar).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodes import node_classes
+
+ROOT = Path(__file__).resolve().parents[1]
+UI = sorted((ROOT / "example_workflows").glob("*.json"))
+TITLE, GAP = 30, 10
+CORE_MIN_HEIGHT = {"PreviewAny": 122, "SaveImage": 58, "ImageStitch": 150}
+WIDGETS = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+
+
+def min_height(node_id: str) -> int:
+    """Frontend minimum height of one of our nodes, from its schema."""
+    schema = next(c.define_schema() for c in node_classes()
+                  if c.define_schema().node_id == node_id)
+    sockets = sum(i.io_type not in WIDGETS for i in schema.inputs)
+    rows = max(sockets, len(schema.outputs))
+    multiline = sum(bool(getattr(i, "multiline", False)) for i in schema.inputs)
+    one_line = sum(i.io_type in WIDGETS for i in schema.inputs) - multiline
+    one_line += sum(bool(getattr(i, "control_after_generate", False)) for i in schema.inputs)
+    return 10 + 24 * (rows + one_line) + 180 * multiline
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_nodes_are_tall_enough_and_do_not_overlap(path: Path) -> None:
+    nodes = json.loads(path.read_text())["nodes"]
+    boxes = []
+    for n in nodes:
+        need = CORE_MIN_HEIGHT.get(n["type"]) or min_height(n["type"])
+        assert n["size"][1] >= need, (n.get("title", n["type"]), n["size"], need)
+        x, y = n["pos"]
+        boxes.append((n.get("title", n["type"]), x, y - TITLE, x + n["size"][0], y + n["size"][1]))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = (a[3] + GAP <= b[1] or b[3] + GAP <= a[1] or a[4] + GAP <= b[2]
+                     or b[4] + GAP <= a[2])
+            assert apart, f"{a[0]} overlaps {b[0]}"
