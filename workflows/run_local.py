@@ -1,5 +1,6 @@
 """Run an API-format workflow WITHOUT a ComfyUI server (our nodes + tiny stand-ins for the three
-core nodes the examples use), and draw the Browse-Templates thumbnails from the results.
+core nodes the examples use, and ComfyUI-Distributed's Seed / Collector as on a lone master), and
+draw the Browse-Templates thumbnails from the results.
 
     .venv/bin/python workflows/run_local.py workflows/api/ladr_nano_text_to_image.json
     .venv/bin/python workflows/run_local.py --thumbnails     # example_workflows/*.jpg
@@ -58,6 +59,10 @@ def run(workflow: dict, overrides: dict | None = None) -> dict[str, tuple]:
             out = tuple(classes[kind].execute(**kw).args)
         elif kind == "ImageStitch":
             out = (_stitch(**kw),)
+        elif kind == "DistributedSeed":  # ComfyUI-Distributed alone on one server: the master
+            out = (kw["seed"] + kw.get("participant", 0),)
+        elif kind == "DistributedCollector":  # with no workers it returns its own images
+            out = (kw["images"], None)
         elif kind in ("SaveImage", "PreviewAny"):
             out = (kw.get("images", kw.get("source")),)
         else:
@@ -106,6 +111,7 @@ TITLES = {
     "ladr_vs_baseline_side_by_side": "LADR | baseline, same seed",
     "ladr_dimoo_1024_real_model": "Real Lumina-DiMOO 1024px + ML-Cache",
     "ladr_batch_of_prompts": "Batch of prompts (one per line)",
+    "ladr_distributed_seed_collector": "ComfyUI-Distributed: master + 2 workers",
 }
 
 
@@ -120,13 +126,20 @@ def thumbnails() -> list[Path]:
             for node in wf.values():
                 if node["class_type"] == "LADR_DiMOOSampler":
                     node["inputs"].update(width=48, height=48, prompt="a blue square above a red circle")
-        out = run(wf)
+        # Distributed Seed: what the Collector gathers from the master and two workers.
+        parts = 3 if any(n["class_type"] == "DistributedSeed" for n in wf.values()) else 1
+        outs = [run(wf, {"DistributedSeed": {"participant": p}}) for p in range(parts)]
+        out = outs[0]
         saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
-        images = torch.cat([out[k][0] for k in saves])
+        images = torch.cat([o[k][0] for o in outs for k in saves])
         stats = [out[k][0] for k, n in wf.items() if n["class_type"] == "PreviewAny"]
         lines = [s.split(",")[0] + "," + s.split(",")[1] for s in stats]
         if real:
             lines = ["needs models/lumina_dimoo/Lumina-DiMOO", *lines]
+        if parts > 1:
+            seed = next(n for n in wf.values() if n["class_type"] == "DistributedSeed")
+            s = seed["inputs"]["seed"]
+            lines = [f"master seed {s}, workers {s + 1}, {s + 2}", *lines]
         card = _card(TITLES.get(path.stem, path.stem), images, lines)
         target = UI_DIR / f"{path.stem}.jpg"
         card.save(target, "JPEG", quality=88)
