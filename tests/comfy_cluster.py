@@ -77,6 +77,11 @@ class Server:
     def log_tail(self, n: int = 4000) -> str:
         return self.log_path.read_text(errors="replace")[-n:]
 
+    def runtime_log(self) -> str:
+        """The server's in-memory log (the engine's GET /distributed/local_log). Unlike the log
+        file it holds prints from custom nodes at once (ComfyUI block-buffers its stdout)."""
+        return http(self.port, "/distributed/local_log?lines=3000")[1].get("content", "")
+
     def kill(self) -> None:
         """SIGKILL this server (a crashed worker): only this PID, then reap it."""
         if self.alive():
@@ -94,9 +99,9 @@ class Cluster:
     def master(self) -> Server:
         return self.servers[0]
 
-    @property
-    def worker_ids(self) -> list[str]:
-        return [str(i) for i in range(1, len(self.servers))]
+    def worker_id(self, server: Server) -> str:
+        """The engine's id of a worker server (its index)."""
+        return str(self.servers.index(server))
 
     def stop(self) -> None:
         for s in self.servers:
@@ -112,7 +117,7 @@ class Cluster:
 def _start(name: str, base: Path, comfy: Path, python: str, worker: bool,
            extra_args: list[str]) -> Server:
     port = free_port()
-    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     if worker:
         env["COMFYUI_IS_WORKER"] = "1"
     log_path = base / "server.log"
@@ -138,13 +143,15 @@ def _wait_ready(server: Server, node: str, timeout: float) -> None:
                        f"{timeout:.0f} s:\n{server.log_tail()}")
 
 
-def engine_config(workers: list[Server], worker_timeout_s: int) -> dict:
-    """The master's gpu_config.json: every worker enabled, local type (callback on 127.0.0.1)."""
+def engine_config(workers: list[tuple[str, int, bool]], worker_timeout_s: int) -> dict:
+    """The master's gpu_config.json from (name, port, enabled) per worker; ids "1", "2", ...
+    Workers are the "local" type: they call the master back on 127.0.0.1."""
     return {
         "master": {"host": "127.0.0.1"},
-        "workers": [{"id": str(i), "name": w.name, "host": "127.0.0.1", "port": w.port,
-                     "type": "local", "enabled": True} for i, w in enumerate(workers, 1)],
-        "settings": {"debug": True, "auto_launch_workers": False,
+        "workers": [{"id": str(i), "name": name, "host": "127.0.0.1", "port": port,
+                     "type": "local", "enabled": enabled}
+                    for i, (name, port, enabled) in enumerate(workers, 1)],
+        "settings": {"debug": False, "auto_launch_workers": False,
                      "stop_workers_on_master_exit": False, "master_delegate_only": False,
                      "worker_timeout_seconds": worker_timeout_s},
     }
@@ -152,10 +159,12 @@ def engine_config(workers: list[Server], worker_timeout_s: int) -> dict:
 
 def start_cluster(tmp: Path, n_servers: int, comfy: str, engine: str,
                   python: str | None = None, without_pack: tuple[int, ...] = (),
-                  worker_timeout_s: int = 20, startup_timeout: float = 240.0,
-                  extra_args: list[str] | None = None) -> Cluster:
-    """Start `n_servers` (master + n-1 workers); `without_pack` lists server indices that get
-    the engine but not this pack. Raises RuntimeError (and stops what it started) on failure."""
+                  unreachable: int = 0, worker_timeout_s: int = 20,
+                  startup_timeout: float = 600.0, master_args: list[str] | None = None) -> Cluster:
+    """Start `n_servers` (master + n-1 workers, enabled in the master's config). Servers in
+    `without_pack` (indices) get the engine but not this pack and are registered disabled;
+    `unreachable` more disabled workers point at free ports nobody listens on. Raises
+    RuntimeError (and stops what it started) on failure."""
     python = python or os.environ.get("COMFYUI_PYTHON", sys.executable)
     cluster = Cluster()
     try:
@@ -167,15 +176,19 @@ def start_cluster(tmp: Path, n_servers: int, comfy: str, engine: str,
             if i not in without_pack:
                 (nodes / "ComfyUI-LADR").symlink_to(ROOT)
             cluster.servers.append(_start("master" if i == 0 else f"worker{i}", base,
-                                          Path(comfy), python, i > 0, extra_args or []))
+                                          Path(comfy), python, i > 0,
+                                          (master_args or []) if i == 0 else []))
         for i, s in enumerate(cluster.servers):
             ready_node = "DistributedCollector" if i in without_pack else "LADR_DiMOOSampler"
             _wait_ready(s, ready_node, startup_timeout)
-        config = engine_config(cluster.servers[1:], worker_timeout_s)
+        workers = [(s.name, s.port, i not in without_pack)
+                   for i, s in enumerate(cluster.servers[1:], 1)]
+        workers += [(f"nobody{k}", free_port(), False) for k in range(unreachable)]
+        config = engine_config(workers, worker_timeout_s)
         cluster.master.engine_config.write_text(json.dumps(config, indent=2))
         status, body = http(cluster.master.port, "/distributed/config")
         got = [w["port"] for w in body.get("workers", [])]
-        if status != 200 or got != [w.port for w in cluster.servers[1:]]:
+        if status != 200 or got != [port for _, port, _ in workers]:
             raise RuntimeError(f"the master did not read its worker list: {status} {body}")
     except BaseException:
         cluster.stop()

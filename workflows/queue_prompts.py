@@ -14,8 +14,9 @@ to POST /distributed/queue with `load_balance` on, so it runs once, on the least
 and its images are saved by the master. A Distributed Seed feeding a sampler is replaced by its
 seed value (job i gets seed + i with --seed), so an image does not depend on where it ran. The
 script waits for all jobs; a job that finished without an image (its worker died or failed: the
-engine then returns an empty result after its worker timeout) is queued again, at most --retries
-times, and reported if it never produced one (exit 1). See docs/SCALE_OUT.md.
+engine's Collector then hands Save Image an empty batch after its worker timeout, and the master
+reports an IndexError) is queued again, at most --retries times, and reported if it never
+produced one (exit 1). See docs/SCALE_OUT.md.
 """
 
 from __future__ import annotations
@@ -190,7 +191,8 @@ def run_distributed(server: str, batch: list[dict], worker_ids: list[str], timeo
             if status.get("status_str") != "success":
                 msgs = [m[1].get("exception_message", "") for m in status.get("messages", [])
                         if m[0] == "execution_error"]
-                rec["error"] = f"failed: {' '.join(msgs) or status.get('status_str')}"
+                rec["error"] = (f"failed: {' '.join(msgs) or status.get('status_str')} (if a "
+                                "worker died or failed, the master's log says 'Heartbeat timeout')")
             elif not rec["images"]:
                 rec["error"] = "finished without an image (worker lost or failed)"
             else:
