@@ -59,8 +59,8 @@ def run(workflow: dict, overrides: dict | None = None) -> dict[str, tuple]:
             out = tuple(classes[kind].execute(**kw).args)
         elif kind == "ImageStitch":
             out = (_stitch(**kw),)
-        elif kind == "DistributedSeed":  # ComfyUI-Distributed alone on one server: the master
-            out = (kw["seed"] + kw.get("participant", 0),)
+        elif kind == "DistributedSeed":  # participant 0 = the master (seed as is); k = the
+            out = (kw["seed"] + kw.get("participant", 0),)  # engine's worker k-1: seed + k
         elif kind == "DistributedCollector":  # with no workers it returns its own images
             out = (kw["images"], None)
         elif kind in ("SaveImage", "PreviewAny"):
