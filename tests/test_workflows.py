@@ -42,6 +42,15 @@ CORE = {
                      W("spacing_color", "COMBO", ["white", "black", "red", "green", "blue"]),
                      W("image2", "IMAGE", optional=True)], ["IMAGE"]),
 }
+# ComfyUI-Distributed 1.4 (robertvoy/ComfyUI-Distributed nodes/utilities.py, nodes/collector.py);
+# the frontend gives an INT input named "seed" a control_after_generate widget.
+_SEED = W("seed", "INT", min=0, max=1125899906842624)
+_SEED.control_after_generate = True
+CORE.update({
+    "DistributedSeed": ([_SEED], ["INT"]),
+    "DistributedCollector": ([W("images", "IMAGE"), W("load_balance", "BOOLEAN"),
+                              W("audio", "AUDIO", optional=True)], ["IMAGE", "AUDIO"]),
+})
 
 
 @pytest.fixture(autouse=True)
@@ -103,8 +112,15 @@ def test_ui_workflow_matches_schemas(path: Path) -> None:
         inputs, outputs = sch[n["type"]]
         sockets = [i for i in inputs if i.io_type not in WIDGETS]
         widgets = [i for i in inputs if i.io_type in WIDGETS]
-        assert [i["name"] for i in n["inputs"]] == [s.id for s in sockets], n["type"]
-        for slot, (ui_in, spec) in enumerate(zip(n["inputs"], sockets, strict=True)):
+        fed = [(slot, i) for slot, i in enumerate(n["inputs"]) if "widget" in i]
+        socket_ins = [i for i in n["inputs"] if "widget" not in i]
+        assert [i["name"] for i in socket_ins] == [s.id for s in sockets], n["type"]
+        for slot, ui_in in fed:  # a widget fed by a link (Distributed Seed -> seed)
+            spec = next(w for w in widgets if w.id == ui_in["widget"]["name"] == ui_in["name"])
+            lk = links[ui_in["link"]]
+            assert lk[3:5] == [n["id"], slot] and lk[5] == spec.io_type, (n["type"], spec.id)
+            assert sch[nodes[lk[1]]["type"]][1][lk[2]] == spec.io_type
+        for slot, (ui_in, spec) in enumerate(zip(socket_ins, sockets, strict=True)):
             if ui_in["link"] is None:
                 assert spec.optional, f"node {n['id']}: required input {spec.id} unlinked"
                 continue
@@ -150,8 +166,11 @@ def test_api_workflow_is_the_ui_workflow_and_valid(path: Path) -> None:
     sch = schemas()
     for key, node in api.items():
         for spec in sch[node["class_type"]][0]:
-            if spec.io_type in WIDGETS:
-                check_value(f"{path.stem} {key}.{spec.id}", spec, node["inputs"][spec.id])
+            value = node["inputs"][spec.id] if spec.io_type in WIDGETS else None
+            if isinstance(value, list):  # a widget fed by a link
+                assert sch[api[value[0]]["class_type"]][1][value[1]] == spec.io_type
+            elif spec.io_type in WIDGETS:
+                check_value(f"{path.stem} {key}.{spec.id}", spec, value)
             elif not spec.optional:
                 src, slot = node["inputs"][spec.id]
                 assert src in api and slot < len(sch[api[src]["class_type"]][1])

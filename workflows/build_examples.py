@@ -38,6 +38,13 @@ CORE = {
                     ["direction", "match_image_size", "spacing_width", "spacing_color"],
                     [("IMAGE", "IMAGE")]),
 }
+# ComfyUI-Distributed (robertvoy/ComfyUI-Distributed 1.4) nodes, with the names that get a
+# control_after_generate widget in the frontend: (sockets, widgets, outputs, cag).
+ENGINE = {
+    "DistributedSeed": ([], ["seed"], [("seed", "INT")], {"seed"}),
+    "DistributedCollector": ([("images", "IMAGE", False), ("audio", "AUDIO", True)],
+                             ["load_balance"], [("images", "IMAGE"), ("audio", "AUDIO")], set()),
+}
 
 
 def _ours() -> dict[str, tuple[list, list, list, set]]:
@@ -90,6 +97,11 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             elif not optional:
                 raise ValueError(f"{name}: node {n.id} input {iname} is not linked")
             inputs.append({"name": iname, "type": itype, "link": link_id})
+        for w in [w for w in widgets if w in n.links]:  # a widget fed by a link (seed)
+            src, sslot = n.links[w]
+            link_id, otype = len(links) + 1, schemas[by_id[src].type][2][sslot][1]
+            links.append([link_id, src, sslot, n.id, len(inputs), otype])
+            inputs.append({"name": w, "type": otype, "widget": {"name": w}, "link": link_id})
         values = []
         for w in widgets:
             values.append(n.widgets[w])
@@ -196,11 +208,29 @@ def workflows() -> dict[str, list[Node]]:
             "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
 
 
+def distributed_workflows() -> dict[str, list[Node]]:
+    """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
+    t = PRESET_STEPS["nano"]
+    seed = Node(7, "DistributedSeed", (20, 590), {"seed": 42}, title="Distributed Seed",
+                size=(300, 82))
+    graph = [loader(1), policy(2, (20, 170), "nano"),
+             sampler(3, (360, 40), "a red circle to the left of a blue square", 48, t, "ladr",
+                     {"model": (1, 0), "policy": (2, 0), "seed": (7, 0)},
+                     "DiMOO Sampler (seed from Distributed Seed)", cfg=nano_cfg()),
+             decode(4, (800, 40), 3),
+             Node(5, "DistributedCollector", (800, 140), {"load_balance": False},
+                  {"images": (4, 0)}, "Distributed Collector", (260, 80)),
+             Node(6, "SaveImage", (800, 260), {"filename_prefix": "ladr/distributed"},
+                  {"images": (5, 0)}, size=(360, 360)),
+             seed]
+    return {"ladr_distributed_seed_collector": graph}
+
+
 def render_all() -> dict[Path, str]:
-    schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **_ours()}
+    schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler"][2])
     files = {}
-    for name, nodes in workflows().items():
+    for name, nodes in {**workflows(), **distributed_workflows()}.items():
         files[UI_DIR / f"{name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"
     return files
