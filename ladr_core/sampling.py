@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .adaptive import adaptive_rescue
 from .noise import NoiseNeeds, StepNoise, draw_item_noise, generators_for
 from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule, get_schedule
@@ -296,10 +297,14 @@ class _Run:
             rank = pred.top1 if self.policy.selection == "top1" else self.noisy_confidence(
                 pred, noise)
             m_std = keep_lowest(rank, masked, n_mask)
-            rescued = ladr_rescue(
-                m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform,
-                masked,
-            )
+            if self.policy.adaptive is None:
+                rescued = ladr_rescue(
+                    m_std, pred.top1, pred.margin, phase, self.tables, self.grid, noise.uniform,
+                    masked,
+                )
+            else:
+                rescued = adaptive_rescue(m_std, masked, pred.top1, pred.margin, noise.uniform,
+                                          t_eff, self.steps, self.schedule, self.policy, self.grid)
             new_masked = m_std & ~rescued
         else:
             new_masked = baseline_remask(masked, self.noisy_confidence(pred, noise),
