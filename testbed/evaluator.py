@@ -6,7 +6,9 @@ positions. Our scenes are flat-coloured shapes, so detection is exact image anal
      all of them are ignored (VQ blur between colours);
   2. 8-connected components per colour; components smaller than `MIN_AREA` are noise;
   3. shape: triangle when the apex-up triangle template has the best IoU inside the component's
-     bounding box, else square when the box is >= 95 % filled, else circle.
+     bounding box, else square when the box is >= 95 % filled, else circle; then the component
+     must fit that shape's template within one pixel and have a near-square box, else it is a
+     misshapen "blob" that matches nothing (`classify_shape`).
 A spec passes when the detected objects match its objects one to one (shape, and colour where
 the caption names one) with nothing extra, and, for position, the relation holds on centres
 (laxer than the generator: offset >= `RELATION_EVAL_PX`, axis dominant). Score per category =
@@ -27,6 +29,9 @@ MIN_AREA = 20              # px at 64x64 (smallest shape: triangle of side 12 ~ 
 MAX_COLOR_DIST = 80.0      # RGB distance beyond which a pixel belongs to no palette colour
 RELATION_EVAL_PX = 4.0
 SQUARE_MIN_FILL = 0.95      # box fill separating squares from circles
+MAX_MISSING = 0.08          # well-formed shape: share of its eroded template left empty ...
+MAX_EXTRA = 0.08            # ... and share of its pixels outside the dilated template
+MAX_ASPECT_PX, MAX_ASPECT_FRAC = 1, 0.15   # |box height - box width| allowed
 
 
 @dataclass(frozen=True)
@@ -70,19 +75,54 @@ def shape_templates(hgt: int, wid: int) -> dict[str, np.ndarray]:
             "triangle": np.abs(u) <= v / 2 + 1e-9}
 
 
+def _grow(mask: np.ndarray) -> np.ndarray:
+    """Binary dilation of a bool [h, w] mask by the 3 x 3 square (outside the box counts as 0)."""
+    pad = np.pad(mask, 1)
+    h, w = mask.shape
+    return np.any([pad[dy:dy + h, dx:dx + w] for dy in range(3) for dx in range(3)], axis=0)
+
+
+def _shrink(mask: np.ndarray) -> np.ndarray:
+    """Binary erosion by the 3 x 3 square, the box border counting as inside (so a full box
+    stays full): a template edge on the box side is not eroded away."""
+    return ~_grow(~mask)
+
+
+def shape_fit(comp: np.ndarray, template: np.ndarray) -> tuple[float, float]:
+    """How far a component [h, w] (bool, its bounding box) is from a template of the same box,
+    with one pixel of slack for rasterisation and VQ blur: (missing, extra) =
+    (share of the template eroded by 1 px that the component leaves empty,
+     share of the component outside the template dilated by 1 px)."""
+    core, halo = _shrink(template), _grow(template)
+    missing = float((core & ~comp).sum()) / max(1, int(core.sum()))
+    extra = float((comp & ~halo).sum()) / max(1, int(comp.sum()))
+    return missing, extra
+
+
 def classify_shape(pts: np.ndarray) -> str:
-    """Shape of one component [n, 2] of (y, x): the template with the best IoU inside its box."""
+    """Shape of one component [n, 2] of (y, x): "circle", "square", "triangle", or "blob" when
+    it is not a well-formed shape (a blob never matches a spec).
+
+    The candidate is the template with the best IoU inside the component's box, square whenever
+    the box is >= `SQUARE_MIN_FILL` filled (a VQ decoder rounds square corners a little). It is
+    accepted only when the
+    box is about square (every rendered shape's is) and the component fits the candidate's
+    template within one pixel (`shape_fit`: at most `MAX_MISSING` of it left empty and
+    `MAX_EXTRA` of the component outside it). Bitten, notched, hollow, merged or stretched
+    blobs fail (tests/test_testbed_evaluator.py), rendered shapes of every size pass."""
     y0, x0 = pts.min(0)
-    hgt, wid = pts.max(0) - (y0, x0) + 1
+    hgt, wid = (int(v) for v in pts.max(0) - (y0, x0) + 1)
     comp = np.zeros((hgt, wid), dtype=bool)
     comp[pts[:, 0] - y0, pts[:, 1] - x0] = True
-    ious = {name: (comp & t).sum() / float((comp | t).sum())
-            for name, t in shape_templates(int(hgt), int(wid)).items()}
-    if max(ious, key=ious.get) == "triangle":
-        return "triangle"
-    # circle vs square: a VQ decoder rounds square corners a little and squares off small
-    # circles, so decide on the fill of the box (GT square 1.0, GT circles <= 0.88)
-    return "square" if comp.mean() >= SQUARE_MIN_FILL else "circle"
+    templates = shape_templates(hgt, wid)
+    ious = {name: (comp & t).sum() / float((comp | t).sum()) for name, t in templates.items()}
+    name = max(ious, key=ious.get)
+    if name != "triangle" and comp.mean() >= SQUARE_MIN_FILL:
+        name = "square"
+    if abs(hgt - wid) > MAX_ASPECT_PX + MAX_ASPECT_FRAC * max(hgt, wid):
+        return "blob"
+    missing, extra = shape_fit(comp, templates[name])
+    return name if missing <= MAX_MISSING and extra <= MAX_EXTRA else "blob"
 
 
 def detect(image: np.ndarray) -> list[Detection]:
