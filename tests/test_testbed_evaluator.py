@@ -100,7 +100,7 @@ def _broken() -> dict[str, np.ndarray]:
     triangle (everything that was not a square or triangle counted as a circle)."""
     out = {}
     m = _mask("circle"); m[24:, 24:] = False; out["circle missing a quarter"] = m  # noqa: E702
-    m = _mask("square"); m[16:21, 16:21] = False; out["square, corner notch"] = m  # noqa: E702
+    m = _mask("square"); m[16:22, 16:22] = False; out["square, corner notch"] = m  # noqa: E702
     m = _mask("square"); m[19:29, 19:29] = False; out["hollow square"] = m  # noqa: E702
     m = np.zeros((48, 48), bool); m[16:32, 20:28] = True; out["16 x 8 bar"] = m  # noqa: E702
     m = np.zeros((48, 48), bool); m[16:32, 19:29] = True; out["16 x 10 bar"] = m  # noqa: E702
