@@ -60,9 +60,7 @@ ADAPTIVE_CANDIDATES: dict[str, tuple[str, int, LADRPolicy | None]] = {
 
 
 def evaluate(pipe, specs: list, strategy: str, steps: int, policy: LADRPolicy | None,
-             batch: int = 32, max_nfe: float | None = MAX_NFE) -> dict:
-    """Run the candidates on validation prompts; pick the best-scoring LADR row whose mean NFE
-    is at most `max_nfe` (None: no NFE limit; the adaptive rescue's NFE follows from its pace)."""
+             batch: int = 32) -> dict:
     """Generate every spec's caption (seed = index) and score it; mean per-image NFE."""
     captions = [scenes.caption_for(s) for s in specs]
     images, nfe = [], []
