@@ -1,18 +1,30 @@
-"""GenEval-style quality vs cost of every sampling strategy on the shipped DiMOO-nano model.
+"""GenEval-style quality vs cost of the sampling strategies on the shipped DiMOO-nano model.
 
-    python benchmarks/quality.py --prompts 48 --strategies all --steps 64 \
-        --json benchmarks/results/quality.json
+    nice -n 10 python benchmarks/quality.py --set test --prompts 490 \
+        --strategies ladr-adaptive,baseline@ladr-adaptive,baseline-64 \
+        --json benchmarks/results/quality_test.json
 
-For each strategy every held-out prompt (`testbed.scenes.heldout_specs`: fixed seed, colour
-attribution combinations never trained on) is generated once at batch 1 with seed = its index,
-decoded, and scored by `testbed.evaluator` (colour segmentation + connected components + shape
-templates). Reported per strategy: ``nfe_mean`` (denoiser calls per image), ``token_forwards_mean``
-(transformer token-forwards per image, CFG branches included; ML-Cache lowers it), ``wall_s``
-(sampling + decode, all prompts), ``score`` (category -> accuracy) and ``score_overall`` (mean of
-categories, GenEval's overall). ``baseline@ladr`` / ``baseline@ladr-nano`` rerun the baseline
-with T = that LADR run's mean NFE rounded (same budget). ``ladr-nano`` is the policy preset
-picked for nano on validation prompts (``testbed.tune_policy``) at its tuned T. Writes the JSON,
-a markdown table (.md) and a Pareto plot (.png) of overall score vs NFE next to it. Wall times come from a shared CPU: compare within one run only.
+Prompt sets (``testbed.scenes``): ``test`` = ``quality_test_specs`` (spec seed 9, item i
+generated with seed 100000 + i), cycling through seven report groups: the six GenEval
+categories with colour attribution split into training-distribution pairs (``color_attr_seen``)
+and held-out pairs no training scene contains (``color_attr_unseen``). ``validation`` =
+``validation_specs`` (spec seed 8, seed = index), the only set any policy or preset was tuned on
+(``testbed.tune_policy``); the output states which set it is and how far the two overlap.
+
+Every prompt is generated once per strategy in batches (``--batch``; item i of a batch equals a
+single run with its own seed), decoded and scored by ``testbed.evaluator`` (colour segmentation,
+connected components, shape templates; misshapen blobs fail). Per strategy: ``nfe_mean`` (per
+image: the steps in which it still had masked tokens), ``token_forwards_mean`` (batch token-
+forwards / batch size; a finished item rides along in its batch, so this overstates LADR's
+batch-1 cost), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
+categories, colour attribution on seen pairs; unseen pairs reported apart) and ``passed``.
+``compare`` holds paired, stratified bootstrap 95 % intervals (``benchmarks.paired_stats``) for
+every strategy against baseline-64, LADR-adaptive against the baseline at its NFE, and each
+ablation against its full policy. ``baseline@X`` reruns the baseline with T = X's mean NFE
+rounded. Generated images and per-item NFE are kept in ``--runs`` (npz per set and strategy);
+``--reuse yes`` loads stored chunks instead of generating them again (same arguments only),
+``--reuse only`` scores the complete stored chunks of a cut-off run without generating. Writes
+the JSON, a markdown table (.md) and a Pareto plot (.png). Wall times come from a shared CPU.
 """
 
 from __future__ import annotations
@@ -31,14 +43,20 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS  # noqa: E402
+from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
-from testbed.scenes import CATEGORIES, caption_for, heldout_specs  # noqa: E402
+
+BUDGET_TARGETS = ("ladr", "ladr-nano", "ladr-adaptive")
+ABLATIONS = {"non-neighbors": {"candidates": "non_neighbors"},
+             "random-candidates": {"candidates": "random"},
+             "confidence": {"metric": "confidence"}, "random-metric": {"metric": "random"}}
 
 
 def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
-    """name -> generate() arguments. Baseline sweep at T in {8, 16, 32, 64}; the rest at `steps`."""
+    """name -> generate() arguments. Baseline sweep at T in {8, 16, 32, 64}; presets at their T."""
     table: dict[str, dict[str, Any]] = {
         f"baseline-{t}": {"strategy": "baseline", "steps": t} for t in (8, 16, 32, 64)}
     table.update({
@@ -49,55 +67,177 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
         "ladr+mlcache": {"strategy": "ladr", "steps": steps, "policy": LADRPolicy(),
                          "cache": MLCacheConfig()},
     })
-    table["ladr-nano"] = {"strategy": "ladr", "steps": PRESET_STEPS["nano"],
-                          "policy": POLICY_PRESETS["nano"]}
+    for preset in ("nano", "adaptive"):
+        table[f"ladr-{preset}"] = {"strategy": "ladr", "steps": PRESET_STEPS[preset],
+                                   "policy": POLICY_PRESETS[preset]}
+    for name, change in ABLATIONS.items():  # the paper's Sec. 4.3 ablations, on both policies
+        table["ladr-" + name] = {"strategy": "ladr", "steps": steps,
+                                 "policy": POLICY_PRESETS["ablation_" + name.replace("-", "_")]}
+        adaptive = POLICY_PRESETS["adaptive"]
+        table["ladr-adaptive-" + name] = {
+            "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
+            "policy": LADRPolicy(**{**{f: getattr(adaptive, f) for f in (
+                "selection", "rescue_token", "seen_only", "adaptive")}, **change})}
     table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
     table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
     table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}
-    for name in ("ablation_non_neighbors", "ablation_random_candidates", "ablation_confidence",
-                 "ablation_random_metric"):
-        table["ladr-" + name.removeprefix("ablation_").replace("_", "-")] = {
-            "strategy": "ladr", "steps": steps, "policy": POLICY_PRESETS[name]}
     return table
 
 
-def run_strategy(pipe, captions: list[str], specs: list, args: dict[str, Any], cfg: float,
-                 temperature: float) -> dict[str, Any]:
-    """Generate every caption (batch 1, seed = index) and score the decoded images."""
-    nfe, fwd, images = [], [], []
+def resolve(name: str, table: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """Arguments of a strategy name: a table entry, or `baseline-<T>` for any T >= 1."""
+    if name in table:
+        return table[name]
+    t = name.removeprefix("baseline-")
+    if name.startswith("baseline-") and t.isdigit() and int(t) >= 1:
+        return {"strategy": "baseline", "steps": int(t)}
+    return None
+
+
+def prompt_set(name: str, n: int) -> tuple[list, int]:
+    """(specs, seed of item 0) of the named prompt set."""
+    if name == "test":
+        return scenes.quality_test_specs(n), scenes.TEST_IMAGE_SEED
+    return scenes.validation_specs(n), 0
+
+
+def separation(specs: list, seed0: int, validation_n: int = 288) -> dict[str, Any]:
+    """How the prompts relate to the tuning set (`validation_specs(validation_n)`, seeds 0..)."""
+    val = [scenes.caption_for(s) for s in scenes.validation_specs(validation_n)]
+    caps = [scenes.caption_for(s) for s in specs]
+    shared_items = len({(c, seed0 + i) for i, c in enumerate(caps)}
+                       & {(c, i) for i, c in enumerate(val)})
+    return {"tuning_set": f"validation_specs({validation_n}), spec seed 8, image seeds 0..",
+            "shared_caption_seed_items": shared_items,
+            "captions_also_in_tuning_set": sum(c in set(val) for c in caps)}
+
+
+def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: float,
+             temperature: float, batch: int) -> dict[str, Any]:
+    """Images uint8 [n, S, S, 3], per-item NFE and token-forwards, wall seconds."""
+    images, nfe, fwd = [], [], []
     start = time.perf_counter()
-    for i, caption in enumerate(captions):
-        res = pipe.generate(caption, steps=args["steps"], cfg=cfg, temperature=temperature, seed=i,
-                            strategy=args["strategy"], policy=args.get("policy"),
-                            cache=args.get("cache"))
-        nfe.append(res.nfe)
-        fwd.append(res.token_forwards)
-        images.append(res.images[0].float().cpu().numpy())
-    wall = time.perf_counter() - start
-    scored = score_images(specs, images)
+    for s in range(0, len(captions), batch):
+        live: list[torch.Tensor] = []  # per step: [B] True where the item still had masks
+        res = pipe.generate(captions[s:s + batch], steps=args["steps"], cfg=cfg,
+                            temperature=temperature, seed=seed0 + s, strategy=args["strategy"],
+                            policy=args.get("policy"), cache=args.get("cache"),
+                            callback=lambda r, live=live: live.append(
+                                (r["masked"] | r["unmasked"]).any(dim=1).cpu()))
+        b = len(res.images)
+        nfe += torch.stack(live).sum(dim=0).tolist()
+        fwd += [res.token_forwards / b] * b
+        images.append((res.images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
+    return {"images": np.concatenate(images), "nfe": np.array(nfe, dtype=np.int64),
+            "token_forwards": np.array(fwd), "wall_s": time.perf_counter() - start}
+
+
+def _key(args: dict[str, Any], lo: int, hi: int, cfg: float, temperature: float) -> str:
+    return repr((args["strategy"], args["steps"], repr(args.get("policy")),
+                 repr(args.get("cache")), lo, hi, cfg, temperature))
+
+
+def load_chunk(path: Path, key: str) -> dict[str, Any] | None:
+    """A stored chunk run when it was made with the same arguments, else None."""
+    if not path.exists():
+        return None
+    with np.load(path) as z:
+        if str(z["key"]) != key:
+            return None
+        return {k: z[k] for k in ("images", "nfe", "token_forwards")} | {
+            "wall_s": float(z["wall_s"])}
+
+
+def run_chunk(pipe, path: Path, reuse: str, captions: list[str], lo: int, seed0: int,
+              args: dict[str, Any], cfg: float, temperature: float) -> dict[str, Any] | None:
+    """Prompts lo.. of one chunk: generate and store in `path`, or load it (reuse "yes" /
+    "only": stored chunks with equal arguments; "only" returns None instead of generating)."""
+    key = _key(args, lo, lo + len(captions), cfg, temperature)
+    run = load_chunk(path, key) if reuse != "no" else None
+    if run is not None:
+        return run | {"reused": True}
+    if reuse == "only":
+        return None
+    run = generate(pipe, captions, seed0 + lo, args, cfg, temperature, len(captions))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, key=key, **{k: run[k] for k in ("images", "nfe", "token_forwards",
+                                                              "wall_s")})
+    return run
+
+
+def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"images": np.concatenate([p["images"] for p in parts]),
+            "nfe": np.concatenate([p["nfe"] for p in parts]),
+            "token_forwards": np.concatenate([p["token_forwards"] for p in parts]),
+            "wall_s": sum(p["wall_s"] for p in parts)}
+
+
+def summarise(run: dict[str, Any], args: dict[str, Any], specs: list,
+              gidx: np.ndarray) -> dict[str, Any]:
+    passed = np.array(score_images(specs, list(run["images"]))["passed"], dtype=bool)
+    sc = scores(passed, gidx)
     return {"strategy": args["strategy"], "steps": args["steps"],
             "policy": repr(args.get("policy")) if args.get("policy") else None,
             "cache": repr(args.get("cache")) if args.get("cache") else None,
-            "nfe_mean": float(np.mean(nfe)), "token_forwards_mean": float(np.mean(fwd)),
-            "wall_s": round(wall, 2), "score": scored["score"],
-            "score_overall": scored["score_overall"], "passed": scored["passed"],
-            "_images": images}
+            "nfe_mean": float(run["nfe"].mean()),
+            "token_forwards_mean": float(np.mean(run["token_forwards"])),
+            "wall_s": round(float(run["wall_s"]), 2),
+            "score": {k: v for k, v in sc.items() if k != "overall"},
+            "score_overall": sc["overall"], "passed": passed.tolist(),
+            "nfe": run["nfe"].tolist(), "_images": run["images"]}
 
 
-def markdown(results: dict[str, dict], meta: dict) -> str:
+def comparisons(results: dict[str, dict], gidx: np.ndarray) -> list[dict[str, Any]]:
+    """(a, b) pairs worth stating, each with paired bootstrap CIs per group and overall."""
+    pairs = [(k, "baseline-64") for k in results if k != "baseline-64"]
+    pairs += [(t, f"baseline@{t}") for t in BUDGET_TARGETS]
+    pairs += [(f"ladr-adaptive-{a}", "ladr-adaptive") for a in ABLATIONS]
+    pairs += [(f"ladr-{a}", "ladr") for a in ABLATIONS]
+    out = []
+    for a, b in pairs:
+        if a in results and b in results:
+            ra, rb = results[a], results[b]
+            out.append({"a": a, "b": b, "diff": paired_bootstrap(
+                np.array(ra["passed"]), np.array(rb["passed"]), gidx),
+                "nfe_cut": ratio_ci(np.array(rb["nfe"]), np.array(ra["nfe"]))})
+    return out
+
+
+def _ci(d: dict[str, float]) -> str:
+    return f"{d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"
+
+
+def markdown(results: dict[str, dict], compare: list[dict], meta: dict) -> str:
+    groups = [g for g in scenes.TEST_GROUPS if any(g in r["score"] for r in results.values())]
     base = results.get("baseline-64")
-    head = ("| strategy | T | NFE | NFE cut vs baseline-64 | token-fwd | wall s | "
-            + " | ".join(c.replace("_", " ") for c in CATEGORIES) + " | overall |")
-    lines = [head, "|" + "---|" * (7 + len(CATEGORIES))]
+    lines = ["| strategy | T | NFE | NFE cut vs baseline-64 | token-fwd | wall s | "
+             + " | ".join(g.replace("_", " ") for g in groups) + " | overall |",
+             "|" + "---|" * (7 + len(groups))]
     for name, r in results.items():
         cut = f"{base['nfe_mean'] / r['nfe_mean']:.2f}x" if base else "-"
-        cats = " | ".join(f"{r['score'].get(c, float('nan')):.2f}" for c in CATEGORIES)
+        cats = " | ".join(f"{r['score'].get(g, float('nan')):.2f}" for g in groups)
         lines.append(f"| {name} | {r['steps']} | {r['nfe_mean']:.1f} | {cut} | "
                      f"{r['token_forwards_mean']:.0f} | {r['wall_s']:.1f} | {cats} | "
                      f"**{r['score_overall']:.3f}** |")
-    lines.append("")
-    lines.append(f"{meta['prompts']} held-out prompts, cfg {meta['cfg']}, temperature "
-                 f"{meta['temperature']}, seed = prompt index, {meta['threads']} thread(s).")
+    lines += ["", "Paired differences a - b, 95 % bootstrap CI (stratified by group, 4000 "
+              "resamples):", "", "| a | b | NFE ratio b/a | overall | color attr seen | "
+              "color attr unseen |", "|---|---|---|---|---|---|"]
+    for c in compare:
+        d, r = c["diff"], c["nfe_cut"]
+        cells = [_ci(d[g]) if g in d else "-" for g in
+                 ("overall", "color_attr_seen", "color_attr_unseen")]
+        lines.append(f"| {c['a']} | {c['b']} | {r['ratio']:.2f} [{r['lo']:.2f}, {r['hi']:.2f}] "
+                     f"| {' | '.join(cells)} |")
+    sep = meta["separation"]
+    lines += ["", f"Prompt set: **{meta['set']}**, {meta['prompts']} prompts (cycling "
+              f"{', '.join(scenes.TEST_GROUPS)}), cfg {meta['cfg']}, temperature "
+              f"{meta['temperature']}, item i seed {meta['seed0']} + i, batch {meta['batch']}, "
+              f"{meta['threads']} thread(s). Overall = mean of the six GenEval categories "
+              "(colour attribution on training-distribution pairs); unseen pairs apart.",
+              f"Tuning used only {sep['tuning_set']}: {sep['shared_caption_seed_items']} "
+              f"(caption, seed) items shared with this set; {sep['captions_also_in_tuning_set']}"
+              " of its captions also occur there (few captions exist per category, e.g. three "
+              "single-object ones)."]
     return "\n".join(lines) + "\n"
 
 
@@ -108,20 +248,20 @@ def plot(results: dict[str, dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    sweep = [results[k] for k in results if k.startswith("baseline-")]
+    sweep = sorted((r for k, r in results.items() if k.startswith("baseline")),
+                   key=lambda r: r["nfe_mean"])
     ax.plot([r["nfe_mean"] for r in sweep], [r["score_overall"] for r in sweep], "o-",
-            color="grey", label="baseline, T = 8/16/32/64")
+            color="grey", label="baseline (T sweep and budget runs)")
     for name, r in results.items():
-        if name.startswith("baseline-"):
-            continue
-        marker = "*" if name in ("ladr", "ladr-delayed", "ladr+mlcache", "ladr-nano",
-                                 "ladr-nano+mlcache") else "s"
-        ax.scatter(r["nfe_mean"], r["score_overall"], marker=marker, s=90 if marker == "*" else 40,
-                   label=name, zorder=3)
+        if not name.startswith("baseline"):
+            star = name in ("ladr", "ladr-nano", "ladr-adaptive", "ladr+mlcache",
+                            "ladr-nano+mlcache")
+            ax.scatter(r["nfe_mean"], r["score_overall"], marker="*" if star else "s",
+                       s=90 if star else 40, label=name, zorder=3)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("NFE per image (denoiser calls, log scale)")
     ax.set_ylabel("GenEval-style overall score")
-    ax.set_title("DiMOO-nano: quality vs forward passes (held-out prompts)")
+    ax.set_title("DiMOO-nano: quality vs forward passes")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="lower right")
     fig.tight_layout()
@@ -129,71 +269,124 @@ def plot(results: dict[str, dict], path: Path) -> None:
     plt.close(fig)
 
 
-def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: int = 6) -> None:
-    """PNG: first `n` prompts (columns) for baseline-64 and LADR (rows)."""
+def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: int = 7) -> None:
+    """PNG: the first `n` prompts (one per group; columns) for the headline strategies (rows)."""
     from PIL import Image
 
-    rows = [k for k in ("baseline-64", "ladr", "ladr-nano", "baseline@ladr-nano") if k in results]
+    rows = [k for k in ("baseline-64", "ladr", "ladr-nano", "ladr-adaptive",
+                        "baseline@ladr-adaptive") if k in results]
     if not rows:
         return
-    tiles = [np.concatenate(results[k]["_images"][:n], axis=1) for k in rows]
-    arr = (np.clip(np.concatenate(tiles, axis=0), 0, 1) * 255).round().astype(np.uint8)
+    tiles = [np.concatenate(list(results[k]["_images"][:n]), axis=1) for k in rows]
+    arr = np.concatenate(tiles, axis=0)
     Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
-    (path.with_suffix(".txt")).write_text("rows: " + ", ".join(rows) + "\ncolumns: "
-                                          + " | ".join(captions[:n]) + "\n")
+    path.with_suffix(".txt").write_text("rows: " + ", ".join(rows) + "\ncolumns: "
+                                        + " | ".join(captions[:n]) + "\n")
 
 
-def main(argv: list[str] | None = None) -> dict:
+def budget_args(name: str, parts: dict[str, list[dict[str, Any]]],
+                ap: argparse.ArgumentParser) -> dict[str, Any]:
+    """`baseline@X`: the baseline at T = X's mean NFE on the first chunk, rounded (X must come
+    before it in --strategies; for a fixed T name the strategy `baseline-<T>`)."""
+    target = name.removeprefix("baseline@")
+    if not parts.get(target):
+        ap.error(f"--strategies: {name} needs {target} before it")
+    return {"strategy": "baseline", "steps": max(1, round(float(parts[target][0]["nfe"].mean())))}
+
+
+def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--prompts", type=int, default=48, help="held-out prompts (cycles categories)")
+    ap.add_argument("--set", choices=("test", "validation"), default="test",
+                    help="prompt set: test (never tuned on) or validation (tuning)")
+    ap.add_argument("--prompts", type=int, default=490, help="prompts (cycle the report groups)")
     ap.add_argument("--strategies", default="all",
                     help="comma list of names (see --list) or 'all'; baseline@X needs X first")
-    ap.add_argument("--steps", type=int, default=64, help="T for all non-sweep strategies")
+    ap.add_argument("--steps", type=int, default=64, help="T for the non-preset strategies")
     ap.add_argument("--cfg", type=float, default=None,
                     help="CFG scale (default: the model's config default_cfg, else the official 4.0)")
     ap.add_argument("--temperature", type=float, default=1.0, help="official default 1.0")
-    ap.add_argument("--threads", type=int, default=1, help="intra-op threads (1: fastest here)")
+    ap.add_argument("--batch", type=int, default=35,
+                    help="prompts per generate() call; runs go chunk by chunk, every strategy "
+                    "on a chunk before the next chunk, each chunk stored in --runs")
+    ap.add_argument("--threads", type=int, default=1, help="intra-op threads")
     ap.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
+    ap.add_argument("--runs", default=None,
+                    help="folder for generated images + NFE (default: <json stem>_runs/)")
+    ap.add_argument("--reuse", choices=("no", "yes", "only"), default="no",
+                    help="yes: load stored chunks made with equal arguments instead of "
+                    "generating them; only: use the complete stored chunks, generate nothing")
     ap.add_argument("--list", action="store_true", help="print strategy names and exit")
-    a = ap.parse_args(argv)
+    return ap, ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap, a = parse(argv)
     table = strategy_table(a.steps)
-    budget_runs = [f"baseline@{k}" for k in ("ladr", "ladr-nano")]
+    budget = [f"baseline@{k}" for k in BUDGET_TARGETS]
     if a.list:
-        print("\n".join([*table, *budget_runs]))
+        print("\n".join([*table, *budget]))
         return {}
-    names = [*table, *budget_runs] if a.strategies == "all" else a.strategies.split(",")
-    unknown = [n for n in names if n not in table and n not in budget_runs]
-    if unknown or a.prompts <= 0:
-        ap.error(f"--strategies: unknown {unknown} (see --list)" if unknown else "--prompts must be > 0")
+    names = [*table, *budget] if a.strategies == "all" else a.strategies.split(",")
+    unknown = [n for n in names if resolve(n, table) is None and n not in budget]
+    if unknown or a.prompts <= 0 or a.batch <= 0:
+        ap.error(f"--strategies: unknown {unknown} (see --list)" if unknown
+                 else "--prompts and --batch must be > 0")
     torch.set_num_threads(a.threads)
     pipe = load_dimoo(a.model or nano_model_path(), dtype=torch.float32)
     a.cfg = pipe.default_cfg if a.cfg is None else a.cfg
-    specs = heldout_specs(a.prompts)
-    captions = [caption_for(s) for s in specs]
-    results: dict[str, dict] = {}
-    for name in names:
-        if name in budget_runs:
-            target = name.removeprefix("baseline@")
-            if target not in results:
-                ap.error(f"--strategies: {name} needs {target} before it")
-            args = {"strategy": "baseline", "steps": max(1, round(results[target]["nfe_mean"]))}
-        else:
-            args = table[name]
-        results[name] = run_strategy(pipe, captions, specs, args, a.cfg, a.temperature)
-        r = results[name]
-        print(f"{name:28s} T={r['steps']:3d} nfe={r['nfe_mean']:6.1f} overall={r['score_overall']:.3f} "
-              f"wall={r['wall_s']:.1f}s", flush=True)
+    specs, seed0 = prompt_set(a.set, a.prompts)
+    captions = [scenes.caption_for(s) for s in specs]
+    gidx = group_index([scenes.group_of(s) for s in specs])
     out = Path(a.json)
+    runs = Path(a.runs) if a.runs else out.with_name(out.stem + "_runs")
+    parts: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+    resolved: dict[str, dict[str, Any]] = {}
+    done = 0
+    for lo in range(0, a.prompts, a.batch):  # chunk-major: every strategy sees chunk k before
+        hi = min(lo + a.batch, a.prompts)     # chunk k + 1, so a cut-off run stays paired
+        chunk = {}
+        for name in names:
+            if name not in resolved:
+                resolved[name] = resolve(name, table) or budget_args(name, parts, ap)
+            run = run_chunk(pipe, runs / a.set / name / f"{lo:05d}.npz", a.reuse,
+                            captions[lo:hi], lo, seed0, resolved[name], a.cfg, a.temperature)
+            if run is None:
+                break
+            chunk[name] = run
+            parts[name].append(run)
+            print(f"[{hi}/{a.prompts}] {name:28s} T={resolved[name]['steps']:3d} "
+                  f"nfe={run['nfe'].mean():6.2f} wall={run['wall_s']:.1f}s"
+                  f"{' (reused)' if run.get('reused') else ''}", flush=True)
+        if len(chunk) < len(names):  # --reuse only: stop at the first incomplete chunk
+            for name in chunk:
+                parts[name].pop()
+            break
+        done = hi
+    if done == 0:
+        ap.error("no complete chunk stored for these strategies (--reuse only)")
+    specs, captions, gidx = specs[:done], captions[:done], gidx[:done]
+    results = {name: summarise(_merge(parts[name]), resolved[name], specs, gidx)
+               for name in names}
+    for name, r in results.items():
+        print(f"{name:30s} T={r['steps']:3d} nfe={r['nfe_mean']:6.2f} "
+              f"overall={r['score_overall']:.3f} wall={r['wall_s']:.1f}s", flush=True)
+    meta = {"set": a.set, "prompts": done, "cfg": a.cfg, "temperature": a.temperature,
+            "threads": a.threads, "batch": a.batch, "steps": a.steps, "seed0": seed0,
+            "model": str(a.model or "dimoo_nano"), "groups": list(scenes.TEST_GROUPS),
+            "separation": separation(specs, seed0), "captions": captions,
+            "command": "python benchmarks/quality.py " + " ".join(sys.argv[1:] if argv is None
+                                                                  else argv)}
+    compare = comparisons(results, gidx)
     out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"prompts": a.prompts, "cfg": a.cfg, "temperature": a.temperature, "threads": a.threads,
-            "steps": a.steps, "model": str(a.model or "dimoo_nano"), "captions": captions}
     save_samples(results, captions, out.with_name(out.stem + "_samples.png"))
     clean = {k: {kk: vv for kk, vv in v.items() if kk != "_images"} for k, v in results.items()}
-    out.write_text(json.dumps({"meta": meta, "strategies": clean}, indent=1) + "\n")
-    out.with_suffix(".md").write_text(markdown(results, meta))
+    out.write_text(json.dumps({"meta": meta, "strategies": clean, "compare": compare},
+                              indent=1) + "\n")
+    out.with_suffix(".md").write_text(markdown(results, compare, meta))
     plot(results, out.with_suffix(".png"))
-    print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}")
+    print(markdown(results, compare, meta))
+    print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}, {runs}/")
     return clean
 
 

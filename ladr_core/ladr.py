@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from .adaptive import adaptive_rescue
 from .frontier import dilate, frontier
 from .policy import NO_TAU, PRESETS, LADRPolicy
 from .step import (
@@ -103,8 +104,12 @@ class LADR(Strategy):
         m_std = keep_lowest(rank, masked, n_mask)
         # -- Step 4: neighbour rescue (lines 21-31).
         phase = self.phase(t_eff)  # line 26: alpha, tau by the phase of t_eff (Sec. 3.3.2)
-        rescued = self.rescue(m_std, stats.top1, stats.margin, phase, run.grid, noise.uniform,
-                              masked)
+        if p.adaptive is None:
+            rescued = self.rescue(m_std, stats.top1, stats.margin, phase, run.grid,
+                                  noise.uniform, masked)
+        else:  # self-calibrating threshold and budget instead of Eq. 10's tau, alpha
+            rescued = adaptive_rescue(m_std, masked, stats.top1, stats.margin, noise.uniform,
+                                      t_eff, run.steps, run.schedule, p, run.grid)
         # -- Step 5: state update (lines 32-34): M <- M_std without the rescued tokens; z takes
         # z_pred where unmasked (rescue_token "argmax": the top-1 token at rescued positions).
         tokens = stats.sampled

@@ -9,9 +9,11 @@ adapts to images as a comparison method.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from numbers import Real
+
+from .adaptive import AdaptiveRescue
 
 METRICS = ("margin", "confidence", "random")
 CANDIDATES = ("neighbors", "non_neighbors", "random")
@@ -54,7 +56,7 @@ def _check_bounds(name: str, value: object) -> tuple[float, float]:
     return lo, hi
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class LADRPolicy:
     """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-31).
 
@@ -87,6 +89,11 @@ class LADRPolicy:
       seen_only: False (Eq. 9 on M_std). True: candidates are neighbours of tokens decoded
           before this step (the ones this step's prediction was conditioned on), excluding
           neighbours of this step's standard picks, which the prediction could not know.
+      adaptive: None (Eq. 10). An `AdaptiveRescue` replaces Eq. 10's tau and alpha with the
+          self-calibrating rescue of `ladr_core.adaptive` (threshold from the margins of this
+          step's standard picks, budget from the schedule's pace); tau, alpha and delayed must
+          then stay at their defaults. The repr leaves it out while None, so reprs recorded
+          before the field existed still name the same policy.
     """
 
     phase_bounds: tuple[float, float] = (0.2, 0.7)
@@ -99,6 +106,7 @@ class LADRPolicy:
     selection: str = "top1"
     rescue_token: str = "sample"
     seen_only: bool = False
+    adaptive: AdaptiveRescue | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phase_bounds", _check_bounds("phase_bounds", self.phase_bounds))
@@ -127,6 +135,23 @@ class LADRPolicy:
             raise ValueError(f"seen_only must be True or False; got {self.seen_only!r}")
         if not isinstance(self.delayed, bool):
             raise ValueError(f"delayed must be True or False; got {self.delayed!r}")
+        self._check_adaptive()
+
+    def _check_adaptive(self) -> None:
+        if self.adaptive is None:
+            return
+        if not isinstance(self.adaptive, AdaptiveRescue):
+            raise ValueError("adaptive must be None or ladr_core.adaptive.AdaptiveRescue(pace=..., "
+                             f"anchor_quantile=...); got {self.adaptive!r}")
+        d = LADRPolicy()
+        unused = [f for f in ("tau", "alpha", "delayed") if getattr(self, f) != getattr(d, f)]
+        if unused:
+            raise ValueError(f"{', '.join(unused)} are not used with adaptive rescue (its "
+                             "threshold and budget replace them); leave them at their defaults")
+
+    def __repr__(self) -> str:
+        names = [f.name for f in fields(self) if f.name != "adaptive" or self.adaptive is not None]
+        return f"LADRPolicy({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def alpha_fractions(self) -> tuple[tuple[int, int], ...]:
         """alpha per phase as exact (numerator, denominator) of its decimal value.
@@ -222,6 +247,13 @@ PRESETS: dict[str, Preset] = {
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True), steps=128,
                    summary="tuned for the built-in DiMOO-nano (~16 forward passes)"),
+    # Self-calibrating rescue (ladr_core.adaptive): no per-model constant. Standard selection
+    # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
+    # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
+    # the schedule itself commits this step; one forward pass skips at most `pace` schedule steps.
+    "adaptive": Preset(LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
+                                  adaptive=AdaptiveRescue(pace=3.0, anchor_quantile=0.5)),
+                       steps=64, summary="self-calibrating rescue, no per-model tuning"),
 }
 """The one definition of every preset; the two names below are views of it for older callers."""
 

@@ -10,8 +10,9 @@ is a pure function of the spec, so the evaluator can check any image against the
 
 Categories follow GenEval (Ghosh et al., 2023): single object, two objects, counting (1-4),
 colours, position (left of / right of / above / below) and colour attribution. A small set of
-colour-attribution combinations is held out from training (`is_heldout`) and used, together
-with fresh seeds for the other categories, by the quality benchmark (`heldout_specs`).
+colour-attribution combinations is held out from training (`is_heldout`). Prompt sets:
+`validation_specs` (tuning), `quality_test_specs` (the quality benchmark: seen and unseen
+colour-shape pairs as separate groups, seeds disjoint from tuning) and the older `heldout_specs`.
 All randomness comes from an explicit `numpy.random.Generator`.
 """
 
@@ -286,6 +287,51 @@ def validation_specs(n: int, seed: int = 8) -> list[Spec]:
         spec = random_spec(rng, cat)
         while is_heldout(spec):
             spec = random_spec(rng, cat)
+        out.append(spec)
+    return out
+
+
+TEST_SPEC_SEED = 9
+TEST_IMAGE_SEED = 100_000
+"""Test prompts draw their specs from TEST_SPEC_SEED (validation: 8, `heldout_specs`: 7) and are
+generated with image seeds TEST_IMAGE_SEED + index (validation / tuning: seed = index < 100000),
+so no (caption, seed) item of the test set is ever seen while tuning."""
+TEST_GROUPS = ("single_object", "two_object", "counting", "colors", "position",
+               "color_attr_seen", "color_attr_unseen")
+"""Report groups: the GenEval categories, colour attribution split into colour-shape pair sets
+of the training distribution (seen) and the held-out ones no training scene contains (unseen)."""
+
+
+def group_of(spec: Spec) -> str:
+    """The report group of a spec (`TEST_GROUPS`)."""
+    if spec.category != "color_attr":
+        return spec.category
+    return "color_attr_unseen" if is_heldout(spec) else "color_attr_seen"
+
+
+def _heldout_color_attr(rng: np.random.Generator) -> Spec:
+    held = sorted(HELDOUT_COLOR_ATTR, key=lambda s: sorted(s))
+    pair = sorted(held[int(rng.integers(len(held)))])
+    order = rng.permutation(2)
+    return Spec("color_attr", tuple(pair[j] for j in order))
+
+
+def quality_test_specs(n: int, seed: int = TEST_SPEC_SEED) -> list[Spec]:
+    """The test prompt set: `n` specs cycling through `TEST_GROUPS` (so colour attribution is
+    2/7 of it: seen pairs drawn like training specs, unseen pairs from the held-out set). Never
+    used for tuning; generate item i with seed TEST_IMAGE_SEED + i."""
+    if n <= 0:
+        raise ValueError(f"n must be positive (got {n})")
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        group = TEST_GROUPS[i % len(TEST_GROUPS)]
+        if group == "color_attr_unseen":
+            out.append(_heldout_color_attr(rng))
+            continue
+        spec = random_spec(rng, "color_attr" if group == "color_attr_seen" else group)
+        while is_heldout(spec):
+            spec = random_spec(rng, spec.category)
         out.append(spec)
     return out
 

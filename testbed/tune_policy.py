@@ -11,6 +11,14 @@ committed JSON. Per-image NFE is counted from the step records (a batch runs unt
 item is done; an item's NFE is the number of steps it still had masked tokens).
 
     python -m testbed.tune_policy --prompts 288 --json benchmarks/results/nano_policy_sweep.json
+
+``--adaptive`` runs `ADAPTIVE_CANDIDATES` instead: the few settings of the self-calibrating
+rescue (`ladr_core.adaptive`) tried on validation prompts before `POLICY_PRESETS["adaptive"]`
+was fixed. Its settings are meant to carry over to other models unchanged (no per-model
+search); the quality benchmark (`benchmarks/quality.py --set test`) never shares an item with
+these prompts.
+
+    python -m testbed.tune_policy --adaptive --prompts 48 --json /tmp/adaptive_validation.json
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ladr_core.adaptive import AdaptiveRescue
 from ladr_core.policy import LADRPolicy
 from testbed import scenes
 from testbed.evaluator import score_images
@@ -41,6 +50,13 @@ CANDIDATES: dict[str, tuple[str, int, LADRPolicy | None]] = {
         tau=(tau,) * 3, seen_only=True, **_STRICT)) for tau, t in
        ((0.9, 64), (0.9, 96), (0.9, 128), (0.8, 128))},
 }
+
+
+_ADAPTIVE_BASE = {"selection": "gumbel", "rescue_token": "argmax", "seen_only": True}
+ADAPTIVE_CANDIDATES: dict[str, tuple[str, int, LADRPolicy | None]] = {
+    f"adaptive pace{pace:g} q{q:g} T64": ("ladr", 64, LADRPolicy(
+        adaptive=AdaptiveRescue(pace=pace, anchor_quantile=q), **_ADAPTIVE_BASE))
+    for pace, q in ((3.0, 0.5), (3.0, 0.0), (4.0, 0.5))}
 
 
 def evaluate(pipe, specs: list, strategy: str, steps: int, policy: LADRPolicy | None,
@@ -64,19 +80,26 @@ def evaluate(pipe, specs: list, strategy: str, steps: int, policy: LADRPolicy | 
             "seconds": round(time.perf_counter() - start, 1)}
 
 
-def sweep(prompts: int, names: list[str] | None = None) -> dict:
+def sweep(prompts: int, names: list[str] | None = None,
+          candidates: dict[str, tuple[str, int, LADRPolicy | None]] | None = None,
+          batch: int = 32, max_nfe: float | None = MAX_NFE) -> dict:
+    """Run the candidates on validation prompts; pick the best-scoring LADR row whose mean NFE
+    is at most `max_nfe` (None: no NFE limit; the adaptive rescue's NFE follows from its pace)."""
     from ladr_core import load_dimoo, nano_model_path
 
+    candidates = CANDIDATES if candidates is None else candidates
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
     specs = scenes.validation_specs(prompts)
     rows = {}
-    for name in names or list(CANDIDATES):
-        strategy, steps, policy = CANDIDATES[name]
-        rows[name] = evaluate(pipe, specs, strategy, steps, policy)
+    for name in names or list(candidates):
+        strategy, steps, policy = candidates[name]
+        rows[name] = evaluate(pipe, specs, strategy, steps, policy, batch=batch)
         print(name, json.dumps(rows[name]), flush=True)
-    fast = {k: r for k, r in rows.items() if CANDIDATES[k][0] == "ladr" and r["nfe_mean"] <= MAX_NFE}
+    fast = {k: r for k, r in rows.items()
+            if candidates[k][0] == "ladr" and (max_nfe is None or r["nfe_mean"] <= max_nfe)}
     pick = max(fast, key=lambda k: rows[k]["score_overall"]) if fast else None
-    return {"prompts": prompts, "max_nfe": round(MAX_NFE, 2), "rows": rows, "pick": pick}
+    return {"prompts": prompts, "max_nfe": None if max_nfe is None else round(max_nfe, 2),
+            "rows": rows, "pick": pick}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -84,9 +107,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--prompts", type=int, default=288)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, default=Path("benchmarks/results/nano_policy_sweep.json"))
+    ap.add_argument("--adaptive", action="store_true", help="run ADAPTIVE_CANDIDATES (batch 48)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = sweep(args.prompts)
+    result = (sweep(args.prompts, candidates=ADAPTIVE_CANDIDATES, batch=48, max_nfe=None)
+              if args.adaptive else sweep(args.prompts))
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"pick: {result['pick']} -> {args.json}")
 

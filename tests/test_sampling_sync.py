@@ -18,7 +18,7 @@ from reference_official import LocalityDenoiser, make_table
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ladr_core import LADR, PRESETS, LADRPolicy, sample
+from ladr_core import LADR, POLICY_PRESETS, PRESETS, LADRPolicy, sample
 
 aten = torch.ops.aten
 SYNC_OPS = {aten._local_scalar_dense, aten.nonzero, aten.masked_select, aten.item,
@@ -95,7 +95,8 @@ def test_counter_detects_the_syncs_it_claims_to() -> None:
     [("baseline", None), ("prophet", None), ("ladr", LADRPolicy()),
      ("ladr", LADRPolicy(candidates="non_neighbors")), ("ladr", LADRPolicy(candidates="random")),
      ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence")),
-     ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True))],
+     ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True)),
+     ("ladr", POLICY_PRESETS["adaptive"])],
 )
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
@@ -112,7 +113,7 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
 
 
 LOOP_MODULES = ["sampling.py", "strategies.py", "ladr.py", "step.py", "frontier.py", "noise.py",
-                "schedules.py", "validation.py", "policy.py"]
+                "schedules.py", "validation.py", "policy.py", "adaptive.py"]
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
