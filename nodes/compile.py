@@ -55,13 +55,5 @@ class CompileDiMOO(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, backend: str, mode: str, model: object = None) -> bool | str:
-        if backend not in COMPILE_BACKENDS:
-            return f"backend: {backend!r} is not one of {list(COMPILE_BACKENDS)}"
-        if mode not in COMPILE_MODES:
-            return f"mode: {mode!r} is not one of {list(COMPILE_MODES)}"
-        return True
-
-    @classmethod
     def execute(cls, model: DiMOOModel, backend: str, mode: str) -> io.NodeOutput:
         return io.NodeOutput(compile_model(model, backend, mode))

@@ -105,16 +105,17 @@ def build_prophet(threshold_early: float, threshold_middle: float, threshold_lat
         progress_bounds=(float(middle_start), float(late_start))))
 
 
-def check_fields(node: str, build: Callable[..., object], fields: dict) -> bool | str:
-    """validate_inputs' answer: True when `build(**fields)` accepts the widget values (or a
-    field is linked from another node: checked at run time), else the core's message."""
-    if any(v is None for v in fields.values()):
-        return True
+def checked(node: str, build: Callable[..., object], fields: dict) -> object:
+    """`build(**fields)` with the core's message prefixed by the node's name.
+
+    Combinations of widgets (phase bounds in order, tau -1 or in [0, 1], a choice a newer
+    version dropped) are checked here, at run time, and fail with ONE message naming the field:
+    ComfyUI would show a validate_inputs message once on every widget (nodes/validate.py).
+    """
     try:
-        build(**fields)
+        return build(**fields)
     except (ValueError, KeyError, TypeError) as exc:
-        return f"{node}: {exc}"
-    return True
+        raise ValueError(f"{node}: {exc}") from None
 
 
 def _float(name: str, default: float, tip: str, lo: float = 0.0) -> object:
@@ -197,14 +198,15 @@ class LADRPolicyNode(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, preset: str, **fields: object) -> bool | str:
-        if preset != "custom":
-            return True if preset in PRESETS else f"LADR Policy: preset {preset!r} is unknown"
-        return check_fields("LADR Policy", partial(build_policy, preset), fields)
+    def validate_inputs(cls, preset: str) -> bool | str:
+        """Names only `preset`, so its message shows once, on it (nodes/validate.py)."""
+        if preset in PRESET_OPTIONS:
+            return True
+        return f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}"
 
     @classmethod
     def execute(cls, preset: str, **fields: object) -> io.NodeOutput:
-        return io.NodeOutput(build_strategy(preset, **fields))
+        return io.NodeOutput(checked("LADR Policy", partial(build_strategy, preset), fields))
 
 
 _P = ProphetPolicy()
@@ -240,12 +242,9 @@ class ProphetPolicyNode(io.ComfyNode):
                          "strategy 'prophet'.")
 
     @classmethod
-    def validate_inputs(cls, **fields: object) -> bool | str:
-        return check_fields("Prophet Policy", build_prophet, fields)
-
-    @classmethod
     def execute(cls, **fields: float) -> io.NodeOutput:
-        return io.NodeOutput(build_prophet(**fields))
+        # No validate_inputs: ranges are the schema's; the bounds' order is checked here once.
+        return io.NodeOutput(checked("Prophet Policy", build_prophet, fields))
 
 
 def describe(strategy: Strategy) -> str:

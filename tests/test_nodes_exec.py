@@ -114,8 +114,8 @@ def test_prophet_policy_node_reaches_the_core(fake_model, sent, seen) -> None:
     _, text = run(fake_model, strategy="ladr", policy=prophet)
     assert seen[-1]["strategy"] == ladr_core.LADR()
     assert text.endswith("the connected Prophet Policy was not used (strategy is 'ladr')")
-    bad = ProphetPolicyNode.validate_inputs(**{**fields, "late_start": 0.1})
-    assert isinstance(bad, str) and "progress_bounds" in bad
+    with pytest.raises(ValueError, match="Prophet Policy: .*progress_bounds"):
+        ProphetPolicyNode.execute(**{**fields, "late_start": 0.1})
 
 
 def test_prompt_lines_and_batch_items_match_single_runs(fake_model, sent) -> None:
@@ -163,7 +163,8 @@ def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent)
     stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
     with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
         run(fake_model, policy=stale)
-    with pytest.raises(ValueError, match="multiple of 4"):  # nano's VQ factor, not the widget's
+    # the node's size step (16) even on nano, whose VQ factor is 4: the widget cannot show 42
+    with pytest.raises(ValueError, match="width=42 is not a multiple of 16.*use 32"):
         run(fake_model, width=42)
 
 
@@ -180,16 +181,20 @@ def test_policy_node_custom_fields_and_invalid_combos() -> None:
     assert off.policy.alpha == (0.0, 0.0, 0.0) and off.steps is None
     (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
     assert nano == ladr_core.LADR(ladr_core.POLICY_PRESETS["nano"], steps=128)
-    bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(exploration_end=0.9))
-    assert isinstance(bad, str) and "phase_bounds" in bad
-    assert "kernel_size" in LADRPolicyNode.validate_inputs(preset="custom", **_fields(kernel_size=4))
-    assert LADRPolicyNode.validate_inputs(preset="paper", **_fields()) is True
+    with pytest.raises(ValueError, match="LADR Policy: .*phase_bounds"):
+        LADRPolicyNode.execute(preset="custom", **_fields(exploration_end=0.9))
+    with pytest.raises(ValueError, match="kernel_size"):
+        LADRPolicyNode.execute(preset="custom", **_fields(kernel_size=4))
+    assert LADRPolicyNode.validate_inputs(preset="paper") is True
+    assert "not one of" in LADRPolicyNode.validate_inputs(preset="gone")
 
 
 @pytest.mark.parametrize("tau", [-0.5, -2.0, 1.5])
 def test_policy_node_refuses_negative_tau_other_than_minus_one(tau) -> None:
-    msg = LADRPolicyNode.validate_inputs(preset="custom", **_fields(tau_structure=tau))
-    assert isinstance(msg, str) and f"tau_structure={tau!r}" in msg and "-1 for no threshold" in msg
+    with pytest.raises(ValueError) as err:
+        LADRPolicyNode.execute(preset="custom", **_fields(tau_structure=tau))
+    msg = str(err.value)
+    assert f"tau_structure={tau!r}" in msg and "-1 for no threshold" in msg
     (p,) = LADRPolicyNode.execute(preset="custom", **_fields(tau_structure=-1.0)).args
     assert p.policy.tau == (0.05, None, None)
 
@@ -202,8 +207,8 @@ def test_policy_node_optional_fields_reach_the_policy_and_default_when_absent() 
     old = {k: v for k, v in _fields().items() if k not in ("selection", "rescue_token",
                                                             "seen_only")}
     assert LADRPolicyNode.execute(preset="custom", **old).args[0] == ladr_core.LADR()
-    bad = LADRPolicyNode.validate_inputs(preset="custom", **_fields(selection="noisy"))
-    assert isinstance(bad, str) and "selection must be one of" in bad
+    with pytest.raises(ValueError, match="selection must be one of"):
+        LADRPolicyNode.execute(preset="custom", **_fields(selection="noisy"))
 
 
 def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:

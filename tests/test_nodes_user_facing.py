@@ -9,17 +9,16 @@ import pytest
 import torch
 
 import ladr_core
-from nodes import validate
+from nodes import node_classes, validate
 from nodes.cache import MLCacheOptions
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
 from nodes.loader import LoadDiMOOModel
 from nodes.sampler import DiMOOSampler
 
-OURS = [LoadDiMOOModel, MLCacheOptions, DiMOOSampler, DiMOOVQDecode]  # LADR_Policy: see report
 
 
-@pytest.mark.parametrize("node", OURS, ids=lambda n: n.__name__)
+@pytest.mark.parametrize("node", node_classes(), ids=lambda n: n.__name__)
 def test_validate_inputs_names_at_most_one_input(node) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
     attached = validate.attached_inputs(node)
