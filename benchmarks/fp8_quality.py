@@ -72,6 +72,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--variants", default=",".join(VARIANTS), help="comma list of " + ",".join(VARIANTS))
     ap.add_argument("--quality-variants", default="fp32,fp8_e4m3fn/channel",
                     help="variants that also run the quality benchmark (the rest: logits only)")
+    ap.add_argument("--strategies", default=",".join(STRATEGIES), help="subset of " + ",".join(STRATEGIES))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "fp8_quality.json"))
     a = ap.parse_args(argv)
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     names = a.variants.split(",")
     if names[0] != "fp32" or any(n not in VARIANTS for n in names):
         ap.error(f"--variants: start with fp32, then any of {list(VARIANTS)}")
+    if any(st not in STRATEGIES for st in a.strategies.split(",")) or a.logit_prompts < 1:
+        ap.error(f"--strategies: any of {list(STRATEGIES)}; --logit-prompts >= 1")
     specs = heldout_specs(a.prompts)
     captions = [caption_for(s) for s in specs]
     table = strategy_table(64)
@@ -94,7 +97,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ref_logits = logits
         else:
             row["logits"] = logit_errors(ref_logits, logits)
-        for strat in STRATEGIES if name in a.quality_variants.split(",") else ():
+        for strat in a.strategies.split(",") if name in a.quality_variants.split(",") else ():
             start = time.perf_counter()
             r = run_strategy(pipe, captions, specs, table[strat], pipe.default_cfg, 1.0)
             row[strat] = {k: r[k] for k in ("score", "score_overall", "nfe_mean", "wall_s")}
