@@ -226,9 +226,9 @@ def _inputs() -> list:
                      "policy preset tuned at its own T (nano: 128) uses that T instead."),
         # step 0.05: the frontend shows -floor(log10(step)) decimals, so 0.75 stays 0.75
         io.Float.Input("cfg", default=CFG_AUTO, min=CFG_AUTO, max=30.0, step=0.05, round=0.01,
-                       tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond. "
-                       f"-1 = the checkpoint's default (Lumina-DiMOO: 4.0{_nano_cfg_hint()}); "
-                       "0 = no guidance, half the compute."),
+                       tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
+                       f"(Lumina-DiMOO: 4.0{_nano_cfg_hint()}; 0 = no guidance, half the "
+                       "compute). -1 = the connected checkpoint's default."),
         io.Float.Input("temperature", default=1.0, min=0.0, max=5.0, step=0.05, round=0.01,
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,

@@ -113,8 +113,8 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
     total = prompt_length + layout.length
     if total > max_length:
         fit = suggest_size(width, height, step, vq_factor, max_length - prompt_length - 4)
-        hint = (f"nearest valid size (multiples of {step} px, aspect ratio kept where "
-                f"possible): width={fit[0]}, height={fit[1]}; or shorten the {field}"
+        hint = (f"nearest valid size in multiples of {step} px with the closest aspect "
+                f"ratio: width={fit[0]}, height={fit[1]}; or shorten the {field}"
                 if fit else f"shorten the {field}")
         hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
                  "in its config.json")
