@@ -13,9 +13,7 @@ from nodes import node_classes, validate
 from nodes.cache import MLCacheOptions
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
-from nodes.loader import LoadDiMOOModel
 from nodes.sampler import DiMOOSampler
-
 
 
 @pytest.mark.parametrize("node", node_classes(), ids=lambda n: n.__name__)

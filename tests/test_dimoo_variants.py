@@ -1,0 +1,52 @@
+"""benchmarks/gpu.py's fp8 and low-VRAM rows: random-weight models in the loader's layouts."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ladr_core.dimoo.config import LLaDAConfig
+from ladr_core.dimoo.fp8 import dequantize
+from ladr_core.dimoo.variants import build_variant
+
+TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
+            embedding_size=96, max_sequence_length=64)
+
+
+def _config() -> LLaDAConfig:
+    return LLaDAConfig(**TINY)  # as benchmarks/gpu.py builds its shapes
+
+
+def test_fp8_variant_stores_block_linears_in_fp8_and_runs() -> None:
+    model = build_variant(_config(), "cpu", "fp8", dtype=torch.float32)
+    q = model.model.transformer.blocks[0].ff_proj
+    assert q.weight.dtype == torch.float8_e4m3fn and q.weight_scale.dtype == torch.float32
+    assert model.model.transformer.wte.weight.dtype == torch.float32
+    w = dequantize(q.weight, q.weight_scale)
+    assert 0.01 < w.std().item() < 0.03  # N(0, 0.02) survived the quantization
+    ids = torch.randint(0, 96, (2, 10))
+    with torch.no_grad():
+        logits = model(ids)
+    assert logits.shape == (2, 10, 96) and torch.isfinite(logits).all()
+
+
+def test_low_vram_variant_streams_blocks_and_matches_the_same_weights_resident() -> None:
+    from ladr_core.dimoo.offload import unstream_blocks
+
+    model = build_variant(_config(), "cpu", "low_vram", dtype=torch.float32, seed=3)
+    assert model._block_stream is not None and model.device == torch.device("cpu")
+    ids = torch.randint(0, 96, (1, 12))
+    with torch.no_grad():
+        streamed = model(ids)
+    unstream_blocks(model)
+    assert model._block_stream is None
+    with torch.no_grad():
+        assert torch.equal(model(ids), streamed)
+    again = build_variant(_config(), "cpu", "low_vram", dtype=torch.float32, seed=3)
+    with torch.no_grad():
+        assert torch.equal(again(ids), streamed)  # the seed fixes the weights
+
+
+def test_unknown_variant_is_refused_naming_the_choices() -> None:
+    with pytest.raises(ValueError, match=r"mode must be one of \['fp8', 'low_vram'\]"):
+        build_variant(_config(), "cpu", "int4")
