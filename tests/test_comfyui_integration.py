@@ -74,7 +74,8 @@ class WS:
         msgs: list[dict] = []
         while True:
             m = self.recv()
-            if m is None:
+            if m is None:  # a binary frame: ComfyUI's progress-bar preview image
+                msgs.append({"type": "binary"})
                 continue
             msgs.append(m)
             if on_msg:
@@ -196,7 +197,10 @@ def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
     for k in samplers:
         mine = [s for s in steps if s["node"] == k]
         assert mine[-1]["done"] and mine[-1]["stats"]["steps"] == len(mine) - 1
-        assert all(s["preview"] for s in mine[:-1])
+        progress = [s["progress"] for s in mine[:-1]]  # the bar: monotone, full at the end
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert not any("preview" in s for s in mine)  # the picture: progress-bar frames only
+    assert any(m["type"] == "binary" for m in msgs)
     _, hist = http(port, f"/history/{pid}")
     outputs = hist[pid]["outputs"]
     saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
