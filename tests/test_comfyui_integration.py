@@ -76,7 +76,8 @@ class WS:
         msgs: list[dict] = []
         while True:
             m = self.recv()
-            if m is None:
+            if m is None:  # a binary frame that is not a preview (e.g. text)
+                msgs.append({"type": "binary"})
                 continue
             msgs.append(m)
             if on_msg:
@@ -216,6 +217,9 @@ def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
     for k in samplers:
         mine = [s for s in steps if s["node"] == k]
         assert mine[-1]["done"] and mine[-1]["stats"]["steps"] == len(mine) - 1
+        progress = [s["progress"] for s in mine[:-1]]  # the bar: monotone, full at the end
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert not any("preview" in s for s in mine)  # the picture: progress-bar frames only
     # one channel for the picture: ComfyUI's progress-bar preview, about one per step
     previews = [m for m in msgs if m["type"] == "preview"]
     assert len(previews) >= len(steps) - 2 * len(samplers), (len(previews), len(steps))
