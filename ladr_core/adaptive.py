@@ -36,8 +36,9 @@ from typing import Any
 
 import torch
 
-from .frontier import dilate, frontier
+from .frontier import rescue_candidates
 from .schedules import Schedule
+from .step import pick_rescued
 
 PACE_RANGE = (0.0, 1024.0)
 
@@ -70,17 +71,6 @@ class AdaptiveRescue:
                            _number_in("anchor_quantile", self.anchor_quantile, 0.0, 1.0))
 
 
-def rescue_candidates(m_std: torch.Tensor, masked_before: torch.Tensor, grid: tuple[int, int],
-                      kernel_size: int, seen_only: bool) -> torch.Tensor:
-    """Frontier candidates C_t [B, N]: Eq. 9 on M_std, or with `seen_only` neighbours of tokens
-    decoded before this step (the ones the prediction was conditioned on), away from this
-    step's standard picks, which the prediction could not know."""
-    if not seen_only:
-        return frontier(m_std, grid, kernel_size)
-    fresh = masked_before & ~m_std
-    return m_std & frontier(masked_before, grid, kernel_size) & ~dilate(fresh, grid, kernel_size)
-
-
 def subset_quantile(values: torch.Tensor, subset: torch.Tensor, q: float) -> torch.Tensor:
     """Per-row lower quantile q of values[b, subset[b]]: FloatTensor [B] (+inf for an empty row).
 
@@ -108,15 +98,6 @@ def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
     return (m_std.sum(dim=1) - floor_count).clamp_min(0)
 
 
-def _take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """The count[b] positions of pool[b] with the highest score (stable: ties in index order)."""
-    order = torch.argsort(score.masked_fill(~pool, -math.inf), dim=1, descending=True,
-                          stable=True)
-    ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
-    chosen = torch.zeros_like(pool).scatter_(1, order, ranks < count.unsqueeze(1))
-    return chosen & pool
-
-
 def adaptive_rescue(m_std: torch.Tensor, masked_before: torch.Tensor, top1: torch.Tensor,
                     margin: torch.Tensor, uniform: torch.Tensor | None, t_eff: torch.Tensor,
                     steps: int, schedule: Schedule, policy: Any,
@@ -130,7 +111,7 @@ def adaptive_rescue(m_std: torch.Tensor, masked_before: torch.Tensor, top1: torc
 
     valid = C_t with Delta >= anchor and Delta > 0; k_res = min(|valid|, pace cap). "margin"
     rescues the k_res valid candidates with the largest Delta; the ablations keep k_res and
-    change only which tokens (as `ladr_core.strategies.ladr_rescue`).
+    change only which tokens (`ladr_core.step.pick_rescued`, shared with Eq. 10).
     """
     cfg: AdaptiveRescue = policy.adaptive
     cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
@@ -138,14 +119,5 @@ def adaptive_rescue(m_std: torch.Tensor, masked_before: torch.Tensor, top1: torc
     valid = cand & (margin >= anchor.unsqueeze(1)) & (margin > 0)
     cap = pace_cap(m_std, t_eff, steps, cfg.pace, schedule)
     k_res = torch.minimum(valid.sum(dim=1), cap)
-    if policy.candidates == "random":
-        return _take_highest(uniform, m_std, k_res)
-    if policy.metric == "margin":
-        score, pool = margin, valid
-    elif policy.metric == "confidence":
-        score, pool = top1, valid
-    else:  # "random": uniform over the whole neighbourhood, ignoring certainty
-        score, pool = uniform, cand
-    if policy.candidates == "non_neighbors":
-        score, pool = score + 2.0 * (m_std & ~cand), m_std
-    return _take_highest(score, pool, k_res)
+    return pick_rescued(policy.metric, policy.candidates, cand, valid, m_std, top1, margin,
+                        uniform, k_res)

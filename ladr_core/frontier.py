@@ -38,3 +38,14 @@ def frontier(masked: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) 
     masked: BoolTensor [B, N] (True = still masked). Returns BoolTensor [B, N].
     """
     return masked & dilate(~masked, grid, kernel_size)
+
+
+def rescue_candidates(m_std: torch.Tensor, masked_before: torch.Tensor, grid: tuple[int, int],
+                      kernel_size: int, seen_only: bool) -> torch.Tensor:
+    """Frontier candidates C_t [B, N]: Eq. 9 on M_std, or with `seen_only` neighbours of tokens
+    decoded before this step (the ones the prediction was conditioned on), away from this
+    step's standard picks, which the prediction could not know."""
+    if not seen_only:
+        return frontier(m_std, grid, kernel_size)
+    fresh = masked_before & ~m_std
+    return m_std & frontier(masked_before, grid, kernel_size) & ~dilate(fresh, grid, kernel_size)

@@ -7,7 +7,9 @@ for one step of a batch, with the paper's line numbers in comments. What is not 
   lines 14-16 P = Softmax(L), z_pred = Sampling(P), Delta = Top1(P) - Top2(P): computed by the
               loop for the masked rows because `needs()` asks for them (ladr_core.sampling
               `item_stats`, Gumbel-max in ladr_core.noise), handed in as `Stats`,
-  line 23     the frontier of Eq. 9: ladr_core.frontier (morphological dilation),
+  lines 22-24 the frontier of Eq. 9: ladr_core.frontier.rescue_candidates (dilation),
+  lines 29-30 the top-k_res pick and its ablations: ladr_core.step.pick_rescued (shared
+              with the adaptive rescue of ladr_core.adaptive),
   Sec. 3.3.2  the policy Pi(t) = (alpha_t, tau_t) as data: ladr_core.policy.LADRPolicy.
 Every operation is batched over items with no host synchronisation and no host -> device copy.
 """
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from .adaptive import adaptive_rescue
-from .frontier import dilate, frontier
+from .frontier import rescue_candidates
 from .policy import NO_TAU, PRESETS, LADRPolicy
 from .step import (
     Commit,
@@ -30,7 +32,7 @@ from .step import (
     effective_time,
     keep_lowest,
     noisy_confidence,
-    take_highest,
+    pick_rescued,
 )
 
 if TYPE_CHECKING:  # annotations only
@@ -155,13 +157,9 @@ class LADR(Strategy):
         Ablations keep k_res and change only which tokens are rescued.
         """
         p = self.policy
-        k = p.kernel_size
-        if p.seen_only:
-            # Neighbours of tokens the forward pass saw, away from this step's standard picks.
-            fresh = masked_before & ~m_std
-            cand = m_std & frontier(masked_before, grid, k) & ~dilate(fresh, grid, k)
-        else:
-            cand = frontier(m_std, grid, k)  # lines 22-24: C = M_std AND dilate(NOT M_std)
+        # Lines 22-24: C = M_std AND dilate(NOT M_std) (seen_only: neighbours of tokens the
+        # forward pass saw, away from this step's standard picks).
+        cand = rescue_candidates(m_std, masked_before, grid, p.kernel_size, p.seen_only)
         # Line 25 (|C| > 0) needs no branch: an empty C gives k_res = 0 below.
         tau = _per_phase(phase, tuple(NO_TAU if v is None else v for v in p.tau), torch.float32)
         valid = cand & (margin > tau.unsqueeze(1))  # line 27: C_valid = {Delta > tau}
@@ -170,16 +168,5 @@ class LADR(Strategy):
                   // _per_phase(phase, den, torch.long))  # floor(|C| * alpha)
         k_res = torch.minimum(budget, valid.sum(dim=1))  # line 28
         # Lines 29-30: the k_res valid candidates with the largest Delta are unmasked.
-        if p.candidates == "random":
-            return take_highest(uniform, m_std, k_res)
-        if p.metric == "margin":
-            score, pool = margin, valid
-        elif p.metric == "confidence":
-            score, pool = top1, valid
-        else:  # "random": uniform over the whole neighbourhood, ignoring certainty (Fig. 6)
-            score, pool = uniform, cand
-        if p.candidates == "non_neighbors":
-            # Off-frontier masked tokens first (score + 2 beats any score in [0, 1]), then
-            # the frontier.
-            score, pool = score + 2.0 * (m_std & ~cand), m_std
-        return take_highest(score, pool, k_res)
+        return pick_rescued(p.metric, p.candidates, cand, valid, m_std, top1, margin, uniform,
+                            k_res)

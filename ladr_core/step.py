@@ -143,6 +143,31 @@ def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -
     return _select_by_rank(score, count, descending=True) & pool
 
 
+def pick_rescued(metric: str, candidates: str, cand: torch.Tensor, valid: torch.Tensor,
+                 m_std: torch.Tensor, top1: torch.Tensor, margin: torch.Tensor,
+                 uniform: torch.Tensor | None, k_res: torch.Tensor) -> torch.Tensor:
+    """Which k_res[b] tokens are rescued (Alg. 1 lines 29-30, and the paper's ablations).
+
+    cand: the frontier C_t [B, N]; valid: the candidates that pass the threshold; m_std:
+    BoolTensor [B, N] after standard selection; top1 / margin: [B, N]; uniform: [B, N] U[0, 1)
+    for a random ablation. "margin" takes the k_res valid candidates with the largest Delta;
+    the ablations keep k_res and change only which tokens (Fig. 5 candidates, Fig. 6 metric).
+    """
+    if candidates == "random":
+        return take_highest(uniform, m_std, k_res)
+    if metric == "margin":
+        score, pool = margin, valid
+    elif metric == "confidence":
+        score, pool = top1, valid
+    else:  # "random": uniform over the whole neighbourhood, ignoring certainty (Fig. 6)
+        score, pool = uniform, cand
+    if candidates == "non_neighbors":
+        # Off-frontier masked tokens first (score + 2 beats any score in [0, 1]), then the
+        # frontier.
+        score, pool = score + 2.0 * (m_std & ~cand), m_std
+    return take_highest(score, pool, k_res)
+
+
 def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
     """t_eff = gamma^-1(masked count / N) per item: [B] in schedule precision (Prop. 2)."""
     return run.schedule.gamma_inv(masked.sum(dim=1).to(run.sched_dtype) / run.n)
@@ -160,5 +185,5 @@ def no_phase(t_eff: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t_eff, -1, dtype=torch.long)
 
 
-__all__ = ["STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule", "Strategy",
+__all__ = ["STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule", "Strategy", "pick_rescued",
            "effective_time", "keep_lowest", "no_phase", "noisy_confidence", "take_highest"]
