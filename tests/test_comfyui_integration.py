@@ -231,7 +231,9 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
 def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
     port, _ = server
     wf = _workflow("ladr_nano_text_to_image")
-    wf["3"]["inputs"].update(seed=777, steps=32)
+    # steps = the nano preset's own T (128), so that "custom" with its values below runs the same
+    # schedule (a preset brings its T; custom uses the widget's)
+    wf["3"]["inputs"].update(seed=777, steps=128)
 
     def cancel_on_second_step(m: dict) -> None:
         if m["type"] == "ladr.step" and m["data"]["step"] == 2:
