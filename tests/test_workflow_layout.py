@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parents[1]
 UI = sorted((ROOT / "example_workflows").glob("*.json"))
 TITLE, GAP = 30, 10
 CORE_MIN_HEIGHT = {"PreviewAny": 122, "SaveImage": 58, "ImageStitch": 150}
+# ComfyUI-Distributed's nodes by the same rule (10 px + 24 px per row), not measured:
+# Distributed Seed = output row + seed widget + its control widget; Collector = images row +
+# load_balance widget.
+ENGINE_MIN_HEIGHT = {"DistributedSeed": 82, "DistributedCollector": 58}
 WIDGETS = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 
 
@@ -39,7 +43,8 @@ def test_nodes_are_tall_enough_and_do_not_overlap(path: Path) -> None:
     nodes = json.loads(path.read_text())["nodes"]
     boxes = []
     for n in nodes:
-        need = CORE_MIN_HEIGHT.get(n["type"]) or min_height(n["type"])
+        need = ({**CORE_MIN_HEIGHT, **ENGINE_MIN_HEIGHT}.get(n["type"])
+                or min_height(n["type"]))
         assert n["size"][1] >= need, (n.get("title", n["type"]), n["size"], need)
         x, y = n["pos"]
         boxes.append((n.get("title", n["type"]), x, y - TITLE, x + n["size"][0], y + n["size"][1]))

@@ -138,9 +138,9 @@ def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
 
 
 def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
-    return Node(id, "LADR_LoadDiMOOModel", (20, 40),
+    return Node(id, "LADR_LoadDiMOOModel", (20, 30),
                 {"model_name": name, "dtype": dtype, "weight_dtype": "default"},
-                size=(320, 90))
+                size=(320, 106))
 
 
 def decode(id: int, pos, src: int) -> Node:
@@ -211,9 +211,9 @@ def workflows() -> dict[str, list[Node]]:
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
     t = PRESET_STEPS["nano"]
-    seed = Node(7, "DistributedSeed", (20, 590), {"seed": 42}, title="Distributed Seed",
+    seed = Node(7, "DistributedSeed", (20, 650), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
-    graph = [loader(1), policy(2, (20, 170), "nano"),
+    graph = [loader(1), policy(2, (20, 180), "nano"),
              sampler(3, (360, 40), "a red circle to the left of a blue square", 48, t, "ladr",
                      {"model": (1, 0), "policy": (2, 0), "seed": (7, 0)},
                      "DiMOO Sampler (seed from Distributed Seed)", cfg=nano_cfg()),

@@ -40,6 +40,17 @@ def _option(wf: dict, value: object) -> object:
     return BUILDERS[node["class_type"]](node["inputs"])
 
 
+def _seed(wf: dict, value: object) -> int:
+    """The seed widget, or the seed a linked ComfyUI-Distributed "Distributed Seed" gives the
+    master (participant 0: its own seed unchanged; worker k would add k)."""
+    if isinstance(value, list):
+        node = wf[str(value[0])]
+        if node["class_type"] != "DistributedSeed":
+            raise ValueError(f"seed linked to {node['class_type']}: only DistributedSeed is known")
+        return int(node["inputs"]["seed"])
+    return int(value)
+
+
 def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
     """Each DiMOO Sampler of the workflow run on `pipe`: (images [B, H, W, 3], stats line)."""
     out = []
@@ -52,7 +63,7 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
         res = pipe.generate(split_prompts(kw["prompt"], kw["one_prompt_per_line"]),
                             negative_prompt=kw["negative_prompt"] or None, width=kw["width"],
                             height=kw["height"], steps=steps, cfg=kw["cfg"],
-                            temperature=kw["temperature"], seed=kw["seed"], strategy=strategy,
+                            temperature=kw["temperature"], seed=_seed(wf, kw["seed"]), strategy=strategy,
                             cache=_option(wf, kw.get("cache")), batch_size=kw["batch_size"])
         out.append((res.images.float().cpu(), f"{strategy.name}: {res.steps} steps, NFE {res.nfe}"))
     return out
