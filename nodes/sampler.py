@@ -8,7 +8,6 @@ the widget.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 
 import ladr_core
@@ -137,12 +136,9 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = Non
     host.load_to_device(model.patcher)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
-    extra = {}
-    if "decode" in inspect.signature(pipe.generate).parameters:
-        extra["decode"] = False  # VQ Decode is its own node
-    with threads.torch_threads():
+    with threads.torch_threads():  # decode=False: VQ Decode is its own node
         res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
-                            **kw, **extra)
+                            decode=False, **kw)
     progress.update(progress.total)
     strategy = kw["strategy"]
     stats = events.stats_dict(res, getattr(strategy, "name", str(strategy)))

@@ -22,7 +22,7 @@ Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the trans
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -72,8 +72,6 @@ class DiMOODenoiser:
         self.model, self.ids, self.cfg = model, ids, float(cfg)
         self.cache_config, self.steps = cache, steps
         self.device = model.compute_device()
-        self.input_ids = batch.input_ids.to(self.device)  # the padded rows (for inspection)
-        self.attention_mask = batch.attention_mask.to(self.device)
         self.batch, self.layout = batch.batch, batch.layout
         self._pack(batch)
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
@@ -84,13 +82,21 @@ class DiMOODenoiser:
         self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager
 
     def _pack(self, batch: PromptBatch) -> None:
-        """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N]."""
-        lengths = batch.attention_mask.sum(dim=1).tolist()
-        self.rows = PackedRows.from_lengths(lengths, self.device)
-        self.packed_ids = batch.input_ids[batch.attention_mask.bool()].to(self.device)
-        pad = batch.input_ids.shape[1] - batch.attention_mask.sum(dim=1)  # left padding per row
-        self.code_pos = (self.rows.starts[:, None] - pad.to(self.device)[:, None]
-                         + batch.code_index.to(self.device)[None])
+        """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N];
+        also the padded rows `input_ids` / `attention_mask` [R, L] (for inspection and the
+        padded benchmark path). Everything is laid out on the host and reaches the device in
+        ONE copy: on an accelerator every copy from pageable host memory waits for the host."""
+        mask = batch.attention_mask.bool()
+        rows = PackedRows.from_lengths(mask.sum(dim=1).tolist())
+        pad = batch.input_ids.shape[1] - mask.sum(dim=1)  # left padding per row
+        code_pos = rows.starts[:, None] - pad[:, None] + batch.code_index[None]
+        parts = [batch.input_ids, batch.attention_mask, batch.input_ids[mask], code_pos,
+                 rows.starts, rows.positions]
+        flat = torch.cat([t.reshape(-1).long() for t in parts]).to(self.device)
+        (self.input_ids, self.attention_mask, self.packed_ids, self.code_pos, starts,
+         positions) = (v.view(t.shape) for v, t in
+                       zip(flat.split([t.numel() for t in parts]), parts, strict=True))
+        self.rows = replace(rows, starts=starts, positions=positions)
         self.real_tokens = self.rows.total
 
     # ---- sequence assembly ---------------------------------------------------------------
