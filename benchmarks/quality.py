@@ -12,11 +12,12 @@ and held-out pairs no training scene contains (``color_attr_unseen``). ``validat
 (``testbed.tune_policy``); the output states which set it is and how far the two overlap.
 
 Every prompt is generated once per strategy in batches (``--batch``; item i of a batch equals a
-single run with its own seed), decoded and scored by ``testbed.evaluator`` (colour segmentation,
+single run with its own seed; strategies with an ML-Cache run one prompt at a time, because the
+cache's refresh schedule is shared by a batch), decoded and scored by ``testbed.evaluator`` (colour segmentation,
 connected components, shape templates; misshapen blobs fail). Per strategy: ``nfe_mean`` (per
-image: the steps in which it still had masked tokens), ``token_forwards_mean`` (batch token-
-forwards / batch size; a finished item rides along in its batch, so this overstates LADR's
-batch-1 cost), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
+image: the steps in which it still had masked tokens), ``token_forwards_mean`` (per image at
+batch 1: NFE x the prompt's real tokens without a cache, the measured count with one; the batch's
+own count would overstate LADR, whose finished items ride along), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
 categories, colour attribution on seen pairs; unseen pairs reported apart) and ``passed``.
 ``compare`` holds paired, stratified bootstrap 95 % intervals (``benchmarks.paired_stats``) for
 every strategy against baseline-64, LADR-adaptive against the baseline at its NFE, and each
@@ -153,12 +154,16 @@ def run_chunk(pipe, path: Path, reuse: str, captions: list[str], lo: int, seed0:
     """Prompts lo.. of one chunk: generate and store in `path`, or load it (reuse "yes" /
     "only": stored chunks with equal arguments; "only" returns None instead of generating)."""
     key = _key(args, lo, lo + len(captions), cfg, temperature)
+    # An ML-Cache decides refresh or cached pass once per call for the whole batch, from the
+    # batch's mean progress: a cached strategy runs one prompt at a time, as a user runs it.
+    batch = 1 if args.get("cache") is not None else len(captions)
+    key += "|batch=1" if batch == 1 else ""
     run = load_chunk(path, key) if reuse != "no" else None
     if run is not None:
         return run | {"reused": True}
     if reuse == "only":
         return None
-    run = generate(pipe, captions, seed0 + lo, args, cfg, temperature, len(captions))
+    run = generate(pipe, captions, seed0 + lo, args, cfg, temperature, batch)
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(path, key=key, **{k: run[k] for k in ("images", "nfe", "token_forwards",
                                                               "wall_s")})
@@ -173,14 +178,20 @@ def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def summarise(run: dict[str, Any], args: dict[str, Any], specs: list,
-              gidx: np.ndarray) -> dict[str, Any]:
+              gidx: np.ndarray, real_tokens: np.ndarray) -> dict[str, Any]:
+    """Scores and costs of one strategy. ``real_tokens`` [n]: each prompt's tokens per full
+    call (cond + uncond rows). Token-forwards per image at batch 1: without a cache every call
+    is a full pass, so NFE x real tokens exactly; with one, the count measured at batch 1."""
     passed = np.array(score_images(specs, list(run["images"]))["passed"], dtype=bool)
     sc = scores(passed, gidx)
+    per_image = (run["token_forwards"] if args.get("cache") is not None
+                 else run["nfe"] * real_tokens)
     return {"strategy": args["strategy"], "steps": args["steps"],
             "policy": repr(args.get("policy")) if args.get("policy") else None,
             "cache": repr(args.get("cache")) if args.get("cache") else None,
             "nfe_mean": float(run["nfe"].mean()),
-            "token_forwards_mean": float(np.mean(run["token_forwards"])),
+            "token_forwards_mean": float(np.mean(per_image)),
+            "token_forwards": np.asarray(per_image, dtype=np.float64).tolist(),
             "wall_s": round(float(run["wall_s"]), 2),
             "score": {k: v for k, v in sc.items() if k != "overall"},
             "score_overall": sc["overall"], "passed": passed.tolist(),
@@ -210,14 +221,15 @@ def _ci(d: dict[str, float]) -> str:
 def markdown(results: dict[str, dict], compare: list[dict], meta: dict) -> str:
     groups = [g for g in scenes.TEST_GROUPS if any(g in r["score"] for r in results.values())]
     base = results.get("baseline-64")
-    lines = ["| strategy | T | NFE | NFE cut vs baseline-64 | token-fwd | wall s | "
-             + " | ".join(g.replace("_", " ") for g in groups) + " | overall |",
-             "|" + "---|" * (7 + len(groups))]
+    lines = ["| strategy | T | NFE | NFE cut vs baseline-64 | token-fwd / image | token-fwd cut "
+             "| wall s | " + " | ".join(g.replace("_", " ") for g in groups) + " | overall |",
+             "|" + "---|" * (8 + len(groups))]
     for name, r in results.items():
         cut = f"{base['nfe_mean'] / r['nfe_mean']:.2f}x" if base else "-"
+        fcut = f"{base['token_forwards_mean'] / r['token_forwards_mean']:.2f}x" if base else "-"
         cats = " | ".join(f"{r['score'].get(g, float('nan')):.2f}" for g in groups)
         lines.append(f"| {name} | {r['steps']} | {r['nfe_mean']:.1f} | {cut} | "
-                     f"{r['token_forwards_mean']:.0f} | {r['wall_s']:.1f} | {cats} | "
+                     f"{r['token_forwards_mean']:.0f} | {fcut} | {r['wall_s']:.1f} | {cats} | "
                      f"**{r['score_overall']:.3f}** |")
     lines += ["", "Paired differences a - b, 95 % bootstrap CI (stratified by group, 4000 "
               "resamples):", "", "| a | b | NFE ratio b/a | overall | color attr seen | "
@@ -231,7 +243,8 @@ def markdown(results: dict[str, dict], compare: list[dict], meta: dict) -> str:
     sep = meta["separation"]
     lines += ["", f"Prompt set: **{meta['set']}**, {meta['prompts']} prompts (cycling "
               f"{', '.join(scenes.TEST_GROUPS)}), cfg {meta['cfg']}, temperature "
-              f"{meta['temperature']}, item i seed {meta['seed0']} + i, batch {meta['batch']}, "
+              f"{meta['temperature']}, item i seed {meta['seed0']} + i, batch {meta['batch']} "
+              "(strategies with an ML-Cache: 1), token-forwards per image at batch 1, "
               f"{meta['threads']} thread(s). Overall = mean of the six GenEval categories "
               "(colour attribution on training-distribution pairs); unseen pairs apart.",
               f"Tuning used only {sep['tuning_set']}: {sep['shared_caption_seed_items']} "
@@ -247,23 +260,26 @@ def plot(results: dict[str, dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8), dpi=110, sharey=True)
     sweep = sorted((r for k, r in results.items() if k.startswith("baseline")),
                    key=lambda r: r["nfe_mean"])
-    ax.plot([r["nfe_mean"] for r in sweep], [r["score_overall"] for r in sweep], "o-",
-            color="grey", label="baseline (T sweep and budget runs)")
-    for name, r in results.items():
-        if not name.startswith("baseline"):
-            star = name in ("ladr", "ladr-nano", "ladr-adaptive", "ladr+mlcache",
-                            "ladr-nano+mlcache")
-            ax.scatter(r["nfe_mean"], r["score_overall"], marker="*" if star else "s",
-                       s=90 if star else 40, label=name, zorder=3)
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("NFE per image (denoiser calls, log scale)")
-    ax.set_ylabel("GenEval-style overall score")
-    ax.set_title("DiMOO-nano: quality vs forward passes")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    for ax, key, label in ((axes[0], "nfe_mean", "NFE per image (denoiser calls)"),
+                           (axes[1], "token_forwards_mean",
+                            "token-forwards per image at batch 1 (ML-Cache counts here)")):
+        ax.plot([r[key] for r in sweep], [r["score_overall"] for r in sweep], "o-",
+                color="grey", label="baseline (T sweep and budget runs)")
+        for i, (name, r) in enumerate(results.items()):
+            if not name.startswith("baseline"):
+                star = name in ("ladr", "ladr-nano", "ladr-adaptive", "ladr+mlcache",
+                                "ladr-nano+mlcache")
+                ax.scatter(r[key], r["score_overall"], marker="*" if star else "s",
+                           s=90 if star else 40, label=name, zorder=3, color=f"C{i % 10}")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(label + ", log scale")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("GenEval-style overall score")
+    axes[1].legend(fontsize=7, loc="lower right")
+    fig.suptitle("DiMOO-nano: quality vs cost")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
@@ -366,7 +382,8 @@ def main(argv: list[str] | None = None) -> dict:
     if done == 0:
         ap.error("no complete chunk stored for these strategies (--reuse only)")
     specs, captions, gidx = specs[:done], captions[:done], gidx[:done]
-    results = {name: summarise(_merge(parts[name]), resolved[name], specs, gidx)
+    real = np.array([pipe.make_denoiser(c, cfg=a.cfg).real_tokens for c in captions])
+    results = {name: summarise(_merge(parts[name]), resolved[name], specs, gidx, real)
                for name in names}
     for name, r in results.items():
         print(f"{name:30s} T={r['steps']:3d} nfe={r['nfe_mean']:6.2f} "

@@ -57,3 +57,26 @@ def test_writes_json_table_and_plot(tmp_path):
 def test_bad_strategy_is_named():
     with pytest.raises(SystemExit):
         _quality().main(["--strategies", "fastest", "--json", "/dev/null"])
+
+
+def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
+    """An ML-Cache refresh schedule is shared by a batch, so the benchmark generates a cached
+    strategy one prompt at a time: every item equals its own single run, and its token-forwards
+    are that run's."""
+    import torch
+
+    from ladr_core import MLCacheConfig, load_dimoo, nano_model_path
+    from ladr_core.policy import POLICY_PRESETS
+
+    q = _quality()
+    pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
+    captions = ["a red circle", "two blue squares"]
+    args = {"strategy": "ladr", "steps": 16, "policy": POLICY_PRESETS["nano"],
+            "cache": MLCacheConfig(warmup_ratio=0.1, refresh_interval=3, recompute_masked=True)}
+    run = q.run_chunk(pipe, tmp_path / "c.npz", "no", captions, 0, 7, args, 0.75, 1.0)
+    for i, caption in enumerate(captions):
+        one = pipe.generate(caption, steps=16, cfg=0.75, temperature=1.0, seed=7 + i,
+                            strategy="ladr", policy=args["policy"], cache=args["cache"])
+        image = (one.images[0].float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
+        assert (run["images"][i] == image).all()
+        assert run["token_forwards"][i] == one.token_forwards
