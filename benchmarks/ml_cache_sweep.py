@@ -1,12 +1,20 @@
 """Sweep ML-Cache settings under LADR on DiMOO-nano: score and token-forwards per image.
 
-Each variant is ``name=MLCacheConfig keyword arguments`` (``none`` = no cache); every held-out
-prompt (``testbed.scenes.heldout_specs``) is generated at batch 1 with seed = its index and
-scored by ``testbed.evaluator`` like benchmarks/quality.py. Used to pick ``MLCacheConfig.ladr()``
+Each variant is ``name=MLCacheConfig keyword arguments`` (``none`` = no cache); a ``probe=``
+key adds one of the probes of benchmarks/cache_probes.py (``text_fresh``, ``uncond_stale``).
+Every prompt is generated at batch 1 (a user's run; a batch would share one refresh schedule,
+see quality.py) with seed = its index and scored by ``testbed.evaluator``. The first variant
+is the reference: each row gets its paired, stratified bootstrap 95 % interval against it
+(benchmarks.paired_stats) and says whether its images are identical to it. Token-forwards are
+exact per image; baseline-64 costs 64 x the prompt's real tokens per image.
+
+Prompts: ``--set validation`` (the tuning set, `testbed.scenes.validation_specs`) or
+``heldout`` (`heldout_specs`, the older benchmark set). Used to pick ``MLCacheConfig.ladr()``
 (docs/ML_CACHE.md). CPU heavy: run niced with one thread.
 
-    python -m benchmarks.ml_cache_sweep --prompts 48 \\
-        "none=none" "official=" "masked-w15=recompute_masked=True,warmup_ratio=0.15"
+    python -m benchmarks.ml_cache_sweep --prompts 48 "none=none" "official=" \\
+        "masked-w15=recompute_masked=True,warmup_ratio=0.15" \\
+        "text=probe=text_fresh,recompute_masked=True"
 """
 
 from __future__ import annotations
@@ -20,46 +28,52 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.cache_probes import probe
+from benchmarks.paired_stats import group_index, paired_bootstrap
 from ladr_core import MLCacheConfig, load_dimoo, nano_model_path
 from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
 
 
-def parse_variant(text: str) -> tuple[str, MLCacheConfig | None]:
-    """``name=key=value,key=value`` -> (name, config); ``name=none`` -> no cache."""
+def parse_variant(text: str) -> tuple[str, MLCacheConfig | None, str | None]:
+    """``name=key=value,key=value`` -> (name, config, probe); ``name=none`` -> no cache."""
     name, _, spec = text.partition("=")
     if spec.strip() == "none":
-        return name, None
+        return name, None, None
     kwargs: dict[str, Any] = {}
+    probe_name = None
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
-        kwargs[key.strip()] = json.loads(value.strip().lower())
-    return name, MLCacheConfig(**kwargs)
+        if key.strip() == "probe":
+            probe_name = value.strip()
+        else:
+            kwargs[key.strip()] = json.loads(value.strip().lower())
+    return name, MLCacheConfig(**kwargs), probe_name
 
 
-def run_variant(pipe: Any, captions: list[str], specs: list, cache: MLCacheConfig | None,
-                policy: str) -> dict[str, Any]:
-    from testbed.evaluator import score_images
-
+def run_variant(pipe: Any, captions: list[str], cache: MLCacheConfig | None,
+                probe_name: str | None, policy: str) -> dict[str, Any]:
     images, fwd, nfe = [], [], []
     start = time.perf_counter()
     for i, caption in enumerate(captions):
-        res = pipe.generate(caption, steps=PRESET_STEPS.get(policy, 64), cfg=pipe.default_cfg,
-                            seed=i, strategy="ladr", policy=POLICY_PRESETS[policy], cache=cache)
+        with probe(probe_name, pipe.ids.mask) as counter:
+            res = pipe.generate(caption, steps=PRESET_STEPS.get(policy, 64), cfg=pipe.default_cfg,
+                                seed=i, strategy="ladr", policy=POLICY_PRESETS[policy],
+                                cache=cache)
         images.append(res.images[0].float().numpy())
-        fwd.append(res.token_forwards)
+        fwd.append(res.token_forwards - counter["uncounted"])
         nfe.append(res.nfe)
-    scored = score_images(specs, images)
-    return {"cache": repr(cache), "nfe_mean": float(np.mean(nfe)),
-            "token_forwards_mean": float(np.mean(fwd)), "score_overall": scored["score_overall"],
+    return {"images": images, "token_forwards": fwd, "nfe": nfe,
             "wall_s": round(time.perf_counter() - start, 1)}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    from testbed.scenes import caption_for, heldout_specs
+    from testbed import scenes
+    from testbed.evaluator import score_images
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("variants", nargs="+", help="name=MLCacheConfig kwargs (or name=none)")
     ap.add_argument("--prompts", type=int, default=48)
+    ap.add_argument("--set", choices=("validation", "heldout"), default="validation")
     ap.add_argument("--policy", default="nano", choices=sorted(POLICY_PRESETS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
@@ -67,15 +81,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     variants = [parse_variant(v) for v in args.variants]
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
-    specs = heldout_specs(args.prompts)
-    captions = [caption_for(s) for s in specs]
-    rows = {}
-    for name, cache in variants:
-        rows[name] = run_variant(pipe, captions, specs, cache, args.policy)
-        print(json.dumps({"name": name, **rows[name]}), flush=True)
+    specs = (scenes.validation_specs if args.set == "validation" else scenes.heldout_specs)(
+        args.prompts)
+    captions = [scenes.caption_for(s) for s in specs]
+    gidx = group_index([scenes.group_of(s) for s in specs])
+    base64 = float(np.mean([64 * pipe.make_denoiser(c).real_tokens for c in captions]))
+    rows: dict[str, Any] = {}
+    ref: dict[str, Any] | None = None
+    for name, cache, probe_name in variants:
+        run = run_variant(pipe, captions, cache, probe_name, args.policy)
+        scored = score_images(specs, run["images"])
+        passed = np.array(scored["passed"], dtype=bool)
+        fwd = float(np.mean(run["token_forwards"]))
+        row = {"cache": repr(cache), "probe": probe_name, "nfe_mean": float(np.mean(run["nfe"])),
+               "token_forwards_mean": fwd, "cut_vs_baseline_64": base64 / fwd,
+               "score_overall": scored["score_overall"], "passed": passed.tolist(),
+               "wall_s": run["wall_s"]}
+        if ref is None:
+            ref = {"name": name, "passed": passed, "images": run["images"]}
+        else:
+            row["vs_" + ref["name"]] = paired_bootstrap(passed, ref["passed"], gidx)["overall"]
+            row["images_identical_to_" + ref["name"]] = all(
+                np.array_equal(a, b) for a, b in zip(run["images"], ref["images"], strict=True))
+        rows[name] = row
+        print(json.dumps({"name": name, **{k: v for k, v in row.items() if k != "passed"}}),
+              flush=True)
     if args.json:
-        args.json.write_text(json.dumps({"prompts": args.prompts, "policy": args.policy,
-                                         "rows": rows}, indent=1) + "\n")
+        args.json.write_text(json.dumps({
+            "prompts": args.prompts, "set": args.set, "batch": 1, "policy": args.policy,
+            "baseline_64_token_forwards_per_image": base64, "threads": args.threads,
+            "command": "python -m benchmarks.ml_cache_sweep " + " ".join(
+                argv if argv is not None else __import__("sys").argv[1:]),
+            "rows": rows}, indent=1) + "\n")
     return rows
 
 
