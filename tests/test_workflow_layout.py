@@ -53,3 +53,16 @@ def test_nodes_are_tall_enough_and_do_not_overlap(path: Path) -> None:
             apart = (a[3] + GAP <= b[1] or b[3] + GAP <= a[1] or a[4] + GAP <= b[2]
                      or b[4] + GAP <= a[2])
             assert apart, f"{a[0]} overlaps {b[0]}"
+
+
+# The new frontend floats its "Graph" menu over the canvas's top-left corner: it ends about
+# 48 px below the canvas top (frontend 1.49.6 screenshot, 1600 x 900 window).
+MENU_BOTTOM_PX = 48
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_workflow_opens_with_every_title_below_the_floating_menu(path: Path) -> None:
+    data = json.loads(path.read_text())
+    ds = data["extra"]["ds"]
+    top = min(n["pos"][1] for n in data["nodes"]) - TITLE
+    assert (top + ds["offset"][1]) * ds["scale"] >= MENU_BOTTOM_PX, (ds, top)

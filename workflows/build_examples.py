@@ -29,6 +29,9 @@ UI_DIR = ROOT / "example_workflows"
 API_DIR = ROOT / "workflows" / "api"
 NANO = "dimoo-nano (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+VIEW_OFFSET = [20, 80]
+"""Canvas offset the workflows open at (graph units): the new frontend floats its "Graph" menu
+over the canvas's top-left corner, and at [20, 20] it covered the first node's title."""
 
 # ComfyUI 0.33 core nodes used here: (socket inputs, widget names, outputs).
 CORE = {
@@ -119,7 +122,7 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
     return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"comfyui-ladr/{name}")), "revision": 0,
             "last_node_id": max(by_id), "last_link_id": len(links), "nodes": ui_nodes,
             "links": links, "groups": [], "config": {},
-            "extra": {"ds": {"scale": 0.9, "offset": [20, 20]}}, "version": 0.4}
+            "extra": {"ds": {"scale": 0.9, "offset": VIEW_OFFSET}}, "version": 0.4}
 
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, strategy: str,

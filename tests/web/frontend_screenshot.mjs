@@ -42,12 +42,13 @@ try {
   await page.waitForTimeout(1500);
   await page.evaluate(async () => { await window.comfyAPI.app.app.queuePrompt(0, 1); });
   await page.waitForFunction(() => window.__ladrEvents.some((e) => e.done), null, { timeout: 600000 });
-  await page.evaluate((process_scale) => {
+  // The workflow's own view (its extra.ds), as a user opening it sees it, unless asked for a
+  // scale.
+  await page.evaluate((scale) => {
     const c = window.comfyAPI.app.app.canvas;
-    c.ds.scale = Number(process_scale);
-    c.ds.offset = [40, 60];
+    if (scale) c.ds.scale = Number(scale);
     c.setDirty(true, true);
-  }, process.env.LADR_SHOT_SCALE || "1.0");
+  }, process.env.LADR_SHOT_SCALE || "");
   await page.waitForTimeout(2500);
   const events = await page.evaluate(() => window.__ladrEvents.map((e) => ({ node: e.node, step: e.step, done: e.done, phase: e.phase, masked_pct: e.masked_pct })));
   console.log(JSON.stringify({ events: events.length, last: events[events.length - 1] }));
