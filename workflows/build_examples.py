@@ -29,9 +29,10 @@ UI_DIR = ROOT / "example_workflows"
 API_DIR = ROOT / "workflows" / "api"
 NANO = "dimoo-nano (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
-VIEW_OFFSET = [20, 80]
-"""Canvas offset the workflows open at (graph units): the new frontend floats its "Graph" menu
-over the canvas's top-left corner, and at [20, 20] it covered the first node's title."""
+VIEW_OFFSET = [70, 110]
+"""Canvas offset the workflows open at (graph units): the new frontend's canvas runs under its
+left sidebar and its tab bar, with a "Graph" menu floating in the top-left corner; at [20, 20]
+the sidebar cut the first column's left edge and the menu covered the loader's title."""
 
 # ComfyUI 0.33 core nodes used here: (socket inputs, widget names, outputs).
 CORE = {

@@ -49,6 +49,7 @@ try {
     if (scale) c.ds.scale = Number(scale);
     c.setDirty(true, true);
   }, process.env.LADR_SHOT_SCALE || "");
+  await page.keyboard.press("Escape"); // a template dialog that opened late on a slow machine
   await page.waitForTimeout(2500);
   const events = await page.evaluate(() => window.__ladrEvents.map((e) => ({ node: e.node, step: e.step, done: e.done, phase: e.phase, masked_pct: e.masked_pct })));
   console.log(JSON.stringify({ events: events.length, last: events[events.length - 1] }));
