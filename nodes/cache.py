@@ -5,6 +5,11 @@ after the first `warmup_ratio` of the schedule (by progress, so it also engages 
 only the `1 - cache_ratio` least certain image tokens are recomputed each step, with a full
 refresh every `refresh_interval` steps and after a large share of the image was committed
 (`MLCacheConfig.refresh_commit`, its default; see ladr_core/dimoo/cache.py).
+
+`preset` (the last input, so workflows saved before it load unchanged as "custom"):
+"custom" builds the cache from the three fields; "official" is Lumina-DiMOO's defaults;
+"ladr" is `MLCacheConfig.ladr()`, the cache for LADR runs (docs/ML_CACHE.md). Under a preset
+the web extension greys the fields and shows the preset's values (web/ladr_policy.js).
 """
 
 from __future__ import annotations
@@ -16,9 +21,24 @@ from .handles import CACHE_TYPE
 
 io, _ = host.v3()
 
+PRESETS = {"official": ladr_core.MLCacheConfig, "ladr": ladr_core.MLCacheConfig.ladr}
+PRESET_OPTIONS = ["custom", *PRESETS]
+FIELDS = ("cache_ratio", "warmup_ratio", "refresh_interval")
 
-def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int) -> object:
+
+def preset_table() -> dict[str, dict[str, object]]:
+    """What each preset sets, for the web extension (same shape as the LADR Policy node's)."""
+    return {name: {"fields": {f: getattr(make(), f) for f in FIELDS}, "steps": None}
+            for name, make in PRESETS.items()}
+
+
+def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int,
+                preset: str = "custom") -> object:
     """Widget values -> MLCacheConfig (its own validation names the bad argument)."""
+    if preset in PRESETS:
+        return PRESETS[preset]()
+    if preset != "custom":
+        raise ValueError(f"ML-Cache Options: preset {preset!r} is not one of {PRESET_OPTIONS}")
     try:
         return ladr_core.MLCacheConfig(
             cache_ratio=float(cache_ratio),
@@ -40,7 +60,8 @@ class MLCacheOptions(io.ComfyNode):
             category="LADR",
             search_aliases=["ml-cache", "max logit cache", "speed"],
             description="Lumina-DiMOO's Max-Logit Cache: reuse the computation of confident "
-            "tokens between steps. Combines with LADR. Defaults are the official ones.",
+            "tokens between steps. With LADR choose the preset 'ladr'. The fields' defaults "
+            "are the official ones.",
             inputs=[
                 io.Float.Input("cache_ratio", default=0.9, min=0.01, max=0.99, step=0.01,
                                tooltip="Fraction of image tokens whose computation is reused "
@@ -52,6 +73,13 @@ class MLCacheOptions(io.ComfyNode):
                 io.Int.Input("refresh_interval", default=5, min=1, max=1000,
                              tooltip="Recompute every token every N steps after warm-up "
                              "(official default 5; higher = faster)."),
+                io.Combo.Input("preset", options=PRESET_OPTIONS, default="custom",
+                               tooltip="custom: the three fields above. official: Lumina-"
+                               "DiMOO's defaults. ladr: for LADR runs; keeps every still-"
+                               "masked and just-decoded token fresh and refreshes every 3 "
+                               "steps and after a big rescue (the official settings lose "
+                               "quality under LADR).",
+                               extra_dict={"ladr_presets": preset_table()}),
             ],
             outputs=[io.Custom(CACHE_TYPE).Output("cache", tooltip="ML-Cache options.")],
         )
@@ -61,6 +89,6 @@ class MLCacheOptions(io.ComfyNode):
     # the ranges are refused by MLCacheConfig in execute, naming the input.
 
     @classmethod
-    def execute(cls, cache_ratio: float, warmup_ratio: float,
-                refresh_interval: int) -> io.NodeOutput:
-        return io.NodeOutput(build_cache(cache_ratio, warmup_ratio, refresh_interval))
+    def execute(cls, cache_ratio: float, warmup_ratio: float, refresh_interval: int,
+                preset: str = "custom") -> io.NodeOutput:
+        return io.NodeOutput(build_cache(cache_ratio, warmup_ratio, refresh_interval, preset))

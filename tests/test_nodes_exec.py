@@ -244,6 +244,22 @@ def test_mlcache_node_builds_config_and_rejects_bad_values() -> None:
     assert ranges["cache_ratio"] == (0.01, 0.99)  # the schema refuses 1.0 itself, on the input
 
 
+def test_mlcache_node_presets_ignore_the_fields_and_old_workflows_stay_custom() -> None:
+    from nodes.cache import MLCacheOptions
+
+    odd = {"cache_ratio": 0.5, "warmup_ratio": 0.0, "refresh_interval": 7}
+    (ladr,) = MLCacheOptions.execute(**odd, preset="ladr").args
+    assert ladr == ladr_core.MLCacheConfig.ladr() and ladr.recompute_masked
+    (official,) = MLCacheOptions.execute(**odd, preset="official").args
+    assert official == ladr_core.MLCacheConfig()
+    (custom,) = MLCacheOptions.execute(**odd).args  # a workflow saved before `preset` existed
+    assert custom == ladr_core.MLCacheConfig(**odd)
+    inputs = [i.id for i in MLCacheOptions.define_schema().inputs]
+    assert inputs[-1] == "preset"  # last, so saved widget values keep their order
+    with pytest.raises(ValueError, match="preset 'fast' is not one of"):
+        MLCacheOptions.execute(**odd, preset="fast")
+
+
 def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(ladr_core, "nano_model_path", lambda: tmp_path / "dimoo_nano")
     msg = LoadDiMOOModel.validate_inputs(model_name=loader.NANO)

@@ -48,3 +48,25 @@ def test_fields_follow_the_preset() -> None:
     custom = {w["name"]: w for w in out["custom"]}
     assert not any(w.get("disabled") for n, w in custom.items() if n != "preset")
     assert custom["tau_structure"]["value"] == "typed"  # custom keeps what the user typed
+
+
+def test_cache_node_fields_follow_its_preset() -> None:
+    """The ML-Cache Options node sends the same table shape; the same logic greys its fields."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
+    from nodes.cache import FIELDS
+    from nodes.cache import preset_table as cache_table
+
+    module = (ROOT / "web" / "ladr_policy_fields.js").as_uri()
+    script = SCRIPT.replace('["nano", "paper", "custom"]', '["ladr", "official", "custom"]')
+    proc = subprocess.run(["node", "--input-type=module", "-e", script % module,
+                           json.dumps([cache_table(), list(FIELDS)])], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    ladr = {w["name"]: w for w in out["ladr"]}
+    assert ladr["refresh_interval"]["value"] == 3 and ladr["warmup_ratio"]["value"] == 0.15
+    assert all(ladr[f]["disabled"] for f in FIELDS)
+    assert {w["name"]: w.get("value") for w in out["official"]}["refresh_interval"] == 5
+    assert not any(w.get("disabled") for w in out["custom"] if w["name"] != "preset")
+    assert {w["name"]: w.get("value") for w in out["custom"]}["cache_ratio"] == "typed"

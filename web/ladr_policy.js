@@ -1,14 +1,15 @@
-// LADR Policy node: under a preset, grey out the fields (they are not used) and show the
-// preset's values and its T; under "custom" the fields are editable. Logic: ladr_policy_fields.js.
+// LADR Policy and ML-Cache Options nodes: under a preset, grey out the fields (they are not
+// used) and show the preset's values (and the policy preset's T); under "custom" the fields are
+// editable. Logic: ladr_policy_fields.js.
 import { app } from "../../scripts/app.js";
 import { applyFieldState } from "./ladr_policy_fields.js";
 
-const POLICY = "LADR_Policy";
+const NODES = new Set(["LADR_Policy", "LADR_MLCacheOptions"]);
 
 app.registerExtension({
   name: "comfyui-ladr.policy-fields",
   beforeRegisterNodeDef(nodeType, nodeData) {
-    if (nodeData?.name !== POLICY) return;
+    if (!NODES.has(nodeData?.name)) return;
     const presets = nodeData.input?.required?.preset?.[1]?.ladr_presets ?? null;
     const refresh = (node) => {
       const preset = node.widgets?.find((w) => w.name === "preset");
