@@ -204,6 +204,7 @@ def comparisons(results: dict[str, dict], gidx: np.ndarray) -> list[dict[str, An
     pairs += [(t, f"baseline@{t}") for t in BUDGET_TARGETS]
     pairs += [(f"ladr-adaptive-{a}", "ladr-adaptive") for a in ABLATIONS]
     pairs += [(f"ladr-{a}", "ladr") for a in ABLATIONS]
+    pairs += [(k, k.split("+")[0]) for k in results if "+mlcache" in k]  # the cache's own cost
     out = []
     for a, b in pairs:
         if a in results and b in results:
@@ -273,7 +274,8 @@ def plot(results: dict[str, dict], path: Path) -> None:
                 star = name in ("ladr", "ladr-nano", "ladr-adaptive", "ladr+mlcache",
                                 "ladr-nano+mlcache")
                 ax.scatter(r[key], r["score_overall"], marker="*" if star else "s",
-                           s=90 if star else 40, label=name, zorder=3, color=f"C{i % 10}")
+                           s=90 if star else 40, label=name, zorder=3,
+                           color=f"C{(0, 1, 2, 3, 4, 5, 6, 8, 9)[i % 9]}")  # C7 is the grey line
         ax.set_xscale("log", base=2)
         ax.set_xlabel(label + ", log scale")
         ax.grid(alpha=0.3)
