@@ -57,10 +57,8 @@ def test_uncond_stale_keeps_the_refresh_logits_of_masked_uncond_slots(pipe):
 
 def test_probes_restore_the_cache_path_and_name_bad_probes(pipe):
     before = DiMOODenoiser._cached, BranchCache.update
-    with pytest.raises(RuntimeError):
-        with probe("text_fresh", pipe.ids.mask):
-            raise RuntimeError("boom")
+    with pytest.raises(RuntimeError), probe("text_fresh", pipe.ids.mask):
+        raise RuntimeError("boom")
     assert (DiMOODenoiser._cached, BranchCache.update) == before
-    with pytest.raises(ValueError, match="probe must be one of"):
-        with probe("fastest", pipe.ids.mask):
-            pass
+    with pytest.raises(ValueError, match="probe must be one of"), probe("fastest", pipe.ids.mask):
+        pass
