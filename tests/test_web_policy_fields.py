@@ -45,8 +45,14 @@ def test_fields_follow_the_preset() -> None:
     assert all(w["disabled"] for n, w in nano.items() if n != "preset")
     paper = {w["name"]: w for w in out["paper"]}
     assert paper["preset"]["label"] == "preset" and paper["tau_refinement"]["value"] == -1.0
+    # disabled widgets are drawn without their value: the label carries it
+    assert paper["tau_structure"]["label"] == "tau_structure = 0.05"
+    assert paper["tau_refinement"]["label"] == "tau_refinement = none"
+    assert "label" not in nano["seen_only"]  # a toggle draws its own state
+    assert nano["metric"]["label"] == "metric = margin"
     custom = {w["name"]: w for w in out["custom"]}
     assert not any(w.get("disabled") for n, w in custom.items() if n != "preset")
+    assert not any(w.get("label") for n, w in custom.items() if n != "preset")
     assert custom["tau_structure"]["value"] == "typed"  # custom keeps what the user typed
 
 
@@ -67,6 +73,7 @@ def test_cache_node_fields_follow_its_preset() -> None:
     ladr = {w["name"]: w for w in out["ladr"]}
     assert ladr["refresh_interval"]["value"] == 3 and ladr["warmup_ratio"]["value"] == 0.15
     assert all(ladr[f]["disabled"] for f in FIELDS)
+    assert ladr["refresh_interval"]["label"] == "refresh_interval = 3"
     assert {w["name"]: w.get("value") for w in out["official"]}["refresh_interval"] == 5
     assert not any(w.get("disabled") for w in out["custom"] if w["name"] != "preset")
     assert {w["name"]: w.get("value") for w in out["custom"]}["cache_ratio"] == "typed"

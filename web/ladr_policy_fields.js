@@ -15,7 +15,17 @@ export function fieldState(presets, preset) {
   return { editable: false, values: { ...entry.fields }, label };
 }
 
-/** Apply fieldState to LiteGraph-style widgets ({ name, value, disabled, label }). */
+/** A preset's field value as a label shows it: tau's "no threshold" (-1) as "none". */
+export function shownValue(name, value) {
+  if (name.startsWith("tau_") && Number(value) < 0) return "none";
+  if (typeof value === "number") return String(Number(value.toPrecision(4)));
+  return String(value);
+}
+
+/** Apply fieldState to LiteGraph-style widgets ({ name, value, disabled, label }). The
+ * frontend draws a disabled number or combo widget without its value, so under a preset the
+ * value goes into the label ("tau_structure = 0.9"); under custom the label is the plain name
+ * again. Toggles draw their state even when disabled and keep their plain name. */
 export function applyFieldState(widgets, presets, preset) {
   const state = fieldState(presets, preset);
   for (const w of widgets) {
@@ -25,6 +35,9 @@ export function applyFieldState(widgets, presets, preset) {
     }
     if (w.name in state.values) w.value = state.values[w.name];
     w.disabled = !state.editable;
+    const drawsItsValue = typeof w.value === "boolean"; // a toggle shows its state anyway
+    w.label = state.editable || drawsItsValue ? undefined
+      : `${w.name} = ${shownValue(w.name, w.value)}`;
   }
   return state;
 }
