@@ -64,6 +64,7 @@ def _hex(color: str) -> list[int]:
 
 
 DECODED, MASKED, RESCUED = _hex("#4a6fa5"), _hex("#2a2a30"), _hex("#ffc400")
+RESCUED_RUN = _hex("#8fb4e6")
 
 
 def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
@@ -89,6 +90,9 @@ def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
     final_texts = [o["text"] for o in final_r["ops"] if o["op"] == "text"]
     assert "done: 14 of 64 steps · NFE 14 · 3.25 s · cache saved 75%" in final_texts
     assert final_r["cells"][9] == DECODED  # nothing masked any more
+    # the final frame shows where the run's rescue decoded tokens
+    assert final_r["cells"][5] == final_r["cells"][6] == RESCUED_RUN
+    assert "2 of 12 tokens decoded by rescue (light cells)" in final_texts
     assert any("waiting" in o.get("text", "") for o in empty_r["ops"])
     assert shot.stat().st_size > 1000
 
@@ -106,3 +110,25 @@ def test_large_grid_frame_stays_small(tmp_path) -> None:
     (res,) = _render([payload], tmp_path)
     # background + the decoded grid + one masked run per row
     assert sum(o["op"] == "rect" for o in res["ops"]) == 2 + 32
+
+
+def test_final_frame_counts_the_rescues_of_its_own_run_only(tmp_path) -> None:
+    """Rescues accumulate over a run's events; a step-1 event starts a new run; a run without
+    rescue (the baseline) ends on the plain counters."""
+    stats = {"strategy": "ladr", "steps": 3, "nfe": 3, "seconds": 1.0}
+    first = events.step_payload(_record(False), "7")  # step 5: tokens 5, 6 rescued
+    rec = _record(False)
+    rec["rescued"] = torch.zeros(1, 12, dtype=torch.bool)
+    rec["rescued"][0, 0] = True
+    later = events.step_payload(rec, "7")  # token 0 rescued
+    new_run = events.step_payload({**_record(False), "step": 0,
+                                   "rescued": torch.zeros(1, 12, dtype=torch.bool)}, "7")
+    done_new = events.final_payload("7", stats, new_run)
+    done_old = events.final_payload("7", stats, later)
+    res = _render([first, later, done_old, new_run, done_new], tmp_path)
+    old_cells, new_cells = res[2]["cells"], res[4]["cells"]
+    assert [i for i, c in enumerate(old_cells) if c == RESCUED_RUN] == [0, 5, 6]
+    assert RESCUED_RUN not in new_cells
+    texts = [o["text"] for o in res[2]["ops"] if o["op"] == "text"]
+    assert "3 of 12 tokens decoded by rescue (light cells)" in texts
+    assert not any("decoded by rescue" in o.get("text", "") for o in res[4]["ops"])

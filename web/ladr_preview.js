@@ -3,7 +3,7 @@
 // picture is ComfyUI's progress-bar preview). All drawing is in ladr_preview_draw.js.
 import { app } from "../../scripts/app.js";
 import { api } from "../../scripts/api.js";
-import { drawFrame } from "./ladr_preview_draw.js";
+import { drawFrame, shownPayload, trackRun } from "./ladr_preview_draw.js";
 
 const SAMPLER = "LADR_DiMOOSampler";
 const EVENT = "ladr.step";
@@ -41,7 +41,7 @@ function attach(node) {
     hideOnZoom: false,
     getMinHeight: () => 280,
   });
-  node.__ladrPreview = { canvas, payload: null };
+  node.__ladrPreview = { canvas, payload: null, run: null };
   redraw(node.__ladrPreview);
 }
 
@@ -57,7 +57,8 @@ function onStep(event) {
   const node = findNode(payload?.node);
   const state = node?.__ladrPreview;
   if (!state) return;
-  state.payload = payload;
+  state.run = trackRun(state.run, payload);
+  state.payload = shownPayload(state.run, payload);
   redraw(state);
   node.setDirtyCanvas?.(true, false);
 }

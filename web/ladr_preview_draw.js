@@ -13,6 +13,7 @@ export const COLORS = {
   decoded: "#4a6fa5", // tokens already decoded
   masked: "#2a2a30", // tokens still masked
   rescued: "#ffc400", // tokens rescued this step
+  rescuedRun: "#8fb4e6", // final frame: tokens LADR's rescue decoded during the run
   done: "#7bd88f",
 };
 
@@ -72,7 +73,25 @@ function runs(bits, grid, rect, fill) {
   return ops;
 }
 
-/** payload -> draw ops (pure). */
+/** The run's rescue map so far, updated with one payload (pure: returns a new state). A
+ * payload at step 1, or on another grid, starts a new run. */
+export function trackRun(run, payload) {
+  if (!payload || !payload.grid) return run;
+  const n = payload.grid[0] * payload.grid[1];
+  const bits = !run || run.n !== n || payload.step === 1 ? new Uint8Array(n) : run.bits.slice();
+  const now = decodeBits(payload.rescued_bits, n);
+  for (let i = 0; i < n; i++) bits[i] |= now[i];
+  return { n, bits };
+}
+
+/** What drawFrame gets: the payload, and on the final event the run's rescue map too. */
+export function shownPayload(run, payload) {
+  if (!payload || !payload.done || !run) return payload;
+  return { ...payload, rescued_run: Array.from(run.bits) };
+}
+
+/** payload -> draw ops (pure). On the final frame (every token decoded) the cells LADR's
+ * rescue decoded during the run are lighter, and the header counts them. */
 export function planFrame(payload, width, height) {
   const ops = [{ op: "rect", x: 0, y: 0, w: width, h: height, fill: COLORS.background }];
   if (!payload || !payload.grid) {
@@ -84,8 +103,16 @@ export function planFrame(payload, width, height) {
   const rect = fitRect(grid, width, height);
   ops.push({ op: "rect", x: rect.x, y: rect.y, w: rect.w, h: rect.h, fill: COLORS.decoded });
   ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
-  ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
-  ops.push({ op: "text", x: 6, y: 15, text: counterText(payload), color: COLORS.text });
+  const run = payload.done && payload.rescued_run ? payload.rescued_run : null;
+  const rescuedInRun = run ? run.reduce((a, b) => a + b, 0) : 0;
+  if (rescuedInRun > 0) {
+    ops.push(...runs(run, grid, rect, COLORS.rescuedRun));
+  } else {
+    ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
+  }
+  const header = rescuedInRun > 0
+    ? `${rescuedInRun} of ${n} tokens decoded by rescue (light cells)` : counterText(payload);
+  ops.push({ op: "text", x: 6, y: 15, text: header, color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
     ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats, payload.steps), color: COLORS.done });

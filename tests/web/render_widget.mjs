@@ -37,7 +37,10 @@ try {
   const results = await page.evaluate(async (items) => {
     const mod = await import("http://ladr.test/ladr_preview_draw.js");
     const out = [];
-    for (const p of items) {
+    let run = null; // payloads are one run's events in order, as the widget receives them
+    for (const item of items) {
+      run = mod.trackRun(run, item);
+      const p = mod.shownPayload(run, item);
       const canvas = document.createElement("canvas");
       canvas.width = 320; canvas.height = 300;
       canvas.style.marginRight = "8px";
