@@ -46,11 +46,12 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, load_dimoo, nano_model_path  # noqa: E402
+from ladr_core.adaptive import AdaptiveRescue  # noqa: E402
 from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 
-BUDGET_TARGETS = ("ladr", "ladr-nano", "ladr-adaptive")
+BUDGET_TARGETS = ("ladr", "ladr-nano", "ladr-adaptive", "ladr-adaptive-strict")
 ABLATIONS = {"non-neighbors": {"candidates": "non_neighbors"},
              "random-candidates": {"candidates": "random"},
              "confidence": {"metric": "confidence"}, "random-metric": {"metric": "random"}}
@@ -79,6 +80,13 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
             "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
             "policy": LADRPolicy(**{**{f: getattr(adaptive, f) for f in (
                 "selection", "rescue_token", "seen_only", "adaptive")}, **change})}
+    # The validation pick of testbed.tune_policy --adaptive (benchmarks/results/
+    # adaptive_validation_96.json): anchor at the most certain standard pick, pace 4. Not a
+    # preset; measured on the test set as one pre-chosen candidate.
+    table["ladr-adaptive-strict"] = {
+        "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
+        "policy": LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
+                             adaptive=AdaptiveRescue(pace=4.0, anchor_quantile=1.0))}
     table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
     table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
     table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}

@@ -13,12 +13,14 @@ item is done; an item's NFE is the number of steps it still had masked tokens).
     python -m testbed.tune_policy --prompts 288 --json benchmarks/results/nano_policy_sweep.json
 
 ``--adaptive`` runs `ADAPTIVE_CANDIDATES` instead: the few settings of the self-calibrating
-rescue (`ladr_core.adaptive`) tried on validation prompts before `POLICY_PRESETS["adaptive"]`
-was fixed. Its settings are meant to carry over to other models unchanged (no per-model
+rescue (`ladr_core.adaptive`) tried on validation prompts (the first three before
+`POLICY_PRESETS["adaptive"]` was fixed, the anchor_quantile 1.0 rows after its test-set
+result), with the baseline at nearby T (`ADAPTIVE_REFERENCES`) for comparison. Its settings are meant to carry over to other models unchanged (no per-model
 search); the quality benchmark (`benchmarks/quality.py --set test`) never shares an item with
 these prompts.
 
-    python -m testbed.tune_policy --adaptive --prompts 48 --json /tmp/adaptive_validation.json
+    python -m testbed.tune_policy --adaptive --prompts 96 \
+        --json benchmarks/results/adaptive_validation_96.json
 """
 
 from __future__ import annotations
@@ -56,7 +58,11 @@ _ADAPTIVE_BASE = {"selection": "gumbel", "rescue_token": "argmax", "seen_only": 
 ADAPTIVE_CANDIDATES: dict[str, tuple[str, int, LADRPolicy | None]] = {
     f"adaptive pace{pace:g} q{q:g} T64": ("ladr", 64, LADRPolicy(
         adaptive=AdaptiveRescue(pace=pace, anchor_quantile=q), **_ADAPTIVE_BASE))
-    for pace, q in ((3.0, 0.5), (3.0, 0.0), (4.0, 0.5))}
+    for pace, q in ((3.0, 0.5), (3.0, 0.0), (4.0, 0.5), (3.0, 1.0), (4.0, 1.0), (5.0, 1.0),
+                    (6.0, 1.0))}
+ADAPTIVE_REFERENCES: dict[str, tuple[str, int, LADRPolicy | None]] = {
+    f"baseline-{t}": ("baseline", t, None) for t in (18, 20, 22)}
+"""The official sampler at about the adaptive rows' NFE, on the same validation prompts."""
 
 
 def evaluate(pipe, specs: list, strategy: str, steps: int, policy: LADRPolicy | None,
@@ -110,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--adaptive", action="store_true", help="run ADAPTIVE_CANDIDATES (batch 48)")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
-    result = (sweep(args.prompts, candidates=ADAPTIVE_CANDIDATES, batch=48, max_nfe=None)
+    result = (sweep(args.prompts, candidates={**ADAPTIVE_CANDIDATES, **ADAPTIVE_REFERENCES},
+                    batch=48, max_nfe=None)
               if args.adaptive else sweep(args.prompts))
     args.json.write_text(json.dumps(result, indent=1) + "\n")
     print(f"pick: {result['pick']} -> {args.json}")
