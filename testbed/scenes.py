@@ -223,13 +223,19 @@ def render(objects: tuple[Obj, ...], size: int = IMAGE_SIZE) -> np.ndarray:
     return img
 
 
+def training_spec(rng: np.random.Generator, category: str) -> Spec:
+    """A spec of `category` drawn like the training data: held-out combinations are redrawn."""
+    spec = random_spec(rng, category)
+    while is_heldout(spec):
+        spec = random_spec(rng, category)
+    return spec
+
+
 def make_scene(rng: np.random.Generator, category: str | None = None,
                allow_heldout: bool = False) -> Scene:
     """One scene; category None draws one uniformly. Held-out specs are redrawn unless allowed."""
     cat = category or CATEGORIES[int(rng.integers(len(CATEGORIES)))]
-    spec = random_spec(rng, cat)
-    while not allow_heldout and is_heldout(spec):
-        spec = random_spec(rng, cat)
+    spec = random_spec(rng, cat) if allow_heldout else training_spec(rng, cat)
     return Scene(spec, caption_for(spec), layout_scene(spec, rng))
 
 
@@ -281,14 +287,7 @@ def validation_specs(n: int, seed: int = 8) -> list[Spec]:
     if n <= 0:
         raise ValueError(f"n must be positive (got {n})")
     rng = np.random.default_rng(seed)
-    out = []
-    for i in range(n):
-        cat = CATEGORIES[i % len(CATEGORIES)]
-        spec = random_spec(rng, cat)
-        while is_heldout(spec):
-            spec = random_spec(rng, cat)
-        out.append(spec)
-    return out
+    return [training_spec(rng, CATEGORIES[i % len(CATEGORIES)]) for i in range(n)]
 
 
 TEST_SPEC_SEED = 9
@@ -329,10 +328,7 @@ def quality_test_specs(n: int, seed: int = TEST_SPEC_SEED) -> list[Spec]:
         if group == "color_attr_unseen":
             out.append(_heldout_color_attr(rng))
             continue
-        spec = random_spec(rng, "color_attr" if group == "color_attr_seen" else group)
-        while is_heldout(spec):
-            spec = random_spec(rng, spec.category)
-        out.append(spec)
+        out.append(training_spec(rng, "color_attr" if group == "color_attr_seen" else group))
     return out
 
 
