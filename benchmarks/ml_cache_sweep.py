@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "prompts": args.prompts, "set": args.set, "batch": 1, "policy": args.policy,
             "baseline_64_token_forwards_per_image": base64, "threads": args.threads,
             "command": "python -m benchmarks.ml_cache_sweep " + " ".join(
-                argv if argv is not None else __import__("sys").argv[1:]),
+                argv if argv is not None else sys.argv[1:]),
             "rows": rows}, indent=1) + "\n")
     return rows
 

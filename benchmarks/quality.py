@@ -13,11 +13,12 @@ and held-out pairs no training scene contains (``color_attr_unseen``). ``validat
 
 Every prompt is generated once per strategy in batches (``--batch``; item i of a batch equals a
 single run with its own seed; strategies with an ML-Cache run one prompt at a time, because the
-cache's refresh schedule is shared by a batch), decoded and scored by ``testbed.evaluator`` (colour segmentation,
-connected components, shape templates; misshapen blobs fail). Per strategy: ``nfe_mean`` (per
-image: the steps in which it still had masked tokens), ``token_forwards_mean`` (per image at
-batch 1: NFE x the prompt's real tokens without a cache, the measured count with one; the batch's
-own count would overstate LADR, whose finished items ride along), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
+cache's refresh schedule is shared by a batch), decoded and scored by ``testbed.evaluator``
+(colour segmentation, connected components, shape templates; misshapen blobs fail). Per
+strategy: ``nfe_mean`` (per image: the steps in which it still had masked tokens),
+``token_forwards_mean`` (per image at batch 1: NFE x the prompt's real tokens without a cache,
+the measured count with one; the batch's own count would overstate LADR, whose finished items
+ride along), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
 categories, colour attribution on seen pairs; unseen pairs reported apart) and ``passed``.
 ``compare`` holds paired, stratified bootstrap 95 % intervals (``benchmarks.paired_stats``) for
 every strategy against baseline-64, LADR-adaptive against the baseline at its NFE, and each
@@ -34,6 +35,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -85,8 +87,7 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
     # preset; measured on the test set as one pre-chosen candidate.
     table["ladr-adaptive-strict"] = {
         "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
-        "policy": LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
-                             adaptive=AdaptiveRescue(pace=4.0, anchor_quantile=1.0))}
+        "policy": replace(adaptive, adaptive=AdaptiveRescue(pace=4.0, anchor_quantile=1.0))}
     table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
     table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
     table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}
