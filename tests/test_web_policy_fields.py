@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SCRIPT = """
 import { applyFieldState } from "%s";
-const [presets, names] = JSON.parse(process.argv[1]);
+const [presets, names, choices] = JSON.parse(process.argv[1]);
 const out = {};
-for (const chosen of ["nano", "paper", "custom"]) {
+for (const chosen of choices) {
   const widgets = [{ name: "preset" }, ...names.map((n) => ({ name: n, value: "typed" }))];
   applyFieldState(widgets, presets, chosen);
   out[chosen] = widgets;
@@ -28,17 +28,21 @@ console.log(JSON.stringify(out));
 """
 
 
-def test_fields_follow_the_preset() -> None:
+def _apply(table: dict, names: list[str], choices: list[str]) -> dict[str, list[dict]]:
+    """applyFieldState in node for each chosen preset: {choice: the widgets after it}."""
     if shutil.which("node") is None:
         pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
-    table = preset_table()
-    names = list(policy_fields(next(iter(__import__("ladr_core").PRESETS.values())).policy))
     module = (ROOT / "web" / "ladr_policy_fields.js").as_uri()
     proc = subprocess.run(["node", "--input-type=module", "-e", SCRIPT % module,
-                           json.dumps([table, names])], capture_output=True, text=True,
+                           json.dumps([table, names, choices])], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    return json.loads(proc.stdout)
+
+
+def test_fields_follow_the_preset() -> None:
+    names = list(policy_fields(next(iter(__import__("ladr_core").PRESETS.values())).policy))
+    out = _apply(preset_table(), names, ["nano", "paper", "custom"])
     nano = {w["name"]: w for w in out["nano"]}
     assert nano["preset"]["label"] == "preset (brings T = 128)"
     assert nano["tau_structure"]["value"] == 0.9 and nano["seen_only"]["value"] is True
@@ -58,18 +62,10 @@ def test_fields_follow_the_preset() -> None:
 
 def test_cache_node_fields_follow_its_preset() -> None:
     """The ML-Cache Options node sends the same table shape; the same logic greys its fields."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
     from nodes.cache import FIELDS
     from nodes.cache import preset_table as cache_table
 
-    module = (ROOT / "web" / "ladr_policy_fields.js").as_uri()
-    script = SCRIPT.replace('["nano", "paper", "custom"]', '["ladr", "official", "custom"]')
-    proc = subprocess.run(["node", "--input-type=module", "-e", script % module,
-                           json.dumps([cache_table(), list(FIELDS)])], capture_output=True,
-                          text=True, timeout=60, check=False)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = _apply(cache_table(), list(FIELDS), ["ladr", "official", "custom"])
     ladr = {w["name"]: w for w in out["ladr"]}
     assert ladr["refresh_interval"]["value"] == 3 and ladr["warmup_ratio"]["value"] == 0.15
     assert all(ladr[f]["disabled"] for f in FIELDS)
