@@ -63,7 +63,7 @@ def probe(name: str | None, mask_id: int) -> Iterator[dict[str, int]]:
         hidden = hidden.view(r, pos.shape[1], -1)[:, :m].reshape(r * m, -1)
         self.stats.token_forwards += index.numel() + n_other
         fresh = self._project(hidden).view(r, m, -1)
-        return self.branches.update(index, fresh, codes).float()
+        return self.branches.update(index, fresh, codes).float(), index
 
     def update_uncond_stale(self, index, fresh, codes=None):  # type: ignore[no-untyped-def]
         if self.codes is not None and codes is not None:

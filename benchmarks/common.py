@@ -100,6 +100,9 @@ SYNC_ATEN_OPS = frozenset({
 })
 # Tensor methods that copy to host memory (free on a CPU tensor, a sync on a GPU tensor).
 SYNC_TENSOR_METHODS = frozenset({"tolist", "numpy", "__array__", "cpu"})
+# torch factories that make a host tensor when given no device (the default device is the CPU)
+HOST_FACTORIES = frozenset({"tensor", "as_tensor", "zeros", "ones", "empty", "full", "arange",
+                            "linspace", "rand", "randn", "randint", "randperm", "eye"})
 
 
 def _op_name(func: Any) -> str:
@@ -152,6 +155,12 @@ class _DispatchCounter(TorchDispatchMode):
             self.host.add(out)
             return out
         name = _op_name(func)
+        if name == "aten.copy_" and args[0] in self.host and args[1] not in self.host:
+            # device -> host buffer: a blocking copy waits; a non-blocking one into a pinned
+            # buffer (hostlag.HostLag) does not, and its reader checks an event instead
+            if not kwargs.get("non_blocking", args[2] if len(args) > 2 else False):
+                self.sink["aten.copy_(to host)"] += 1
+            return func(*args, **kwargs)
         if name in SYNC_ATEN_OPS:
             self.sink[name] += 1
         elif name in ("aten.index", "aten.index_put", "aten.index_put_"):
@@ -180,6 +189,9 @@ class _FunctionCounter(TorchFunctionMode):
             if not (isinstance(source, torch.Tensor) and source in self.host):
                 self.sink[f"Tensor.{name}" + ("(cpu)" if name == "to" else "")] += 1
         out = func(*args, **kwargs)
+        if name in HOST_FACTORIES and func is getattr(torch, name) \
+                and kwargs.get("device") in (None, "cpu"):
+            self.host.add(out)  # host memory on a GPU run too
         if to_host and isinstance(out, torch.Tensor):
             if args and out is args[0]:  # a CPU run returns the tensor itself; on a GPU the
                 out = out.clone()  # host copy is a new tensor (this mode is off in here)
@@ -197,7 +209,11 @@ class SyncCounter:
     everything computed only from them) are tracked and cost nothing further, as on a GPU; to
     keep that tracking right on a CPU run, ``.cpu()`` of a CPU tensor returns a copy inside the
     counter. ``.to(device)`` with a device object is not counted: on a CPU run it cannot be told
-    apart from a harmless ``.to(x.device)``. Use as a context manager; ``counts`` maps op name ->
+    apart from a harmless ``.to(x.device)``. A torch factory called with no ``device`` or with the
+    string ``"cpu"`` (``torch.tensor(ids)``) makes a host tensor, as on a GPU run. Copying a
+    device tensor into a host tensor is a sync unless ``non_blocking=True``: the asynchronous
+    copy into a pinned buffer that ``ladr_core.dimoo.hostlag.HostLag`` makes (into pageable
+    memory it would wait; nothing in the project does that). Use as a context manager; ``counts`` maps op name ->
     number of calls, ``total`` is their sum.
     """
 

@@ -14,7 +14,7 @@ Shape: d_model 4096, 32 layers, 32 heads, MLP 12288, vocab 134656 (LLaDA-8B, 8.0
   NFE: ``projected_s`` uses the NFE and refresh / cached counts measured on DiMOO-nano
   (benchmarks/results/ml_cache.json), labelled as such;
 * ``syncs``: CUDA host syncs per step, counted with ``torch.cuda.set_sync_debug_mode("warn")``
-  (on a CPU run: the dispatch-level ``SyncCounter``).
+  (on a CPU run: the dispatch-level ``SyncCounter``), and the ML-Cache's ``host_waits``.
 
 Imports only torch and the parts of ``ladr_core`` that need neither transformers nor diffusers.
 
@@ -273,8 +273,11 @@ def sync_rows(b: Bench, steps: int) -> list[dict[str, Any]]:
         out: list[Any] = []
         total = count_syncs(b, lambda den=den, s=strategy, p=policy, out=out: out.append(
             _sample(b, den, steps, s, p)))
+        # host_waits: ML-Cache count reads that found their copy unfinished (hostlag.py); an
+        # event wait may escape the sync debug mode, so it is reported on its own
         rows.append({"case": name, "steps": out[0].steps, "syncs": total,
-                     "per_step": total / max(out[0].steps, 1)})
+                     "per_step": total / max(out[0].steps, 1),
+                     "host_waits": den.stats.host_waits})
     return rows
 
 

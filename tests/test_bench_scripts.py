@@ -86,6 +86,24 @@ def test_sync_counter_work_on_host_copies_is_free() -> None:
     assert y is not x  # on a CPU run the counter hands out a copy, as a GPU would
 
 
+def test_sync_counter_knows_host_buffers_and_async_copies() -> None:
+    import torch
+
+    counter_cls = bench("common").SyncCounter
+    x = torch.rand(8)
+    dev = x.device  # a device object: what the project passes for its compute device
+    with counter_cls() as c:
+        ids = torch.tensor([1, 2, 3])  # host data
+        ids.sum().tolist()  # free
+        torch.zeros(3, device=dev).sum().item()  # a device tensor: a sync
+        pinned = torch.empty(2, dtype=torch.long, device="cpu")
+        pinned.copy_(x[:2].long(), non_blocking=True)  # async into a host buffer: free
+        pinned.tolist()  # free
+        pinned.copy_(x[:2].long())  # a blocking copy to the host: a sync
+    assert c.total == 2, c.counts
+    assert c.counts["aten.copy_(to host)"] == 1
+
+
 def test_native_forward_cfg_equal_without_official(tmp_path: Path) -> None:
     doc = run("native_forward", tmp_path)
     cfg = doc["cfg_batched_vs_two_calls"]

@@ -30,12 +30,18 @@ def _baseline_counts(n: int, steps: int) -> list[int]:
     return counts
 
 
+def _decide(sched: CacheSchedule, masked: list[int]) -> list[int]:
+    """Calls the schedule makes refreshes, each seeing the previous call's count (as the
+    denoiser gives it: read one call late, without a host sync)."""
+    return [s for s in range(len(masked))
+            if sched.refresh(masked[s - 1] if s else None, True)]
+
+
 @pytest.mark.parametrize("steps", [8, 10, 64, 128])
 def test_progress_schedule_is_the_official_rule_under_the_baseline(steps: int) -> None:
     """The baseline's masked counts put every call at its own index: official refresh calls."""
     cfg = MLCacheConfig() if steps == 64 else MLCacheConfig(refresh_commit=0.0)
-    sched = CacheSchedule(cfg, steps, 144)
-    got = [s for s, m in enumerate(_baseline_counts(144, steps)) if sched.refresh(m, True)]
+    got = _decide(CacheSchedule(cfg, steps, 144), _baseline_counts(144, steps))
     assert got == [s for s in range(steps) if cfg.is_refresh(s, steps)]
 
 
@@ -47,11 +53,13 @@ def test_progress_schedule_engages_when_a_run_is_ahead_of_the_baseline() -> None
     assert by_calls == list(range(len(masked)))  # the call count never leaves warm-up (38)
     sched = CacheSchedule(off, 128, 144)
     assert sched.baseline_masked[38] == 106  # the baseline's count at the end of warm-up
-    # 110 is warm-up (the baseline is there at call 34), 100 is past it; then every 5th call
-    assert [s for s, m in enumerate(masked) if sched.refresh(m, True)] == [0, 1, 2, 3, 8, 13]
+    # call 4 sees call 3's 110 (warm-up: the baseline is there at call 34), call 5 sees 100
+    # (past it); then every 5th call
+    assert _decide(sched, masked) == [0, 1, 2, 3, 4, 9, 14]
     lean = CacheSchedule(MLCacheConfig(refresh_commit=0.3), 128, 144)
-    # 110 -> 50 commits 42 % of N since the refresh at call 3: refresh at once, then 5 calls on
-    assert [s for s, m in enumerate(masked) if lean.refresh(m, True)] == [0, 1, 2, 3, 6, 11]
+    # 100 -> 50 commits 35 % of N since the refresh at call 4, seen one call later (call 7):
+    # refresh there, then 5 calls on
+    assert _decide(lean, masked) == [0, 1, 2, 3, 4, 7, 12]
 
 
 def test_packed_rows_group_runs_of_equal_length() -> None:

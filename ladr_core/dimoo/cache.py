@@ -12,17 +12,19 @@ Official semantics (``generators/image_generation_generator.py`` + the caching c
   their logits overwrite the cached logits; every other position reuses its cached logits.
 
 Schedule by progress (``CacheSchedule``; the official code counts steps, which only works for a
-sampler that takes exactly T steps). A call's *progress step* is the later of its call index and
-the first baseline call whose masked count (``CacheSchedule.baseline_masked``: the official keep
-table, at least one token per step) is at or below the run's current mean masked count. Warm-up = progress step
+sampler that takes exactly T steps). The schedule sees the mean masked count of the *previous*
+call (read without a host sync, see hostlag.py), so its decisions lag the run by one call. A
+call's *progress step* is the later of its call index and one past the first baseline call whose
+masked count (``CacheSchedule.baseline_masked``: the official keep table, at least one token per
+step) is at or below the previous call's mean masked count. Warm-up = progress step
 ``<= warmup_step``; afterwards a refresh comes ``refresh_interval`` calls after the previous one.
 For the official baseline the progress step equals the call index, so the rule IS the official
 one; LADR (which reaches the end of the schedule in 13-18 calls out of a planned 64-128) leaves
 warm-up when its masked ratio does, so its later calls are cached. LADR-aware refresh: a call
-also refreshes when the image tokens committed since the last refresh reach ``refresh_commit``
-of N (a big rescue rewrites many keys and values that the cached steps would read stale); the
-default 0.3 never fires for the official baseline at T = 64 (it commits < 13 % of N per
-``refresh_interval`` calls after warm-up).
+also refreshes when the image tokens committed between the last refresh and the previous call
+reach ``refresh_commit`` of N (a big rescue rewrites many keys and values that the cached steps
+would read stale); the default 0.3 never fires for the official baseline at T = 64 (it commits
+< 13 % of N per ``refresh_interval`` calls after warm-up).
 
 Difference from the official code (documented choice): the official ranks *every* sequence
 position, text included, by a quantile threshold; here the ranking is over the image code
@@ -63,7 +65,8 @@ class MLCacheConfig:
     the official choice (lowest max logits only).
     ``recompute_masked``: on a cached call recompute every still-masked slot and every changed
     slot (at least ``ceil((1 - cache_ratio) * N)``, topped up by lowest max logit): the logits
-    the sampler reads are all fresh; costs one host read of the count per cached call.
+    the sampler reads are all fresh; the pass's size is the previous call's largest masked count
+    per row (exactly the slots needed now, see ``DiMOODenoiser._demand``), read without a sync.
     """
 
     cache_ratio: float = 0.9
@@ -136,24 +139,36 @@ class CacheSchedule:
         self.baseline_masked: list[float] = masked
         self.calls = 0
         self.last_refresh: int | None = None  # call index of the last refresh
-        self.masked_at_refresh = float(n_codes)
+        self.masked_at_refresh = float(n_codes)  # mean masked count the last refresh saw
+        self.refresh_count_due = False  # that count arrives with the next call
 
-    def progress_step(self, masked_mean: float) -> int:
-        """max(call index, first baseline step with masked count <= masked_mean)."""
-        first = next((s for s, c in enumerate(self.baseline_masked) if c <= masked_mean),
+    def progress_step(self, masked_prev: float | None) -> int:
+        """max(call index, 1 + first baseline step with masked count <= masked_prev): the
+        previous call's progress plus the one step since (the call index at the first call)."""
+        if masked_prev is None:
+            return self.calls
+        first = next((s for s, c in enumerate(self.baseline_masked) if c <= masked_prev),
                      self.steps)
-        return max(self.calls, first)
+        return max(self.calls, first + 1)
 
-    def refresh(self, masked_mean: float, ready: bool) -> bool:
-        """Decide the current call (then advance): True = full pass, False = cached pass."""
+    def refresh(self, masked_prev: float | None, ready: bool) -> bool:
+        """Decide the current call (then advance): True = full pass, False = cached pass.
+
+        masked_prev: the mean masked count per item the previous call saw (None at the first
+        call, or when the caller has no count)."""
         cfg = self.config
-        warm = self.progress_step(masked_mean) <= cfg.warmup_step(self.steps)
+        if self.refresh_count_due and masked_prev is not None:
+            self.masked_at_refresh = masked_prev  # the previous call was the refresh
+        self.refresh_count_due = False
+        warm = self.progress_step(masked_prev) <= cfg.warmup_step(self.steps)
         due = self.last_refresh is None or self.calls - self.last_refresh >= cfg.refresh_interval
-        committed = (self.masked_at_refresh - masked_mean) / max(self.n, 1)
-        big = cfg.refresh_commit > 0 and committed >= cfg.refresh_commit
+        big = False
+        if masked_prev is not None and cfg.refresh_commit > 0:
+            committed = (self.masked_at_refresh - masked_prev) / max(self.n, 1)
+            big = committed >= cfg.refresh_commit
         full = warm or due or big or not ready
         if full:
-            self.last_refresh, self.masked_at_refresh = self.calls, masked_mean
+            self.last_refresh, self.refresh_count_due = self.calls, True
         self.calls += 1
         return full
 

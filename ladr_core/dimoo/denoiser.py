@@ -13,7 +13,8 @@
    slices), and applies CFG ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond
    rows only;
 4. with an ML-Cache config, refresh / cached calls follow cache.CacheSchedule (by progress:
-   the masked count each call sees), K/V kept packed and refreshed in place (cache.BranchCache).
+   the masked count the previous call saw, read without a host sync), K/V kept packed and
+   refreshed in place (cache.BranchCache).
 
 Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
 ``token_forwards_full`` (what full passes would have pushed for the same calls).
@@ -30,6 +31,7 @@ import torch
 from .cache import BranchCache, CacheSchedule, MLCacheConfig
 from .compile import CompiledPasses
 from .config import DiMOOIds
+from .hostlag import HostLag
 from .model import LLaDAModel
 from .packed import PackedRows, full_pass, partial_pass
 from .prompt import PromptBatch
@@ -46,6 +48,7 @@ class DenoiserStats:
     cached_steps: int = 0
     refresh_at: list[int] = field(default_factory=list)  # call indices (0-based) of refreshes
     compile_seconds: float = 0.0  # first calls of new shapes under a compiled pipeline
+    host_waits: int = 0  # ML-Cache count reads that had to wait for the device (hostlag.py)
 
 
 def valid_cfg(value: object) -> bool:
@@ -79,6 +82,7 @@ class DiMOODenoiser:
         self.branches = BranchCache(cache) if cache is not None else None
         self.schedule = (CacheSchedule(cache, steps, self.layout.n_codes)  # type: ignore[arg-type]
                          if cache is not None else None)
+        self.lag = HostLag()  # the ML-Cache's counts, read one call later (hostlag.py)
         self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager
 
     def _pack(self, batch: PromptBatch) -> None:
@@ -141,7 +145,8 @@ class DiMOODenoiser:
         return logits.float()
 
     def _cached(self, seq: torch.Tensor, codes: torch.Tensor, need: torch.Tensor | None,
-                need_max: int) -> torch.Tensor:
+                need_max: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """A cached pass: logits [R, N, K] (float32) and the recomputed code slots [R, M]."""
         assert self.branches is not None and self.branches.kv is not None
         # compiled passes: cached-pass sizes in 8 buckets of N (one graph each), eager: exact
         compiled = isinstance(self.forward_hook, CompiledPasses)
@@ -151,21 +156,7 @@ class DiMOODenoiser:
                            self.branches.kv)
         self.stats.token_forwards += index.numel()
         fresh = self._project(hidden).view(*index.shape, -1)
-        return self.branches.update(index, fresh, codes).float()
-
-    def _demand(self, seq: torch.Tensor, masked: torch.Tensor
-                ) -> tuple[float, torch.Tensor, torch.Tensor | None, int]:
-        """Mean masked count per item (the schedule's progress), the code-slot ids [R, N], the
-        slots a cached call must recompute and their per-row maximum. ONE host read per call,
-        only with an ML-Cache: the refresh-or-cached choice and the pass's size need it."""
-        assert self.branches is not None
-        codes = seq[self.code_pos]
-        need = self.branches.needed(codes, self.ids.mask)
-        total = masked.sum()
-        if need is None:
-            return float(total) / max(self.batch, 1), codes, None, 0
-        mean, need_max = torch.stack([total, need.sum(dim=1).max()]).tolist()
-        return mean / max(self.batch, 1), codes, need, int(need_max)
+        return self.branches.update(index, fresh, codes).float(), index
 
     def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
         """tokens/masked [B, N] -> guided codebook logits [B, N, K] (float32)."""
@@ -186,14 +177,37 @@ class DiMOODenoiser:
             return (1.0 + self.cfg) * cond - self.cfg * uncond
 
     def _cache_step(self, seq: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """A refresh (full pass, K/V kept) or a cached pass, as the schedule decides."""
+        """A refresh (full pass, K/V kept) or a cached pass, as the schedule decides.
+
+        No host sync: the schedule and the pass's size use the previous call's counts
+        (hostlag.py), and this call posts its own for the next one. Under ``recompute_masked``
+        the slots needed now are exactly those masked at the previous call (each was
+        recomputed then, and the sampler only unmasks), so the previous call's largest masked
+        count per item sizes this pass. A device-side check, read at the next call, refuses a
+        sampler that re-masks or rewrites committed tokens instead of silently reusing stale
+        logits for them.
+        """
         assert self.branches is not None and self.schedule is not None
-        mean, codes, need, need_max = self._demand(seq, masked)
+        prev = self.lag.read()  # [masked total, largest per item, slots skipped] or None
+        if prev is not None and prev[2]:
+            raise RuntimeError(
+                "ML-Cache with recompute_masked reused stale logits: the sampler re-masked or "
+                "changed tokens it had committed, which this cache does not support; run "
+                "without an ML-Cache or with recompute_masked=False")
+        mean = None if prev is None else prev[0] / max(self.batch, 1)
+        codes = seq[self.code_pos]
+        need = self.branches.needed(codes, self.ids.mask)
+        skipped = torch.zeros((), dtype=torch.long, device=self.device)
         if self.schedule.refresh(mean, self.branches.ready):
             logits = self._full(seq, keep_kv=True)
             self.stats.refresh_steps += 1
             self.stats.refresh_at.append(self.stats.nfe)
         else:
-            logits = self._cached(seq, codes, need, need_max)
+            logits, index = self._cached(seq, codes, need, 0 if prev is None else prev[1])
+            if need is not None and self.branches.config.recompute_masked:
+                skipped = (need.sum(dim=1) > index.shape[1]).any().long()
             self.stats.cached_steps += 1
+        per_item = masked.to(self.device).sum(dim=1)
+        self.lag.post(torch.stack([per_item.sum(), per_item.max(), skipped]))
+        self.stats.host_waits = self.lag.waits
         return logits

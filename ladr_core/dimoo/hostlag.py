@@ -1,0 +1,54 @@
+"""HostLag: a few device values read on the host one call later, without waiting for the device.
+
+The denoiser's ML-Cache needs a handful of counts per call (masked tokens, the largest row
+count). Reading them where they are computed is a host sync per call on an accelerator. Instead,
+``post`` starts an asynchronous copy into a host buffer (pinned on CUDA) and ``read``, at the
+next call, returns the values: by then the sampler's own per-step sync has waited for the
+stream, so the copy is complete and the read costs nothing. If it is not complete (a caller
+that never syncs between calls), ``read`` waits on the copy's event and counts the wait in
+``waits``, so a hidden sync shows up in the stats instead of disappearing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["HostLag"]
+
+
+class HostLag:
+    """One small integer tensor copied to the host per call, read at the next call."""
+
+    def __init__(self) -> None:
+        self.host: torch.Tensor | None = None
+        self.event: torch.cuda.Event | None = None
+        self.fresh = False  # a value was posted and not read yet
+        self.waits = 0  # reads that had to wait for the device (0 when driven by sample())
+
+    def post(self, values: torch.Tensor) -> None:
+        """Start copying ``values`` (1-D, integer, on ``device``) to the host."""
+        cuda = values.device.type == "cuda"
+        if self.host is None or self.host.shape != values.shape:
+            self.host = torch.empty(values.shape, dtype=values.dtype, device="cpu",
+                                    pin_memory=cuda)
+        if cuda or values.device.type == "cpu":
+            # async on CUDA (pinned buffer); on a CPU run the same call, done at once
+            self.host.copy_(values, non_blocking=True)
+            if cuda:
+                self.event = torch.cuda.Event()
+                self.event.record()
+        else:  # other accelerators: a plain copy, which waits, counted as such
+            self.host.copy_(values)
+            self.waits += 1
+        self.fresh = True
+
+    def read(self) -> list[int] | None:
+        """The values posted by the previous call, or None when nothing was posted since the
+        last read."""
+        if not self.fresh or self.host is None:
+            return None
+        if self.event is not None and not self.event.query():
+            self.waits += 1
+            self.event.synchronize()
+        self.fresh = False
+        return [int(v) for v in self.host.tolist()]
