@@ -67,7 +67,7 @@ def test_cache_node_fields_follow_its_preset() -> None:
 
     out = _apply(cache_table(), list(FIELDS), ["ladr", "official", "custom"])
     ladr = {w["name"]: w for w in out["ladr"]}
-    assert ladr["refresh_interval"]["value"] == 3 and ladr["warmup_ratio"]["value"] == 0.15
+    assert ladr["refresh_interval"]["value"] == 3 and ladr["warmup_ratio"]["value"] == 0.0
     assert all(ladr[f]["disabled"] for f in FIELDS)
     assert ladr["refresh_interval"]["label"] == "refresh_interval = 3"
     assert {w["name"]: w.get("value") for w in out["official"]}["refresh_interval"] == 5

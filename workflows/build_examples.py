@@ -189,7 +189,7 @@ def workflows() -> dict[str, list[Node]]:
             Node(10, "PreviewAny", (1520, 570), {}, {"source": (4, 1)}, "Baseline stats",
                  (360, 130))]
     real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 360)),
-            Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.15,
+            Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.0,
                                                        "refresh_interval": 3, "preset": "ladr"},
                  size=(300, 130)),
             sampler(4, (360, 40), "A photograph of a red fox standing in fresh snow at golden "

@@ -97,11 +97,12 @@ class MLCacheConfig:
     @classmethod
     def ladr(cls) -> MLCacheConfig:
         """Preset for LADR runs (chosen on DiMOO-nano's validation prompts, docs/ML_CACHE.md):
-        every still-masked and every just-committed slot recomputed on cached calls, a shorter
-        warm-up (0.15 of the schedule), a full refresh every 3 calls and after half of the
-        image was committed since the last one. Reusing committed tokens' K/V for longer
-        (every 4 calls or more) cost nano 0.12 to 0.16 of its score; every 3 calls, 0.02."""
-        return cls(warmup_ratio=0.15, refresh_interval=3, refresh_commit=0.5,
+        every still-masked and every just-committed slot recomputed on cached calls, no
+        warm-up, a full refresh every 3 calls and after half of the image was committed since
+        the last one. Reusing committed tokens' K/V for longer (every 4 calls or more) cost
+        nano 0.12 to 0.16 of its score; every 3 calls, 0.02. A warm-up of 0.15 of the schedule
+        only made the second call a full pass (the schedule sees the first call's count)."""
+        return cls(warmup_ratio=0.0, refresh_interval=3, refresh_commit=0.5,
                    recompute_masked=True)
 
     def warmup_step(self, steps: int) -> int:
