@@ -9,7 +9,8 @@ medians reported. Headline (``paired_ratio``, target <= 2): each sampler step is
 floor run inside the fake denoiser call on the same logits, so sampler and floor are timed
 seconds apart; the ratio of their per-step means is taken per run, median over runs. Also
 reported: median sampler time / median of the separately interleaved floor (``ratio_to_floor``)
-and the ratio of minima (least sensitive to background load). The sampler draws noise and statistics only for still-masked
+and the ratio of minima (least sensitive to background load). LADR runs its default (paper) policy and, at
+temperature 1, the ``nano`` and ``adaptive`` presets. The sampler draws noise and statistics only for still-masked
 rows (as the official loop), so its cost falls during a run: the figure is the mean per step of
 a ``--steps``-step run (default 4), the floor is always over all N tokens.
 
@@ -36,10 +37,11 @@ from benchmarks.common import (
     ratio,
     write_result,
 )
-from ladr_core import sample
+from ladr_core import POLICY_PRESETS, sample
 
 TARGET = 2.0
 STRATEGIES = ("baseline", "ladr", "prophet")
+PRESET_CASES = ("ladr[nano]", "ladr[adaptive]")  # LADR's shipped presets, temperature 1 only
 
 
 class ConstantDenoiser:
@@ -105,14 +107,17 @@ def inverse_cdf_op(logits: torch.Tensor) -> Callable[[], Any]:
 def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strategy: str,
                  temperature: float, log: list[tuple[float, float]],
                  paired_floor: bool = True) -> Callable[[], None]:
-    """One full sample() call; appends (overhead per step, paired floor per step) in s to ``log``."""
+    """One full sample() call; appends (overhead per step, paired floor per step) in s to ``log``.
+    ``strategy``: a name, or ``ladr[<preset>]`` for LADR with a policy preset."""
     b = logits.shape[0]
+    name, _, preset = strategy.partition("[")
+    policy = POLICY_PRESETS[preset.rstrip("]")] if preset else None
 
     def run() -> None:
         den = ConstantDenoiser(logits, paired_floor)
         gens = [torch.Generator().manual_seed(i) for i in range(b)]
         t0 = time.perf_counter()
-        res = sample(den, shape=(b, *grid), steps=steps, strategy=strategy,
+        res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
                      temperature=temperature, generator=gens)
         total = time.perf_counter() - t0
         log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls))
@@ -143,7 +148,7 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
     cases.update(refs)
     logs: dict[str, list[tuple[float, float]]] = {}
     for temp in temperatures:
-        for strat in STRATEGIES:
+        for strat in STRATEGIES + (PRESET_CASES if temp == 1.0 else ()):
             name = f"{strat}@T={temp:g}"
             logs[name] = []
             cases[name] = sampler_case(logits, grid, steps, strat, temp, logs[name])
