@@ -1,6 +1,6 @@
 // Local check of the widget in the REAL ComfyUI frontend (not run in CI):
 //   node tests/web/frontend_screenshot.mjs http://127.0.0.1:8188 example_workflows/x.json out.png [model_name] [size]
-// Loads the UI workflow into the app, queues it, waits for the sampler's final "ladr.step"
+// Loads the UI workflow into the app, queues it, waits for every sampler's final "ladr.step"
 // event and screenshots the canvas with the live preview widget.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,7 +41,10 @@ try {
   }, workflow);
   await page.waitForTimeout(1500);
   await page.evaluate(async () => { await window.comfyAPI.app.app.queuePrompt(0, 1); });
-  await page.waitForFunction(() => window.__ladrEvents.some((e) => e.done), null, { timeout: 600000 });
+  // Every sampler's final event (a side-by-side workflow has two; the first done is not enough).
+  const samplers = workflow.nodes.filter((n) => n.type === "LADR_DiMOOSampler").map((n) => String(n.id));
+  await page.waitForFunction((ids) => ids.every((id) => window.__ladrEvents.some(
+    (e) => e.done && e.node === id)), samplers, { timeout: 600000 });
   // The workflow's own view (its extra.ds), as a user opening it sees it, unless asked for a
   // scale.
   await page.evaluate((scale) => {
