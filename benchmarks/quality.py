@@ -297,11 +297,12 @@ def plot(results: dict[str, dict], path: Path) -> None:
 
 
 def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: int = 7) -> None:
-    """PNG: the first `n` prompts (one per group; columns) for the headline strategies (rows)."""
+    """PNG: the first `n` prompts (one per group; columns) for the headline strategies (rows):
+    the README's table, in its order, plus the baseline cut to LADR nano's NFE."""
     from PIL import Image
 
-    rows = [k for k in ("baseline-64", "ladr", "ladr-nano", "ladr-adaptive",
-                        "baseline@ladr-adaptive") if k in results]
+    rows = [k for k in ("baseline-64", "baseline@ladr-nano", "ladr-nano", "ladr-nano+mlcache",
+                        "ladr-adaptive", "ladr") if k in results]
     if not rows:
         return
     tiles = [np.concatenate(list(results[k]["_images"][:n]), axis=1) for k in rows]
