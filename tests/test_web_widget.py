@@ -132,3 +132,33 @@ def test_final_frame_counts_the_rescues_of_its_own_run_only(tmp_path) -> None:
     texts = [o["text"] for o in res[2]["ops"] if o["op"] == "text"]
     assert "3 of 12 tokens decoded by rescue (light cells)" in texts
     assert not any("decoded by rescue" in o.get("text", "") for o in res[4]["ops"])
+
+
+ORDER = [_hex(c) for c in ("#223a5e", "#3b5f94", "#6f95cc", "#b6cff0")]
+
+
+def test_final_frame_of_a_run_without_rescue_shows_its_decode_order(tmp_path) -> None:
+    """The official sampler rescues nothing: its last frame shades every token by the quarter
+    of the run in which it was decoded (it used to be one flat colour)."""
+    decoded_by_step = [2, 5, 9, 12]  # tokens decoded after steps 1..4 (a 4-step run)
+    payloads = []
+    for step, count in enumerate(decoded_by_step):
+        masked = torch.ones(1, 12, dtype=torch.bool)
+        masked[0, :count] = False
+        none = torch.zeros(1, 12, dtype=torch.bool)
+        rec = {**_record(False), "step": step, "steps": 4, "strategy": "baseline",
+               "masked": masked, "rescued": none, "unmasked": none, "phase": torch.tensor([-1])}
+        payloads.append(events.step_payload(rec, "3"))
+    stats = {"strategy": "baseline", "steps": 4, "nfe": 4, "seconds": 1.0}
+    payloads.append(events.final_payload("3", stats, payloads[-1]))
+    res = _render(payloads, tmp_path)
+    cells = res[-1]["cells"]
+    assert cells[:2] == [ORDER[0]] * 2  # step 1 of 4: first quarter, darkest
+    assert cells[2:5] == [ORDER[1]] * 3
+    assert cells[5:9] == [ORDER[2]] * 4
+    assert cells[9:] == [ORDER[3]] * 3
+    texts = [o["text"] for o in res[-1]["ops"] if o["op"] == "text"]
+    assert "decode order, darker = earlier (steps 1-4)" in texts
+    assert DECODED not in res[-1]["cells"]
+    # mid-run frames are unchanged: decoded cells in the plain colour
+    assert res[1]["cells"][:5] == [DECODED] * 5 and res[1]["cells"][5] == MASKED

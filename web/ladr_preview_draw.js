@@ -15,6 +15,8 @@ export const COLORS = {
   rescued: "#ffc400", // tokens rescued this step
   rescuedRun: "#8fb4e6", // final frame: tokens LADR's rescue decoded during the run
   done: "#7bd88f",
+  // final frame of a run without rescues: when each token was decoded, by quarter of the run
+  order: ["#223a5e", "#3b5f94", "#6f95cc", "#b6cff0"],
 };
 
 export const HEADER = 22;
@@ -73,25 +75,47 @@ function runs(bits, grid, rect, fill) {
   return ops;
 }
 
-/** The run's rescue map so far, updated with one payload (pure: returns a new state). A
- * payload at step 1, or on another grid, starts a new run. */
+/** The run so far, updated with one payload (pure: returns a new state): its rescue map and
+ * the step at which each token was first seen decoded (0: not yet). A payload at step 1, or
+ * on another grid, starts a new run. */
 export function trackRun(run, payload) {
   if (!payload || !payload.grid) return run;
   const n = payload.grid[0] * payload.grid[1];
-  const bits = !run || run.n !== n || payload.step === 1 ? new Uint8Array(n) : run.bits.slice();
+  const fresh = !run || run.n !== n || payload.step === 1;
+  const bits = fresh ? new Uint8Array(n) : run.bits.slice();
+  const order = fresh ? new Uint16Array(n) : run.order.slice();
   const now = decodeBits(payload.rescued_bits, n);
-  for (let i = 0; i < n; i++) bits[i] |= now[i];
-  return { n, bits };
+  const masked = decodeBits(payload.masked_bits, n);
+  for (let i = 0; i < n; i++) {
+    bits[i] |= now[i];
+    if (!masked[i] && order[i] === 0) order[i] = Number(payload.step) || 1;
+  }
+  return { n, bits, order };
 }
 
-/** What drawFrame gets: the payload, and on the final event the run's rescue map too. */
+/** What drawFrame gets: the payload, and on the final event the run's rescue map and decode
+ * order too. */
 export function shownPayload(run, payload) {
   if (!payload || !payload.done || !run) return payload;
-  return { ...payload, rescued_run: Array.from(run.bits) };
+  return { ...payload, rescued_run: Array.from(run.bits), decode_order: Array.from(run.order) };
+}
+
+/** Final frame of a run without rescues: cells shaded by the quarter of the run in which they
+ * were decoded (darker = earlier); the header says so. */
+function orderOps(order, grid, rect) {
+  const last = order.reduce((a, b) => Math.max(a, b), 0);
+  if (last < 2) return null; // decoded in one step: nothing to tell apart
+  const ops = [];
+  COLORS.order.forEach((fill, band) => {
+    const bits = order.map((s) => (s > 0 && Math.min(3, Math.floor((4 * (s - 1)) / last)) === band ? 1 : 0));
+    ops.push(...runs(bits, grid, rect, fill));
+  });
+  return { ops, header: `decode order, darker = earlier (steps 1-${last})` };
 }
 
 /** payload -> draw ops (pure). On the final frame (every token decoded) the cells LADR's
- * rescue decoded during the run are lighter, and the header counts them. */
+ * rescue decoded during the run are lighter, and the header counts them; a run without
+ * rescues (the official sampler, Prophet) shows its decode order instead. */
 export function planFrame(payload, width, height) {
   const ops = [{ op: "rect", x: 0, y: 0, w: width, h: height, fill: COLORS.background }];
   if (!payload || !payload.grid) {
@@ -110,8 +134,14 @@ export function planFrame(payload, width, height) {
   } else {
     ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
   }
-  const header = rescuedInRun > 0
+  let header = rescuedInRun > 0
     ? `${rescuedInRun} of ${n} tokens decoded by rescue (light cells)` : counterText(payload);
+  const order = payload.done && payload.decode_order && rescuedInRun === 0
+    ? orderOps(payload.decode_order, grid, rect) : null;
+  if (order) {
+    ops.push(...order.ops);
+    header = order.header;
+  }
   ops.push({ op: "text", x: 6, y: 15, text: header, color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
