@@ -235,6 +235,23 @@ def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
         assert len(outputs[saves[0]]["images"]) == 4
 
 
+def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> None:
+    """LADR + ML-Cache Options (preset ladr) in the real host: the cache engages (its counts
+    reach the host one call late, without a sync) and the sampler's stats show the saving."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["9"] = {"class_type": "LADR_MLCacheOptions",
+               "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
+                          "preset": "ladr"}}
+    wf["3"]["inputs"].update(cache=["9", 0], seed=777)
+    pid, msgs = _run(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    final = [m["data"] for m in msgs if m["type"] == "ladr.step"][-1]
+    assert final["done"] and final["stats"]["forwards_saved_pct"] > 0, final["stats"]
+    _, hist = http(port, f"/history/{pid}")
+    assert hist[pid]["outputs"]["5"]["images"]
+
+
 @pytest.mark.parametrize(("mutate", "needle"), [
     (lambda wf: wf["1"]["inputs"].update(model_name="Lumina-DiMOO"), "models/lumina_dimoo"),
     (lambda wf: wf["3"]["inputs"].update(prompt=""), "prompt is empty"),
