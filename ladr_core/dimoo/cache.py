@@ -141,7 +141,6 @@ class CacheSchedule:
         self.calls = 0
         self.last_refresh: int | None = None  # call index of the last refresh
         self.masked_at_refresh = float(n_codes)  # mean masked count the last refresh saw
-        self.refresh_count_due = False  # that count arrives with the next call
 
     def progress_step(self, masked_prev: float | None) -> int:
         """max(call index, 1 + first baseline step with masked count <= masked_prev): the
@@ -158,9 +157,8 @@ class CacheSchedule:
         masked_prev: the mean masked count per item the previous call saw (None at the first
         call, or when the caller has no count)."""
         cfg = self.config
-        if self.refresh_count_due and masked_prev is not None:
+        if self.last_refresh == self.calls - 1 and masked_prev is not None:
             self.masked_at_refresh = masked_prev  # the previous call was the refresh
-        self.refresh_count_due = False
         warm = self.progress_step(masked_prev) <= cfg.warmup_step(self.steps)
         due = self.last_refresh is None or self.calls - self.last_refresh >= cfg.refresh_interval
         big = False
@@ -169,7 +167,7 @@ class CacheSchedule:
             big = committed >= cfg.refresh_commit
         full = warm or due or big or not ready
         if full:
-            self.last_refresh, self.refresh_count_due = self.calls, True
+            self.last_refresh = self.calls  # its count arrives with the next call
         self.calls += 1
         return full
 

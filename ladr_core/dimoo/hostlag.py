@@ -26,7 +26,8 @@ class HostLag:
         self.waits = 0  # reads that had to wait for the device (0 when driven by sample())
 
     def post(self, values: torch.Tensor) -> None:
-        """Start copying ``values`` (1-D, integer, on ``device``) to the host."""
+        """Start copying ``values`` (a small 1-D integer tensor on the compute device) to the
+        host."""
         cuda = values.device.type == "cuda"
         if self.host is None or self.host.shape != values.shape:
             self.host = torch.empty(values.shape, dtype=values.dtype, device="cpu",
