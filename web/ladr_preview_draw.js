@@ -100,9 +100,17 @@ export function shownPayload(run, payload) {
   return { ...payload, rescued_run: Array.from(run.bits), decode_order: Array.from(run.order) };
 }
 
-/** Final frame of a run without rescues: cells shaded by the quarter of the run in which they
- * were decoded (darker = earlier); the header says so. */
-function orderOps(order, grid, rect) {
+/** Last frame (every token decoded): the cells the run's rescue decoded, lighter, with their
+ * count; for a run without rescues, the cells shaded by the quarter of the run in which they
+ * were decoded (darker = earlier). null when there is nothing to tell apart. */
+function finalMap(payload, grid, rect, n) {
+  const rescued = payload.rescued_run ?? [];
+  const count = rescued.reduce((a, b) => a + b, 0);
+  if (count > 0) {
+    return { ops: runs(rescued, grid, rect, COLORS.rescuedRun),
+             header: `${count} of ${n} tokens decoded by rescue (light cells)` };
+  }
+  const order = payload.decode_order ?? [];
   const last = order.reduce((a, b) => Math.max(a, b), 0);
   if (last < 2) return null; // decoded in one step: nothing to tell apart
   const ops = [];
@@ -127,22 +135,11 @@ export function planFrame(payload, width, height) {
   const rect = fitRect(grid, width, height);
   ops.push({ op: "rect", x: rect.x, y: rect.y, w: rect.w, h: rect.h, fill: COLORS.decoded });
   ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
-  const run = payload.done && payload.rescued_run ? payload.rescued_run : null;
-  const rescuedInRun = run ? run.reduce((a, b) => a + b, 0) : 0;
-  if (rescuedInRun > 0) {
-    ops.push(...runs(run, grid, rect, COLORS.rescuedRun));
-  } else {
-    ops.push(...runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued));
-  }
-  let header = rescuedInRun > 0
-    ? `${rescuedInRun} of ${n} tokens decoded by rescue (light cells)` : counterText(payload);
-  const order = payload.done && payload.decode_order && rescuedInRun === 0
-    ? orderOps(payload.decode_order, grid, rect) : null;
-  if (order) {
-    ops.push(...order.ops);
-    header = order.header;
-  }
-  ops.push({ op: "text", x: 6, y: 15, text: header, color: COLORS.text });
+  const final = payload.done ? finalMap(payload, grid, rect, n) : null;
+  ops.push(...(final ? final.ops
+    : runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued)));
+  ops.push({ op: "text", x: 6, y: 15, text: final ? final.header : counterText(payload),
+             color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
     ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats, payload.steps), color: COLORS.done });
