@@ -199,6 +199,12 @@ class _FunctionCounter(TorchFunctionMode):
         return out
 
 
+def sampler_reads(steps_run: int, steps: int) -> int:
+    """Host reads ``sample()`` makes in a run of ``steps_run`` of ``steps`` planned steps: one per
+    step, none after step T (the loop ends there without an exit check)."""
+    return steps_run - (steps_run == steps)
+
+
 class SyncCounter:
     """Count operations that would force a host<->device sync on a GPU, on any device.
 
