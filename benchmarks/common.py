@@ -247,6 +247,36 @@ class SyncCounter:
         return Counter(self.counts)
 
 
+def cuda_syncs(run: Callable[[], Any]) -> int:
+    """CUDA host syncs of ``run``, counted by ``torch.cuda.set_sync_debug_mode("warn")`` (one
+    warning per synchronizing call). A wait on a CUDA event is not reported by that mode; the
+    ML-Cache counts its own (``DenoiserStats.host_waits``)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            run()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    return sum("synchroniz" in str(w.message).lower() for w in caught)
+
+
+def device_slug(device: torch.device) -> str:
+    """``nvidia_h100_80gb_hbm3`` for a GPU, ``cpu`` otherwise: the suffix of GPU result files."""
+    import re
+
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def sync_device(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on a CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -257,9 +287,12 @@ def env_info() -> dict[str, Any]:
                                 capture_output=True, text=True, check=False).stdout.strip()
     except OSError:
         commit = ""
+    gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else None
     return {
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "git_commit": commit,
+        # a copy of the tree without .git (the GPU box) names its commit in LADR_GIT_COMMIT
+        "git_commit": commit or os.environ.get("LADR_GIT_COMMIT", ""),
+        "gpu": gpu,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),

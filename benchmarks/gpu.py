@@ -25,16 +25,23 @@ Imports only torch and the parts of ``ladr_core`` that need neither transformers
 from __future__ import annotations
 
 import json
-import re
 import statistics
 import time
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR, SyncCounter, apply_threads, base_parser, write_result
+from benchmarks.common import (
+    RESULTS_DIR,
+    SyncCounter,
+    apply_threads,
+    base_parser,
+    cuda_syncs,
+    device_slug,
+    sync_device,
+    write_result,
+)
 from ladr_core.dimoo.cache import MLCacheConfig
 from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
 from ladr_core.dimoo.denoiser import DiMOODenoiser
@@ -97,20 +104,15 @@ def build_model(config: LLaDAConfig, device: torch.device, dtype: torch.dtype) -
     return model.eval().requires_grad_(False)
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def timed(fn: Callable[[], Any], device: torch.device, reps: int) -> float:
     """Median seconds of ``reps`` calls after one warm-up call."""
     fn()
-    _sync(device)
+    sync_device(device)
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()
         fn()
-        _sync(device)
+        sync_device(device)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -147,10 +149,10 @@ def peak_bytes(b: Bench, run: Callable[[], Any]) -> int:
         with LiveBytes() as mem:
             run()
         return mem.peak
-    _sync(b.device)
+    sync_device(b.device)
     torch.cuda.reset_peak_memory_stats(b.device)
     run()
-    _sync(b.device)
+    sync_device(b.device)
     return torch.cuda.max_memory_allocated(b.device)
 
 
@@ -231,10 +233,10 @@ def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for name, (strategy, steps, policy, cache) in e2e_cases().items():
         den = b.denoiser(cache, steps)
-        _sync(b.device)
+        sync_device(b.device)
         t0 = time.perf_counter()
         res = _sample(b, den, steps, strategy, policy)
-        _sync(b.device)
+        sync_device(b.device)
         wall = time.perf_counter() - t0
         row = {"case": name, "steps": steps, "calls": res.nfe, "wall_s": wall,
                "ms_per_call": wall / res.nfe * 1e3, "refresh_calls": den.stats.refresh_steps,
@@ -251,19 +253,12 @@ def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def count_syncs(b: Bench, run: Callable[[], Any]) -> int:
-    """Host syncs of ``run``: CUDA's sync debug mode (one warning per sync), else SyncCounter."""
-    if b.device.type != "cuda":
-        with SyncCounter() as counter:
-            run()
-        return counter.total
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        torch.cuda.set_sync_debug_mode("warn")
-        try:
-            run()
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
-    return sum("synchroniz" in str(w.message).lower() for w in caught)
+    """Host syncs of ``run``: CUDA's sync debug mode on a GPU, else ``SyncCounter``."""
+    if b.device.type == "cuda":
+        return cuda_syncs(run)
+    with SyncCounter() as counter:
+        run()
+    return counter.total
 
 
 def sync_rows(b: Bench, steps: int) -> list[dict[str, Any]]:
@@ -279,11 +274,6 @@ def sync_rows(b: Bench, steps: int) -> list[dict[str, Any]]:
                      "per_step": total / max(out[0].steps, 1),
                      "host_waits": den.stats.host_waits})
     return rows
-
-
-def device_slug(device: torch.device) -> str:
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

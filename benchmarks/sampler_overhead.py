@@ -17,7 +17,13 @@ a ``--steps``-step run (default 4), the floor is always over all N tokens.
 When a case misses the target, one extra run is profiled with ``torch.profiler`` and the ops
 with the largest self CPU time are written next to it (``top_ops``).
 
-Run: ``python -m benchmarks.sampler_overhead [--batch 1 2] [--steps 6]``.
+On a GPU (``--device cuda``) every timed region ends with a device synchronize, the fake
+denoiser first waits for the sampler's queued kernels (their time is the sampler's), and each
+sampler case also reports ``kernels_per_step`` (CUDA kernel launches, from ``torch.profiler``):
+at B = 1 the sampler's kernels are small, so their count, not their arithmetic, sets its time.
+The result goes to ``sampler_overhead_<gpu>.json``.
+
+Run: ``python -m benchmarks.sampler_overhead [--batch 1 2] [--steps 6] [--device cuda]``.
 """
 
 from __future__ import annotations
@@ -32,9 +38,11 @@ import torch
 from benchmarks.common import (
     apply_threads,
     base_parser,
+    device_slug,
     interleaved,
     print_table,
     ratio,
+    sync_device,
     write_result,
 )
 from ladr_core import POLICY_PRESETS, sample
@@ -54,15 +62,18 @@ class ConstantDenoiser:
 
     def __init__(self, logits: torch.Tensor, paired_floor: bool = False) -> None:
         self.logits = logits
+        self.device = logits.device
         self.paired_floor = paired_floor
         self.seconds = 0.0
         self.floor_seconds = 0.0
         self.calls = 0
 
     def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        sync_device(self.device)  # the sampler's queued kernels finish on the sampler's clock
         t0 = time.perf_counter()
         if self.paired_floor:
             torch.softmax(self.logits, dim=-1).topk(2, dim=-1)
+            sync_device(self.device)
             self.floor_seconds += time.perf_counter() - t0
         out = self.logits
         self.seconds += time.perf_counter() - t0
@@ -76,32 +87,47 @@ def make_logits(batch: int, n: int, k: int, seed: int = 0, scale: float = 4.0) -
     return torch.randn(batch, n, k, generator=g) * scale
 
 
+def synced(fn: Callable[[], Any], device: torch.device) -> Callable[[], Any]:
+    """``fn`` followed by a device synchronize, so a wall-clock timer sees its kernels."""
+    def run() -> Any:
+        out = fn()
+        sync_device(device)
+        return out
+
+    return run
+
+
+def generators(n: int, device: torch.device) -> list[torch.Generator]:
+    return [torch.Generator(device=device).manual_seed(i) for i in range(n)]
+
+
 def floor_op(logits: torch.Tensor) -> Callable[[], Any]:
     """The floor: one softmax and one top-2 over the logits."""
-    return lambda: torch.softmax(logits, dim=-1).topk(2, dim=-1)
+    return synced(lambda: torch.softmax(logits, dim=-1).topk(2, dim=-1), logits.device)
 
 
 def gumbel_draw_op(logits: torch.Tensor) -> Callable[[], Any]:
     """Reference: only the official per-item Gumbel noise draw [N, K] (uniform + 2 logs)."""
     from ladr_core.noise import gumbel_
 
-    gens = [torch.Generator().manual_seed(i) for i in range(logits.shape[0])]
+    gens = generators(logits.shape[0], logits.device)
     n, k = logits.shape[1:]
-    return lambda: [gumbel_(torch.rand(n, k, generator=g)) for g in gens]
+    return synced(lambda: [gumbel_(torch.rand(n, k, generator=g, device=g.device))
+                           for g in gens], logits.device)
 
 
 def inverse_cdf_op(logits: torch.Tensor) -> Callable[[], Any]:
     """Reference (a proposal, not what the sampler does): categorical sampling with ONE uniform
     per token, softmax -> cumsum -> searchsorted, instead of N x K Gumbel draws. Same
     distribution, different random stream (no bit parity with the official sampler)."""
-    g = torch.Generator().manual_seed(0)
+    g = torch.Generator(device=logits.device).manual_seed(0)
 
     def run() -> torch.Tensor:
         cdf = torch.softmax(logits, dim=-1).cumsum_(dim=-1)
-        u = torch.rand(*logits.shape[:2], 1, generator=g) * cdf[..., -1:]
+        u = torch.rand(*logits.shape[:2], 1, generator=g, device=g.device) * cdf[..., -1:]
         return torch.searchsorted(cdf, u).clamp_(max=logits.shape[-1] - 1)
 
-    return run
+    return synced(run, logits.device)
 
 
 def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strategy: str,
@@ -115,32 +141,53 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
 
     def run() -> None:
         den = ConstantDenoiser(logits, paired_floor)
-        gens = [torch.Generator().manual_seed(i) for i in range(b)]
+        gens = generators(b, logits.device)
+        sync_device(logits.device)
         t0 = time.perf_counter()
         res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
                      temperature=temperature, generator=gens)
+        sync_device(logits.device)
         total = time.perf_counter() - t0
         log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls))
 
     return run
 
 
-def profile_top_ops(fn: Callable[[], None], top: int = 6) -> list[dict[str, Any]]:
-    """Self-CPU time of the heaviest ops in one call of ``fn`` (ms and share of the total)."""
+LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernelEx")
+
+
+def profile_run(fn: Callable[[], None], device: torch.device,
+                top: int = 6) -> tuple[list[dict[str, Any]], int]:
+    """One call of ``fn`` under ``torch.profiler``: its heaviest ops by self CPU time (ms and
+    share of the total; on a GPU also their device time) and its CUDA kernel launches."""
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    with profile(activities=activities) as prof:
         fn()
-    events = [e for e in prof.key_averages() if e.self_cpu_time_total > 0]
+        sync_device(device)
+    averages = prof.key_averages()
+    launches = sum(e.count for e in averages if e.key in LAUNCHES)
+    events = [e for e in averages if e.self_cpu_time_total > 0 and e.key not in LAUNCHES]
     total = sum(e.self_cpu_time_total for e in events) or 1.0
     events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
-    return [{"op": e.key, "self_cpu_ms": e.self_cpu_time_total / 1e3, "calls": e.count,
-             "share": e.self_cpu_time_total / total} for e in events[:top]]
+    ops = []
+    for e in events[:top]:
+        op = {"op": e.key, "self_cpu_ms": e.self_cpu_time_total / 1e3, "calls": e.count,
+              "share": e.self_cpu_time_total / total}
+        if device.type == "cuda":
+            op["self_device_ms"] = getattr(e, "self_device_time_total", 0) / 1e3
+        ops.append(op)
+    return ops, launches
 
 
 def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int,
-                temperatures: tuple[float, ...]) -> list[dict[str, Any]]:
-    logits = make_logits(batch, grid[0] * grid[1], k)
+                temperatures: tuple[float, ...],
+                device: torch.device | None = None) -> list[dict[str, Any]]:
+    device = device or torch.device("cpu")
+    logits = make_logits(batch, grid[0] * grid[1], k).to(device)
     checksum = float(logits.sum())
     cases: dict[str, Callable[[], Any]] = {"floor": floor_op(logits)}
     refs = {"ref: gumbel noise draw only": gumbel_draw_op(logits),
@@ -171,10 +218,15 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
                "ratio_to_floor": ratio(statistics.median(timed), floor),
                "ratio_of_minima": ratio(min(timed), floor_min),
                "paired_ratio": paired, "meets_target": paired <= TARGET}
-        if paired > TARGET:
+        if paired > TARGET or device.type == "cuda":
             strat, temp = name.split("@T=")
-            row["top_ops"] = profile_top_ops(
-                sampler_case(logits, grid, steps, strat, float(temp), [], paired_floor=False))
+            steps_log: list[tuple[float, float]] = []
+            ops, launches = profile_run(sampler_case(logits, grid, steps, strat, float(temp),
+                                                     steps_log, paired_floor=False), device)
+            if paired > TARGET:
+                row["top_ops"] = ops
+            if device.type == "cuda":
+                row["kernels_per_step"] = launches / steps
         rows.append(row)
     return rows
 
@@ -184,14 +236,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--batch", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--steps", type=int, default=None, help="sampler steps per timed run")
     parser.add_argument("--temperatures", type=float, nargs="+", default=[1.0, 0.0])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     args = parser.parse_args(argv)
     apply_threads(args)
+    device = torch.device(args.device)
     grid, k = ((8, 8), 64) if args.tiny else ((64, 64), 8192)
     steps = args.steps or 4
     reps = args.reps or (2 if args.tiny else 3)
     rows: list[dict[str, Any]] = []
     for b in args.batch:
-        rows += bench_batch(b, grid, k, steps, reps, tuple(args.temperatures))
+        rows += bench_batch(b, grid, k, steps, reps, tuple(args.temperatures), device)
     print_table(f"sampler overhead per step, {grid[0]}x{grid[1]} tokens, K={k} "
                 f"(target <= {TARGET}x floor)",
                 [{k2: v for k2, v in r.items() if k2 != "top_ops"} for r in rows])
@@ -199,9 +253,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if "top_ops" in r:
             ops = ", ".join(f"{o['op']} {o['share']:.0%}" for o in r["top_ops"][:4])
             print(f"  {r['case']} B={r['batch']} misses; heaviest ops: {ops}")
-    result = {"grid": list(grid), "codes": k, "steps": steps, "target_ratio": TARGET,
-              "rows": rows}
-    print(f"wrote {write_result('sampler_overhead', result, args.out)}")
+    result = {"device": device_slug(device), "grid": list(grid), "codes": k, "steps": steps,
+              "target_ratio": TARGET, "rows": rows}
+    name = "sampler_overhead" + ("" if device.type == "cpu" else f"_{device_slug(device)}")
+    print(f"wrote {write_result(name, result, args.out)}")
     return result
 
 
