@@ -16,6 +16,7 @@ Every operation is batched over items with no host synchronisation and no host -
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
@@ -41,11 +42,19 @@ if TYPE_CHECKING:  # annotations only
     from .step import RunInfo, Stats, StepRule
 
 
+@functools.lru_cache(maxsize=64)
+def _table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """values as a tensor on `device`, made once per process by fills (Python scalars enter
+    kernels as arguments: no host -> device copy, no sync)."""
+    out = torch.empty(len(values), dtype=dtype, device=device)
+    for i, v in enumerate(values):
+        out[i].fill_(v)
+    return out
+
+
 def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """values[phase[b]] per item: [B] of `dtype`, built from Python scalars on phase's device."""
-    out = torch.full(phase.shape, values[0], dtype=dtype, device=phase.device)
-    out = torch.where(phase == 1, values[1], out)
-    return torch.where(phase == 2, values[2], out)
+    """values[phase[b]] per item: [B] of `dtype` (one gather from a cached per-phase table)."""
+    return _table(tuple(values), dtype, phase.device)[phase]
 
 
 @dataclass(frozen=True)
@@ -142,8 +151,8 @@ class LADR(Strategy):
     def phase(self, t_eff: torch.Tensor) -> torch.Tensor:
         """Phase per item from t_eff [B] (line 26, Sec. 3.3.2): LongTensor [B], index into
         PHASE_NAMES: 0 exploration (t_eff < lo), 1 structure (< hi), 2 refinement."""
-        lo, hi = self.policy.phase_bounds
-        return (t_eff >= lo).long() + (t_eff >= hi).long()
+        bounds = _table(tuple(self.policy.phase_bounds), t_eff.dtype, t_eff.device)
+        return torch.bucketize(t_eff, bounds, right=True)  # how many bounds t_eff reached
 
     def rescue(self, m_std: torch.Tensor, top1: torch.Tensor, margin: torch.Tensor,
                phase: torch.Tensor, grid: tuple[int, int], uniform: torch.Tensor | None,

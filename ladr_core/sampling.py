@@ -13,6 +13,7 @@ gathers and draws.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,39 +89,67 @@ def _item_rows(
 
 
 def _to_positions(
-    vals: torch.Tensor | None, idx: torch.Tensor | None, n: int
-) -> torch.Tensor | None:
-    """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None."""
-    if vals is None or idx is None:
-        return vals
-    return vals.new_zeros((vals.shape[0], n)).scatter_(1, idx, vals)
+    fields: dict[str, torch.Tensor | None], idx: torch.Tensor | None, n: int
+) -> dict[str, torch.Tensor | None]:
+    """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None.
+
+    Fields of one dtype move together (one stack, one fill, one scatter): at B = 1 on a GPU a
+    step is bound by its count of small kernels, not by their size.
+    """
+    if idx is None:
+        return dict(fields)
+    out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
+    groups: dict[torch.dtype, list[str]] = {}
+    for name, vals in fields.items():
+        if vals is not None:
+            groups.setdefault(vals.dtype, []).append(name)
+    for names in groups.values():
+        vals = torch.stack([fields[name] for name in names])  # [F, B, M]
+        where = idx.expand(len(names), *idx.shape)
+        moved = vals.new_zeros((len(names), idx.shape[0], n)).scatter_(2, where, vals)
+        out.update(zip(names, moved.unbind(0), strict=True))
+    return out
+
+
+def top2_(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Largest and second-largest value of each row of x [L, K], and the largest's index: [L]
+    each, the values of ``x.topk(2)`` (a tie for the top gives two equal values). x is
+    overwritten (its maxima become -inf).
+
+    Two max reductions and an [L]-element scatter instead of a top-k: on a GPU a top-2 over
+    [4096, 8192] costs several max reductions (it was most of a LADR step's device time).
+    """
+    first, index = x.max(dim=-1)
+    second = x.scatter_(-1, index.unsqueeze(-1), -math.inf).amax(dim=-1)
+    return first, second, index
 
 
 def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
                buf: torch.Tensor) -> Stats:
     """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
 
-    One softmax, then top-2 on it (top1 / margin / argmax) or on the logits (logit_gap) and a
-    gather for p(sampled), as the official loop does on its [1, L, K] masked rows. sampled: the
-    Gumbel-max sample [L], or None for greedy (argmax of the logits, as official). buf: a
-    float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is written
-    into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation).
+    One softmax, then the top two of it (top1 / margin / argmax) or of the logits (logit_gap)
+    and a gather for p(sampled), as the official loop does on its [1, L, K] masked rows.
+    sampled: the Gumbel-max sample [L], or None for greedy (argmax of the logits, as official).
+    buf: a float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is
+    written into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation), and
+    before that, for logit_gap, a copy of x (x itself may be the denoiser's tensor).
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)
     out = Stats(sampled)
     want = needs.stats
+    own = buf if buf.dtype == x.dtype else None
     if "logit_gap" in want:
-        top2 = x.topk(2, dim=-1).values
-        out.logit_gap = top2[:, 0] - top2[:, 1]
-    probs = torch.softmax(x, dim=-1, out=buf if buf.dtype == x.dtype else None)
+        first, second, _ = top2_(own.copy_(x) if own is not None else x.clone())
+        out.logit_gap = first - second
+    probs = torch.softmax(x, dim=-1, out=own)
     if "log_conf" in want:
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
         out.log_conf = torch.log(conf.clamp_min(1e-20))
     if want & {"top1", "margin", "argmax"}:
-        top2 = probs.topk(2, dim=-1)
-        out.top1, out.margin = top2.values[:, 0], top2.values[:, 0] - top2.values[:, 1]
-        out.argmax = top2.indices[:, 0]
+        out.top1, second, out.argmax = top2_(probs)  # probs is ours: overwritten
+        out.margin = out.top1 - second
     return out
 
 
@@ -128,6 +157,11 @@ def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tu
                 like: torch.Tensor) -> dict[str, torch.Tensor | None]:
     """Per-item [L_i] fields -> [B, M] (0 in padding and for items with nothing masked)."""
     out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
+    if b == 1 and len(parts) == 1 and parts[0][1] == m:  # one item fills the rows: views
+        for name in fields:
+            v = getattr(parts[0][2], name)
+            out[name] = None if v is None else v.unsqueeze(0)
+        return out
     for i, count, part in parts:
         for name in fields:
             v = getattr(part, name)
@@ -234,9 +268,9 @@ class _Run:
         if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
             pred["sampled"] = logits.new_zeros((b, m), dtype=torch.long)
         noise = _stack_rows(noises, b, m, ("remask", "uniform"), logits)
-        return (Stats(**{f: _to_positions(pred[f], idx, self.n) for f in names}),
-                StepNoise(None, *(_to_positions(noise[f], idx, self.n)
-                                  for f in ("remask", "uniform"))))
+        moved = _to_positions({**pred, **noise}, idx, self.n)
+        return (Stats(**{f: moved[f] for f in names}),
+                StepNoise(None, moved["remask"], moved["uniform"]))
 
     def step(self, step: int) -> dict[str, Any]:
         """One denoise call and one unmasking decision by the strategy; returns the record."""
