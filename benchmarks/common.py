@@ -37,6 +37,9 @@ NOISE_NOTE = (
     "compare ratios measured in the same run, not absolute times across runs."
 )
 
+GPU_NOTE = ("GPU figures from a lent machine (its device name is in 'gpu'); the host CPU only "
+            "dispatches, so a time here is comparable within this file's run.")
+
 
 # --------------------------------------------------------------------------- timing
 
@@ -247,10 +250,11 @@ class SyncCounter:
         return Counter(self.counts)
 
 
-def cuda_syncs(run: Callable[[], Any]) -> int:
+def cuda_syncs(run: Callable[[], Any], sites: Counter | None = None) -> int:
     """CUDA host syncs of ``run``, counted by ``torch.cuda.set_sync_debug_mode("warn")`` (one
     warning per synchronizing call). A wait on a CUDA event is not reported by that mode; the
-    ML-Cache counts its own (``DenoiserStats.host_waits``)."""
+    ML-Cache counts its own (``DenoiserStats.host_waits``). ``sites``, when given, counts the
+    Python lines that made them (``path:line`` relative to the repository)."""
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:
@@ -260,7 +264,13 @@ def cuda_syncs(run: Callable[[], Any]) -> int:
             run()
         finally:
             torch.cuda.set_sync_debug_mode(0)
-    return sum("synchroniz" in str(w.message).lower() for w in caught)
+    syncs = [w for w in caught if "synchroniz" in str(w.message).lower()]
+    if sites is not None:
+        for w in syncs:
+            path = Path(w.filename)
+            where = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+            sites[f"{where}:{w.lineno}"] += 1
+    return len(syncs)
 
 
 def device_slug(device: torch.device) -> str:
@@ -291,7 +301,7 @@ def env_info() -> dict[str, Any]:
     return {
         "utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         # a copy of the tree without .git (the GPU box) names its commit in LADR_GIT_COMMIT
-        "git_commit": commit or os.environ.get("LADR_GIT_COMMIT", ""),
+        "git_commit": os.environ.get("LADR_GIT_COMMIT") or commit,
         "gpu": gpu,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
@@ -300,7 +310,7 @@ def env_info() -> dict[str, Any]:
         "machine": platform.machine(),
         "processor": _cpu_model(),
         "load_avg_1m": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-        "note": NOISE_NOTE,
+        "note": GPU_NOTE if gpu else NOISE_NOTE,
     }
 
 

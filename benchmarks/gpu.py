@@ -167,8 +167,10 @@ def memory_rows(b: Bench) -> dict[str, Any]:
     """Peak memory per mode; fp8 / low-VRAM come from loaders that may not be in this build."""
     gib = 2.0 ** 30
     rows: dict[str, Any] = {}
+    resident = torch.cuda.memory_allocated(b.device) if b.device.type == "cuda" else None
     plain = peak_bytes(b, lambda: _sample(b, b.denoiser(), 2))
-    rows["bf16"] = {"peak_gib": plain / gib}
+    rows["bf16"] = {"peak_gib": plain / gib,
+                    "resident_gib": resident / gib if resident is not None else None}
     lean = MLCacheConfig(warmup_ratio=0.0, refresh_interval=2)
     holder: dict[str, DiMOODenoiser] = {}
 
@@ -178,6 +180,7 @@ def memory_rows(b: Bench) -> dict[str, Any]:
 
     peak = peak_bytes(b, cached_run)
     kept = holder["den"].branches.nbytes() if holder["den"].branches else 0
+    holder.clear()  # the denoiser holds the bf16 model, which the variants below must not see
     rows["ml_cache"] = {"peak_gib": peak / gib, "cache_gib": kept / gib,
                         "extra_over_cache": (peak - plain) / kept if kept else None}
     for mode in ("fp8", "low_vram"):
@@ -195,16 +198,22 @@ def variant_peak(b: Bench, mode: str) -> dict[str, Any]:
     except (ImportError, AttributeError) as exc:
         return {"peak_gib": None, "status": f"unavailable in this build ({exc})"}
     b.model = None  # type: ignore[assignment]
+    left = None
     if b.device.type == "cuda":
         torch.cuda.empty_cache()
+        left = torch.cuda.memory_allocated(b.device)  # ~0 unless something still holds a model
     try:
         b.model = build(b.config, b.device, mode)
+        resident = torch.cuda.memory_allocated(b.device) if b.device.type == "cuda" else None
         peak = peak_bytes(b, lambda: _sample(b, b.denoiser(), 2))
     except (NotImplementedError, TypeError, ValueError, RuntimeError) as exc:
         return {"peak_gib": None, "status": f"unavailable in this build ({exc})"}
     finally:
         b.model = None  # type: ignore[assignment]
-    return {"peak_gib": peak / 2.0 ** 30, "status": "measured"}
+    gib = 2.0 ** 30
+    return {"peak_gib": peak / gib, "resident_gib": resident / gib if resident else None,
+            "allocated_before_build_gib": left / gib if left is not None else None,
+            "status": "measured"}
 
 
 def nano_counts() -> dict[str, Any]:
@@ -280,6 +289,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--device", default=None, help="default: cuda when available, else cpu")
     parser.add_argument("--skip-e2e", action="store_true", help="skip the whole-run timings")
+    parser.add_argument("--only", choices=("memory",), default=None,
+                        help="only the memory rows (writes gpu_<device>_memory.json)")
     args = parser.parse_args(argv)
     apply_threads(args)
     device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -290,6 +301,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {"device": device_slug(device), "tiny": args.tiny,
                               "config": b.config.to_dict(), "grid": [b.layout.h, b.layout.w],
                               "dtype": str(b.dtype)}
+    if args.only == "memory":
+        result["memory"] = memory_rows(b)
+        print(json.dumps(result["memory"], indent=1))
+        return save(result, args.out, device, args.tiny, "_memory")
     result["step"] = step_rows(b, reps)
     print(json.dumps(result["step"], indent=1))
     result["syncs"] = sync_rows(b, 4 if args.tiny else 8)
@@ -301,12 +316,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return save(result, args.out, device, args.tiny)
 
 
-def save(result: dict[str, Any], out: Any, device: torch.device, tiny: bool) -> dict[str, Any]:
+def save(result: dict[str, Any], out: Any, device: torch.device, tiny: bool,
+         suffix: str = "") -> dict[str, Any]:
     """Real runs -> gpu_<device>.json; a tiny run only to an explicit --out, never as a result."""
     if tiny and out == RESULTS_DIR:
         print("tiny run: not written (pass --out DIR to keep it)")
         return result
-    name = "gpu" if tiny else f"gpu_{device_slug(device)}"
+    name = "gpu" if tiny else f"gpu_{device_slug(device)}{suffix}"
     print(f"wrote {write_result(name, result, out)}")
     return result
 

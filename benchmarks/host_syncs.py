@@ -129,13 +129,14 @@ def cuda_case(denoise: Any, gens: list[torch.Generator], b: int, grid: tuple[int
                               policy=policy, temperature=temperature, generator=gens,
                               callback=(lambda record: None) if with_callback else None))
 
-    total = cuda_syncs(run)
+    sites: Counter = Counter()
+    total = cuda_syncs(run, sites)
     res = out[0]
     return {
         "batch": b, "strategy": strategy, "policy": policy_name or "default",
         "temperature": temperature, "callback": with_callback, "steps": res.steps,
         "total_syncs": total, "per_step": total / res.steps, "first_interval": None,
-        "max_later_interval": None, "ops": {}, "host_data": host_data.count,
+        "max_later_interval": None, "ops": dict(sites), "host_data": host_data.count,
         "meets_target": total / res.steps <= TARGET and host_data.count <= 1,
     }
 
@@ -155,7 +156,9 @@ def pipeline_case(pipe: Any, label: str, steps: int, strategy: str,
                                  cache=PIPELINE_CACHES[cache]))
 
     if pipe.device.type == "cuda":
-        total, ops = cuda_syncs(run), {}
+        sites: Counter = Counter()
+        total = cuda_syncs(run, sites)
+        ops = dict(sites)  # on a GPU: the lines that synchronized
     else:
         with SyncCounter() as counter:
             run()

@@ -89,14 +89,19 @@ class DiMOODenoiser:
         """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N];
         also the padded rows `input_ids` / `attention_mask` [R, L] (for inspection and the
         padded benchmark path). Everything is laid out on the host and reaches the device in
-        ONE copy: on an accelerator every copy from pageable host memory waits for the host."""
+        ONE copy: on an accelerator every copy from pageable host memory waits for the host, so on
+        CUDA it comes from pinned memory, asynchronously."""
         mask = batch.attention_mask.bool()
         rows = PackedRows.from_lengths(mask.sum(dim=1).tolist())
         pad = batch.input_ids.shape[1] - mask.sum(dim=1)  # left padding per row
         code_pos = rows.starts[:, None] - pad[:, None] + batch.code_index[None]
         parts = [batch.input_ids, batch.attention_mask, batch.input_ids[mask], code_pos,
                  rows.starts, rows.positions]
-        flat = torch.cat([t.reshape(-1).long() for t in parts]).to(self.device)
+        flat = torch.cat([t.reshape(-1).long() for t in parts])
+        if self.device.type == "cuda":  # from pinned memory the copy need not wait for the host
+            flat = flat.pin_memory().to(self.device, non_blocking=True)
+        else:
+            flat = flat.to(self.device)
         (self.input_ids, self.attention_mask, self.packed_ids, self.code_pos, starts,
          positions) = (v.view(t.shape) for v, t in
                        zip(flat.split([t.numel() for t in parts]), parts, strict=True))
