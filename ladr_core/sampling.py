@@ -272,8 +272,9 @@ class _Run:
         return (Stats(**{f: moved[f] for f in names}),
                 StepNoise(None, moved["remask"], moved["uniform"]))
 
-    def step(self, step: int) -> dict[str, Any]:
-        """One denoise call and one unmasking decision by the strategy; returns the record."""
+    def step(self, step: int, record: bool = True) -> dict[str, Any] | None:
+        """One denoise call and one unmasking decision by the strategy; returns the record
+        (None with record=False: with no callback its tensors would be built for nothing)."""
         a = self.args
         logits = a.denoise(self.tokens, self.masked)
         self.nfe += 1
@@ -291,6 +292,8 @@ class _Run:
         unmasked = masked & ~commit.masked
         self.tokens = torch.where(unmasked, commit.tokens, self.tokens)
         self.masked = commit.masked
+        if not record:
+            return None
         return {
             "step": step,
             "steps": a.steps,
@@ -341,7 +344,7 @@ def sample(
     steps_run = 0
     # Algorithm 1 lines 3-6: at most T steps, and `break` once nothing is masked anywhere.
     for step in range(args.steps):
-        record = run.step(step)
+        record = run.step(step, record=callback is not None)
         steps_run += 1
         if callback is not None:
             callback(record)
