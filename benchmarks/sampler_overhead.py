@@ -45,7 +45,7 @@ from benchmarks.common import (
     sync_device,
     write_result,
 )
-from ladr_core import POLICY_PRESETS, sample
+from ladr_core import POLICY_PRESETS, graphs, sample
 
 TARGET = 2.0
 STRATEGIES = ("baseline", "ladr", "prophet")
@@ -134,8 +134,10 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
                  temperature: float, log: list[tuple[float, float]],
                  paired_floor: bool = True) -> Callable[[], None]:
     """One full sample() call; appends (overhead per step, paired floor per step) in s to ``log``.
-    ``strategy``: a name, or ``ladr[<preset>]`` for LADR with a policy preset."""
+    ``strategy``: a name, or ``ladr[<preset>]`` for LADR with a policy preset; a trailing
+    `` eager`` runs it with ladr_core.graphs off (no CUDA graph for the rule)."""
     b = logits.shape[0]
+    strategy, eager = strategy.removesuffix(" eager"), strategy.endswith(" eager")
     name, _, preset = strategy.partition("[")
     policy = POLICY_PRESETS[preset.rstrip("]")] if preset else None
 
@@ -143,10 +145,14 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
         den = ConstantDenoiser(logits, paired_floor)
         gens = generators(b, logits.device)
         sync_device(logits.device)
+        graphs.ENABLED = not eager
         t0 = time.perf_counter()
-        res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
-                     temperature=temperature, generator=gens)
-        sync_device(logits.device)
+        try:
+            res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
+                         temperature=temperature, generator=gens)
+            sync_device(logits.device)
+        finally:
+            graphs.ENABLED = True
         total = time.perf_counter() - t0
         log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls))
 
@@ -195,7 +201,9 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
     cases.update(refs)
     logs: dict[str, list[tuple[float, float]]] = {}
     for temp in temperatures:
-        for strat in STRATEGIES + (PRESET_CASES if temp == 1.0 else ()):
+        eager = tuple(f"{c} eager" for c in ("ladr", *PRESET_CASES)) \
+            if device.type == "cuda" and temp == 1.0 else ()  # the rule without its CUDA graph
+        for strat in STRATEGIES + (PRESET_CASES if temp == 1.0 else ()) + eager:
             name = f"{strat}@T={temp:g}"
             logs[name] = []
             cases[name] = sampler_case(logits, grid, steps, strat, temp, logs[name])

@@ -63,6 +63,7 @@ class LADR(Strategy):
     (the caller's T); `LADR.preset(name)` takes both from ladr_core.policy.PRESETS."""
 
     name: ClassVar[str] = "ladr"
+    step_invariant: ClassVar[bool] = True  # `step` is read only by keep_count's last-step test
     policy: LADRPolicy = field(default_factory=LADRPolicy)
     steps: int | None = None
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
 from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule
@@ -189,6 +190,7 @@ class _Run:
     k: int | None = None  # codebook size, fixed by the first denoise call
     nfe: int = 0
     rule: StepRule | None = None
+    graph: StepGraph | None = None  # the rule as a CUDA graph for the middle steps (graphs.py)
     nonfinite: torch.Tensor | None = None  # bool scalar: NaN statistics this step
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # see workspace()
 
@@ -207,6 +209,7 @@ class _Run:
         a = self.args
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
                                              a.temperature, device))
+        self.graph = step_graph(self.rule, device, a.strategy.step_invariant)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -288,7 +291,8 @@ class _Run:
         # the last step, which has no sync, is not checked).
         probe = next(v for v in (stats.top1, stats.log_conf, stats.margin) if v is not None)
         self.nonfinite = torch.isnan(probe).any()
-        commit = self.rule(step, masked, stats, noise)
+        middle = self.graph is not None and 0 < step < a.steps - 1
+        commit = (self.graph if middle else self.rule)(step, masked, stats, noise)
         unmasked = masked & ~commit.masked
         self.tokens = torch.where(unmasked, commit.tokens, self.tokens)
         self.masked = commit.masked

@@ -104,6 +104,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     steps: int | None
+    # True when the rule depends on the step index only through "is it the last step": on a
+    # GPU its middle steps then replay one CUDA graph (ladr_core.graphs).
+    step_invariant: ClassVar[bool] = False
 
     @abstractmethod
     def needs(self) -> Needs:

@@ -85,3 +85,52 @@ def test_generate_adds_at_most_one_sync(dimoo_checkpoint, strategy: str) -> None
         "a red circle", width=16, height=16, steps=8, strategy=strategy, seed=0)))
     assert out[0].images.device.type == "cuda"
     assert syncs - sampler_reads(out[0].steps, 8) <= 1
+
+
+GRAPH_CASES = [None, "nano", "adaptive", "delayed", "ablation_random_candidates",
+               "ablation_random_metric"]
+
+
+@pytest.mark.parametrize("preset", GRAPH_CASES)
+@pytest.mark.parametrize(("batch", "temperature"), [(1, 1.0), (2, 1.0), (2, 0.0)])
+def test_graphed_rule_gives_the_eager_tokens(preset: str | None, batch: int,
+                                             temperature: float,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """LADR's middle steps replay one CUDA graph (ladr_core.graphs): same tokens, same steps,
+    same records as the eager rule, and no extra sync."""
+    from ladr_core import graphs
+
+    base = logits_for(batch, 256, 64).cuda()
+
+    def run(enabled: bool) -> tuple:
+        monkeypatch.setattr(graphs, "ENABLED", enabled)
+        gens = [torch.Generator(device="cuda").manual_seed(i) for i in range(batch)]
+        records: list = []
+        res = sample(varied(base), shape=(batch, 16, 16), steps=24, strategy="ladr",
+                     policy=POLICY_PRESETS[preset] if preset else None,
+                     temperature=temperature, generator=gens,
+                     callback=lambda r: records.append((r["masked"], r["rescued"], r["tokens"])))
+        return res, records
+
+    eager, eager_records = run(False)
+    graphed, graphed_records = run(True)
+    assert graphed.steps == eager.steps and graphed.steps > 3  # the graph replayed
+    assert torch.equal(graphed.tokens, eager.tokens)
+    for a, b in zip(eager_records, graphed_records, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_graphed_run_keeps_one_sync_per_step() -> None:
+    from ladr_core import graphs
+
+    assert graphs.ENABLED
+    denoise = varied(logits_for(1, 256, 64).cuda())
+    out: list = []
+
+    def run() -> None:
+        out.append(sample(denoise, shape=(1, 16, 16), steps=24, strategy="ladr",
+                          policy=POLICY_PRESETS["nano"],
+                          generator=torch.Generator(device="cuda").manual_seed(0)))
+
+    cuda_syncs(run)
+    assert cuda_syncs(run) == sampler_reads(out[1].steps, 24)

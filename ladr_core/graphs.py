@@ -1,0 +1,90 @@
+"""A strategy's per-step rule replayed as one CUDA graph (GPU only; everywhere else a no-op).
+
+At B = 1 on a GPU a sampler step is bound by the host: LADR's rule (inverse schedule, ranking,
+frontier dilation, rescue pick) is 40-90 kernels over [B, N] tensors of a few KB each, and
+launching them takes the CPU longer than the GPU needs to run them. Captured once per run and
+replayed, the rule costs one launch plus the copies of its inputs and outputs.
+
+Only a strategy whose rule depends on the step index solely through "is this the last step"
+(`Strategy.step_invariant`, LADR) is captured: step 0 runs the rule eagerly (it warms up lazily
+allocated state), step 1 captures and replays it, later steps replay it, and the last step runs
+eagerly again. A replay runs the same kernels in the same order as the eager rule, so the
+results are the same. The capture makes no host synchronisation (no ``torch.cuda.graph``
+context, which synchronises and empties the allocator's cache).
+
+``ENABLED = False`` turns capturing off for the process (for comparison runs).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+
+from .noise import StepNoise
+from .step import Commit, Stats, StepRule
+
+ENABLED = True
+
+_COMMIT_FIELDS = ("masked", "tokens", "rescued", "t_eff", "phase")
+
+
+def _tensors(stats: Stats, noise: StepNoise) -> list[torch.Tensor | None]:
+    return ([getattr(stats, f.name) for f in dataclasses.fields(stats)]
+            + [noise.sampled, noise.remask, noise.uniform])
+
+
+class StepGraph:
+    """``rule`` for one run on one CUDA device, captured at its first call and replayed after.
+
+    The tensors of the first call become the graph's inputs: each later call copies its tensors
+    into them. The rule's outputs live in the graph's memory pool and are overwritten by the
+    next replay, so each call returns copies.
+    """
+
+    def __init__(self, rule: StepRule, device: torch.device) -> None:
+        self.rule, self.device = rule, device
+        self.graph: Any = None
+        self.inputs: list[torch.Tensor | None] = []
+        self.output: Commit | None = None
+
+    def __call__(self, step: int, masked: torch.Tensor, stats: Stats,
+                 noise: StepNoise) -> Commit:
+        if self.graph is None:
+            self._capture(step, masked, stats, noise)
+        else:
+            for static, new in zip(self.inputs, [masked, *_tensors(stats, noise)], strict=True):
+                if (static is None) != (new is None):
+                    raise RuntimeError("the step's statistics changed kind within one run")
+                if static is not None and static is not new:
+                    static.copy_(new)
+        self.graph.replay()
+        return Commit(*(getattr(self.output, f).clone() for f in _COMMIT_FIELDS))
+
+    def _capture(self, step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> None:
+        """Record the rule on a side stream that waits for the current one (event waits only)."""
+        self.inputs = [masked, *_tensors(stats, noise)]
+        current = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(current)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(side):
+            graph.capture_begin(capture_error_mode="thread_local")
+            try:
+                self.output = self.rule(step, masked, stats, noise)
+            finally:
+                graph.capture_end()
+        current.wait_stream(side)
+        self.graph = graph
+
+
+def step_graph(rule: StepRule, device: torch.device, step_invariant: bool) -> StepGraph | None:
+    """A StepGraph for this run, or None where none applies (not CUDA, a rule that reads the
+    step index, or ENABLED off)."""
+    if not (ENABLED and step_invariant and device.type == "cuda"):
+        return None
+    return StepGraph(rule, device)
+
+
+__all__ = ["ENABLED", "StepGraph", "step_graph"]
