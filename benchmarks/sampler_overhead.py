@@ -131,9 +131,10 @@ def inverse_cdf_op(logits: torch.Tensor) -> Callable[[], Any]:
 
 
 def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strategy: str,
-                 temperature: float, log: list[tuple[float, float]],
+                 temperature: float, log: list[tuple[float, float, int]],
                  paired_floor: bool = True) -> Callable[[], None]:
-    """One full sample() call; appends (overhead per step, paired floor per step) in s to ``log``.
+    """One full sample() call; appends (overhead per step, paired floor per step in s, steps
+    run) to ``log``.
     ``strategy``: a name, or ``ladr[<preset>]`` for LADR with a policy preset; a trailing
     `` eager`` runs it with ladr_core.graphs off (no CUDA graph for the rule)."""
     b = logits.shape[0]
@@ -154,7 +155,8 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
         finally:
             graphs.ENABLED = True
         total = time.perf_counter() - t0
-        log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls))
+        log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls,
+                    res.steps))
 
     return run
 
@@ -199,7 +201,7 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
     refs = {"ref: gumbel noise draw only": gumbel_draw_op(logits),
             "ref: inverse-CDF sample (proposal)": inverse_cdf_op(logits)}
     cases.update(refs)
-    logs: dict[str, list[tuple[float, float]]] = {}
+    logs: dict[str, list[tuple[float, float, int]]] = {}
     for temp in temperatures:
         eager = tuple(f"{c} eager" for c in ("ladr", *PRESET_CASES)) \
             if device.type == "cuda" and temp == 1.0 else ()  # the rule without its CUDA graph
@@ -220,21 +222,21 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
               "meets_target": None}
              for name in refs]
     for name, pairs in logs.items():
-        timed = [o for o, _ in pairs[1:]]  # drop the warm-up call
-        paired = statistics.median(ratio(o, f) for o, f in pairs[1:])
+        timed = [o for o, _, _ in pairs[1:]]  # drop the warm-up call
+        paired = statistics.median(ratio(o, f) for o, f, _ in pairs[1:])
         row = {"batch": batch, "case": name, "per_step_ms": statistics.median(timed) * 1e3,
                "ratio_to_floor": ratio(statistics.median(timed), floor),
                "ratio_of_minima": ratio(min(timed), floor_min),
                "paired_ratio": paired, "meets_target": paired <= TARGET}
         if paired > TARGET or device.type == "cuda":
             strat, temp = name.split("@T=")
-            steps_log: list[tuple[float, float]] = []
+            steps_log: list[tuple[float, float, int]] = []
             ops, launches = profile_run(sampler_case(logits, grid, steps, strat, float(temp),
                                                      steps_log, paired_floor=False), device)
             if paired > TARGET:
                 row["top_ops"] = ops
             if device.type == "cuda":
-                row["kernels_per_step"] = launches / steps
+                row["kernels_per_step"] = launches / steps_log[0][2]  # per step it ran
         rows.append(row)
     return rows
 

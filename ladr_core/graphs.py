@@ -18,6 +18,7 @@ context, which synchronises and empties the allocator's cache).
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from typing import Any
 
 import torch
@@ -48,11 +49,20 @@ class StepGraph:
         self.graph: Any = None
         self.inputs: list[torch.Tensor | None] = []
         self.output: Commit | None = None
+        self.failed = False
 
     def __call__(self, step: int, masked: torch.Tensor, stats: Stats,
                  noise: StepNoise) -> Commit:
+        if self.failed:
+            return self.rule(step, masked, stats, noise)
         if self.graph is None:
-            self._capture(step, masked, stats, noise)
+            try:
+                self._capture(step, masked, stats, noise)
+            except RuntimeError as exc:  # a capture this build or allocator refuses: run eagerly
+                self.failed = True
+                warnings.warn(f"LADR: the step rule could not be captured as a CUDA graph "
+                              f"({exc}); this run continues without it", stacklevel=2)
+                return self.rule(step, masked, stats, noise)
         else:
             for static, new in zip(self.inputs, [masked, *_tensors(stats, noise)], strict=True):
                 if (static is None) != (new is None):
