@@ -265,8 +265,17 @@ def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:
             cached = ref["cached_calls"] if cache else 0
             row["nano_nfe"] = ref["nfe"]
             row["projected_s"] = (full * step["packed_ms"] + cached * step["cached_call_ms"]) / 1e3
-            row["projected_note"] = "calls from DiMOO-nano (random weights give no real NFE)"
+            row["projected_note"] = (
+                "calls from DiMOO-nano (random weights give no real NFE); a cached call is timed "
+                "with the official cache, which recomputes less than MLCacheConfig.ladr() (every "
+                "still-masked slot): for the ladr cache a lower bound, see projected_tf_s")
+            row["nano_token_forwards"] = ref.get("token_forwards")
         rows.append(row)
+    base = next((r for r in rows if r["case"] == "baseline-64"), None)
+    for row in rows:  # baseline-64's wall time x this case's share of nano's token-forwards
+        if base and base.get("nano_token_forwards") and row.get("nano_token_forwards"):
+            row["projected_tf_s"] = (base["wall_s"] * row["nano_token_forwards"]
+                                     / base["nano_token_forwards"])
     return rows
 
 
