@@ -19,7 +19,8 @@ with the largest self CPU time are written next to it (``top_ops``).
 
 On a GPU (``--device cuda``) every timed region ends with a device synchronize, the fake
 denoiser first waits for the sampler's queued kernels (their time is the sampler's), and each
-sampler case also reports ``kernels_per_step`` (CUDA kernel launches, from ``torch.profiler``):
+sampler case also reports ``kernels_per_step`` (CUDA kernel launches, from ``torch.profiler``)
+and ``kernel_ms_per_step`` (their device time, to set against the wall time):
 at B = 1 the sampler's kernels are small, so their count, not their arithmetic, sets its time.
 The result goes to ``sampler_overhead_<gpu>.json``.
 
@@ -165,9 +166,10 @@ LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernel", "cudaLaunchKernelExC", "cuLaun
 
 
 def profile_run(fn: Callable[[], None], device: torch.device,
-                top: int = 6) -> tuple[list[dict[str, Any]], int]:
+                top: int = 6) -> tuple[list[dict[str, Any]], int, float]:
     """One call of ``fn`` under ``torch.profiler``: its heaviest ops by self CPU time (ms and
-    share of the total; on a GPU also their device time) and its CUDA kernel launches."""
+    share of the total; on a GPU also their device time), its CUDA kernel launches and the
+    kernels' summed device time in ms."""
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU]
@@ -178,6 +180,8 @@ def profile_run(fn: Callable[[], None], device: torch.device,
         sync_device(device)
     averages = prof.key_averages()
     launches = sum(e.count for e in averages if e.key in LAUNCHES)
+    kernel_us = sum(e.self_device_time_total for e in averages
+                    if str(e.device_type).endswith("CUDA"))
     events = [e for e in averages if e.self_cpu_time_total > 0 and e.key not in LAUNCHES]
     total = sum(e.self_cpu_time_total for e in events) or 1.0
     events.sort(key=lambda e: e.self_cpu_time_total, reverse=True)
@@ -188,7 +192,7 @@ def profile_run(fn: Callable[[], None], device: torch.device,
         if device.type == "cuda":
             op["self_device_ms"] = getattr(e, "self_device_time_total", 0) / 1e3
         ops.append(op)
-    return ops, launches
+    return ops, launches, kernel_us / 1e3
 
 
 def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int,
@@ -231,12 +235,13 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
         if paired > TARGET or device.type == "cuda":
             strat, temp = name.split("@T=")
             steps_log: list[tuple[float, float, int]] = []
-            ops, launches = profile_run(sampler_case(logits, grid, steps, strat, float(temp),
+            ops, launches, kernel_ms = profile_run(sampler_case(logits, grid, steps, strat, float(temp),
                                                      steps_log, paired_floor=False), device)
             if paired > TARGET:
                 row["top_ops"] = ops
             if device.type == "cuda":
                 row["kernels_per_step"] = launches / steps_log[0][2]  # per step it ran
+                row["kernel_ms_per_step"] = kernel_ms / steps_log[0][2]
         rows.append(row)
     return rows
 
