@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -73,20 +74,28 @@ class StepGraph:
         return Commit(*(getattr(self.output, f).clone() for f in _COMMIT_FIELDS))
 
     def _capture(self, step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> None:
-        """Record the rule on a side stream that waits for the current one (event waits only)."""
         self.inputs = [masked, *_tensors(stats, noise)]
-        current = torch.cuda.current_stream(self.device)
-        side = torch.cuda.Stream(self.device)
+        self.graph, self.output = self.record(lambda: self.rule(step, masked, stats, noise),
+                                              self.device)
+
+    @staticmethod
+    def record(fn: Callable[[], Commit], device: torch.device) -> tuple[Any, Commit]:
+        """(graph, output): ``fn`` captured as a CUDA graph on a side stream that waits for the
+        current one (event waits only); ``fn`` does not run until ``graph.replay()``. The tests
+        swap in a recorder that replays by calling ``fn`` again, to check the input copies and
+        output clones above on a CPU."""
+        current = torch.cuda.current_stream(device)
+        side = torch.cuda.Stream(device)
         side.wait_stream(current)
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.stream(side):
             graph.capture_begin(capture_error_mode="thread_local")
             try:
-                self.output = self.rule(step, masked, stats, noise)
+                output = fn()
             finally:
                 graph.capture_end()
         current.wait_stream(side)
-        self.graph = graph
+        return graph, output
 
 
 def step_graph(rule: StepRule, device: torch.device, step_invariant: bool) -> StepGraph | None:

@@ -40,3 +40,64 @@ def test_a_refused_capture_falls_back_to_the_eager_rule(monkeypatch: pytest.Monk
     for out in (first, second):
         assert torch.equal(out.masked, want.masked) and torch.equal(out.tokens, want.tokens)
     assert graph.failed and graph.graph is None
+
+
+class CallAgain:
+    """Stands in for a CUDA graph on a CPU: a replay runs the recorded function again and writes
+    its results into the first call's output tensors, as a real replay rewrites the same memory.
+    So a step that forgot to load its inputs, or a caller that kept the output tensors instead
+    of copies, gives wrong tokens here as it would on a GPU."""
+
+    def __init__(self, fn, output: Commit) -> None:  # noqa: ANN001
+        self.fn, self.output, self.replays = fn, output, 0
+
+    def replay(self) -> None:
+        new = self.fn()
+        for name in ("masked", "tokens", "rescued", "t_eff", "phase"):
+            getattr(self.output, name).copy_(getattr(new, name))
+        self.replays += 1
+
+
+def call_again(fn, device: torch.device) -> tuple[CallAgain, Commit]:  # noqa: ANN001
+    output = fn()
+    return CallAgain(fn, output), output
+
+
+@pytest.mark.parametrize("preset", [None, "nano", "adaptive", "ablation_random_metric"])
+@pytest.mark.parametrize(("batch", "temperature"), [(1, 1.0), (2, 1.0), (2, 0.0)])
+def test_a_replayed_rule_gives_the_eager_run(preset: str | None, batch: int,
+                                             temperature: float,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    from ladr_core import POLICY_PRESETS, sample, sampling
+
+    g = torch.Generator().manual_seed(0)
+    base = torch.randn(batch, 256, 64, generator=g) * 4.0
+    shift = torch.linspace(-1.0, 1.0, 64)
+
+    def denoise(tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+        return base + shift[tokens].unsqueeze(-1) * (~masked).unsqueeze(-1)
+
+    def run() -> tuple:
+        records: list = []
+        res = sample(denoise, shape=(batch, 16, 16), steps=24, strategy="ladr",
+                     policy=POLICY_PRESETS[preset] if preset else None, temperature=temperature,
+                     generator=[torch.Generator().manual_seed(i) for i in range(batch)],
+                     callback=lambda r: records.append((r["masked"], r["rescued"], r["tokens"])))
+        return res, records
+
+    made: list[StepGraph] = []
+
+    def on_the_cpu(rule, device: torch.device, invariant: bool) -> StepGraph:  # noqa: ANN001
+        made.append(StepGraph(rule, device))
+        return made[-1]
+
+    monkeypatch.setattr(StepGraph, "record", staticmethod(call_again))
+    monkeypatch.setattr(sampling, "step_graph", on_the_cpu)
+    graphed, graphed_records = run()
+    monkeypatch.setattr(sampling, "step_graph", lambda *args: None)
+    eager, eager_records = run()
+    middle = graphed.steps - 1 - (graphed.steps == 24)  # steps 1 .. min(run, T - 1) - 1
+    assert made[0].graph.replays == middle >= 2  # every middle step replayed
+    assert graphed.steps == eager.steps and torch.equal(graphed.tokens, eager.tokens)
+    for a, b in zip(eager_records, graphed_records, strict=True):
+        assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
