@@ -273,6 +273,22 @@ def cuda_syncs(run: Callable[[], Any], sites: Counter | None = None) -> int:
     return len(syncs)
 
 
+def count_syncs(run: Callable[[], Any], device: torch.device) -> tuple[int, dict[str, int]]:
+    """(host syncs of ``run``, where they came from): on a GPU CUDA's own count and the Python
+    lines behind it (``cuda_syncs``), elsewhere ``SyncCounter`` and its op names."""
+    if device.type == "cuda":
+        sites: Counter = Counter()
+        return cuda_syncs(run, sites), dict(sites)
+    with SyncCounter() as counter:
+        run()
+    return counter.total, dict(counter.counts)
+
+
+def result_name(base: str, device: torch.device) -> str:
+    """``base`` for a CPU run, ``base_<gpu>`` for a GPU run (see ``device_slug``)."""
+    return base if device.type == "cpu" else f"{base}_{device_slug(device)}"
+
+
 def device_slug(device: torch.device) -> str:
     """``nvidia_h100_80gb_hbm3`` for a GPU, ``cpu`` otherwise: the suffix of GPU result files."""
     import re

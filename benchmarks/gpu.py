@@ -34,11 +34,11 @@ import torch
 
 from benchmarks.common import (
     RESULTS_DIR,
-    SyncCounter,
     apply_threads,
     base_parser,
-    cuda_syncs,
+    count_syncs,
     device_slug,
+    result_name,
     sync_device,
     write_result,
 )
@@ -279,22 +279,13 @@ def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def count_syncs(b: Bench, run: Callable[[], Any]) -> int:
-    """Host syncs of ``run``: CUDA's sync debug mode on a GPU, else ``SyncCounter``."""
-    if b.device.type == "cuda":
-        return cuda_syncs(run)
-    with SyncCounter() as counter:
-        run()
-    return counter.total
-
-
 def sync_rows(b: Bench, steps: int) -> list[dict[str, Any]]:
     rows = []
     for name, (strategy, _, policy, cache) in e2e_cases().items():
         den = b.denoiser(cache, steps)
         out: list[Any] = []
-        total = count_syncs(b, lambda den=den, s=strategy, p=policy, out=out: out.append(
-            _sample(b, den, steps, s, p)))
+        total, _ = count_syncs(lambda den=den, s=strategy, p=policy, out=out: out.append(
+            _sample(b, den, steps, s, p)), b.device)
         # host_waits: ML-Cache count reads that found their copy unfinished (hostlag.py); an
         # event wait may escape the sync debug mode, so it is reported on its own
         rows.append({"case": name, "steps": out[0].steps, "syncs": total,
@@ -340,7 +331,7 @@ def save(result: dict[str, Any], out: Any, device: torch.device, tiny: bool,
     if tiny and out == RESULTS_DIR:
         print("tiny run: not written (pass --out DIR to keep it)")
         return result
-    name = "gpu" if tiny else f"gpu_{device_slug(device)}{suffix}"
+    name = "gpu" if tiny else result_name("gpu", device) + suffix
     print(f"wrote {write_result(name, result, out)}")
     return result
 

@@ -37,10 +37,11 @@ from benchmarks.common import (
     SyncCounter,
     apply_threads,
     base_parser,
-    cuda_syncs,
+    count_syncs,
     device_slug,
     model_for_bench,
     print_table,
+    result_name,
     sampler_reads,
     write_result,
 )
@@ -87,8 +88,8 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
     gens = [torch.Generator(device=device).manual_seed(i) for i in range(b)]
     policy = POLICY_PRESETS[policy_name] if policy_name else None
     if device.type == "cuda":
-        return cuda_case(denoise, gens, b, grid, steps, strategy, temperature, policy_name,
-                         with_callback)
+        return cuda_case(denoise, gens, b, grid, steps, strategy, temperature, policy,
+                         policy_name, with_callback)
     marks: list[Counter] = []
     counter = SyncCounter()
 
@@ -115,11 +116,10 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
 
 
 def cuda_case(denoise: Any, gens: list[torch.Generator], b: int, grid: tuple[int, int],
-              steps: int, strategy: str, temperature: float, policy_name: str | None,
-              with_callback: bool) -> dict[str, Any]:
+              steps: int, strategy: str, temperature: float, policy: Any,
+              policy_name: str | None, with_callback: bool) -> dict[str, Any]:
     """``count_case`` on a GPU: the syncs CUDA reports over the whole run (no per-interval
     split: the debug mode's warnings carry no step)."""
-    policy = POLICY_PRESETS[policy_name] if policy_name else None
     out: list[Any] = []
     host_data = HostData()
 
@@ -129,14 +129,13 @@ def cuda_case(denoise: Any, gens: list[torch.Generator], b: int, grid: tuple[int
                               policy=policy, temperature=temperature, generator=gens,
                               callback=(lambda record: None) if with_callback else None))
 
-    sites: Counter = Counter()
-    total = cuda_syncs(run, sites)
+    total, sites = count_syncs(run, torch.device("cuda"))
     res = out[0]
     return {
         "batch": b, "strategy": strategy, "policy": policy_name or "default",
         "temperature": temperature, "callback": with_callback, "steps": res.steps,
         "total_syncs": total, "per_step": total / res.steps, "first_interval": None,
-        "max_later_interval": None, "ops": dict(sites), "host_data": host_data.count,
+        "max_later_interval": None, "ops": sites, "host_data": host_data.count,
         "meets_target": total / res.steps <= TARGET and host_data.count <= 1,
     }
 
@@ -155,14 +154,7 @@ def pipeline_case(pipe: Any, label: str, steps: int, strategy: str,
         out.append(pipe.generate("a red circle", steps=steps, strategy=strategy, seed=0,
                                  cache=PIPELINE_CACHES[cache]))
 
-    if pipe.device.type == "cuda":
-        sites: Counter = Counter()
-        total = cuda_syncs(run, sites)
-        ops = dict(sites)  # on a GPU: the lines that synchronized
-    else:
-        with SyncCounter() as counter:
-            run()
-        total, ops = counter.total, dict(counter.counts)
+    total, ops = count_syncs(run, pipe.device)  # on a GPU, ops = the lines that synchronized
     res = out[0]
     beyond = total - sampler_reads(res.steps, steps)
     return {"model": label, "strategy": strategy, "ml_cache": cache, "steps": res.steps,
@@ -226,8 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "target_per_step": TARGET, "rows": rows,
               "all_meet_target": all(r["meets_target"] for r in rows),
               "pipeline_rows": pipe_rows}
-    name = "host_syncs" + ("" if device.type == "cpu" else f"_{device_slug(device)}")
-    print(f"wrote {write_result(name, result, args.out)}")
+    print(f"wrote {write_result(result_name('host_syncs', device), result, args.out)}")
     return result
 
 

@@ -43,6 +43,7 @@ from benchmarks.common import (
     interleaved,
     print_table,
     ratio,
+    result_name,
     sync_device,
     write_result,
 )
@@ -235,8 +236,9 @@ def bench_batch(batch: int, grid: tuple[int, int], k: int, steps: int, reps: int
         if paired > TARGET or device.type == "cuda":
             strat, temp = name.split("@T=")
             steps_log: list[tuple[float, float, int]] = []
-            ops, launches, kernel_ms = profile_run(sampler_case(logits, grid, steps, strat, float(temp),
-                                                     steps_log, paired_floor=False), device)
+            case = sampler_case(logits, grid, steps, strat, float(temp), steps_log,
+                                paired_floor=False)
+            ops, launches, kernel_ms = profile_run(case, device)
             if paired > TARGET:
                 row["top_ops"] = ops
             if device.type == "cuda":
@@ -270,8 +272,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"  {r['case']} B={r['batch']} misses; heaviest ops: {ops}")
     result = {"device": device_slug(device), "grid": list(grid), "codes": k, "steps": steps,
               "target_ratio": TARGET, "rows": rows}
-    name = "sampler_overhead" + ("" if device.type == "cpu" else f"_{device_slug(device)}")
-    print(f"wrote {write_result(name, result, args.out)}")
+    print(f"wrote {write_result(result_name('sampler_overhead', device), result, args.out)}")
     return result
 
 
