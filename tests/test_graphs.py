@@ -68,14 +68,10 @@ def call_again(fn, device: torch.device) -> tuple[CallAgain, Commit]:  # noqa: A
 def test_a_replayed_rule_gives_the_eager_run(preset: str | None, batch: int,
                                              temperature: float,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.host_syncs import varied_denoiser
     from ladr_core import POLICY_PRESETS, sample, sampling
 
-    g = torch.Generator().manual_seed(0)
-    base = torch.randn(batch, 256, 64, generator=g) * 4.0
-    shift = torch.linspace(-1.0, 1.0, 64)
-
-    def denoise(tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        return base + shift[tokens].unsqueeze(-1) * (~masked).unsqueeze(-1)
+    denoise = varied_denoiser(batch, 256, 64)  # logits that follow the decoded tokens
 
     def run() -> tuple:
         records: list = []
