@@ -71,3 +71,23 @@ def test_workflow_opens_clear_of_the_floating_menu_and_the_sidebar(path: Path) -
     left = min(n["pos"][0] for n in data["nodes"])
     assert (top + ds["offset"][1]) * ds["scale"] >= MENU_BOTTOM_PX, (ds, top)
     assert (left + ds["offset"][0]) * ds["scale"] >= SIDEBAR_RIGHT_PX, (ds, left)
+
+
+# The window tests/web/frontend_screenshot.mjs opens (a small laptop screen's browser), and the
+# minimap the frontend floats over its bottom-right corner in that window (from x 1340 and y
+# 640 px on, measured on its screenshot; frontend 1.49.6).
+WINDOW_PX = (1600, 900)
+MINIMAP_TOP_LEFT_PX = (1340, 640)
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_workflow_opens_with_every_node_in_sight(path: Path) -> None:
+    data = json.loads(path.read_text())
+    ds = data["extra"]["ds"]
+    for n in data["nodes"]:
+        name = n.get("title", n["type"])
+        right = (n["pos"][0] + n["size"][0] + ds["offset"][0]) * ds["scale"]
+        bottom = (n["pos"][1] + n["size"][1] + ds["offset"][1]) * ds["scale"]
+        assert right <= WINDOW_PX[0] and bottom <= WINDOW_PX[1], (name, right, bottom, ds)
+        under_minimap = right > MINIMAP_TOP_LEFT_PX[0] and bottom > MINIMAP_TOP_LEFT_PX[1]
+        assert not under_minimap, (name, right, bottom, ds)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -29,10 +30,31 @@ UI_DIR = ROOT / "example_workflows"
 API_DIR = ROOT / "workflows" / "api"
 NANO = "dimoo-nano (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
-VIEW_OFFSET = [70, 110]
-"""Canvas offset the workflows open at (graph units): the new frontend's canvas runs under its
-left sidebar and its tab bar, with a "Graph" menu floating in the top-left corner; at [20, 20]
-the sidebar cut the first column's left edge and the menu covered the loader's title."""
+WINDOW = (1600, 900)
+"""The browser window a workflow must open inside, whole (tests/web/frontend_screenshot.mjs)."""
+VIEW_TOP_LEFT = (80, 100)
+"""Screen point (px) of the graph's top-left corner: the new frontend's canvas runs under its
+left sidebar (58 px) and its tab bar, with a "Graph" menu floating in the top-left corner (its
+bottom edge ~84 px down); at offset [20, 20] the sidebar cut the first column's left edge and
+the menu covered the loader's title."""
+VIEW_MARGIN = 20  # px kept free at the right and bottom edges of the window
+TITLE_PX = 30  # a node's title bar sits above its `pos`
+
+
+def view(nodes: list[Node]) -> dict:
+    """The canvas view ("ds") a workflow opens at: the largest scale up to 0.9, in steps of
+    0.05, that shows every node whole in WINDOW, and the offset that puts the graph's top-left
+    corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side example ran 155 px past the
+    right edge of a 1600 px window: its save and stats nodes were cut off.)"""
+    left = min(n.pos[0] for n in nodes)
+    top = min(n.pos[1] for n in nodes) - TITLE_PX
+    width = max(n.pos[0] + n.size[0] for n in nodes) - left
+    height = max(n.pos[1] + n.size[1] for n in nodes) - top
+    room_w = WINDOW[0] - VIEW_MARGIN - VIEW_TOP_LEFT[0]
+    room_h = WINDOW[1] - VIEW_MARGIN - VIEW_TOP_LEFT[1]
+    scale = min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20)
+    return {"scale": scale, "offset": [math.ceil(VIEW_TOP_LEFT[0] / scale - left),
+                                       math.ceil(VIEW_TOP_LEFT[1] / scale - top)]}
 
 # ComfyUI 0.33 core nodes used here: (socket inputs, widget names, outputs).
 CORE = {
@@ -123,7 +145,7 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
     return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"comfyui-ladr/{name}")), "revision": 0,
             "last_node_id": max(by_id), "last_link_id": len(links), "nodes": ui_nodes,
             "links": links, "groups": [], "config": {},
-            "extra": {"ds": {"scale": 0.9, "offset": VIEW_OFFSET}}, "version": 0.4}
+            "extra": {"ds": view(nodes)}, "version": 0.4}
 
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, strategy: str,
@@ -183,11 +205,14 @@ def workflows() -> dict[str, list[Node]]:
             Node(7, "ImageStitch", (1200, 260), {"direction": "right", "match_image_size": True,
                                                  "spacing_width": 2, "spacing_color": "white"},
                  {"image1": (5, 0), "image2": (6, 0)}, "LADR | baseline", (300, 160)),
+            # nothing under the samplers (after a run the frontend grows them by their image
+            # output); the save node high in its own column, clear of the frontend's minimap
+            # over the window's bottom-right corner
             Node(8, "SaveImage", (1520, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
-                 {"images": (7, 0)}, size=(360, 300)),
-            Node(9, "PreviewAny", (1520, 390), {}, {"source": (3, 1)}, "LADR stats", (360, 130)),
-            Node(10, "PreviewAny", (1520, 570), {}, {"source": (4, 1)}, "Baseline stats",
-                 (360, 130))]
+                 {"images": (7, 0)}, size=(320, 400)),
+            Node(9, "PreviewAny", (1200, 460), {}, {"source": (3, 1)}, "LADR stats", (300, 130)),
+            Node(10, "PreviewAny", (1200, 630), {}, {"source": (4, 1)}, "Baseline stats",
+                 (300, 130))]
     real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 360)),
             Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.0,
                                                        "refresh_interval": 3, "preset": "ladr"},
