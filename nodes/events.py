@@ -60,21 +60,56 @@ def shrink(pil: Any, max_side: int | None) -> Any:
     return pil.resize(size, Image.NEAREST)
 
 
-def step_payload(record: dict, node_id: str | None) -> dict:
-    """Step record (ARCHITECTURE.md Sec. 1) -> JSON payload (module docstring).
-
-    Item 0's masked / rescued / unmasked rows, its phase and every item's masked count travel
-    to the CPU in ONE transfer (one host sync per step for the widget, whatever the device).
-    """
+def _step_bytes(record: dict, image: torch.Tensor | None) -> list[torch.Tensor]:
+    """What a step's event (and preview) needs, as flat uint8 tensors on the record's device:
+    the preview's RGB bytes [h, w, 3] (when given), item 0's masked / rescued / unmasked rows
+    [N] each, then every item's masked count and item 0's phase as int32 bytes."""
     masked_all = record["masked"]
-    b, n = masked_all.shape
     phase = record.get("phase")
-    parts = [masked_all[0], record["rescued"][0], record["unmasked"][0]]
-    flat = torch.cat([p.reshape(-1).long() for p in parts] + [masked_all.sum(dim=1).long()]
-                     + ([phase[:1].long()] if phase is not None else [])).cpu()
-    masked, rescued, unmasked = (flat[i * n:(i + 1) * n].bool() for i in range(3))
-    most_masked = int(flat[3 * n:3 * n + b].max())
-    ph = int(flat[3 * n + b]) if phase is not None else -1
+    ints = [masked_all.sum(dim=1)] + ([phase[:1]] if phase is not None else [])
+    out = [] if image is None else [
+        image.detach().clamp(0, 1).mul(255).round().to(torch.uint8).reshape(-1)]
+    out += [masked_all[0].to(torch.uint8), record["rescued"][0].to(torch.uint8),
+            record["unmasked"][0].to(torch.uint8),
+            torch.cat([t.reshape(-1).to(torch.int32) for t in ints]).view(torch.uint8)]
+    return out
+
+
+def step_update(record: dict, node_id: str | None,
+                image: torch.Tensor | None) -> tuple[dict, Any]:
+    """(payload, PIL preview or None) for one step, from ONE device -> host transfer.
+
+    image: the step's preview, float [h, w, 3] in [0, 1] on the record's device (None: payload
+    only). The preview's uint8 conversion runs on the device, so only bytes cross, together
+    with the masks and counts: one host sync per step for the widget and the progress-bar
+    preview together, whatever the device.
+    """
+    parts = _step_bytes(record, image)
+    flat = torch.cat(parts).cpu()
+    pieces = list(flat.split([t.numel() for t in parts]))
+    pil = None
+    if image is not None:
+        from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
+
+        rgb8 = pieces.pop(0).view(*image.shape[:2], 3).numpy()
+        pil = Image.fromarray(rgb8, "RGB")
+    return _payload(record, node_id, pieces), pil
+
+
+def step_payload(record: dict, node_id: str | None) -> dict:
+    """Step record (ARCHITECTURE.md Sec. 1) -> JSON payload (module docstring), in one
+    transfer (``step_update`` without a preview)."""
+    return step_update(record, node_id, None)[0]
+
+
+def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> dict:
+    """The payload from the host copies of ``_step_bytes`` (after the preview's bytes)."""
+    masked, rescued, unmasked = (t.bool() for t in pieces[:3])
+    n = masked.numel()
+    b = record["masked"].shape[0]
+    ints = pieces[3].clone().view(torch.int32)  # clone: an aligned buffer for the int view
+    most_masked = int(ints[:b].max())
+    ph = int(ints[b]) if ints.numel() > b else -1
     h, w = record["grid"]
     return {
         "node": None if node_id is None else str(node_id),

@@ -114,8 +114,8 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
-        image = events.to_pil(preview)  # [h*p, w*p, 3] as bytes: one transfer, shared below
-        payload = events.step_payload(record, node_id)
+        # the preview's bytes, the masks and the counts: one device -> host transfer per step
+        payload, image = events.step_update(record, node_id, preview)
         progress.update(round(progress.total * payload["progress"]), image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
