@@ -9,6 +9,11 @@ to answer one question that ``MLCacheConfig`` cannot express.
 * ``uncond_stale``: on a cached call the uncond rows keep the logits of the last refresh at
   still-masked, unchanged slots (the cond rows get fresh ones). Their K/V are still recomputed;
   the token-forwards are counted as if they were not, so this probe's cost is a lower bound.
+* ``masked_top:F`` (with ``recompute_changed=True``): on a cached call recompute the changed
+  slots and only the fraction F of the still-masked slots whose cond-row max logit was highest
+  at the previous call (the ones a confidence-ranked step commits next), the same slots in both
+  rows; the least confident masked slots keep stale logits and K/V. The pass is sized on the
+  host (a sync per call: a probe, not a product path).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from ladr_core.dimoo import cache as cache_mod
 from ladr_core.dimoo import denoiser as denoiser_mod
 from ladr_core.dimoo.packed import partial_pass
 
-PROBES = ("text_fresh", "uncond_stale")
+PROBES = ("text_fresh", "uncond_stale", "masked_top")
 
 
 def _other_positions(den: denoiser_mod.DiMOODenoiser) -> tuple[torch.Tensor, int]:
@@ -47,8 +52,10 @@ def probe(name: str | None, mask_id: int) -> Iterator[dict[str, int]]:
     if name is None:
         yield counter
         return
+    name, _, arg = name.partition(":")
     if name not in PROBES:
         raise ValueError(f"probe must be one of {PROBES} (got {name!r})")
+    frac = float(arg) if arg else 0.5
     den_cls, cache_cls = denoiser_mod.DiMOODenoiser, cache_mod.BranchCache
     saved = den_cls._cached, cache_cls.update
 
@@ -75,8 +82,30 @@ def probe(name: str | None, mask_id: int) -> Iterator[dict[str, int]]:
             counter["uncounted"] += int(stale.sum())
         return saved[1](self, index, fresh, codes)
 
+    def cached_masked_top(self, seq, codes, need, need_max):  # type: ignore[no-untyped-def]
+        cache = self.branches
+        r, n = codes.shape
+        masked = codes == mask_id
+        conf = cache.max_logit[: self.batch].repeat(r // self.batch, 1)  # cond rows' order
+        order = torch.argsort(conf.masked_fill(~masked, float("-inf")), dim=1,
+                              descending=True, stable=True)
+        rank = torch.empty_like(order).scatter_(
+            1, order, torch.arange(n, device=codes.device).expand_as(order))
+        take = torch.ceil(frac * masked.sum(dim=1)).long()
+        want = (masked & (rank < take[:, None])) | (need if need is not None else False)
+        m = max(int(want.sum(dim=1).max()), cache.next_index.shape[1])  # a sync: probe only
+        index = cache.max_logit.masked_fill(want, float("-inf")).topk(
+            m, dim=1, largest=False).indices
+        hidden = partial_pass(self.model, seq, self.rows, self.code_pos.gather(1, index),
+                              cache.kv)
+        self.stats.token_forwards += index.numel()
+        fresh = self._project(hidden).view(*index.shape, -1)
+        return cache.update(index, fresh, codes).float(), index
+
     if name == "text_fresh":
         den_cls._cached = cached_text_fresh  # type: ignore[method-assign]
+    elif name == "masked_top":
+        den_cls._cached = cached_masked_top  # type: ignore[method-assign]
     else:
         cache_cls.update = update_uncond_stale  # type: ignore[method-assign]
     try:

@@ -55,6 +55,30 @@ def test_uncond_stale_keeps_the_refresh_logits_of_masked_uncond_slots(pipe):
     assert not torch.equal(plain, lean)
 
 
+def test_masked_top_recomputes_changed_slots_and_the_most_confident_masked_half(pipe):
+    cache = MLCacheConfig(warmup_ratio=0.0, refresh_interval=100, refresh_commit=0.0,
+                          recompute_changed=True)
+    den = pipe.make_denoiser(PROMPT, cfg=0.75, cache=cache, steps=64)
+    n = den.layout.n_codes
+    gen = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, pipe.ids.codebook_size, (1, n), generator=gen)
+    masked = torch.ones(1, n, dtype=torch.bool)
+    with probe("masked_top:0.5", pipe.ids.mask):
+        den(tokens, masked)
+        first = den.branches.logits.clone()
+        conf = den.branches.max_logit[0].clone()  # the cond row's, ranks both rows
+        masked[0, torch.randperm(n, generator=gen)[: n // 3]] = False
+        den(tokens, masked)
+    still = masked[0].nonzero().squeeze(1)
+    top = still[conf[still].argsort(descending=True, stable=True)[: -(-len(still) // 2)]]
+    rest = still[~torch.isin(still, top)]
+    fresh = den.branches.logits
+    assert den.stats.cached_steps == 1
+    assert den.stats.token_forwards == den.real_tokens + 2 * (n // 3 + len(top))
+    assert torch.equal(fresh[:, rest], first[:, rest])  # the least confident half: stale
+    assert (fresh[:, top] - first[:, top]).abs().amax(dim=-1).min() > 0  # all recomputed
+
+
 def test_probes_restore_the_cache_path_and_name_bad_probes(pipe):
     before = DiMOODenoiser._cached, BranchCache.update
     with pytest.raises(RuntimeError), probe("text_fresh", pipe.ids.mask):
