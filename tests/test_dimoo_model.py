@@ -7,7 +7,7 @@ import torch
 
 from ladr_core.dimoo.config import ConfigError as DimooConfigError
 from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
-from ladr_core.dimoo.model import LLaDAModel
+from ladr_core.dimoo.model import LLaDAModel, rope_tables
 
 TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
             max_sequence_length=64, rope_theta=500000.0, rms_norm_eps=1e-5)
@@ -120,3 +120,23 @@ def test_ids_rule_defaults_and_overrides() -> None:
         small.validate_against(90)
     with pytest.raises(DimooConfigError, match="mask_token_id"):
         DiMOOIds.from_config_dict({"mask_token_id": "x"})
+
+
+def test_inference_mlp_keeps_two_hidden_buffers_alive_and_the_same_numbers() -> None:
+    """Under no_grad the gate product runs in place: at the MLP's peak two [M, hidden] buffers
+    are alive (gate and up), not three (+ their product); the output is bit-identical to the
+    autograd path's."""
+    from benchmarks.live_bytes import LiveBytes
+
+    hidden, m = 1024, 64
+    model = _model(mlp_hidden_size=hidden)
+    block = model.model.transformer.blocks[0]
+    x = torch.randn(1, m, 32)
+    cos, sin = rope_tables(torch.arange(m)[None], model.config.head_dim, model.config.rope_theta)
+    q, k, v = block.qkv(x, cos, sin)
+    with torch.no_grad(), LiveBytes() as mem:
+        out = block.finish(x, q, k, v, None)
+    one = m * hidden * 4
+    assert 2 * one <= mem.peak < 3 * one, (mem.peak, one)
+    with torch.enable_grad():
+        assert torch.equal(out, block.finish(x, q, k, v, None).detach())

@@ -151,7 +151,12 @@ class LLaDABlock(nn.Module):
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, enable_gqa=gqa)
         x = x + self.attn_out(att.transpose(1, 2).reshape(b, m, d))
         y = self.ff_norm(x)
-        return x + self.ff_out(self.act(self.ff_proj(y)) * self.up_proj(y))
+        gate = self.act(self.ff_proj(y))
+        if torch.is_grad_enabled():  # training: autograd needs the gate as it was
+            return x + self.ff_out(gate * self.up_proj(y))
+        # Inference: the product in place, so two [M, hidden] buffers are alive at the MLP's
+        # peak instead of three (about 0.2 GiB at 1024 px on the 8B model); the same numbers.
+        return x + self.ff_out(gate.mul_(self.up_proj(y)))
 
 
 class _Backbone(nn.Module):
