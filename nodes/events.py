@@ -38,15 +38,17 @@ def pack_bits(mask: torch.Tensor) -> str:
     return base64.b64encode(np.packbits(arr).tobytes()).decode("ascii")
 
 
-def to_pil(image: torch.Tensor, max_side: int | None = None) -> Any:
-    """Float [H, W, 3] in [0, 1] -> PIL RGB image (optionally shrunk to `max_side`).
+def rgb8(image: torch.Tensor) -> torch.Tensor:
+    """Float [H, W, 3] in [0, 1] -> uint8 [H, W, 3] on the tensor's device (so only bytes
+    cross to the CPU)."""
+    return image.detach().clamp(0, 1).mul(255).round().to(torch.uint8)
 
-    The uint8 conversion runs on the tensor's device, so only bytes cross to the CPU.
-    """
+
+def to_pil(image: torch.Tensor, max_side: int | None = None) -> Any:
+    """Float [H, W, 3] in [0, 1] -> PIL RGB image (optionally shrunk to `max_side`)."""
     from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
 
-    rgb8 = image.detach().clamp(0, 1).mul(255).round().to(torch.uint8).cpu().numpy()
-    return shrink(Image.fromarray(rgb8, "RGB"), max_side)
+    return shrink(Image.fromarray(rgb8(image).cpu().numpy(), "RGB"), max_side)
 
 
 def shrink(pil: Any, max_side: int | None) -> Any:
@@ -67,8 +69,7 @@ def _step_bytes(record: dict, image: torch.Tensor | None) -> list[torch.Tensor]:
     masked_all = record["masked"]
     phase = record.get("phase")
     ints = [masked_all.sum(dim=1)] + ([phase[:1]] if phase is not None else [])
-    out = [] if image is None else [
-        image.detach().clamp(0, 1).mul(255).round().to(torch.uint8).reshape(-1)]
+    out = [] if image is None else [rgb8(image).reshape(-1)]
     out += [masked_all[0].to(torch.uint8), record["rescued"][0].to(torch.uint8),
             record["unmasked"][0].to(torch.uint8),
             torch.cat([t.reshape(-1).to(torch.int32) for t in ints]).view(torch.uint8)]
@@ -91,8 +92,7 @@ def step_update(record: dict, node_id: str | None,
     if image is not None:
         from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
 
-        rgb8 = pieces.pop(0).view(*image.shape[:2], 3).numpy()
-        pil = Image.fromarray(rgb8, "RGB")
+        pil = Image.fromarray(pieces.pop(0).view(*image.shape[:2], 3).numpy(), "RGB")
     return _payload(record, node_id, pieces), pil
 
 
