@@ -66,7 +66,7 @@ class MLCacheConfig:
     ``recompute_masked``: on a cached call recompute every still-masked slot and every changed
     slot (at least ``ceil((1 - cache_ratio) * N)``, topped up by lowest max logit): the logits
     the sampler reads are all fresh; the pass's size is the previous call's largest masked count
-    per row (exactly the slots needed now, see ``DiMOODenoiser._demand``), read without a sync.
+    per row (exactly the slots needed now, see ``DiMOODenoiser._cache_step``), read without a sync.
     """
 
     cache_ratio: float = 0.9

@@ -200,14 +200,14 @@ class DiMOODenoiser:
                 "changed tokens it had committed, which this cache does not support; run "
                 "without an ML-Cache or with recompute_masked=False")
         mean = None if prev is None else prev[0] / max(self.batch, 1)
-        codes = seq[self.code_pos]
-        need = self.branches.needed(codes, self.ids.mask)
         skipped = torch.zeros((), dtype=torch.long, device=self.device)
         if self.schedule.refresh(mean, self.branches.ready):
             logits = self._full(seq, keep_kv=True)
             self.stats.refresh_steps += 1
             self.stats.refresh_at.append(self.stats.nfe)
-        else:
+        else:  # only a cached pass needs the slots that changed since the cached K/V
+            codes = seq[self.code_pos]
+            need = self.branches.needed(codes, self.ids.mask)
             logits, index = self._cached(seq, codes, need, 0 if prev is None else prev[1])
             if need is not None and self.branches.config.recompute_masked:
                 skipped = (need.sum(dim=1) > index.shape[1]).any().long()
