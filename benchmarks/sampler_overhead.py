@@ -148,14 +148,14 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
         den = ConstantDenoiser(logits, paired_floor)
         gens = generators(b, logits.device)
         sync_device(logits.device)
-        graphs.ENABLED = not eager
+        enabled, graphs.ENABLED = graphs.ENABLED, graphs.ENABLED and not eager
         t0 = time.perf_counter()
         try:
             res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
                          temperature=temperature, generator=gens)
             sync_device(logits.device)
         finally:
-            graphs.ENABLED = True
+            graphs.ENABLED = enabled
         total = time.perf_counter() - t0
         log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls,
                     res.steps))
