@@ -1,0 +1,369 @@
+"""GPU kernel choices for the 8B-shaped model: quantized linears, varlen attention, rows in flight.
+
+Three measurements that decide how the pack computes, each on LLaDA-8B's shapes (d_model 4096,
+32 heads of 128, MLP 12288) with random bf16 data:
+
+* ``linears``: one block's seven linears (q, k, v, attn_out: 4096 -> 4096; ff_proj, up_proj:
+  4096 -> 12288; ff_out: 12288 -> 4096) at the token counts of one CFG pair at 512 px and
+  1024 px, per weight format: bf16; fp8 storage upcast at use (the pack's per-channel fp8);
+  ``torch._scaled_mm`` fp8 with a static input scale (ComfyUI's fp8 layer without
+  ``input_scale``), with a dynamic per-tensor input scale, and rowwise (per-token x per-channel
+  scales); int8 ``torch._int_mm`` rowwise; and, when ``comfy_kitchen`` is importable, its fp8
+  and int8 ``QuantizedTensor`` linears (what ComfyUI 0.33's ``mixed_precision_ops`` calls). Each
+  row: ms per block, speed-up over bf16, relative error of the output against bf16.
+* ``attention``: per-row bidirectional attention over packed rows of different lengths (B items,
+  cond rows of varied prompt lengths + uncond rows), per layer: one SDPA call per run of
+  equal-length rows (the pack's path), one padded SDPA with a key mask, nested jagged SDPA,
+  FlexAttention with a document mask.
+* ``compile``: one full call eager and through ``pipe.compile()``'s passes, B = 1.
+* ``rows``: one full denoiser call of the 8B-shaped model (bf16) with B items in flight at
+  512 px and 1024 px: ms per call and per item. What a rolling batch can gain on a GPU.
+
+    python -m benchmarks.gpu_kernels                 # CUDA: gpu_kernels_<device>.json
+    python -m benchmarks.gpu_kernels --tiny --device cpu   # smoke test (figures meaningless)
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from benchmarks.common import base_parser, device_slug, result_name, sync_device, write_result
+
+D, HEADS, HD, MLP = 4096, 32, 128, 12288
+BLOCK = {"q": (D, D), "k": (D, D), "v": (D, D), "o": (D, D), "ff_proj": (MLP, D),
+         "up": (MLP, D), "ff_out": (D, MLP)}
+FP8 = torch.float8_e4m3fn
+COND_UNCOND = (64, 24)  # prompt tokens of the cond / uncond row (benchmarks/gpu.py)
+
+
+def image_tokens(px: int) -> int:
+    g = px // 16
+    return g * (g + 1) + 4
+
+
+def timed(fn: Callable[[], Any], device: torch.device, reps: int) -> float:
+    """Median ms of ``reps`` calls after two warm-ups."""
+    for _ in range(2):
+        fn()
+    sync_device(device)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync_device(device)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+# ---------------------------------------------------------------------------------- linears
+def _fp8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    s = (w.float().abs().amax(dim=1) / torch.finfo(FP8).max).clamp_min(1e-12)
+    return (w.float() / s[:, None]).to(FP8), s
+
+
+def _fp8_tensor(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    s = (w.float().abs().amax() / torch.finfo(FP8).max).clamp_min(1e-12)
+    return (w.float() / s).to(FP8), s
+
+
+def _int8_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    s = (w.float().abs().amax(dim=1) / 127).clamp_min(1e-12)
+    return (w.float() / s[:, None]).round().clamp(-127, 127).to(torch.int8), s
+
+
+def _fp8_static(x: torch.Tensor, qs: tuple) -> torch.Tensor:
+    q, s = qs
+    return torch._scaled_mm(x.to(FP8), q.t(), torch.ones((), device=x.device), s,
+                            out_dtype=x.dtype)
+
+
+def _fp8_dynamic(x: torch.Tensor, qs: tuple) -> torch.Tensor:
+    q, s = qs
+    sx = (x.abs().amax().float() / torch.finfo(FP8).max).clamp_min(1e-12)
+    return torch._scaled_mm((x / sx.to(x.dtype)).to(FP8), q.t(), sx, s, out_dtype=x.dtype)
+
+
+def _fp8_rowwise(x: torch.Tensor, qs: tuple) -> torch.Tensor:
+    q, s = qs
+    sx = (x.abs().amax(dim=1, keepdim=True).float() / torch.finfo(FP8).max).clamp_min(1e-12)
+    return torch._scaled_mm((x / sx.to(x.dtype)).to(FP8), q.t(), sx, s[None], out_dtype=x.dtype)
+
+
+def _int8_rowwise(x: torch.Tensor, qs: tuple) -> torch.Tensor:
+    q, s = qs
+    sx = (x.abs().amax(dim=1, keepdim=True).float() / 127).clamp_min(1e-12)
+    x8 = (x / sx.to(x.dtype)).round().clamp(-127, 127).to(torch.int8)
+    return (torch._int_mm(x8, q.t()).float() * sx * s[None]).to(x.dtype)
+
+
+def _methods() -> dict[str, tuple[Callable, Callable]]:
+    """name -> (prepare a bf16 weight, linear(x, prepared))."""
+    methods: dict[str, tuple[Callable, Callable]] = {
+        "bf16": (lambda w: w, lambda x, w: F.linear(x, w)),
+        "fp8_upcast": (_fp8_rows, lambda x, qs: F.linear(x, qs[0].to(x.dtype)) * qs[1].to(x.dtype)),
+        "fp8_static": (_fp8_tensor, _fp8_static),
+        "fp8_dynamic": (_fp8_tensor, _fp8_dynamic),
+        "fp8_rowwise": (_fp8_rows, _fp8_rowwise),
+        "int8_rowwise": (_int8_rows, _int8_rowwise),
+    }
+    try:  # comfy_kitchen: the QuantizedTensor linears ComfyUI 0.33's mixed_precision_ops calls
+        from comfy_kitchen.tensor import QuantizedTensor
+    except ImportError:
+        return methods
+
+    def ck_fp8(x: torch.Tensor, w: Any) -> torch.Tensor:  # input scale 1: no input_scale stored
+        qx = QuantizedTensor.from_float(x, "TensorCoreFP8Layout",
+                                        scale=torch.ones((), device=x.device))
+        return F.linear(qx, w)
+
+    methods["kitchen_fp8_static"] = (
+        lambda w: QuantizedTensor.from_float(w, "TensorCoreFP8Layout"), ck_fp8)
+    methods["kitchen_int8"] = (
+        lambda w: QuantizedTensor.from_float(w, "TensorWiseINT8Layout"),
+        lambda x, w: F.linear(x, w))
+    return methods
+
+
+def linear_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
+    g = torch.Generator(device=device).manual_seed(0)
+    scale = 1 / 64 if tiny else 1
+    ws = [(torch.randn(int(o * scale), int(i * scale), device=device, generator=g) * 0.02
+           ).to(torch.bfloat16) for o, i in BLOCK.values()]
+    rows = []
+    for px in (512, 1024):
+        tokens = max(16, int((2 * image_tokens(px) + sum(COND_UNCOND)) * scale))
+        # one input per width (ff_out reads the MLP width); activations of unit scale
+        xs = {w.shape[1]: torch.randn(tokens, w.shape[1], device=device, generator=g
+                                      ).to(torch.bfloat16) for w in ws}
+        ref = [F.linear(xs[w.shape[1]], w).float() for w in ws]
+        for name, (prep, one) in _methods().items():
+            row: dict[str, Any] = {"px": px, "tokens": tokens, "method": name}
+            try:
+                prepared = [prep(w) for w in ws]
+
+                def block(prepared: list = prepared, one: Callable = one, xs: dict = xs) -> list:
+                    return [one(xs[w.shape[1]], p) for w, p in zip(ws, prepared, strict=True)]
+
+                got = [o.float() for o in block()]
+                row["rel_err"] = max(float((a - b).norm() / b.norm()) for a, b in zip(got, ref, strict=True))
+                row["ms_block"] = timed(block, device, reps) if device.type == "cuda" else None
+            except (RuntimeError, TypeError, NotImplementedError, ValueError) as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(row)
+            print("linears", row, flush=True)
+    base = {r["px"]: r.get("ms_block") for r in rows if r["method"] == "bf16"}
+    for r in rows:
+        if r.get("ms_block") and base.get(r["px"]):
+            r["speedup_vs_bf16"] = base[r["px"]] / r["ms_block"]
+    return rows
+
+
+# -------------------------------------------------------------------------------- attention
+def prompt_lengths(items: int, seed: int) -> list[int]:
+    """Cond prompt lengths of ``items`` prompts (20-120 tokens), seeded."""
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(20, 121, (items,), generator=g).tolist()
+
+
+def attention_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
+    from ladr_core.dimoo.packed import PackedRows, _attend
+
+    heads, hd = (4, 16) if tiny else (HEADS, HD)
+    rows = []
+    for px in ((64,) if tiny else (512, 1024)):
+        for items in ((1, 4) if tiny else (1, 4, 8, 16) if px == 512 else (1, 4, 8)):
+            img = image_tokens(px)
+            lengths = [n + img for n in prompt_lengths(items, items)]
+            lengths += [COND_UNCOND[1] + img] * items
+            packed = PackedRows.from_lengths(lengths, device)
+            t = packed.total
+            g = torch.Generator(device=device).manual_seed(1)
+            q, k, v = (torch.randn(t, heads, hd, device=device, generator=g, dtype=torch.bfloat16)
+                       for _ in range(3))
+            cases = {"per_run_sdpa": partial(_attend, q, k, v, packed, None),
+                     "padded_sdpa": _padded(q, k, v, lengths),
+                     "nested_jagged": _nested(q, k, v, lengths),
+                     "flex_document": _flex(q, k, v, lengths)}
+            ref = cases["per_run_sdpa"]().float()
+            for name, fn in cases.items():
+                row: dict[str, Any] = {"px": px, "items": items, "rows": len(lengths),
+                                       "tokens": t, "runs": len(packed.runs), "method": name}
+                try:
+                    if fn is None:
+                        raise RuntimeError("not available in this torch build")
+                    out = fn().float()
+                    row["max_abs_diff"] = float((out - ref).abs().max())
+                    row["ms_per_layer"] = timed(fn, device, reps)
+                except (RuntimeError, TypeError, NotImplementedError, ValueError,
+                        AttributeError, ImportError) as exc:
+                    row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+                rows.append(row)
+                print("attention", row, flush=True)
+    return rows
+
+
+def _padded(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: list[int]) -> Callable:
+    r, n = len(lengths), max(lengths)
+    lens = torch.tensor(lengths, device=q.device)
+    keep = torch.arange(n, device=q.device)[None] < lens[:, None]  # [R, n]
+    starts = torch.cumsum(lens, 0) - lens
+
+    def gather(x: torch.Tensor) -> torch.Tensor:
+        idx = (starts[:, None] + torch.arange(n, device=x.device)[None]).clamp_max(x.shape[0] - 1)
+        return x[idx].transpose(1, 2)  # [R, H, n, hd]
+
+    def run() -> torch.Tensor:
+        out = F.scaled_dot_product_attention(gather(q), gather(k), gather(v),
+                                             attn_mask=keep[:, None, None, :])
+        return out.transpose(1, 2)[keep].reshape(-1, q.shape[1] * q.shape[2])
+    del r
+    return run
+
+
+def _nested(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: list[int]) -> Callable:
+    offsets = torch.tensor([0, *lengths], device=q.device).cumsum(0)
+
+    def nest(x: torch.Tensor) -> torch.Tensor:
+        return torch.nested.nested_tensor_from_jagged(x, offsets).transpose(1, 2)
+
+    def run() -> torch.Tensor:
+        out = F.scaled_dot_product_attention(nest(q), nest(k), nest(v))
+        return out.transpose(1, 2).values().reshape(-1, q.shape[1] * q.shape[2])
+    return run
+
+
+def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: list[int]) -> Callable | None:
+    try:
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+    except ImportError:
+        return None
+    if q.device.type != "cuda":
+        return None
+    doc = torch.repeat_interleave(torch.arange(len(lengths), device=q.device),
+                                  torch.tensor(lengths, device=q.device))
+    t = doc.numel()
+
+    def same_row(b: Any, h: Any, qi: Any, ki: Any) -> Any:
+        return doc[qi] == doc[ki]
+
+    mask = create_block_mask(same_row, None, None, t, t, device=q.device)
+    flex = torch.compile(flex_attention, dynamic=False)
+
+    def run() -> torch.Tensor:
+        out = flex(q.transpose(0, 1)[None], k.transpose(0, 1)[None], v.transpose(0, 1)[None],
+                   block_mask=mask)
+        return out[0].transpose(0, 1).reshape(t, -1)
+    return run
+
+
+# ------------------------------------------------------------------------------------- rows
+_MODEL: dict[str, Any] = {}
+
+
+def _model(device: torch.device, tiny: bool) -> tuple[Any, Any]:
+    """The 8B-shaped bf16 model (tiny on a CPU), built once per process, and its ids."""
+    from benchmarks.gpu import SHAPE_8B, SHAPE_TINY, TINY_IDS, build_model
+    from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
+
+    if "model" not in _MODEL:
+        dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+        _MODEL["model"] = build_model(LLaDAConfig(**(SHAPE_TINY if tiny else SHAPE_8B)),
+                                      device, dtype)
+    return _MODEL["model"], (TINY_IDS if tiny else DiMOOIds())
+
+
+def _denoiser(model: Any, ids: Any, px: int, items: int, tiny: bool) -> tuple[Any, Any, Any]:
+    """A CFG denoiser for ``items`` prompts of varied lengths and a half-masked state."""
+    from ladr_core.dimoo.denoiser import DiMOODenoiser
+    from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch, cond_text
+
+    layout = ImageLayout(4, 4) if tiny else ImageLayout(px // 16, px // 16)
+    lengths = dict(zip([f"p{i}" for i in range(items)], prompt_lengths(items, items), strict=True))
+
+    def encode(text: str) -> list[int]:
+        for name, n in lengths.items():
+            if text == cond_text(name):
+                return [(7 * i) % 16 for i in range(n)]
+        return [(5 * i) % 16 for i in range(COND_UNCOND[1])]
+
+    batch = build_prompt_batch(encode, ids, list(lengths), None, layout, True)
+    den = DiMOODenoiser(model, batch, ids, 4.0)
+    g = torch.Generator().manual_seed(0)
+    masked = torch.rand(items, layout.n_codes, generator=g) < 0.5
+    tokens = torch.randint(0, ids.codebook_size, (items, layout.n_codes), generator=g)
+    return den, tokens.to(den.device), masked.to(den.device)
+
+
+def rows_in_flight(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
+    """ms per full 8B denoiser call with B items in flight (varied prompt lengths)."""
+    model, ids = _model(device, tiny)
+    out = []
+    for px in ((64,) if tiny else (512, 1024)):
+        for items in ((1, 2) if tiny else (1, 2, 4, 8, 16) if px == 512 else (1, 2, 4, 8)):
+            den, tokens, masked = _denoiser(model, ids, px, items, tiny)
+            ms = timed(partial(den, tokens, masked), device, reps)
+            row = {"px": px, "items": items, "real_tokens": den.real_tokens,
+                   "ms_per_call": ms, "ms_per_item": ms / items}
+            out.append(row)
+            print("rows", row, flush=True)
+            del den
+    base = {r["px"]: r["ms_per_item"] for r in out if r["items"] == 1}
+    for r in out:
+        r["items_per_s_gain_vs_1"] = base[r["px"]] / r["ms_per_item"]
+    return out
+
+
+def compile_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
+    """One full call eager vs ``pipe.compile()``'s passes (inductor, default mode), B = 1."""
+    from ladr_core.dimoo.compile import CompiledPasses
+
+    model, ids = _model(device, tiny)
+    out = []
+    for px in ((64,) if tiny else (512, 1024)):
+        den, tokens, masked = _denoiser(model, ids, px, 1, tiny)
+        eager = timed(partial(den, tokens, masked), device, reps)
+        den.forward_hook = CompiledPasses()
+        t0 = time.perf_counter()
+        den(tokens, masked)
+        sync_device(device)
+        first = time.perf_counter() - t0
+        compiled = timed(partial(den, tokens, masked), device, reps)
+        row = {"px": px, "eager_ms": eager, "compiled_ms": compiled,
+               "speedup": eager / compiled, "first_call_s": first}
+        out.append(row)
+        print("compile", row, flush=True)
+    return out
+
+
+PARTS = {"linears": linear_rows, "attention": attention_rows, "rows": rows_in_flight,
+         "compile": compile_rows}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--device", default=None)
+    parser.add_argument("--only", choices=PARTS, action="append")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    if device.type != "cuda" and not args.tiny:
+        parser.error("the 8B-shaped run needs a CUDA device; use --tiny --device cpu")
+    reps = args.reps or (1 if args.tiny else 10)
+    parts = args.only or list(PARTS)
+    result: dict[str, Any] = {"device": device_slug(device), "tiny": args.tiny}
+    for part in parts:
+        result[part] = PARTS[part](device, args.tiny, reps)
+    if not args.tiny:
+        suffix = "" if len(parts) == len(PARTS) else "_" + "_".join(parts)
+        print("wrote", write_result(result_name("gpu_kernels", device) + suffix, result, args.out))
+    return result
+
+
+if __name__ == "__main__":
+    main()
