@@ -39,6 +39,7 @@ from benchmarks.common import (
     count_syncs,
     device_slug,
     result_name,
+    strategy_from,
     sync_device,
     write_result,
 )
@@ -47,7 +48,7 @@ from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
 from ladr_core.dimoo.denoiser import DiMOODenoiser
 from ladr_core.dimoo.model import LLaDAModel
 from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch, cond_text
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+from ladr_core.policy import PRESETS
 from ladr_core.sampling import sample
 
 SHAPE_8B = dict(d_model=4096, n_heads=32, n_layers=32, mlp_hidden_size=12288, vocab_size=134656,
@@ -159,8 +160,8 @@ def peak_bytes(b: Bench, run: Callable[[], Any]) -> int:
 def _sample(b: Bench, den: DiMOODenoiser, steps: int, strategy: str = "baseline",
             policy: Any = None) -> Any:
     gen = torch.Generator(device=b.device).manual_seed(0)
-    return sample(den, shape=(1, b.layout.h, b.layout.w), steps=steps, strategy=strategy,
-                  policy=policy, generator=gen, device=b.device)
+    return sample(den, shape=(1, b.layout.h, b.layout.w), steps=steps,
+                  strategy=strategy_from(strategy, policy), generator=gen, device=b.device)
 
 
 def one_call_ms(b: Bench) -> float:
@@ -238,11 +239,11 @@ def nano_counts() -> dict[str, Any]:
 
 
 def e2e_cases() -> dict[str, tuple[str, int, Any, MLCacheConfig | None]]:
-    nano_t = PRESET_STEPS["nano"]
+    nano_t, nano = PRESETS["nano"].steps, PRESETS["nano"].policy
     return {"baseline-64": ("baseline", 64, None, None),
             "mlcache": ("baseline", 64, None, CACHE),
-            "ladr-nano": ("ladr", nano_t, POLICY_PRESETS["nano"], None),
-            "ladr-nano+mlcache": ("ladr", nano_t, POLICY_PRESETS["nano"], MLCacheConfig.ladr())}
+            "ladr-nano": ("ladr", nano_t, nano, None),
+            "ladr-nano+mlcache": ("ladr", nano_t, nano, MLCacheConfig.ladr())}
 
 
 def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:

@@ -31,8 +31,7 @@ import torch
 
 from benchmarks.cache_probes import probe
 from benchmarks.paired_stats import group_index, paired_bootstrap
-from ladr_core import MLCacheConfig, load_dimoo, nano_model_path
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+from ladr_core import LADR, PRESETS, MLCacheConfig, load_dimoo, nano_model_path
 
 
 def parse_variant(text: str) -> tuple[str, MLCacheConfig | None, str | None]:
@@ -57,9 +56,8 @@ def run_variant(pipe: Any, captions: list[str], cache: MLCacheConfig | None,
     start = time.perf_counter()
     for i, caption in enumerate(captions):
         with probe(probe_name, pipe.ids.mask) as counter:
-            res = pipe.generate(caption, steps=PRESET_STEPS.get(policy, 64), cfg=pipe.default_cfg,
-                                seed=i, strategy="ladr", policy=POLICY_PRESETS[policy],
-                                cache=cache)
+            res = pipe.generate(caption, cfg=pipe.default_cfg, seed=i,
+                                strategy=LADR.preset(policy), cache=cache)
         images.append(res.images[0].float().numpy())
         fwd.append(res.token_forwards - counter["uncounted"])
         nfe.append(res.nfe)
@@ -75,7 +73,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("variants", nargs="+", help="name=MLCacheConfig kwargs (or name=none)")
     ap.add_argument("--prompts", type=int, default=48)
     ap.add_argument("--set", choices=("validation", "heldout"), default="validation")
-    ap.add_argument("--policy", default="nano", choices=sorted(POLICY_PRESETS))
+    ap.add_argument("--policy", default="nano", choices=sorted(PRESETS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = ap.parse_args(argv)

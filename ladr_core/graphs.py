@@ -12,7 +12,7 @@ eagerly again. A replay runs the same kernels in the same order as the eager rul
 results are the same. The capture makes no host synchronisation (no ``torch.cuda.graph``
 context, which synchronises and empties the allocator's cache).
 
-``ENABLED = False`` turns capturing off for the process (for comparison runs).
+`sample(..., cuda_graph=False)` runs the rule eagerly instead (for comparison runs).
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ import torch
 
 from .noise import StepNoise
 from .step import Commit, Stats, StepRule
-
-ENABLED = True
 
 _COMMIT_FIELDS = ("masked", "tokens", "rescued", "t_eff", "phase")
 
@@ -98,12 +96,13 @@ class StepGraph:
         return graph, output
 
 
-def step_graph(rule: StepRule, device: torch.device, step_invariant: bool) -> StepGraph | None:
+def step_graph(rule: StepRule, device: torch.device, step_invariant: bool,
+               enabled: bool = True) -> StepGraph | None:
     """A StepGraph for this run, or None where none applies (not CUDA, a rule that reads the
-    step index, or ENABLED off)."""
-    if not (ENABLED and step_invariant and device.type == "cuda"):
+    step index, or `enabled` False: sample's `cuda_graph`)."""
+    if not (enabled and step_invariant and device.type == "cuda"):
         return None
     return StepGraph(rule, device)
 
 
-__all__ = ["ENABLED", "StepGraph", "step_graph"]
+__all__ = ["StepGraph", "step_graph"]

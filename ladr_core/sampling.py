@@ -22,13 +22,9 @@ import torch
 
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
-from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
-from .strategies import STRATEGY_NAMES
 from .validation import SampleArgs, check_logits, validate_arguments
-
-STRATEGIES = STRATEGY_NAMES  # the accepted names (older import path)
 
 # Every tensor in a record is fresh (the loop keeps no reference to it), so a callback may keep,
 # move or modify it; it decides itself what to sync.
@@ -209,7 +205,7 @@ class _Run:
         a = self.args
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
                                              a.temperature, device))
-        self.graph = step_graph(self.rule, device, a.strategy.step_invariant)
+        self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -289,7 +285,8 @@ class _Run:
         # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
         # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
         # the last step, which has no sync, is not checked).
-        probe = next(v for v in (stats.top1, stats.log_conf, stats.margin) if v is not None)
+        probe = next((v for v in (stats.top1, stats.log_conf, stats.margin, stats.logit_gap)
+                      if v is not None), logits)  # a rule that reads no statistics: the logits
         self.nonfinite = torch.isnan(probe).any()
         middle = self.graph is not None and 0 < step < a.steps - 1
         commit = (self.graph if middle else self.rule)(step, masked, stats, noise)
@@ -316,34 +313,35 @@ class _Run:
 def sample(
     denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
     shape: Sequence[int],
-    steps: int,
+    steps: int | None = None,
     strategy: str | Strategy = "ladr",
-    policy: LADRPolicy | None = None,
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
     callback: Callable[[dict[str, Any]], None] | None = None,
     schedule: str | Schedule = "cosine",
-    prophet: ProphetPolicy | None = None,
     device: torch.device | str | None = None,
+    cuda_graph: bool = True,
 ) -> SampleResult:
-    """Generate B token grids of H x W with `steps` = T schedule steps (contract: ARCHITECTURE 1).
+    """Generate B token grids of H x W (contract: docs/ARCHITECTURE.md section 1).
 
-    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `Prophet(policy)`; it carries its
-    own policy) or a name: "baseline" (official DiMOO `generate_image`), "ladr" (Algorithm 1
-    with `policy`, default LADRPolicy()), "prophet" (baseline plus Prophet early commit with
-    `prophet`, default ProphetPolicy()). temperature 0 = greedy with no random draw (except a
-    random LADR ablation). generator: None (device default generator), one generator shared by
-    all items (each step, item 0 draws its noise, then item 1, ...), or a list of B generators
-    (item i with g_i equals a B=1 run with g_i). Noise is drawn only for each item's masked
-    rows, as official (order: ladr_core.noise). Noise is drawn on the generator's device and
-    moved to the logits' device; use a generator on the denoiser's device to avoid the copy.
-    device: where the first `tokens` passed to `denoise` live (default: the generator's device,
-    else CPU); from then on all state lives on the device of the returned logits. The loop
-    stops early once nothing is masked and always finishes within T steps (the last step
+    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `LADR.preset("nano")`,
+    `Prophet(policy)`: it carries its own policy), a registered strategy name ("baseline",
+    "ladr", "prophet": their defaults) or an LADR preset name; resolved once, here
+    (ladr_core.registry). steps: the schedule length T (None: the strategy's own T, else 64).
+    temperature 0 = greedy with no random draw (except a random LADR ablation). generator: None
+    (device default generator), one generator shared by all items (each step, item 0 draws its
+    noise, then item 1, ...), or a list of B generators (item i with g_i equals a B=1 run with
+    g_i). Noise is drawn only for each item's masked rows, as official (order:
+    ladr_core.noise), on the generator's device, then moved to the logits' device; use a
+    generator on the denoiser's device to avoid the copy. device: where the first `tokens`
+    passed to `denoise` live (default: the generator's device, else CPU); from then on all state
+    lives on the device of the returned logits. cuda_graph: replay a step-invariant rule as one
+    CUDA graph on a CUDA device (ladr_core.graphs; False runs it eagerly, same results). The
+    loop stops early once nothing is masked and always finishes within T steps (the last step
     unmasks everything).
     """
-    args = validate_arguments(denoise, shape, steps, strategy, policy, temperature, generator,
-                              callback, schedule, prophet, device)
+    args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
+                              callback, schedule, device, cuda_graph)
     run = _Run.start(args)
     steps_run = 0
     # Algorithm 1 lines 3-6: at most T steps, and `break` once nothing is masked anywhere.
@@ -358,4 +356,4 @@ def sample(
     return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
 
 
-__all__ = ["STEP_RECORD_KEYS", "STRATEGIES", "SampleResult", "StepNoise", "sample"]
+__all__ = ["STEP_RECORD_KEYS", "SampleResult", "StepNoise", "sample"]

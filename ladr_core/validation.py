@@ -11,10 +11,9 @@ from numbers import Real
 import torch
 
 from .noise import generators_for
-from .policy import LADRPolicy
+from .registry import resolve_strategy
 from .schedules import Schedule, get_schedule
 from .step import Strategy
-from .strategies import as_strategy
 
 Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -31,6 +30,7 @@ class SampleArgs:
     generators: list[torch.Generator | None]  # one per item (None = the default generator)
     schedule: Schedule
     device: torch.device  # where the first tokens / masked passed to denoise live
+    cuda_graph: bool  # replay a step-invariant rule as a CUDA graph (graphs.py)
 
 
 def _check_shape(shape: object) -> tuple[int, int, int]:
@@ -72,30 +72,34 @@ def _default_device(device: object, generator: object) -> torch.device:
     return torch.device("cpu")
 
 
+def check_steps_arg(steps: object) -> None:
+    """sample()'s / generate()'s `steps`: an int >= 1 (the schedule resolution T)."""
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
+
+
 def validate_arguments(
     denoise: Denoise,
     shape: Sequence[int],
-    steps: int,
+    steps: int | None,
     strategy: str | Strategy,
-    policy: LADRPolicy | None,
     temperature: float,
     generator: object,
     callback: object,
     schedule: str | Schedule,
-    prophet: object,
     device: object,
+    cuda_graph: object,
 ) -> SampleArgs:
-    """Check every sample() argument; return them normalised as SampleArgs."""
+    """Check every sample() argument; return them normalised as SampleArgs (the strategy
+    resolved once, through ladr_core.registry)."""
+    chosen = resolve_strategy(strategy)
     if not callable(denoise):
         raise ValueError(
             "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
         )
     shape = _check_shape(shape)
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
-    if policy is not None and not isinstance(policy, LADRPolicy):
-        raise ValueError(f"policy must be a LADRPolicy or None; got {type(policy).__name__}")
-    chosen = as_strategy(strategy, policy, prophet)
+    steps = chosen.run_steps(steps)
+    check_steps_arg(steps)
     ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
     if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
         raise ValueError(
@@ -104,9 +108,11 @@ def validate_arguments(
     _check_generator(generator, shape[0])
     if callback is not None and not callable(callback):
         raise ValueError("callback must be None or callable(record: dict)")
+    if not isinstance(cuda_graph, bool):
+        raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
     return SampleArgs(denoise, shape, steps, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
-                      _default_device(device, generator))
+                      _default_device(device, generator), cuda_graph)
 
 
 def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:

@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ladr_core.policy import PHASE_NAMES
-from ladr_core.schedules import get_schedule
+from ladr_core import PHASE_NAMES, get_schedule
 
 EVENT = "ladr.step"
 PROGRESS_SCHEDULE = get_schedule("cosine")

@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import ladr_core
-from ladr_core.step import Strategy
-from ladr_core.strategies import STRATEGY_NAMES, as_strategy, default_steps
+from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strategy_names
 
 from . import events, host, threads
 from . import policy as policy_node
@@ -21,10 +20,9 @@ from .validate import input_error
 
 io, _ = host.v3()
 
-STRATEGIES = ["ladr", *(n for n in STRATEGY_NAMES if n != "ladr")]  # widget order: ladr first
+STRATEGIES = ["ladr", *(n for n in strategy_names() if n != "ladr")]  # widget order: ladr first
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
-SIZE_MULTIPLE = 16
-SIZE_MIN, SIZE_MAX = 16, 2048
+SIZE_MIN, SIZE_MAX = SIZE_STEP, 2048
 SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_size"
 CFG_AUTO = -1.0  # cfg widget value meaning "the checkpoint's default_cfg"
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
@@ -59,16 +57,14 @@ def resolve_cfg(value: float) -> float | None:
     return cfg
 
 
-def check_size(name: str, value: int, multiple: int = SIZE_MULTIPLE) -> str | None:
-    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine."""
+def check_size(name: str, value: int, multiple: int = SIZE_STEP) -> str | None:
+    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine: the core's one size
+    rule (ladr_core.dimoo.prompt.size_problem) with the checkpoint's VQ factor."""
     if value == SIZE_AUTO:
         return None
-    if not SIZE_MIN <= value <= SIZE_MAX:
+    if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
         return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
-    if value % multiple:
-        return (f"{name}={value} is not a multiple of {multiple} (the VQ factor: one token per "
-                f"{multiple}x{multiple} pixels); use {value // multiple * multiple or multiple}")
-    return None
+    return size_problem(name, value, multiple)
 
 
 def check_options(policy: object | None, cache: object | None) -> None:
@@ -86,25 +82,29 @@ def check_options(policy: object | None, cache: object | None) -> None:
         )
 
 
-def pick_strategy(name: str, connected: Strategy | None, steps: int) -> tuple[Strategy, int, str]:
-    """The strategy widget + the policy socket -> (strategy to run, its T, a note for stats).
+def pick_strategy(name: str, connected: Strategy | None, steps: int
+                  ) -> tuple[Strategy, int | None, str]:
+    """The strategy widget + the policy socket -> (strategy to run, the T to ask for, a note).
 
     The socket's strategy runs when it is of the chosen kind (an LADR Policy with "ladr", a
     Prophet Policy with "prophet"); otherwise the chosen kind's defaults run and the note says
     the connected one was not used (it may stay connected for A/B runs). A preset tuned at its
-    own T (nano: 128) brings it: the `steps` widget is then not used, and the note says so.
+    own T (nano: 128) brings it: the T asked for is then None (the strategy's own, chosen by
+    `Strategy.run_steps`), the `steps` widget is not used, and the note says so.
     """
     if name not in STRATEGIES:
         raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
     note = ""
-    chosen = as_strategy(name)
+    chosen = resolve_strategy(name)
     if connected is not None and connected.name == name:
         chosen = connected
     elif connected is not None:
         note = f"; the connected {policy_node.describe(connected)} was not used (strategy is {name!r})"
-    if chosen.steps is not None and chosen.steps != steps:
+    if chosen.steps is None:
+        return chosen, steps, note
+    if chosen.steps != steps:
         note += f"; T={chosen.steps} from the policy preset (steps={steps} not used)"
-    return chosen, default_steps(chosen) if chosen.steps is not None else steps, note
+    return chosen, None, note
 
 
 def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
@@ -123,25 +123,32 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     return on_step
 
 
-def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = None,
-                **kw: object) -> tuple[DiMOOTokens, dict]:
-    """Host-aware generate: memory load, progress, events; returns tokens + stats."""
+def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
+                negative_prompt: str | None, width: int, height: int, steps: int | None,
+                cfg: float, temperature: float, seed: int, strategy: Strategy,
+                cache: object | None, batch_size: int) -> tuple[DiMOOTokens, dict]:
+    """Host-aware generate: memory load, progress, events; returns tokens + stats.
+
+    width / height: widget values (SIZE_AUTO = the checkpoint's default); cfg: the widget value
+    (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T."""
     pipe = model.pipe
-    for name in ("width", "height"):
-        err = check_size(name, int(kw[name]), max(SIZE_MULTIPLE, pipe.vq_factor))
+    sizes = {}
+    for name, value in (("width", width), ("height", height)):
+        err = check_size(name, int(value), max(SIZE_STEP, pipe.vq_factor))
         if err:
             raise ValueError(f"{NODE}: {err}")
-        kw[name] = resolve_size(kw[name])
-    kw["cfg"] = resolve_cfg(kw["cfg"])
+        sizes[name] = resolve_size(value)
     host.load_to_device(model.patcher)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():  # decode=False: VQ Decode is its own node
-        res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
-                            decode=False, **kw)
+        res = pipe.generate(prompts, negative_prompt=negative_prompt, steps=steps,
+                            cfg=resolve_cfg(cfg), temperature=temperature, seed=seed,
+                            strategy=strategy, cache=cache, batch_size=batch_size,
+                            callback=make_callback(pipe, node_id, progress, last),
+                            decode=False, **sizes)
     progress.update(progress.total)
-    strategy = kw["strategy"]
-    stats = events.stats_dict(res, getattr(strategy, "name", str(strategy)))
+    stats = events.stats_dict(res, strategy.name)
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
@@ -196,9 +203,7 @@ class DiMOOSampler(io.ComfyNode):
 
 def _nano_cfg_hint() -> str:
     """'; the built-in dimoo-nano was tuned for X' (empty if its config does not say)."""
-    from ladr_core.assets import nano_default_cfg
-
-    value = nano_default_cfg()
+    value = ladr_core.nano_default_cfg()
     return "" if value is None else f"; the built-in dimoo-nano was tuned for {value:g}"
 
 
@@ -211,10 +216,10 @@ def _inputs() -> list:
         io.String.Input("negative_prompt", multiline=True, default="",
                         tooltip="Optional: what to steer away from (used by CFG; empty = the "
                         "model's unconditional prompt)."),
-        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
                      tooltip="Image width in pixels, a multiple of 16 (one token per 16 px); "
                      "0 = the checkpoint's default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
-        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
                      tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
                      "default size."),
         io.Int.Input("steps", default=64, min=1, max=1000,

@@ -123,7 +123,7 @@ def server(tmp_path_factory):
     (base / "custom_nodes").mkdir()
     (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
     sys.path.insert(0, str(ROOT / "tests"))
-    from fixtures_dimoo import write_tiny_checkpoint
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
     yaml = base / "extra_model_paths.yaml"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core import graphs
 from ladr_core.graphs import StepGraph, step_graph
 from ladr_core.noise import StepNoise
 from ladr_core.step import Commit, Stats
@@ -17,12 +16,11 @@ def rule(step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> Com
                   masked.sum(dim=1).double(), torch.zeros(masked.shape[0], dtype=torch.long))
 
 
-def test_only_a_step_invariant_rule_on_cuda_is_captured(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_a_step_invariant_rule_on_cuda_is_captured() -> None:
     assert step_graph(rule, torch.device("cpu"), True) is None
     assert step_graph(rule, torch.device("cuda"), False) is None
     assert isinstance(step_graph(rule, torch.device("cuda"), True), StepGraph)
-    monkeypatch.setattr(graphs, "ENABLED", False)
-    assert step_graph(rule, torch.device("cuda"), True) is None
+    assert step_graph(rule, torch.device("cuda"), True, enabled=False) is None
 
 
 def test_a_refused_capture_falls_back_to_the_eager_rule(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -68,22 +66,25 @@ def call_again(fn, device: torch.device) -> tuple[CallAgain, Commit]:  # noqa: A
 def test_a_replayed_rule_gives_the_eager_run(preset: str | None, batch: int,
                                              temperature: float,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks.common import strategy_from
     from benchmarks.host_syncs import varied_denoiser
-    from ladr_core import POLICY_PRESETS, sample, sampling
+    from ladr_core import PRESETS, sample, sampling
 
     denoise = varied_denoiser(batch, 256, 64)  # logits that follow the decoded tokens
 
     def run() -> tuple:
         records: list = []
-        res = sample(denoise, shape=(batch, 16, 16), steps=24, strategy="ladr",
-                     policy=POLICY_PRESETS[preset] if preset else None, temperature=temperature,
+        policy = PRESETS[preset].policy if preset else None
+        res = sample(denoise, shape=(batch, 16, 16), steps=24, strategy=strategy_from("ladr", policy),
+                     temperature=temperature,
                      generator=[torch.Generator().manual_seed(i) for i in range(batch)],
                      callback=lambda r: records.append((r["masked"], r["rescued"], r["tokens"])))
         return res, records
 
     made: list[StepGraph] = []
 
-    def on_the_cpu(rule, device: torch.device, invariant: bool) -> StepGraph:  # noqa: ANN001
+    def on_the_cpu(rule, device: torch.device, invariant: bool,  # noqa: ANN001
+                   enabled: bool) -> StepGraph:
         made.append(StepGraph(rule, device))
         return made[-1]
 

@@ -95,7 +95,7 @@ def seen(fake_model, monkeypatch) -> list[dict]:
 def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
     (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
     _, text = run(fake_model, policy=policy)
-    assert seen[-1]["strategy"] == ladr_core.LADR(ladr_core.POLICY_PRESETS["delayed"])
+    assert seen[-1]["strategy"] == ladr_core.LADR(ladr_core.PRESETS["delayed"].policy)
     assert "not used" not in text
     _, text = run(fake_model, strategy="baseline", policy=policy)
     assert seen[-1]["strategy"] == ladr_core.Baseline()
@@ -164,7 +164,7 @@ def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent)
     with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
         run(fake_model, policy=stale)
     # the node's size step (16) even on nano, whose VQ factor is 4: the widget cannot show 42
-    with pytest.raises(ValueError, match="width=42 is not a multiple of 16.*use 32"):
+    with pytest.raises(ValueError, match="width=42 is not a multiple of 16.*nearest valid width: 32 or 48"):
         run(fake_model, width=42)
 
 
@@ -180,7 +180,7 @@ def test_policy_node_custom_fields_and_invalid_combos() -> None:
     (off,) = LADRPolicyNode.execute(preset="off", **_fields()).args
     assert off.policy.alpha == (0.0, 0.0, 0.0) and off.steps is None
     (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
-    assert nano == ladr_core.LADR(ladr_core.POLICY_PRESETS["nano"], steps=128)
+    assert nano == ladr_core.LADR(ladr_core.PRESETS["nano"].policy, steps=128)
     with pytest.raises(ValueError, match="LADR Policy: .*phase_bounds"):
         LADRPolicyNode.execute(preset="custom", **_fields(exploration_end=0.9))
     with pytest.raises(ValueError, match="kernel_size"):

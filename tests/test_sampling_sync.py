@@ -18,7 +18,8 @@ from reference_official import LocalityDenoiser, make_table
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ladr_core import LADR, POLICY_PRESETS, PRESETS, LADRPolicy, sample
+from benchmarks.common import strategy_from
+from ladr_core import LADR, PRESETS, LADRPolicy, sample
 
 aten = torch.ops.aten
 SYNC_OPS = {aten._local_scalar_dense, aten.nonzero, aten.masked_select, aten.item,
@@ -96,14 +97,14 @@ def test_counter_detects_the_syncs_it_claims_to() -> None:
      ("ladr", LADRPolicy(candidates="non_neighbors")), ("ladr", LADRPolicy(candidates="random")),
      ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence")),
      ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True)),
-     ("ladr", POLICY_PRESETS["adaptive"])],
+     ("ladr", PRESETS["adaptive"].policy)],
 )
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     with count_syncs() as syncs:
-        res = sample(den, (2, 8, 8), 12, strategy=strategy, policy=policy,
+        res = sample(den, (2, 8, 8), 12, strategy=strategy_from(strategy, policy),
                      temperature=temperature, generator=gens, callback=lambda r: None)
     assert res.steps >= 2
     assert len(syncs) <= res.steps, syncs
@@ -112,8 +113,9 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     assert syncs == ["Tensor.tolist"] * (res.steps if res.steps < 12 else 11)
 
 
-LOOP_MODULES = ["sampling.py", "strategies.py", "ladr.py", "step.py", "frontier.py", "noise.py",
-                "schedules.py", "validation.py", "policy.py", "adaptive.py"]
+LOOP_MODULES = ["sampling.py", "baseline.py", "prophet.py", "ladr.py", "rescue.py", "select.py",
+                "step.py", "noise.py", "schedules.py", "validation.py", "policy.py",
+                "registry.py"]
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 

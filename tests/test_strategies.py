@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from ladr_core import LADRPolicy, get_schedule
+from ladr_core.baseline import baseline_keep_table, baseline_remask
 from ladr_core.ladr import LADR
-from ladr_core.step import keep_lowest, take_highest
-from ladr_core.strategies import baseline_keep_table, baseline_remask, prophet_fire
+from ladr_core.prophet import prophet_fire
+from ladr_core.rescue import paper_rescue
+from ladr_core.select import keep_lowest, take_highest
 
 
 def official_mask_by_random_topk(keep_n: int, confidence: torch.Tensor) -> torch.Tensor:
@@ -74,8 +76,8 @@ def _tables(policy: LADRPolicy) -> LADR:
 
 
 def ladr_rescue(m_std, top1, margin, phase, ladr: LADR, grid, uniform) -> torch.Tensor:
-    """Algorithm 1 lines 22-31 of `ladr` (LADR.rescue) with the arguments in test order."""
-    return ladr.rescue(m_std, top1, margin, phase, grid, uniform)
+    """Algorithm 1 lines 22-31 of `ladr` (rescue.paper_rescue) with the arguments in test order."""
+    return paper_rescue(ladr.policy, m_std, m_std, top1, margin, phase, grid, uniform)
 
 
 ladr_keep_counts = LADR.keep_count

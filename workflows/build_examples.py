@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ladr_core.policy import PRESET_STEPS  # noqa: E402
+from ladr_core import PRESETS  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
 
@@ -185,7 +185,7 @@ def nano_cfg() -> float:
 def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
     s = nano_cfg()
-    t = PRESET_STEPS["nano"]  # LADR's nominal T for the nano preset (NFE is adaptive)
+    t = PRESETS["nano"].steps  # LADR's nominal T for the nano preset (NFE is adaptive)
     # Frontend boxes start 30 px above `pos` (title bar); columns keep >= 20 px between boxes
     # and the policy node (the tallest widget list) is last in its column. Checked by
     # tests/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
@@ -240,7 +240,7 @@ def workflows() -> dict[str, list[Node]]:
 
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
-    t = PRESET_STEPS["nano"]
+    t = PRESETS["nano"].steps
     seed = Node(7, "DistributedSeed", (20, 650), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
     graph = [loader(1), policy(2, (20, 180), "nano"),

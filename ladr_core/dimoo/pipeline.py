@@ -18,13 +18,22 @@ from typing import Any
 
 import torch
 
+from ..registry import resolve_strategy
 from ..step import Strategy
+from ..validation import check_steps_arg
 from .cache import MLCacheConfig
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
-from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
+from .prompt import (
+    SIZE_STEP,
+    ImageLayout,
+    build_prompt_batch,
+    check_image_size,
+    cond_text,
+    uncond_text,
+)
 from .vq import (
     PREVIEW_TABLE_FILE,
     build_preview_table,
@@ -37,7 +46,6 @@ __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
-SIZE_STEP = 16  # sizes suggested in errors: multiples of 16 px (official grid, the node's step)
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
@@ -91,6 +99,17 @@ def generator_seed(seed: int, device: torch.device) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
     return (z ^ (z >> 31)) & (2**32 - 1)
+
+
+def check_seed(seed: object, items: int) -> int:
+    """The one seed rule: an int in [0, SEED_MAX - items + 1] (item i uses seed + i, and torch
+    seeds are 64-bit). ValueError naming the bound otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0 (got {seed!r})")
+    if seed + items - 1 > SEED_MAX:
+        raise ValueError(f"seed must be <= {SEED_MAX - items + 1} for {items} items (item i uses "
+                         f"seed + i, seeds are 64-bit); got {seed}")
+    return seed
 
 
 def item_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -210,28 +229,23 @@ class DiMOOPipeline:
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
                  width: int | None = None, height: int | None = None, steps: int | None = None,
                  cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
-                 strategy: str | Strategy = "ladr", policy: Any = None,
-                 cache: MLCacheConfig | None = None,
+                 strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True) -> GenerationResult:
-        """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``, ``Baseline()``,
-        ``Prophet(policy)``) or its name; with a name, ``policy`` is the LADRPolicy (ladr) or
-        ProphetPolicy (prophet) to use, or None for the defaults. ``steps`` None = the
-        strategy's tuned T (``LADR.preset("nano")`` carries 128), else DiMOO's 64.
-        ``decode=False`` skips the VQ decoder (images None), e.g. when decoding elsewhere."""
+        """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
+        ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
+        LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
+        nano preset carries 128), else DiMOO's 64. ``decode=False`` skips the VQ decoder
+        (images None), e.g. when decoding elsewhere."""
         from ..sampling import sample
-        from ..strategies import as_strategy, default_steps
 
-        chosen = as_strategy(strategy, policy)
-        steps = default_steps(chosen) if steps is None else steps
-        _positive_int("seed", seed, minimum=0)
-        _positive_int("steps", steps)
+        chosen = resolve_strategy(strategy)
+        steps = chosen.run_steps(steps)
+        check_steps_arg(steps)
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
                                      batch_size)
         layout = denoise.layout
-        if seed + denoise.batch - 1 > SEED_MAX:  # item i uses seed + i; torch seeds are 64-bit
-            raise ValueError(f"seed must be <= {SEED_MAX - denoise.batch + 1} for {denoise.batch} "
-                             f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
+        check_seed(seed, denoise.batch)
         generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]
         start = time.perf_counter()
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,

@@ -1,0 +1,93 @@
+"""The official Lumina-DiMOO sampler as a strategy: `Baseline()`.
+
+"How many" tokens stay masked after each step comes from the cosine schedule's keep table;
+"which" from the official `mask_by_random_topk` ranking, log p(sampled) + temperature x Gumbel.
+No function here synchronises with the host or copies host data to the device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
+
+import torch
+
+from .noise import StepNoise
+from .registry import register_strategy
+from .schedules import Schedule
+from .select import effective_time, no_phase, noisy_confidence
+from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
+
+
+def baseline_keep_table(
+    n: int, steps: int, schedule: Schedule, device: torch.device
+) -> torch.Tensor:
+    """Official DiMOO keep counts per step: LongTensor [steps].
+
+    keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, and 0 on the last step, with
+    vq_len the initial masked count N. Evaluated in float32 on `device` like the official loop
+    (t is the Python float (step+1)/T rounded once to float32). Built on the device (float64
+    division, as Python's, then float32), so no host -> device copy is made.
+    """
+    if device.type == "mps":  # no float64 there: the same numbers from the host
+        t = torch.tensor([(s + 1) / steps for s in range(steps)], dtype=torch.float32)
+        t = t.to(device)
+    else:
+        t = (torch.arange(1, steps + 1, dtype=torch.float64, device=device) / steps).float()
+    keep = (float(n) * schedule.gamma(t)).floor().clamp_min(1).long()
+    keep[-1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
+    return keep
+
+
+def baseline_remask(
+    masked: torch.Tensor, confidence: torch.Tensor, keep_n: torch.Tensor
+) -> torch.Tensor:
+    """Official `mask_by_random_topk`, batched: which masked positions stay masked.
+
+    confidence: [B, N] = log p(sampled) + temperature * Gumbel (only masked positions matter).
+    keep_n: LongTensor [B] or scalar. Exactly as official: sort the masked confidences ascending,
+    take the value at index k = clamp(keep_n, 0, L - 1) (L = masked count) as the cut-off and keep
+    masked every position strictly below it (ties at the cut-off are unmasked, and since
+    k <= L - 1 at least one token is unmasked per step).
+    """
+    score = confidence.masked_fill(~masked, math.inf)
+    sorted_score = torch.sort(score, dim=1).values
+    remaining = masked.sum(dim=1)
+    k = torch.minimum(keep_n.expand_as(remaining), remaining - 1).clamp_min(0)
+    cut = sorted_score.gather(1, k.unsqueeze(1))
+    return (score < cut) & masked
+
+
+def official_step(run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
+                  stats: Stats, noise: StepNoise) -> Commit:
+    """One step of the official loop: keep masked the keep[step] least noisy-confident."""
+    new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature),
+                                 keep[step])
+    t_eff = effective_time(masked, run)
+    return Commit(new_masked, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
+
+
+@register_strategy
+@dataclass(frozen=True)
+class Baseline(Strategy):
+    """The official Lumina-DiMOO `generate_image` loop: the cosine schedule's keep count, the
+    noisy-confidence ranking of `mask_by_random_topk`. steps: a T of its own (None = the
+    caller's, DiMOO's 64 by default)."""
+
+    name: ClassVar[str] = "baseline"
+    steps: int | None = None
+
+    def __post_init__(self) -> None:
+        check_steps("Baseline", self.steps)
+
+    def needs(self) -> Needs:
+        return Needs(frozenset({"log_conf"}), remask=True)
+
+    def begin(self, run: RunInfo) -> StepRule:
+        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
+        return partial(official_step, run, keep)
+
+
+__all__ = ["Baseline", "baseline_keep_table", "baseline_remask", "official_step"]
