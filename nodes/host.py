@@ -1,8 +1,9 @@
 """The ONLY module of the pack that touches ComfyUI (STYLE.md "one place touches the host").
 
 Every ComfyUI import (`comfy`, `comfy_api`, `folder_paths`, `server`) happens lazily inside a
-function, so importing this module probes nothing. Without ComfyUI each function falls back to
-CPU / a no-op, which is what lets the nodes run under pytest.
+function, so importing this module probes nothing. Without ComfyUI's runtime (`comfy` not
+imported) each device, memory, progress and event function falls back to CPU / a no-op, which
+is what lets the nodes' classmethods run under pytest.
 
 V3 API version: we pin `comfy_api.v0_0_2`, the newest *numbered* API that ComfyUI 0.33 ships
 (`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
@@ -35,76 +36,17 @@ def _comfy_module(name: str) -> ModuleType | None:
 
 
 def v3() -> tuple[Any, type]:
-    """(io module, ComfyExtension base): ComfyUI's pinned V3 API, or, without ComfyUI, the
-    declaration recorder below."""
+    """(io module, ComfyExtension base) of ComfyUI's pinned V3 API, `comfy_api.v0_0_2`.
+
+    The one import of the API version. Outside ComfyUI the nodes cannot be declared (use
+    `ladr_core` from Python instead); the unit tests install a strict stand-in under that
+    name (tests/comfy_stand_in.py)."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
-    except ImportError:
-        return DECLARATIONS, DECLARATIONS.ComfyExtension
+    except ImportError as exc:
+        raise ImportError("ComfyUI-LADR's nodes need ComfyUI >= 0.33 (its comfy_api.v0_0_2); "
+                          "outside ComfyUI use the ladr_core package from Python") from exc
     return io, ComfyExtension
-
-
-class Declared:
-    """One schema, input or output exactly as a node declared it: the keyword arguments it
-    passed, readable as attributes (None for anything it did not pass)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self._kwargs.get(name)
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """io.Int, io.Combo, io.Custom("X"), ...: declares inputs/outputs of socket type io_type."""
-
-    io_type: str
-
-    def Input(self, id: str, **kwargs: Any) -> Declared:  # noqa: N802 - comfy_api's name
-        return Declared(io_type=self.io_type, id=id, **kwargs)
-
-    def Output(self, id: str | None = None, **kwargs: Any) -> Declared:  # noqa: N802
-        return Declared(io_type=self.io_type, id=id, **kwargs)
-
-
-class _Declarations:
-    """Why this exists: CI has no ComfyUI (comfy_api ships only inside ComfyUI and needs its
-    whole environment), yet CI must check that every saved workflow still matches the nodes'
-    declarations and run the nodes' classmethods. Without ComfyUI, `v3()` returns this recorder
-    in place of `comfy_api...io`: it implements NOTHING of ComfyUI (no validation, no execution,
-    no UI); it records what each node declares, verbatim, and holds what `execute` returns.
-    Socket types follow ComfyUI's rule (io.Int -> "INT", io.Custom("X") -> "X"). The same node
-    classes run against the real comfy_api in tests/test_comfyui_integration.py."""
-
-    Schema = Declared
-
-    class ComfyNode:
-        hidden: Any = None
-
-    class ComfyExtension:
-        pass
-
-    class Hidden:
-        unique_id = "UNIQUE_ID"
-
-    class NodeOutput:
-        def __init__(self, *args: Any, ui: dict | None = None) -> None:
-            self.args, self.ui = args, ui
-
-    @staticmethod
-    def Custom(io_type: str) -> _Kind:  # noqa: N802 - comfy_api's name
-        return _Kind(io_type)
-
-    def __getattr__(self, name: str) -> _Kind:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return _Kind(name.upper())
-
-
-DECLARATIONS = _Declarations()
 
 
 def in_comfyui() -> bool:

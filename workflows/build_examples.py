@@ -12,6 +12,7 @@ workflows/) because ComfyUI's template browser also globs `<pack>/workflows/*.js
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -21,6 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare the nodes against
+    sys.path.insert(0, str(ROOT / "tests"))  # the tests' strict stand-in of its V3 API
+    import comfy_stand_in  # noqa: E402
+
+    comfy_stand_in.install()
 
 from ladr_core import PRESETS  # noqa: E402
 from nodes import node_classes  # noqa: E402
