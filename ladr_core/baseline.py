@@ -60,9 +60,10 @@ def baseline_remask(
     return (score < cut) & masked
 
 
-def official_step(run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
+def official_step(run: RunInfo, keep: torch.Tensor, step: torch.Tensor, masked: torch.Tensor,
                   stats: Stats, noise: StepNoise) -> Commit:
-    """One step of the official loop: keep masked the keep[step] least noisy-confident."""
+    """One step of the official loop: item b keeps masked the keep[step[b]] least
+    noisy-confident of its masked tokens (step: LongTensor [B])."""
     new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature),
                                  keep[step])
     t_eff = effective_time(masked, run)

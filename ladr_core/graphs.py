@@ -5,10 +5,10 @@ frontier dilation, rescue pick) is 40-90 kernels over [B, N] tensors of a few KB
 launching them takes the CPU longer than the GPU needs to run them. Captured once per run and
 replayed, the rule costs one launch plus the copies of its inputs and outputs.
 
-Only a strategy whose rule depends on the step index solely through "is this the last step"
-(`Strategy.step_invariant`, LADR) is captured: step 0 runs the rule eagerly (it warms up lazily
-allocated state), step 1 captures and replays it, later steps replay it, and the last step runs
-eagerly again. A replay runs the same kernels in the same order as the eager rule, so the
+Only a strategy whose rule reads no host value that changes from step to step (it reads each
+item's step as the tensor it is given; `Strategy.step_invariant`, LADR) is captured: step 0
+runs the rule eagerly (it warms up lazily allocated state), step 1 captures and replays it,
+later steps replay it, and the last step runs eagerly again. A replay runs the same kernels in the same order as the eager rule, so the
 results are the same. The capture makes no host synchronisation (no ``torch.cuda.graph``
 context, which synchronises and empties the allocator's cache).
 
@@ -50,7 +50,7 @@ class StepGraph:
         self.output: Commit | None = None
         self.failed = False
 
-    def __call__(self, step: int, masked: torch.Tensor, stats: Stats,
+    def __call__(self, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
                  noise: StepNoise) -> Commit:
         if self.failed:
             return self.rule(step, masked, stats, noise)
@@ -63,7 +63,8 @@ class StepGraph:
                               f"({exc}); this run continues without it", stacklevel=2)
                 return self.rule(step, masked, stats, noise)
         else:
-            for static, new in zip(self.inputs, [masked, *_tensors(stats, noise)], strict=True):
+            for static, new in zip(self.inputs, [step, masked, *_tensors(stats, noise)],
+                                   strict=True):
                 if (static is None) != (new is None):
                     raise RuntimeError("the step's statistics changed kind within one run")
                 if static is not None and static is not new:
@@ -71,8 +72,9 @@ class StepGraph:
         self.graph.replay()
         return Commit(*(getattr(self.output, f).clone() for f in _COMMIT_FIELDS))
 
-    def _capture(self, step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> None:
-        self.inputs = [masked, *_tensors(stats, noise)]
+    def _capture(self, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
+                 noise: StepNoise) -> None:
+        self.inputs = [step, masked, *_tensors(stats, noise)]
         self.graph, self.output = self.record(lambda: self.rule(step, masked, stats, noise),
                                               self.device)
 

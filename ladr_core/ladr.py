@@ -23,9 +23,9 @@ import torch
 
 from .policy import PRESETS, LADRPolicy
 from .registry import register_strategy
-from .rescue import adaptive_rescue, paper_rescue, phase_table
+from .rescue import adaptive_rescue, paper_rescue
 from .schedules import count_at
-from .select import effective_time, keep_lowest, noisy_confidence
+from .select import effective_time, keep_lowest, noisy_confidence, phase_table
 from .step import Commit, Needs, Strategy, check_steps
 
 if TYPE_CHECKING:  # annotations only
@@ -41,7 +41,7 @@ class LADR(Strategy):
     (the caller's T); `LADR.preset(name)` takes both from ladr_core.policy.PRESETS."""
 
     name: ClassVar[str] = "ladr"
-    step_invariant: ClassVar[bool] = True  # `step` is read only by keep_count's last-step test
+    step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor (keep_count)
     policy: LADRPolicy = field(default_factory=LADRPolicy)
     steps: int | None = None
 
@@ -73,10 +73,11 @@ class LADR(Strategy):
     def begin(self, run: RunInfo) -> StepRule:
         return partial(self.commit, run)
 
-    def commit(self, run: RunInfo, step: int, masked: torch.Tensor, stats: Stats,
+    def commit(self, run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
                noise: StepNoise) -> Commit:
-        """Algorithm 1 lines 7-34 for one step. masked: BoolTensor [B, N] (M); stats: the
-        prediction of lines 13-16 at positions [B, N]; noise: the item's draws (ladr_core.noise)."""
+        """Algorithm 1 lines 7-34 for one step. step: LongTensor [B], each item's own step;
+        masked: BoolTensor [B, N] (M); stats: the prediction of lines 13-16 at positions
+        [B, N]; noise: the item's draws (ladr_core.noise)."""
         p = self.policy
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
@@ -109,20 +110,19 @@ class LADR(Strategy):
         return Commit(m_std & ~rescued, tokens, rescued, t_eff, phase)
 
     @staticmethod
-    def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: int, steps: int,
+    def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: torch.Tensor, steps: int,
                    schedule: Schedule) -> torch.Tensor:
         """n_mask of lines 10-11: LongTensor [B].
 
         t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)) (the guarded floor
         of `schedules.count_at`), clamped to the current masked count. t_eff: [B] in schedule
-        precision. On the last step (step == T - 1) n_mask = 0, so LADR always finishes within
-        T steps.
+        precision; step: LongTensor [B]. On an item's last step (step == T - 1) n_mask = 0, so
+        LADR always finishes within T steps.
         """
         remaining = masked.sum(dim=1)
-        if step == steps - 1:
-            return torch.zeros_like(remaining)
         t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)  # line 10
-        return torch.minimum(count_at(schedule, masked.shape[1], t_next), remaining)  # line 11
+        n_mask = torch.minimum(count_at(schedule, masked.shape[1], t_next), remaining)  # line 11
+        return n_mask.masked_fill(step == steps - 1, 0)
 
     def phase(self, t_eff: torch.Tensor) -> torch.Tensor:
         """Phase per item from t_eff [B] (line 26, Sec. 3.3.2): LongTensor [B], index into

@@ -18,6 +18,7 @@ from .baseline import baseline_keep_table, official_step
 from .noise import StepNoise
 from .policy import check_bounds, check_triple, is_real
 from .registry import register_strategy
+from .select import phase_table
 from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 
 
@@ -53,12 +54,21 @@ class ProphetPolicy:
             return self.thresholds[0]
         return self.thresholds[1] if progress < hi else self.thresholds[2]
 
+    def thresholds_at(self, step: torch.Tensor, steps: int) -> torch.Tensor:
+        """`threshold(step / steps)` per item: FloatTensor [B] for step LongTensor [B] (the
+        progress in float64, as Python's division; no host value)."""
+        progress = step.to(torch.float64) / steps
+        lo, hi = self.progress_bounds
+        phase = (progress >= lo).long() + (progress >= hi).long()
+        return phase_table(self.thresholds, torch.float64, step.device)[phase]
 
-def prophet_fire(masked: torch.Tensor, logit_gap: torch.Tensor, threshold: float) -> torch.Tensor:
+
+def prophet_fire(masked: torch.Tensor, logit_gap: torch.Tensor,
+                 threshold: float | torch.Tensor) -> torch.Tensor:
     """Prophet early commit per item: BoolTensor [B].
 
     Fires when the mean top1 - top2 logit gap over the item's masked tokens is >= threshold
-    (items with nothing masked never fire).
+    (a number, or [B] per item; items with nothing masked never fire).
     """
     remaining = masked.sum(dim=1)
     mean_gap = (logit_gap * masked).sum(dim=1) / remaining.clamp_min(1)
@@ -87,10 +97,10 @@ class Prophet(Strategy):
         keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
         return partial(self._step, run, keep)
 
-    def _step(self, run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
+    def _step(self, run: RunInfo, keep: torch.Tensor, step: torch.Tensor, masked: torch.Tensor,
               stats: Stats, noise: StepNoise) -> Commit:
         out = official_step(run, keep, step, masked, stats, noise)
-        fire = prophet_fire(masked, stats.logit_gap, self.policy.threshold(step / run.steps))
+        fire = prophet_fire(masked, stats.logit_gap, self.policy.thresholds_at(step, run.steps))
         out.masked = out.masked & ~fire.unsqueeze(1)
         return out
 

@@ -32,7 +32,6 @@ synchronisation; per-phase policy values come from small cached device tables.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -40,7 +39,7 @@ import torch.nn.functional as F
 
 from .policy import NO_TAU, LADRPolicy
 from .schedules import Schedule, count_at
-from .select import take_highest
+from .select import phase_table, take_highest
 
 
 # ---------------------------------------------------------------- the frontier (Eq. 9)
@@ -107,16 +106,6 @@ def pick_rescued(policy: LADRPolicy, cand: torch.Tensor, valid: torch.Tensor, m_
 
 
 # ---------------------------------------------------------------- Eq. 10
-@functools.lru_cache(maxsize=64)
-def phase_table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """values as a tensor on `device`, made once per process by fills (Python scalars enter
-    kernels as arguments: no host -> device copy, no sync)."""
-    out = torch.empty(len(values), dtype=dtype, device=device)
-    for i, v in enumerate(values):
-        out[i].fill_(v)
-    return out
-
-
 def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.Tensor:
     """values[phase[b]] per item: [B] of `dtype` (one gather from a cached per-phase table)."""
     return phase_table(tuple(values), dtype, phase.device)[phase]
@@ -188,5 +177,5 @@ def adaptive_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torc
     return pick_rescued(policy, cand, valid, m_std, top1, margin, uniform, k_res)
 
 
-__all__ = ["adaptive_rescue", "dilate", "frontier", "pace_cap", "paper_rescue", "phase_table",
-           "pick_rescued", "rescue_candidates", "subset_quantile"]
+__all__ = ["adaptive_rescue", "dilate", "frontier", "pace_cap", "paper_rescue", "pick_rescued",
+           "rescue_candidates", "subset_quantile"]

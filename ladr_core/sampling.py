@@ -188,6 +188,7 @@ class _Run:
     rule: StepRule | None = None
     graph: StepGraph | None = None  # the rule as a CUDA graph for the middle steps (graphs.py)
     nonfinite: torch.Tensor | None = None  # bool scalar: NaN statistics this step
+    item_step: torch.Tensor | None = None  # LongTensor [B]: each item's own step, on the device
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # see workspace()
 
     @classmethod
@@ -206,6 +207,7 @@ class _Run:
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
                                              a.temperature, device))
         self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
+        self.item_step = torch.zeros(self.tokens.shape[0], dtype=torch.long, device=device)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -289,7 +291,8 @@ class _Run:
                       if v is not None), logits)  # a rule that reads no statistics: the logits
         self.nonfinite = torch.isnan(probe).any()
         middle = self.graph is not None and 0 < step < a.steps - 1
-        commit = (self.graph if middle else self.rule)(step, masked, stats, noise)
+        commit = (self.graph if middle else self.rule)(self.item_step, masked, stats, noise)
+        self.item_step.add_(1)  # in place: a captured graph reads this very tensor
         unmasked = masked & ~commit.masked
         self.tokens = torch.where(unmasked, commit.tokens, self.tokens)
         self.masked = commit.masked

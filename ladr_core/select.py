@@ -1,7 +1,8 @@
 """Selection primitives shared by the strategies: ranked picks, the inverse-scheduled time and
 the official noisy-confidence score.
 
-Every function is batched tensor work on the inputs' device with no host synchronisation and no
+Per-phase / per-progress values enter kernels through `phase_table`, small device tables made
+once per process. Every function is batched tensor work on the inputs' device with no host synchronisation and no
 host -> device copy: per-item counts are [B] tensors, selections use a stable sort plus a rank
 comparison (never boolean-mask indexing, nonzero() or Python loops over items).
 
@@ -11,6 +12,7 @@ masked); scores are FloatTensors [B, N].
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -59,9 +61,20 @@ def noisy_confidence(stats: Stats, noise: StepNoise, temperature: float) -> torc
     return stats.log_conf + temperature * noise.remask
 
 
+@functools.lru_cache(maxsize=64)
+def phase_table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """values as a tensor on `device`, made once per process by fills (Python scalars enter
+    kernels as arguments: no host -> device copy, no sync)."""
+    out = torch.empty(len(values), dtype=dtype, device=device)
+    for i, v in enumerate(values):
+        out[i].fill_(v)
+    return out
+
+
 def no_phase(t_eff: torch.Tensor) -> torch.Tensor:
     """Phase -1 per item (strategies without LADR's phases)."""
     return torch.full_like(t_eff, -1, dtype=torch.long)
 
 
-__all__ = ["effective_time", "keep_lowest", "no_phase", "noisy_confidence", "take_highest"]
+__all__ = ["effective_time", "keep_lowest", "no_phase", "noisy_confidence", "phase_table",
+           "take_highest"]

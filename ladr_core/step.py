@@ -89,8 +89,11 @@ class Commit:
     phase: torch.Tensor
 
 
-StepRule = Callable[[int, torch.Tensor, Stats, StepNoise], Commit]
-"""(step, masked [B, N], stats, noise) -> Commit: a strategy bound to one run."""
+StepRule = Callable[[torch.Tensor, torch.Tensor, Stats, StepNoise], Commit]
+"""(step LongTensor [B], masked [B, N], stats, noise) -> Commit: a strategy bound to one run.
+`step[b]` is item b's own step index (0-based): items of one pass may be at different steps
+(a rolling batch admits new items while others finish), so a rule reads it per item, as a
+tensor, never as a host value."""
 
 
 DEFAULT_STEPS = 64
@@ -104,8 +107,9 @@ class Strategy(ABC):
 
     name: ClassVar[str]
     steps: int | None
-    # True when the rule depends on the step index only through "is it the last step": on a
-    # GPU its middle steps then replay one CUDA graph (ladr_core.graphs).
+    # True when the rule's kernels do not depend on host values that change from step to step
+    # (it reads `step` only as the tensor it is given): on a GPU the rule is then captured once
+    # as a CUDA graph and replayed (ladr_core.graphs).
     step_invariant: ClassVar[bool] = False
 
     def run_steps(self, requested: int | None = None) -> int:

@@ -11,7 +11,7 @@ from ladr_core.noise import StepNoise
 from ladr_core.step import Commit, Stats
 
 
-def rule(step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> Commit:
+def rule(step: torch.Tensor, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> Commit:
     return Commit(masked & (stats.top1 < 0.5), stats.sampled, torch.zeros_like(masked),
                   masked.sum(dim=1).double(), torch.zeros(masked.shape[0], dtype=torch.long))
 
@@ -32,9 +32,9 @@ def test_a_refused_capture_falls_back_to_the_eager_rule(monkeypatch: pytest.Monk
     masked = torch.tensor([[True, True, False, True]])
     stats = Stats(torch.tensor([[3, 1, 2, 0]]), top1=torch.tensor([[0.9, 0.1, 0.0, 0.4]]))
     with pytest.warns(UserWarning, match="could not be captured as a CUDA graph"):
-        first = graph(1, masked, stats, StepNoise())
-    second = graph(2, masked, stats, StepNoise())  # no second try, no second warning
-    want = rule(1, masked, stats, StepNoise())
+        first = graph(torch.tensor([1]), masked, stats, StepNoise())
+    second = graph(torch.tensor([2]), masked, stats, StepNoise())  # no second try or warning
+    want = rule(torch.tensor([1]), masked, stats, StepNoise())
     for out in (first, second):
         assert torch.equal(out.masked, want.masked) and torch.equal(out.tokens, want.tokens)
     assert graph.failed and graph.graph is None

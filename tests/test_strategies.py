@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from ladr_core import LADRPolicy, get_schedule
+from ladr_core import LADRPolicy, ProphetPolicy, get_schedule
 from ladr_core.baseline import baseline_keep_table, baseline_remask
 from ladr_core.ladr import LADR
 from ladr_core.prophet import prophet_fire
@@ -140,10 +140,19 @@ def test_ladr_keep_counts_last_step_and_clamp() -> None:
     masked = torch.ones(2, 16, dtype=torch.bool)
     masked[1, :10] = False
     t_eff = sched.gamma_inv(masked.sum(1).double() / 16)
-    n = ladr_keep_counts(masked, t_eff, 0, 4, sched)
-    assert n.tolist() == [math.floor(16 * math.cos(math.pi / 8)),
-                          math.floor(16 * sched.gamma(sched.gamma_inv(6 / 16) + 0.25))]
-    assert ladr_keep_counts(masked, t_eff, 3, 4, sched).tolist() == [0, 0]
+    n = ladr_keep_counts(masked, t_eff, torch.tensor([0, 0]), 4, sched)
+    want = [math.floor(16 * math.cos(math.pi / 8)),
+            math.floor(16 * sched.gamma(sched.gamma_inv(6 / 16) + 0.25))]
+    assert n.tolist() == want
+    assert ladr_keep_counts(masked, t_eff, torch.tensor([3, 3]), 4, sched).tolist() == [0, 0]
+    # each item at its own step (a rolling batch): only the item on its last step keeps none
+    assert ladr_keep_counts(masked, t_eff, torch.tensor([1, 3]), 4, sched).tolist() == [want[0], 0]
+
+
+def test_prophet_thresholds_per_item_equal_the_scalar_rule() -> None:
+    q = ProphetPolicy(thresholds=(3.0, 2.0, 1.0), progress_bounds=(0.25, 0.5))
+    step = torch.arange(12)
+    assert q.thresholds_at(step, 12).tolist() == [q.threshold(s / 12) for s in range(12)]
 
 
 def test_prophet_fire_uses_mean_gap_over_masked_only() -> None:
