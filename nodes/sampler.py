@@ -178,11 +178,21 @@ class DiMOOSampler(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, prompt: str) -> bool | str:
-        """Only `prompt` is named, so ComfyUI shows an error once, on the prompt (validate.py).
-        Ranges are the schema's; width/height multiples and cfg are checked in execute."""
+    def validate_inputs(cls, prompt: str | None = None, width: int | None = None,
+                        height: int | None = None) -> bool | str:
+        """Refuses an empty prompt and a width / height off the 16 px grid or out of range
+        before anything runs (an 8B model is not loaded for a size that cannot work).
+
+        ComfyUI attaches a failure to every input named here (nodes/validate.py): the three,
+        so each message starts with the input that is wrong. Each argument defaults to None:
+        an input missing from the workflow or fed by a link is not passed, and ComfyUI reports
+        a missing one itself. cfg and the checkpoint's own VQ factor are checked in execute."""
         if isinstance(prompt, str) and not prompt.strip():
-            return EMPTY_PROMPT  # empty in both modes: one_prompt_per_line needs no look
+            return EMPTY_PROMPT  # empty in both modes
+        for name, value in (("width", width), ("height", height)):
+            err = check_size(name, value) if isinstance(value, int) else None
+            if err:
+                return err
         return True
 
     @classmethod

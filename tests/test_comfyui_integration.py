@@ -266,23 +266,46 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
     assert http(port, "/object_info/LADR_Policy")[0] == 200
 
 
-@pytest.mark.parametrize(("node", "inputs", "wrong"), [
-    ("3", {"prompt": ""}, "prompt"),
-    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, "prompt"),
-    ("3", {"width": 4096}, "width"),
-    ("3", {"cfg": 99.0}, "cfg"),
-    ("1", {"dtype": "fp8x"}, "dtype"),
-    ("1", {"model_name": "gone"}, "model_name"),
+SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (validate.py)
+
+
+@pytest.mark.parametrize(("node", "inputs", "wrong", "needle"), [
+    ("3", {"prompt": ""}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"width": 4096}, SAMPLER_NAMED, "width=4096 is outside [16, 2048]"),
+    ("3", {"height": 1000}, SAMPLER_NAMED,
+     "height=1000 is not a multiple of 16 (one token per 16 x 16 pixels); nearest valid "
+     "height: 992 or 1008"),
+    ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
+    ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
+    ("1", {"model_name": "gone"}, ["model_name"], "gone"),
 ])
-def test_each_mistake_gives_one_message_on_its_input(server, node, inputs, wrong) -> None:
-    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
+def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
+                                                                needle) -> None:
+    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
+    one input, or the sampler's three, whose message names the wrong one."""
     port, _ = server
     wf = _workflow("ladr_nano_text_to_image")
     wf[node]["inputs"].update(inputs)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
     errors = body["node_errors"][node]["errors"]
-    assert [e["extra_info"]["input_name"] for e in errors] == [wrong], errors
+    assert [e["extra_info"]["input_name"] for e in errors] == wrong, errors
+    assert all(needle in json.dumps(e) for e in errors), errors
+
+
+def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
+    """A workflow saved without the prompt input: ComfyUI's 'Required input is missing' on
+    prompt, not a Python TypeError from validate_inputs."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    del wf["3"]["inputs"]["prompt"]
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = body["node_errors"]["3"]["errors"]
+    assert [(e["type"], e["extra_info"]["input_name"]) for e in errors] == [
+        ("required_input_missing", "prompt")], errors
+    assert "missing 1 required positional argument" not in json.dumps(body)
 
 
 def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> None:
@@ -294,16 +317,6 @@ def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> 
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert len(errors) == 1 and errors[0]["node_id"] == "2"
     assert "phase_bounds" in errors[0]["exception_message"]
-
-
-def test_width_off_the_grid_fails_once_at_execution_naming_the_fix(server) -> None:
-    port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
-    wf["3"]["inputs"].update(width=1000, seed=4242)
-    _, msgs = _run(port, wf)
-    errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
-    assert len(errors) == 1 and errors[0]["node_id"] == "3"
-    assert "width=1000 is not a multiple of 16" in errors[0]["exception_message"]
 
 
 @pytest.mark.skipif(not NANO_READY, reason="needs the shipped nano model")
