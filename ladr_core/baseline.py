@@ -22,22 +22,28 @@ from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 
 
 def baseline_keep_table(
-    n: int, steps: int, schedule: Schedule, device: torch.device
+    n: int | torch.Tensor, steps: int, schedule: Schedule, device: torch.device
 ) -> torch.Tensor:
-    """Official DiMOO keep counts per step: LongTensor [steps].
+    """Official DiMOO keep counts per step: LongTensor [steps], or [B, steps] for n [B].
 
     keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, and 0 on the last step, with
-    vq_len the initial masked count N. Evaluated in float32 on `device` like the official loop
-    (t is the Python float (step+1)/T rounded once to float32). Built on the device (float64
-    division, as Python's, then float32), so no host -> device copy is made.
+    vq_len the initial masked count: N for text-to-image, each item's count to generate with
+    known tokens (the official painting mode counts the MASK tokens of its prompt). Evaluated in
+    float32 on `device` like the official loop (t is the Python float (step+1)/T rounded once to
+    float32). Built on the device (float64 division, as Python's, then float32), so no
+    host -> device copy is made.
     """
     if device.type == "mps":  # no float64 there: the same numbers from the host
         t = torch.tensor([(s + 1) / steps for s in range(steps)], dtype=torch.float32)
         t = t.to(device)
     else:
         t = (torch.arange(1, steps + 1, dtype=torch.float64, device=device) / steps).float()
-    keep = (float(n) * schedule.gamma(t)).floor().clamp_min(1).long()
-    keep[-1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
+    if isinstance(n, torch.Tensor):  # [B, 1] * [T]: the same float32 products per item
+        keep = (n.to(device=device, dtype=torch.float32).unsqueeze(1) * schedule.gamma(t))
+    else:
+        keep = float(n) * schedule.gamma(t)
+    keep = keep.floor().clamp_min(1).long()
+    keep[..., -1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
     return keep
 
 
@@ -62,9 +68,10 @@ def baseline_remask(
 
 def official_step(run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
                   stats: Stats, noise: StepNoise) -> Commit:
-    """One step of the official loop: keep masked the keep[step] least noisy-confident."""
+    """One step of the official loop: keep masked the keep[step] least noisy-confident
+    (keep: [T], or [B, T] per item)."""
     new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature),
-                                 keep[step])
+                                 keep[..., step])
     t_eff = effective_time(masked, run)
     return Commit(new_masked, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
 
@@ -86,7 +93,7 @@ class Baseline(Strategy):
         return Needs(frozenset({"log_conf"}), remask=True)
 
     def begin(self, run: RunInfo) -> StepRule:
-        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
+        keep = baseline_keep_table(run.generated(), run.steps, run.schedule, run.device)
         return partial(official_step, run, keep)
 
 

@@ -84,7 +84,7 @@ class Prophet(Strategy):
         return Needs(frozenset({"log_conf", "logit_gap"}), remask=True)
 
     def begin(self, run: RunInfo) -> StepRule:
-        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
+        keep = baseline_keep_table(run.generated(), run.steps, run.schedule, run.device)
         return partial(self._step, run, keep)
 
     def _step(self, run: RunInfo, keep: torch.Tensor, step: int, masked: torch.Tensor,
