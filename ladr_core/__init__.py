@@ -15,6 +15,7 @@ _EXPORTS: dict[str, str] = {
     # the sampler
     "sample": ".sampling",
     "SampleResult": ".sampling",
+    "KnownTokens": ".validation",
     "STEP_RECORD_KEYS": ".sampling",
     "get_schedule": ".schedules",
     # strategies and how a name becomes one

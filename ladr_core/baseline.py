@@ -21,24 +21,24 @@ from .select import effective_time, no_phase, noisy_confidence
 from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 
 
-def baseline_keep_table(
-    n: int, steps: int, schedule: Schedule, device: torch.device
-) -> torch.Tensor:
-    """Official DiMOO keep counts per step: LongTensor [steps].
+def baseline_keep(total: int | torch.Tensor, step: torch.Tensor, steps: int,
+                  schedule: Schedule) -> torch.Tensor:
+    """Official DiMOO keep count of each item at its step: LongTensor shaped like `step`.
 
     keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, and 0 on the last step, with
-    vq_len the initial masked count N. Evaluated in float32 on `device` like the official loop
-    (t is the Python float (step+1)/T rounded once to float32). Built on the device (float64
-    division, as Python's, then float32), so no host -> device copy is made.
+    vq_len the initial masked count: N for text-to-image, each item's count to generate with
+    known tokens (`total`, an int or [B]; the official painting mode counts the MASK tokens of
+    its prompt). Evaluated in float32 like the official loop: t = (step + 1) / T is divided in
+    float64 (as Python's division) and rounded once to float32 (float32 division on MPS, which
+    has no float64). Computed per call from the item's own step and count, so items of one pass
+    may be at different steps or have different counts (a rolling batch), with no table and no
+    host -> device copy.
     """
-    if device.type == "mps":  # no float64 there: the same numbers from the host
-        t = torch.tensor([(s + 1) / steps for s in range(steps)], dtype=torch.float32)
-        t = t.to(device)
-    else:
-        t = (torch.arange(1, steps + 1, dtype=torch.float64, device=device) / steps).float()
-    keep = (float(n) * schedule.gamma(t)).floor().clamp_min(1).long()
-    keep[-1:].zero_()  # a kernel, not a Python scalar copied in (a sync on an accelerator)
-    return keep
+    wide = torch.float32 if step.device.type == "mps" else torch.float64
+    t = ((step + 1).to(wide) / steps).float()
+    n = total.to(torch.float32) if isinstance(total, torch.Tensor) else float(total)
+    keep = (n * schedule.gamma(t)).floor().clamp_min(1).long()
+    return keep.masked_fill(step == steps - 1, 0)
 
 
 def baseline_remask(
@@ -60,12 +60,12 @@ def baseline_remask(
     return (score < cut) & masked
 
 
-def official_step(run: RunInfo, keep: torch.Tensor, step: torch.Tensor, masked: torch.Tensor,
-                  stats: Stats, noise: StepNoise) -> Commit:
-    """One step of the official loop: item b keeps masked the keep[step[b]] least
-    noisy-confident of its masked tokens (step: LongTensor [B])."""
-    new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature),
-                                 keep[step])
+def official_step(run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
+                  noise: StepNoise) -> Commit:
+    """One step of the official loop: item b keeps masked the `baseline_keep` count of its step
+    step[b] (LongTensor [B]) of its least noisy-confident masked tokens."""
+    keep = baseline_keep(run.generated(), step, run.steps, run.schedule)
+    new_masked = baseline_remask(masked, noisy_confidence(stats, noise, run.temperature), keep)
     t_eff = effective_time(masked, run)
     return Commit(new_masked, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
 
@@ -87,8 +87,7 @@ class Baseline(Strategy):
         return Needs(frozenset({"log_conf"}), remask=True)
 
     def begin(self, run: RunInfo) -> StepRule:
-        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
-        return partial(official_step, run, keep)
+        return partial(official_step, run)
 
 
-__all__ = ["Baseline", "baseline_keep_table", "baseline_remask", "official_step"]
+__all__ = ["Baseline", "baseline_keep", "baseline_remask", "official_step"]

@@ -82,7 +82,8 @@ class LADR(Strategy):
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
         t_eff = effective_time(masked, run)  # lines 8-9: t_eff = gamma^-1(sum(M) / N_total)
-        n_mask = self.keep_count(masked, t_eff, step, run.steps, run.schedule)  # lines 10-11
+        n_mask = self.keep_count(masked, t_eff, step, run.steps, run.schedule,
+                                 run.generated())  # lines 10-11
         # -- Step 2: parallel prediction (lines 12-16): z_pred = stats.sampled,
         # Top1(P) = stats.top1, Delta = stats.margin (computed by the loop, see module doc).
         # -- Step 3: standard selection (lines 17-20). Line 18 ranks by Top1(P) (selection
@@ -101,7 +102,7 @@ class LADR(Strategy):
                                    noise.uniform)
         else:  # self-calibrating threshold and budget instead of Eq. 10's tau, alpha
             rescued = adaptive_rescue(p, m_std, masked, stats.top1, stats.margin, noise.uniform,
-                                      t_eff, run.steps, run.schedule, run.grid)
+                                      t_eff, run.steps, run.schedule, run.grid, run.generated())
         # -- Step 5: state update (lines 32-34): M <- M_std without the rescued tokens; z takes
         # z_pred where unmasked (rescue_token "argmax": the top-1 token at rescued positions).
         tokens = stats.sampled
@@ -111,17 +112,19 @@ class LADR(Strategy):
 
     @staticmethod
     def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: torch.Tensor, steps: int,
-                   schedule: Schedule) -> torch.Tensor:
+                   schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
         """n_mask of lines 10-11: LongTensor [B].
 
-        t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)) (the guarded floor
-        of `schedules.count_at`), clamped to the current masked count. t_eff: [B] in schedule
-        precision; step: LongTensor [B]. On an item's last step (step == T - 1) n_mask = 0, so
+        t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N_total * gamma(t_next)) (the guarded
+        floor of `schedules.count_at`), clamped to the current masked count. t_eff: [B] in
+        schedule precision; step: LongTensor [B], each item's own step; total: N_total (int or
+        [B]; None = N, text-to-image). On an item's last step (step == T - 1) n_mask = 0, so
         LADR always finishes within T steps.
         """
         remaining = masked.sum(dim=1)
+        total = masked.shape[1] if total is None else total
         t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)  # line 10
-        n_mask = torch.minimum(count_at(schedule, masked.shape[1], t_next), remaining)  # line 11
+        n_mask = torch.minimum(count_at(schedule, total, t_next), remaining)  # line 11
         return n_mask.masked_fill(step == steps - 1, 0)
 
     def phase(self, t_eff: torch.Tensor) -> torch.Tensor:

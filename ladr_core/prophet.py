@@ -14,7 +14,7 @@ from typing import ClassVar
 
 import torch
 
-from .baseline import baseline_keep_table, official_step
+from .baseline import official_step
 from .noise import StepNoise
 from .policy import check_bounds, check_triple, is_real
 from .registry import register_strategy
@@ -94,12 +94,11 @@ class Prophet(Strategy):
         return Needs(frozenset({"log_conf", "logit_gap"}), remask=True)
 
     def begin(self, run: RunInfo) -> StepRule:
-        keep = baseline_keep_table(run.n, run.steps, run.schedule, run.device)
-        return partial(self._step, run, keep)
+        return partial(self._step, run)
 
-    def _step(self, run: RunInfo, keep: torch.Tensor, step: torch.Tensor, masked: torch.Tensor,
-              stats: Stats, noise: StepNoise) -> Commit:
-        out = official_step(run, keep, step, masked, stats, noise)
+    def _step(self, run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
+              noise: StepNoise) -> Commit:
+        out = official_step(run, step, masked, stats, noise)
         fire = prophet_fire(masked, stats.logit_gap, self.policy.thresholds_at(step, run.steps))
         out.masked = out.masked & ~fire.unsqueeze(1)
         return out

@@ -146,33 +146,36 @@ def subset_quantile(values: torch.Tensor, subset: torch.Tensor, q: float) -> tor
 
 
 def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
-             schedule: Schedule) -> torch.Tensor:
+             schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
     """Most tokens the rescue may add this step: LongTensor [B].
 
-    |M_std| - floor(N * gamma(clamp(t_eff + (1 + pace) / T, 0, 1))), at least 0 (t_eff: [B] in
-    schedule precision, at the start of the step; the guarded floor of `schedules.count_at`).
+    |M_std| - floor(N_total * gamma(clamp(t_eff + (1 + pace) / T, 0, 1))), at least 0 (t_eff:
+    [B] in schedule precision, at the start of the step; the guarded floor of
+    `schedules.count_at`; total: N_total, int or [B], None = N).
     """
+    total = m_std.shape[1] if total is None else total
     t_far = (t_eff + (1.0 + pace) / steps).clamp(0.0, 1.0)
-    return (m_std.sum(dim=1) - count_at(schedule, m_std.shape[1], t_far)).clamp_min(0)
+    return (m_std.sum(dim=1) - count_at(schedule, total, t_far)).clamp_min(0)
 
 
 def adaptive_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.Tensor,
                     top1: torch.Tensor, margin: torch.Tensor, uniform: torch.Tensor | None,
                     t_eff: torch.Tensor, steps: int, schedule: Schedule,
-                    grid: tuple[int, int]) -> torch.Tensor:
+                    grid: tuple[int, int], total: int | torch.Tensor | None = None
+                    ) -> torch.Tensor:
     """Rescued positions R_t [B, N] (a subset of m_std) under `policy.adaptive`.
 
     valid = C_t with Delta >= anchor and Delta > 0; k_res = min(|valid|, pace cap). "margin"
     rescues the k_res valid candidates with the largest Delta; the ablations keep k_res and
     change only which tokens (`pick_rescued`, shared with Eq. 10). The policy's kernel_size,
-    seen_only, metric and candidates apply as in Eq. 10.
+    seen_only, metric and candidates apply as in Eq. 10. total: N_total of the pace cap.
     """
     cfg = policy.adaptive
     assert cfg is not None
     cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
     anchor = subset_quantile(margin, masked_before & ~m_std, cfg.anchor_quantile)
     valid = cand & (margin >= anchor.unsqueeze(1)) & (margin > 0)
-    cap = pace_cap(m_std, t_eff, steps, cfg.pace, schedule)
+    cap = pace_cap(m_std, t_eff, steps, cfg.pace, schedule, total)
     k_res = torch.minimum(valid.sum(dim=1), cap)
     return pick_rescued(policy, cand, valid, m_std, top1, margin, uniform, k_res)
 

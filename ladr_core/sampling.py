@@ -24,7 +24,7 @@ from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
 from .schedules import Schedule
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
-from .validation import SampleArgs, check_logits, validate_arguments
+from .validation import KnownTokens, SampleArgs, check_logits, validate_arguments
 
 # Every tensor in a record is fresh (the loop keeps no reference to it), so a callback may keep,
 # move or modify it; it decides itself what to sync.
@@ -40,6 +40,7 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
     "t_eff",  # FloatTensor [B], gamma^-1(masked ratio) at the start of the step
     "phase",  # LongTensor [B]: 0 exploration, 1 structure, 2 refinement, -1 n/a
     "grid",  # (H, W)
+    "total",  # LongTensor [B], tokens each item generates (N; fewer with known tokens)
 )
 
 
@@ -183,6 +184,8 @@ class _Run:
     tokens: torch.Tensor  # LongTensor [B, N]
     masked: torch.Tensor  # BoolTensor [B, N]
     counts: list[int]  # masked count per item, host ints (from the step's one sync)
+    total: torch.Tensor | None = None  # [B] tokens to generate per item (None: N, no known)
+    known_max: int = -1  # largest known code, checked against K at the first call
     k: int | None = None  # codebook size, fixed by the first denoise call
     nfe: int = 0
     rule: StepRule | None = None
@@ -193,19 +196,36 @@ class _Run:
 
     @classmethod
     def start(cls, args: SampleArgs) -> _Run:
+        """Algorithm 1 lines 1-2: everything masked, or the known tokens unmasked and the rest
+        masked (`args.known`; one host transfer: the per-item counts and the known codes'
+        range, which must be >= 0 here and < K at the first call)."""
         b, h, w = args.shape
         n = h * w
-        return cls(args, args.strategy.needs(), n, (h, w),
-                   torch.zeros(b, n, dtype=torch.long, device=args.device),
-                   torch.ones(b, n, dtype=torch.bool, device=args.device), [n] * b)
+        if args.known is None:
+            return cls(args, args.strategy.needs(), n, (h, w),
+                       torch.zeros(b, n, dtype=torch.long, device=args.device),
+                       torch.ones(b, n, dtype=torch.bool, device=args.device), [n] * b)
+        masked = args.known.generate.to(args.device).clone()
+        tokens = args.known.tokens.to(args.device, torch.long).masked_fill(masked, 0)
+        total = masked.sum(dim=1)
+        values = torch.cat([total, tokens.amin().view(1), tokens.amax().view(1)]).tolist()
+        if values[-2] < 0:
+            raise ValueError(f"known.tokens must be codes >= 0 at the known positions; got "
+                             f"{values[-2]}")
+        return cls(args, args.strategy.needs(), n, (h, w), tokens, masked, values[:-2], total,
+                   values[-1])
 
     def bind_device(self, device: torch.device) -> None:
         """After the first denoise call: move state to the logits' device, bind the strategy."""
+        if self.known_max >= (self.k or 0):
+            raise ValueError(f"known.tokens hold code {self.known_max} but the denoiser's "
+                             f"logits have K={self.k} classes: known codes must be in [0, K)")
         self.tokens = self.tokens.to(device)
         self.masked = self.masked.to(device)
+        self.total = None if self.total is None else self.total.to(device)
         a = self.args
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
-                                             a.temperature, device))
+                                             a.temperature, device, self.total))
         self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
         self.item_step = torch.zeros(self.tokens.shape[0], dtype=torch.long, device=device)
 
@@ -310,6 +330,8 @@ class _Run:
             "t_eff": commit.t_eff.to(torch.float32),
             "phase": commit.phase,
             "grid": self.grid,
+            "total": (torch.full_like(commit.phase, self.n) if self.total is None
+                      else self.total.clone()),
         }
 
 
@@ -324,6 +346,7 @@ def sample(
     schedule: str | Schedule = "cosine",
     device: torch.device | str | None = None,
     cuda_graph: bool = True,
+    known: KnownTokens | None = None,
 ) -> SampleResult:
     """Generate B token grids of H x W (contract: docs/ARCHITECTURE.md section 1).
 
@@ -341,11 +364,16 @@ def sample(
     lives on the device of the returned logits. cuda_graph: replay a step-invariant rule as one
     CUDA graph on a CUDA device (ladr_core.graphs; False runs it eagerly, same results). The
     loop stops early once nothing is masked and always finishes within T steps (the last step
-    unmasks everything).
+    unmasks everything). known: the starting state for inpainting / outpainting (KnownTokens:
+    known codes and the positions to generate); known positions are never changed, and every
+    schedule runs over each item's count to generate (N_total), as the official painting mode's
+    does. With nothing to generate the loop makes no call (steps = nfe = 0).
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
-                              callback, schedule, device, cuda_graph)
+                              callback, schedule, device, cuda_graph, known)
     run = _Run.start(args)
+    if not any(run.counts):  # the official loop's `break` before its first forward
+        return SampleResult(tokens=run.tokens, nfe=0, steps=0)
     steps_run = 0
     # Algorithm 1 lines 3-6: at most T steps, and `break` once nothing is masked anywhere.
     for step in range(args.steps):
@@ -359,4 +387,4 @@ def sample(
     return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
 
 
-__all__ = ["STEP_RECORD_KEYS", "SampleResult", "StepNoise", "sample"]
+__all__ = ["STEP_RECORD_KEYS", "KnownTokens", "SampleResult", "StepNoise", "sample"]

@@ -88,12 +88,17 @@ def get_schedule(schedule: str | Schedule = "cosine") -> Schedule:
     )
 
 
-def count_at(schedule: Schedule, n: int, t: torch.Tensor) -> torch.Tensor:
+def count_at(schedule: Schedule, n: int | torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """floor(n * gamma(t)) per item: LongTensor shaped like t (t in schedule precision).
 
-    The count of tokens the schedule leaves masked at time t. The floor gets a guard of
-    1e-9 n (float64) / 1e-6 n (float32) so exact integers such as 36 * (1 - 1/3) = 24 under the
-    linear schedule are not rounded down to 23 by the last bit of gamma.
+    n: the token count the schedule runs over, one int for every item or a tensor [B] (per-item
+    counts: inpainting). The count of tokens the schedule leaves masked at time t. The floor
+    gets a guard of 1e-9 n (float64) / 1e-6 n (float32) so exact integers such as
+    36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23 by the last bit of
+    gamma.
     """
-    guard = n * (1e-9 if t.dtype == torch.float64 else 1e-6)
-    return (float(n) * schedule.gamma(t) + guard).floor().long()
+    eps = 1e-9 if t.dtype == torch.float64 else 1e-6
+    if isinstance(n, torch.Tensor):
+        count = n.to(t.dtype)
+        return (count * schedule.gamma(t) + count * eps).floor().long()
+    return (float(n) * schedule.gamma(t) + n * eps).floor().long()

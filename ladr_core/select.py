@@ -49,8 +49,14 @@ def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -
 
 
 def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
-    """t_eff = gamma^-1(masked count / N) per item: [B] in schedule precision (Prop. 2)."""
-    return run.schedule.gamma_inv(masked.sum(dim=1).to(run.sched_dtype) / run.n)
+    """t_eff = gamma^-1(masked count / N_total) per item: [B] in schedule precision (Prop. 2).
+
+    N_total = `run.generated()`: N, or with known tokens (inpainting) the count each item
+    generates, so t_eff starts at 0 there too, as the official painting mode's schedule does."""
+    total = run.generated()
+    if isinstance(total, torch.Tensor):
+        total = total.to(run.sched_dtype)
+    return run.schedule.gamma_inv(masked.sum(dim=1).to(run.sched_dtype) / total)
 
 
 def noisy_confidence(stats: Stats, noise: StepNoise, temperature: float) -> torch.Tensor:

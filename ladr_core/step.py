@@ -50,6 +50,14 @@ class RunInfo:
     schedule: Schedule
     temperature: float
     device: torch.device
+    # tokens each item generates, LongTensor [B] on `device`: its masked count at the start
+    # (N_total of Algorithm 1, the official painting mode's `vq_len`); None = N for every item
+    # (text-to-image). Schedules run over this count, not over N.
+    total: torch.Tensor | None = None
+
+    def generated(self) -> int | torch.Tensor:
+        """N_total per item: `total` (clamped >= 1: a division never meets 0), else N."""
+        return self.n if self.total is None else self.total.clamp_min(1)
 
     @property
     def sched_dtype(self) -> torch.dtype:

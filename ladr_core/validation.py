@@ -19,6 +19,40 @@ Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
 @dataclass(frozen=True)
+class KnownTokens:
+    """Tokens fixed before sampling (inpainting, outpainting): sample() starts from them.
+
+    tokens: LongTensor [B, N], codes in [0, K) at the known positions (values where `generate`
+    is True are ignored); generate: BoolTensor [B, N], True = a position the sampler generates
+    (it starts masked), False = known (never changed, by any strategy). The official painting
+    mode starts its loop the same way: known codes in the sequence, MASK where it generates.
+    """
+
+    tokens: torch.Tensor
+    generate: torch.Tensor
+
+
+def check_known(known: object, batch: int, n: int) -> KnownTokens | None:
+    """sample()'s `known`: None, or a KnownTokens of tensors [B, N] (integer tokens, bool mask)."""
+    if known is None:
+        return None
+    if not isinstance(known, KnownTokens):
+        raise ValueError(f"known must be None or a ladr_core.KnownTokens(tokens, generate); got "
+                         f"{type(known).__name__}")
+    for name, value in (("tokens", known.tokens), ("generate", known.generate)):
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != (batch, n):
+            got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ValueError(f"known.{name} must be a tensor [B={batch}, N={n}]; got {got}")
+    if known.tokens.is_floating_point() or known.tokens.is_complex() \
+            or known.tokens.dtype == torch.bool:
+        raise ValueError(f"known.tokens must hold integer codes; got dtype {known.tokens.dtype}")
+    if known.generate.dtype != torch.bool:
+        raise ValueError(f"known.generate must be a BoolTensor (True = generate); got dtype "
+                         f"{known.generate.dtype}")
+    return known
+
+
+@dataclass(frozen=True)
 class SampleArgs:
     """sample()'s arguments, checked and normalised (defaults filled in)."""
 
@@ -31,6 +65,7 @@ class SampleArgs:
     schedule: Schedule
     device: torch.device  # where the first tokens / masked passed to denoise live
     cuda_graph: bool  # replay a step-invariant rule as a CUDA graph (graphs.py)
+    known: KnownTokens | None = None  # the starting state (None: everything masked)
 
 
 def _check_shape(shape: object) -> tuple[int, int, int]:
@@ -89,6 +124,7 @@ def validate_arguments(
     schedule: str | Schedule,
     device: object,
     cuda_graph: object,
+    known: object = None,
 ) -> SampleArgs:
     """Check every sample() argument; return them normalised as SampleArgs (the strategy
     resolved once, through ladr_core.registry)."""
@@ -110,9 +146,10 @@ def validate_arguments(
         raise ValueError("callback must be None or callable(record: dict)")
     if not isinstance(cuda_graph, bool):
         raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
+    known = check_known(known, shape[0], shape[1] * shape[2])
     return SampleArgs(denoise, shape, steps, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
-                      _default_device(device, generator), cuda_graph)
+                      _default_device(device, generator), cuda_graph, known)
 
 
 def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:

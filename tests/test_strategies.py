@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ladr_core import LADRPolicy, ProphetPolicy, get_schedule
-from ladr_core.baseline import baseline_keep_table, baseline_remask
+from ladr_core.baseline import baseline_keep, baseline_remask
 from ladr_core.ladr import LADR
 from ladr_core.prophet import prophet_fire
 from ladr_core.rescue import paper_rescue
@@ -61,14 +61,19 @@ def test_take_highest_respects_pool() -> None:
     assert take_highest(score, pool, torch.tensor([2])).tolist() == [[False, True, True, False]]
 
 
-def test_baseline_keep_table_matches_official_formula() -> None:
+def test_baseline_keep_matches_official_formula() -> None:
     for n, steps in [(16, 4), (1024, 64), (4096, 20), (3, 8)]:
-        table = baseline_keep_table(n, steps, get_schedule(), torch.device("cpu")).tolist()
+        table = baseline_keep(n, torch.arange(steps), steps, get_schedule()).tolist()
         want = []
         for s in range(steps - 1):
             frac = torch.cos(0.5 * math.pi * torch.tensor([(s + 1) / steps]))
             want.append(int((torch.tensor([[n]]).float() * frac).floor().clamp_min(1)))
         assert table == want + [0]
+        # per item: each at its own step with its own count, as in a rolling batch
+        counts = torch.tensor([n, max(1, n // 2)])
+        mixed = baseline_keep(counts, torch.tensor([0, steps - 2]), steps, get_schedule())
+        assert mixed.tolist() == [want[0], baseline_keep(max(1, n // 2), torch.tensor(
+            [steps - 2]), steps, get_schedule()).item()]
 
 
 def _tables(policy: LADRPolicy) -> LADR:

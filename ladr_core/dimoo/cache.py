@@ -124,7 +124,7 @@ class CacheSchedule:
     ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
     N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table
     ``keep[s - 1] = max(1, floor(N * gamma(s / T)))`` in float32 (as
-    ``strategies.baseline_keep_table``) and at least one token unmasked per step (official
+    ``baseline.baseline_keep``) and at least one token unmasked per step (official
     ``mask_by_random_topk``). Strictly decreasing, so the baseline's call s has progress s.
     """
 
