@@ -8,7 +8,10 @@ replayed, the rule costs one launch plus the copies of its inputs and outputs.
 Only a strategy whose rule reads no host value that changes from step to step (it reads each
 item's step as the tensor it is given; `Strategy.step_invariant`, LADR) is captured: step 0
 runs the rule eagerly (it warms up lazily allocated state), step 1 captures and replays it,
-later steps replay it, and the last step runs eagerly again. A replay runs the same kernels in the same order as the eager rule, so the
+and every later step replays it, the last one included (its last-step rule reads the step
+tensor inside the graph). The slots' shapes never change within a run, even as items leave and
+join a rolling batch (their per-slot steps and counts are updated in place), so one capture
+serves the whole run. A replay runs the same kernels in the same order as the eager rule, so the
 results are the same. The capture makes no host synchronisation (no ``torch.cuda.graph``
 context, which synchronises and empties the allocator's cache).
 

@@ -3,6 +3,7 @@ names the argument, the allowed range and (where useful) the fix."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,32 @@ class SampleArgs:
     device: torch.device  # where the first tokens / masked passed to denoise live
     cuda_graph: bool  # replay a step-invariant rule as a CUDA graph (graphs.py)
     known: KnownTokens | None = None  # the starting state (None: everything masked)
+    max_batch: int = 1  # items in flight at once (B unless the batch rolls)
+    takes_items: bool = False  # denoise(tokens, masked, items=...): finished items leave
+
+
+def takes_items(denoise: object) -> bool:
+    """True when `denoise` accepts the keyword `items` (the items of the rows it is sent)."""
+    try:
+        params = inspect.signature(denoise).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a builtin without a signature: the plain contract
+        return False
+    return "items" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def check_max_batch(max_batch: object, batch: int, items: bool) -> int:
+    """sample()'s `max_batch`: None = B; an int >= 1 (above B it is B). Below B the batch
+    rolls, which needs a denoiser that takes `items=`."""
+    if max_batch is None:
+        return batch
+    if not isinstance(max_batch, int) or isinstance(max_batch, bool) or max_batch < 1:
+        raise ValueError(f"max_batch must be None or an int >= 1 (items in flight at once); "
+                         f"got {max_batch!r}")
+    if max_batch < batch and not items:
+        raise ValueError(f"max_batch={max_batch} < B={batch} makes a rolling batch, which needs "
+                         "a denoiser that takes items= (DiMOODenoiser does); pass max_batch=None "
+                         "to run all B items together")
+    return min(max_batch, batch)
 
 
 def _check_shape(shape: object) -> tuple[int, int, int]:
@@ -125,6 +152,7 @@ def validate_arguments(
     device: object,
     cuda_graph: object,
     known: object = None,
+    max_batch: object = None,
 ) -> SampleArgs:
     """Check every sample() argument; return them normalised as SampleArgs (the strategy
     resolved once, through ladr_core.registry)."""
@@ -147,9 +175,11 @@ def validate_arguments(
     if not isinstance(cuda_graph, bool):
         raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
     known = check_known(known, shape[0], shape[1] * shape[2])
+    items = takes_items(denoise)
+    width = check_max_batch(max_batch, shape[0], items)
     return SampleArgs(denoise, shape, steps, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
-                      _default_device(device, generator), cuda_graph, known)
+                      _default_device(device, generator), cuda_graph, known, width, items)
 
 
 def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:

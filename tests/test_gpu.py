@@ -11,7 +11,7 @@ import torch
 
 from benchmarks.common import cuda_syncs, sampler_reads, strategy_from
 from ladr_core import LADR, PRESETS, sample
-from ladr_core.sampling import top2_
+from ladr_core.stats import top2_
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CASES = [("baseline", None), ("prophet", None), ("ladr", None), ("ladr", "nano"),
