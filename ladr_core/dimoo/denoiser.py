@@ -61,7 +61,8 @@ class DiMOODenoiser:
     """Prompt rows + batched CFG + optional ML-Cache around a ``LLaDAModel``."""
 
     def __init__(self, model: LLaDAModel, batch: PromptBatch, ids: DiMOOIds, cfg: float,
-                 cache: MLCacheConfig | None = None, steps: int | None = None) -> None:
+                 cache: MLCacheConfig | None = None, steps: int | None = None,
+                 n_generate: int | None = None) -> None:
         if not valid_cfg(cfg):
             raise ValueError(f"cfg must be a finite number >= 0 (got {cfg!r}); 0 disables guidance")
         if cache is not None and not isinstance(cache, MLCacheConfig):
@@ -80,7 +81,10 @@ class DiMOODenoiser:
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
         self.stats = DenoiserStats()
         self.branches = BranchCache(cache) if cache is not None else None
-        self.schedule = (CacheSchedule(cache, steps, self.layout.n_codes)  # type: ignore[arg-type]
+        # the ML-Cache's progress follows the count the sampler generates (fewer than N codes
+        # when some are known: inpainting)
+        self.schedule = (CacheSchedule(cache, steps,  # type: ignore[arg-type]
+                                       n_generate or self.layout.n_codes)
                          if cache is not None else None)
         self.lag = HostLag()  # the ML-Cache's counts, read one call later (hostlag.py)
         self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager

@@ -26,6 +26,7 @@ from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, reso
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
+from .painting import PaintOptions, check_image, plan_painting
 from .prompt import (
     SIZE_STEP,
     ImageLayout,
@@ -38,6 +39,7 @@ from .vq import (
     PREVIEW_TABLE_FILE,
     build_preview_table,
     decode_codes,
+    encode_images,
     load_preview_table,
     preview_from_table,
 )
@@ -83,6 +85,7 @@ class GenerationResult:
     grid: tuple[int, int]
     decode_seconds: float = 0.0
     compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
+    note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -205,11 +208,12 @@ class DiMOOPipeline:
                       width: int | None = None, height: int | None = None,
                       cfg: float | None = None, cache: MLCacheConfig | None = None,
                       steps: int | None = None,
-                      batch_size: int = 1) -> DiMOODenoiser:
+                      batch_size: int = 1, n_generate: int | None = None) -> DiMOODenoiser:
         """The ``denoise`` callable for B = len(prompts) * batch_size items (``.stats`` inside).
 
         ``steps`` (the sampler's T) is needed with an ML-Cache to place the refresh steps.
-        ``cfg`` None = ``default_cfg``; width/height None = ``default_size``.
+        ``cfg`` None = ``default_cfg``; width/height None = ``default_size``. ``n_generate``:
+        tokens generated per item when some are known (the ML-Cache's schedule runs over it).
         """
         prompt_list = _prompt_list(prompts)
         _positive_int("batch_size", batch_size)
@@ -222,7 +226,8 @@ class DiMOOPipeline:
         items = [p for p in prompt_list for _ in range(batch_size)]
         batch = build_prompt_batch(self.encode, self.ids, items, negative_prompt, layout,
                                    with_uncond=bool(cfg and cfg > 0))
-        denoiser = DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps)
+        denoiser = DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps,
+                                 n_generate=n_generate)
         denoiser.forward_hook = self.compiled
         return denoiser
 
@@ -231,36 +236,61 @@ class DiMOOPipeline:
                  cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
                  strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
-                 batch_size: int = 1, decode: bool = True) -> GenerationResult:
+                 batch_size: int = 1, decode: bool = True, init_image: Any = None,
+                 mask: Any = None, paint: PaintOptions | None = None) -> GenerationResult:
         """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
         LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
         nano preset carries 128), else DiMOO's 64. ``decode=False`` skips the VQ decoder
-        (images None), e.g. when decoding elsewhere."""
+        (images None), e.g. when decoding elsewhere.
+
+        Inpainting / outpainting (painting.py): ``init_image`` float [B, H, W, 3] in [0, 1] and
+        ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every image);
+        ``paint`` (PaintOptions): coverage threshold, grow, paste-back and feather. The image
+        sets the size; known tokens never change; nothing to regenerate returns the input
+        unchanged (``res.note`` says why)."""
         from ..sampling import sample
 
         chosen = resolve_strategy(strategy)
         steps = chosen.run_steps(steps)
         check_steps_arg(steps)
+        plan = None
+        if init_image is not None or mask is not None:
+            plan = plan_painting(self, _prompt_list(prompt), init_image, mask, paint,
+                                 _positive_int("batch_size", batch_size), width, height)
+            if plan.nothing_to_do:
+                return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0,
+                                        0, 0, plan.grid, note=plan.note)
+            prompt, width, height = plan.prompts, plan.width, plan.height
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
-                                     batch_size)
+                                     batch_size, plan.n_generate() if plan else None)
         layout = denoise.layout
         check_seed(seed, denoise.batch)
         generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]
         start = time.perf_counter()
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
                         strategy=chosen, temperature=temperature, generator=generators,
-                        callback=callback, device=self.device)
+                        callback=callback, device=self.device,
+                        known=plan.known if plan else None)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
         # The sampler's codes are in [0, K) by construction: no range check (a host sync).
         images = (decode_codes(self.vq, result.tokens, (layout.h, layout.w), check_range=False)
                   if decode else None)
+        if images is not None and plan is not None:
+            images = plan.finish(images)
         decode_seconds = time.perf_counter() - start
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
-                                denoise.stats.compile_seconds)
+                                denoise.stats.compile_seconds, plan.note if plan else "")
+
+    def encode_image(self, image: torch.Tensor) -> torch.Tensor:
+        """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official
+        encoding (vq.encode_images); H and W multiples of ``vq_factor`` (ValueError naming the
+        nearest valid sizes otherwise; ``painting.fit_image`` crops or resizes)."""
+        return encode_images(self.vq, check_image(image, self.vq_factor, "image"),
+                             self.vq_factor)
 
     def decode(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""
