@@ -188,7 +188,8 @@ def memory_rows(b: Bench) -> dict[str, Any]:
         _sample(b, holder["den"], 4)
 
     peak = peak_bytes(b, cached_run)
-    kept = holder["den"].branches.nbytes() if holder["den"].branches else 0
+    caches = holder["den"].caches
+    kept = caches.nbytes() if caches is not None else 0
     holder.clear()  # the denoiser holds the bf16 model, which the variants below must not see
     rows["ml_cache"] = {"peak_gib": peak / gib, "cache_gib": kept / gib,
                         "extra_over_cache": (peak - plain) / kept if kept else None}

@@ -104,9 +104,9 @@ def memory(pipe: Any, steps: int) -> dict[str, Any]:
             ladr_core.sample(den, shape=(1, den.layout.h, den.layout.w), steps=steps,
                              strategy="baseline", generator=torch.Generator().manual_seed(0))
         peaks[label] = mem.peak
-        if den.branches is not None:
-            kept = den.branches.nbytes()
-            kv = sum(t.untyped_storage().nbytes() for pair in den.branches.kv for t in pair)
+        if den.caches is not None:
+            kept = den.caches.nbytes()
+            kv = sum(t.untyped_storage().nbytes() for pair in den.item(0).kv for t in pair)
     extra = peaks["cache"] - peaks["plain"]
     return {"steps": steps, "refresh_interval": 2, "peak_plain_bytes": peaks["plain"],
             "peak_cache_bytes": peaks["cache"], "extra_bytes": extra, "kept_bytes": kept,

@@ -205,9 +205,9 @@ class PaintPlan:
     def nothing_to_do(self) -> bool:
         return not bool(self.region.any())
 
-    def n_generate(self) -> int:
-        """Mean count of tokens to regenerate per item (the ML-Cache's schedule runs over it)."""
-        return max(1, round(float(self.region.sum()) / self.region.shape[0]))
+    def n_generate(self) -> list[int]:
+        """Each item's count of tokens to regenerate: its ML-Cache schedule runs over it."""
+        return [max(1, int(c)) for c in self.region.sum(dim=1).tolist()]
 
     def finish(self, images: torch.Tensor) -> torch.Tensor:
         """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +86,8 @@ class GenerationResult:
     decode_seconds: float = 0.0
     compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
     note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
+    item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
+    item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -207,13 +209,14 @@ class DiMOOPipeline:
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None,
                       cfg: float | None = None, cache: MLCacheConfig | None = None,
-                      steps: int | None = None,
-                      batch_size: int = 1, n_generate: int | None = None) -> DiMOODenoiser:
+                      steps: int | None = None, batch_size: int = 1,
+                      n_generate: int | list[int] | None = None) -> DiMOODenoiser:
         """The ``denoise`` callable for B = len(prompts) * batch_size items (``.stats`` inside).
 
         ``steps`` (the sampler's T) is needed with an ML-Cache to place the refresh steps.
         ``cfg`` None = ``default_cfg``; width/height None = ``default_size``. ``n_generate``:
-        tokens generated per item when some are known (the ML-Cache's schedule runs over it).
+        tokens generated per item when some are known (one int, or one per item; each item's
+        ML-Cache schedule runs over its own).
         """
         prompt_list = _prompt_list(prompts)
         _positive_int("batch_size", batch_size)
@@ -237,12 +240,20 @@ class DiMOOPipeline:
                  strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True, init_image: Any = None,
-                 mask: Any = None, paint: PaintOptions | None = None) -> GenerationResult:
+                 mask: Any = None, paint: PaintOptions | None = None,
+                 max_batch: int | None = None) -> GenerationResult:
         """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
         LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
         nano preset carries 128), else DiMOO's 64. ``decode=False`` skips the VQ decoder
         (images None), e.g. when decoding elsewhere.
+
+        ``max_batch``: images in flight at once (None = all of them). The images of a batch
+        leave the transformer passes as they finish; below the batch's size the batch rolls:
+        each finished image makes room for the next prompt, which starts at its own step 0.
+        Image i (prompt i // batch_size, seed + i) is the same whatever its neighbours: equal
+        to its own single run in float32. ``res.item_nfe`` / ``res.item_token_forwards``: the
+        forward passes and tokens each image cost.
 
         Inpainting / outpainting (painting.py): ``init_image`` float [B, H, W, 3] in [0, 1] and
         ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every image);
@@ -271,7 +282,7 @@ class DiMOOPipeline:
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
                         strategy=chosen, temperature=temperature, generator=generators,
                         callback=callback, device=self.device,
-                        known=plan.known if plan else None)
+                        known=plan.known if plan else None, max_batch=max_batch)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
         # The sampler's codes are in [0, K) by construction: no range check (a host sync).
@@ -283,7 +294,8 @@ class DiMOOPipeline:
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
-                                denoise.stats.compile_seconds, plan.note if plan else "")
+                                denoise.stats.compile_seconds, plan.note if plan else "",
+                                result.item_nfe, list(denoise.stats.item_token_forwards))
 
     def encode_image(self, image: torch.Tensor) -> torch.Tensor:
         """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official
