@@ -173,3 +173,22 @@ def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
         denoise(tokens, masked)
     assert len(lazy) == 6 * 7 and lazy == pytest.approx(full, rel=1e-6)
     assert all(v > 0 for v in lazy.values())
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3fn", "comfy_fp8_e4m3fn", "comfy_int8"])
+def test_row_chunked_conversion_equals_converting_whole_matrices(fmt: str, monkeypatch) -> None:
+    from ladr_core.dimoo import save
+
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(50, 64, generator=g) * torch.logspace(-2, 0, 50)[:, None]).bfloat16()
+    conv = Conversion(fmt, input_amax={"model.transformer.blocks.0.q_proj": 3.0})
+    key = "model.transformer.blocks.0.q_proj.weight"
+    whole = conv.convert(key, w, True)
+    monkeypatch.setattr(save, "CHUNK", 7 * 64)  # 8 chunks of 7 rows, the last one short
+    assert len(save.row_chunks(w.shape)) == 8
+    chunked = conv.convert(key, w, True)
+    assert whole.keys() == chunked.keys()
+    for name in whole:
+        assert torch.equal(whole[name].view(torch.uint8) if whole[name].element_size() == 1
+                           else whole[name], chunked[name].view(torch.uint8)
+                           if chunked[name].element_size() == 1 else chunked[name]), name

@@ -29,6 +29,7 @@ import torch
 from . import ggml
 from .checkpoint import _get, _open, read_config, shard_files
 from .gguf import ARCH, KEYS, TRANSFORMER_PREFIX
+from .save import row_chunks
 from .staging import staged_file
 
 __all__ = ["RECIPES", "tensor_type", "plan_gguf", "write_gguf", "more_bits"]
@@ -135,10 +136,13 @@ def write_gguf(source: str | Path, out: str | Path, recipe: str,
             for item in plan:
                 with _open(item["file"]) as handle:
                     tensor = _get(handle, item["file"], item["key"]).to(device)
-                data = ggml.quantize(tensor.reshape(item["rows"], item["n"]), item["type"])
-                data = data.reshape(item["byte_shape"])
-                writer.write_tensor_data(data.cpu().numpy())
-                del tensor, data
+                rows = tensor.reshape(item["rows"], item["n"])
+                data = torch.empty((item["rows"], ggml.row_bytes(item["type"], item["n"])),
+                                   dtype=torch.uint8)
+                for part in row_chunks(rows.shape):  # bounded float32 temporaries
+                    data[part] = ggml.quantize(rows[part], item["type"]).cpu()
+                writer.write_tensor_data(data.reshape(item["byte_shape"]).numpy())
+                del tensor, rows, data
         finally:
             writer.close()
     return dst

@@ -74,25 +74,31 @@ def _fp8_quantize(x: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> t
 
 
 def quantize_layer(weight: torch.Tensor, fmt: str, input_amax: float | None = None,
-                   scale: str = "channel") -> dict[str, torch.Tensor]:
+                   scale: str = "channel", weight_amax: float | None = None
+                   ) -> dict[str, torch.Tensor]:
     """A float weight [out, in] -> {"weight", "weight_scale"[, "input_scale"]} in ``fmt``.
 
     fp8: ``weight_scale = max|W| / fp8_max`` (scalar); ``input_amax`` (the largest input seen
     in calibration, already including any margin) gives ``input_scale = input_amax / fp8_max``.
     int8: ``weight_scale = max|W_row| / 127`` as ``[out, 1]`` (``scale="channel"``) or
     ``max|W| / 127`` (``"tensor"``), weights rounded to nearest. Zero scales become 1.
+    ``weight_amax``: max|W| of the whole matrix when ``weight`` holds only some of its rows (a
+    converter working in row chunks), for the per-tensor scales.
     """
     dtype = storage_dtype(fmt)
     w = weight.float()
+    whole = (torch.tensor(float(weight_amax), device=w.device) if weight_amax is not None
+             else None)
     if fmt == "int8_tensorwise":
         if scale not in SCALE_KINDS:
             raise ValueError(f"int8 scale {scale!r} is not one of {list(SCALE_KINDS)}")
-        amax = w.abs().amax(dim=1, keepdim=True) if scale == "channel" else w.abs().amax()
+        amax = (w.abs().amax(dim=1, keepdim=True) if scale == "channel"
+                else whole if whole is not None else w.abs().amax())
         s = torch.where(amax > 0, amax / INT8_MAX, torch.ones_like(amax))
         q = (w / s).round().clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
         return {"weight": q, "weight_scale": s.float().contiguous()}
     fmax = torch.finfo(dtype).max
-    amax = w.abs().amax()
+    amax = whole if whole is not None else w.abs().amax()
     s = torch.where(amax > 0, amax / fmax, torch.ones_like(amax)).float()
     out = {"weight": _fp8_quantize(w, s, dtype), "weight_scale": s}
     if input_amax is not None:

@@ -45,9 +45,10 @@ from .checkpoint import (
 )
 from .staging import check_target, staged_folder, write_safetensors
 
-__all__ = ["save_dimoo", "convert_folder", "main", "FORMATS"]
+__all__ = ["save_dimoo", "convert_folder", "main", "FORMATS", "row_chunks", "by_rows"]
 
 SHARD_BYTES = 4 * 2**30
+CHUNK = 1 << 24  # weights converted at a time (bounds the float32 temporaries)
 GGUF_RECIPES = ("Q8_0", "Q5_K_M", "Q4_K_M")
 FORMATS = (*fp8.FP8_FORMATS, *quant.WEIGHT_DTYPES, *GGUF_RECIPES)
 Entry = tuple[str, torch.dtype, list[int]]
@@ -181,16 +182,46 @@ class Conversion:
         return out
 
     def convert(self, key: str, tensor: torch.Tensor, quantize: bool) -> dict[str, torch.Tensor]:
-        """Output tensors (name -> tensor) of one source tensor."""
+        """Output tensors (name -> tensor) of one source tensor, computed in row chunks."""
         if not quantize:
             return {key: tensor.to(self.dtype)}
         if self.comfy is None:
-            q, s = fp8.quantize(tensor, fp8.fp8_torch_dtype(self.fmt), self.fp8_scale)
-            return {key: q, key + "_scale": s}
+            dtype = fp8.fp8_torch_dtype(self.fmt)
+            if self.fp8_scale != "channel":  # one scale for the whole matrix
+                q, s = fp8.quantize(tensor, dtype, self.fp8_scale)
+                return {key: q, key + "_scale": s}
+            return by_rows(tensor, lambda w: dict(zip(
+                (key, key + "_scale"), fp8.quantize(w, dtype, "channel"), strict=True)))
         layer = _layer(key)
-        parts = quant.quantize_layer(tensor, self.comfy, self.input_amax.get(layer),
-                                     self.int8_scale)
+        per_tensor = self.comfy != "int8_tensorwise" or self.int8_scale == "tensor"
+        amax = max(float(tensor[r].abs().amax()) for r in row_chunks(tensor.shape)) \
+            if per_tensor else None
+        parts = by_rows(tensor, lambda w: quant.quantize_layer(
+            w, self.comfy, self.input_amax.get(layer), self.int8_scale, weight_amax=amax))
         return {f"{layer}.{name}": t for name, t in parts.items()}
+
+
+def row_chunks(shape: torch.Size | list[int], weights: int | None = None) -> list[slice]:
+    """Slices of about ``weights`` (default CHUNK) elements over the rows of ``shape``."""
+    step = max(1, (weights or CHUNK) // max(1, int(shape[1]) if len(shape) > 1 else 1))
+    return [slice(i, min(i + step, int(shape[0]))) for i in range(0, int(shape[0]), step)]
+
+
+def by_rows(tensor: torch.Tensor, fn: Callable[[torch.Tensor], dict[str, torch.Tensor]]
+            ) -> dict[str, torch.Tensor]:
+    """``fn`` over row chunks of ``tensor``; outputs with a row dimension are gathered into
+    tensors of the full height, scalars come from the first chunk (they are equal)."""
+    out: dict[str, torch.Tensor] = {}
+    for rows in row_chunks(tensor.shape):
+        for name, part in fn(tensor[rows]).items():
+            if part.dim() == 0:
+                out.setdefault(name, part)
+                continue
+            if name not in out:
+                out[name] = torch.empty((tensor.shape[0], *part.shape[1:]), dtype=part.dtype,
+                                        device=part.device)
+            out[name][rows] = part
+    return out
 
 
 def convert_folder(source: str | Path, out: str | Path, conversion: Conversion,
