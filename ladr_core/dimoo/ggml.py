@@ -64,9 +64,11 @@ def _f16_bytes(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- dequantize
+# Codes are unpacked in uint8 and turned into float32 once; scales are applied in place, so a
+# matrix of n weights needs n bytes of codes and 4n bytes of floats on top of its GGML bytes.
 def _deq_q8_0(b: torch.Tensor) -> torch.Tensor:
     d = _f16(b[:, :2])
-    return b[:, 2:].contiguous().view(torch.int8).float() * d[:, None]
+    return b[:, 2:].contiguous().view(torch.int8).float().mul_(d[:, None])
 
 
 def _unpack_scales(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -79,8 +81,8 @@ def _unpack_scales(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _nibbles(qs: torch.Tensor) -> torch.Tensor:
-    """[B, 128] bytes -> [B, 8, 32] 4-bit codes (sub-block 2g: low nibbles of group g)."""
-    q = qs.to(torch.int32).view(-1, 4, 1, 32)
+    """[B, 128] bytes -> [B, 8, 32] uint8 4-bit codes (sub-block 2g: low nibbles of group g)."""
+    q = qs.contiguous().view(-1, 4, 1, 32)
     return torch.cat([q & 15, q >> 4], dim=2).view(-1, 8, 32)
 
 
@@ -89,21 +91,23 @@ def _deq_k(b: torch.Tensor, five: bool) -> torch.Tensor:
     sc, mn = _unpack_scales(b[:, 4:16])
     q = _nibbles(b[:, -128:])
     if five:
-        hbits = b[:, 16:48].to(torch.int32).view(-1, 1, 32) >> torch.arange(8).view(1, 8, 1)
-        q = q | ((hbits & 1) << 4)
-    w = (d[:, None] * sc)[:, :, None] * q - (dmin[:, None] * mn)[:, :, None]
-    return w.reshape(-1, QK)
+        shifts = torch.arange(8, dtype=torch.uint8, device=b.device).view(1, 8, 1)
+        hbits = (b[:, 16:48].contiguous().view(-1, 1, 32) >> shifts) & 1
+        q |= hbits << 4
+    w = q.float().mul_((d[:, None] * sc)[:, :, None])
+    return w.sub_((dmin[:, None] * mn)[:, :, None]).view(-1, QK)
 
 
 def _deq_q6_k(b: torch.Tensor) -> torch.Tensor:
-    ql = b[:, 0:128].to(torch.int32).view(-1, 2, 1, 64)
+    ql = b[:, 0:128].contiguous().view(-1, 2, 1, 64)
     low = torch.cat([ql & 15, ql >> 4], dim=2).view(-1, 2, 128)
-    qh = b[:, 128:192].to(torch.int32).view(-1, 2, 1, 32) >> (2 * torch.arange(4)).view(1, 1, 4, 1)
-    high = (qh & 3).view(-1, 2, 128)
-    q = (low | (high << 4)).view(-1, 16, 16) - 32
+    shifts = (2 * torch.arange(4, dtype=torch.uint8, device=b.device)).view(1, 1, 4, 1)
+    high = ((b[:, 128:192].contiguous().view(-1, 2, 1, 32) >> shifts) & 3).view(-1, 2, 128)
+    q = (low | (high << 4)).view(-1, 16, 16)
     scales = b[:, 192:208].contiguous().view(torch.int8).float()
     d = _f16(b[:, 208:210])
-    return ((d[:, None] * scales)[:, :, None] * q).reshape(-1, QK)
+    w = q.float().sub_(32).mul_((d[:, None] * scales)[:, :, None])
+    return w.view(-1, QK)
 
 
 _DEQ = {"Q8_0": _deq_q8_0, "Q4_K": lambda b: _deq_k(b, False),
