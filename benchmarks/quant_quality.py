@@ -158,11 +158,14 @@ def save_samples(rows: dict[str, dict], path: Path, n: int = 7) -> None:
     (rows, in order), 3x nearest-neighbour upscaled."""
     from PIL import Image
 
-    tiles = [np.concatenate(list(r["quality"]["baseline-64"]["_images"][:n]), axis=1)
-             for r in rows.values() if "baseline-64" in r.get("quality", {})]
+    shown = [k for k, r in rows.items() if "baseline-64" in r.get("quality", {})]
+    tiles = [np.concatenate(list(rows[k]["quality"]["baseline-64"]["_images"][:n]), axis=1)
+             for k in shown]
     if tiles:
         arr = np.concatenate(tiles, axis=0)
         Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
+        path.with_suffix(".txt").write_text(
+            f"baseline-64, the first {n} test prompts (columns); rows: {', '.join(shown)}\n")
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -116,12 +116,14 @@ def fp8_matmul_available(device: torch.device) -> bool:
 
 
 def _int8_matmul(xq: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:
-    """int32 ``xq @ wq.T`` via ``torch._int_mm``; float64 products where it is unavailable
-    (exact: |sum| < 2**53)."""
+    """``xq @ wq.T`` summed exactly in int32 by ``torch._int_mm``; where that kernel refuses the
+    shapes or the device, in float64 (exact: |sum| < 2**53), or float32 on devices without
+    float64 (MPS; relative error < 1e-7)."""
     try:
         return torch._int_mm(xq, wq.t())
     except (RuntimeError, NotImplementedError):
-        return (xq.double() @ wq.double().t()).to(torch.int64)
+        dt = torch.float32 if xq.device.type == "mps" else torch.float64
+        return xq.to(dt) @ wq.to(dt).t()
 
 
 class QuantLinear(nn.Module):
