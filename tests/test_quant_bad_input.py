@@ -212,3 +212,16 @@ def test_the_node_caches_nothing_after_a_failed_load(tmp_path: Path, monkeypatch
     with pytest.raises(CheckpointError, match="not Lumina-DiMOO"):
         loader.load_model("other.gguf", "fp32")
     assert loader._CACHE == {}
+
+
+def test_the_converter_command_line_reports_bad_input_in_one_line(q8_file: Path,
+                                                                  int8_folder: Path,
+                                                                  tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"^error: .*nano-Q8_0\.gguf exists; pick a new file"):
+        save.main([str(NANO), str(q8_file), "--weight-dtype", "Q8_0"])
+    fp8 = convert_folder(NANO, tmp_path / "fp8", Conversion("comfy_fp8_e4m3fn"))
+    with pytest.raises(SystemExit, match=r"blocks\.0\.attn_out\.weight is already fp8; convert "
+                       r"from the bf16 original"):
+        save.main([str(fp8), str(tmp_path / "again"), "--weight-dtype", "comfy_int8"])
+    with pytest.raises(SystemExit, match=r"a GGUF output must end in \.gguf"):
+        save.main([str(NANO), str(tmp_path / "x.bin"), "--weight-dtype", "Q4_K_M"])

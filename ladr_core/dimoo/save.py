@@ -276,6 +276,14 @@ def _entries(plan: list[tuple[Path, str, bool]], conversion: Conversion
 
 
 def main(argv: list[str] | None = None) -> Path:
+    """The command line (module docstring); bad input exits with its one-line message."""
+    try:
+        return _main(argv)
+    except (ValueError, RuntimeError) as exc:  # CheckpointError is a RuntimeError
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _main(argv: list[str] | None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("source", help="official Lumina-DiMOO folder (bf16 safetensors)")
     ap.add_argument("out", help="new folder (or NAME.gguf for the GGUF formats)")
