@@ -192,3 +192,13 @@ def test_row_chunked_conversion_equals_converting_whole_matrices(fmt: str, monke
         assert torch.equal(whole[name].view(torch.uint8) if whole[name].element_size() == 1
                            else whole[name], chunked[name].view(torch.uint8)
                            if chunked[name].element_size() == 1 else chunked[name]), name
+
+
+def test_e5m2_folder_loads_in_its_own_dtype(tmp_path: Path) -> None:
+    out = convert_folder(nano_model_path(), tmp_path / "e5m2",
+                         Conversion("comfy_fp8_e5m2", torch.float32))
+    pipe = load_dimoo(out, dtype=torch.float32)
+    q = pipe.transformer.blocks[3].up_proj
+    assert q.quant_format == "float8_e5m2" and q.weight.dtype == torch.float8_e5m2
+    ref = _logits(load_dimoo(nano_model_path(), dtype=torch.float32))
+    assert _rel(_logits(pipe), ref) < 0.06  # 2 mantissa bits: coarser than e4m3fn
