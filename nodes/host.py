@@ -107,18 +107,32 @@ def model_folder_paths() -> list[str]:
 
 
 # ---------------------------------------------------------------- memory management
-def model_operations(fp8: bool) -> Any | None:
-    """ComfyUI's layer classes for the transformer (None without the host = ``torch.nn``).
+def model_operations(fp8: bool = False, comfy_quant: bool = False, gguf: bool = False,
+                     compute_dtype: torch.dtype | None = None) -> Any | None:
+    """ComfyUI's layer classes for the transformer (None without the host = the core's own).
 
-    fp8 weights: ``comfy.ops.manual_cast`` (weights cast to the compute dtype at use, as ComfyUI
-    does when the weight and compute dtypes differ); otherwise ``disable_weight_init``. Both
-    carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and cast them at use
-    when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
+    * ``comfy_quant`` (a folder in ComfyUI's quantized format): what ComfyUI picks for its own
+      quantized checkpoints, ``comfy.ops.pick_operations(..., model_config)`` with
+      ``quant_config`` set, i.e. ``mixed_precision_ops`` with the formats this device cannot
+      compute natively marked emulated; its fast fp8 / int8 matmuls and ``--fast`` flags apply.
+    * fp8 weights (the pack's per-channel format) and GGUF bytes: ``comfy.ops.manual_cast``
+      (weights cast or dequantized at use; the core derives its GGUF / scaled classes from it).
+    * otherwise ``disable_weight_init``.
+
+    All carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and bring them over
+    at use when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
     """
     ops = _comfy_module("comfy.ops")
     if ops is None:
         return None
-    return ops.manual_cast if fp8 else ops.disable_weight_init
+    if comfy_quant:
+        from types import SimpleNamespace
+
+        mm = _comfy_module("comfy.model_management")
+        config = SimpleNamespace(quant_config={"mixed_ops": True})  # comfy.utils' own marker
+        return ops.pick_operations(None, compute_dtype, load_device=mm.get_torch_device(),
+                                   model_config=config)
+    return ops.manual_cast if (fp8 or gguf) else ops.disable_weight_init
 
 
 @dataclass
