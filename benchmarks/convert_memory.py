@@ -35,7 +35,7 @@ IMPORTS = ("import tempfile, torch, ladr_core, safetensors.torch, tokenizers, gg
            "from pathlib import Path\n"
            "from ladr_core.dimoo.save import Conversion, convert_folder\n"
            "from ladr_core.dimoo.gguf_write import write_gguf\n"
-           "from ladr_core.dimoo.calibrate import calibrate_folder\n"
+           "from ladr_core.dimoo.input_scale import calibrate_folder\n"
            "out = Path(tempfile.mkdtemp())\n")
 CASES = {
     "gguf_q4_k_m": "write_gguf(FOLDER, out / 'm.gguf', 'Q4_K_M')\n",

@@ -30,7 +30,7 @@ from benchmarks.quality import prompt_set
 from benchmarks.quant_quality import logit_calls, logit_errors
 from ladr_core import Baseline, load_dimoo, nano_model_path
 from ladr_core.dimoo import quant
-from ladr_core.dimoo.calibrate import calibrate_folder, record_input_amax
+from ladr_core.dimoo.input_scale import calibrate_folder, record_input_amax
 from ladr_core.dimoo.save import Conversion, convert_folder
 from testbed import scenes
 

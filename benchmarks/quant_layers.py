@@ -33,8 +33,8 @@ from benchmarks.quality import prompt_set
 from benchmarks.quant_quality import logit_calls, logit_errors
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.dimoo import ggml, quant
-from ladr_core.dimoo.calibrate import calibrate_folder
 from ladr_core.dimoo.fp8 import BLOCK_LINEARS
+from ladr_core.dimoo.input_scale import calibrate_folder
 from testbed import scenes
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -55,8 +55,8 @@ MARGIN = 2.0
 
 def build(name: str, work: Path, calibration: list[str]) -> Any:
     """The nano pipeline of variant ``name`` (float32 compute), converted into ``work``."""
-    from ladr_core.dimoo.calibrate import calibrate_folder
     from ladr_core.dimoo.gguf_write import write_gguf
+    from ladr_core.dimoo.input_scale import calibrate_folder
     from ladr_core.dimoo.save import Conversion, convert_folder
 
     nano = Path(nano_model_path())

@@ -41,7 +41,7 @@ from comfy.cli_args import args
 args.cpu = True
 import torch, comfy.ops, comfy.utils, comfy.quant_ops
 import ladr_core
-from ladr_core.dimoo.calibrate import calibrate_folder
+from ladr_core.dimoo.input_scale import calibrate_folder
 from ladr_core.dimoo.checkpoint import read_config
 from ladr_core.dimoo.gguf_write import write_gguf
 from ladr_core.dimoo.quant_load import load_quantized_transformer

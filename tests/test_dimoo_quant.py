@@ -13,7 +13,7 @@ from safetensors import safe_open
 
 from ladr_core import load_dimoo, nano_model_path, save_dimoo
 from ladr_core.dimoo import quant
-from ladr_core.dimoo.calibrate import calibrate_folder, record_input_amax
+from ladr_core.dimoo.input_scale import calibrate_folder, record_input_amax
 from ladr_core.dimoo.save import Conversion, convert_folder
 
 E4M3 = torch.float8_e4m3fn
@@ -158,8 +158,8 @@ def test_streaming_pack_fp8_conversion_equals_converting_while_loading(
 
 
 def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
-    from ladr_core.dimoo.calibrate import _items
     from ladr_core.dimoo.denoiser import DiMOODenoiser
+    from ladr_core.dimoo.input_scale import _items
     from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch
 
     prompts = ["a red circle", "two green squares"]

@@ -310,7 +310,7 @@ def _main(argv: list[str] | None) -> Path:
     else:
         conversion = Conversion(a.weight_dtype, resolve_dtype(a.dtype), a.fp8_scale, a.int8_scale)
         if conversion.comfy and conversion.comfy.startswith("float8") and a.input_scale != "none":
-            from .calibrate import calibrate_folder, read_prompts
+            from .input_scale import calibrate_folder, read_prompts
 
             amax = calibrate_folder(a.source, read_prompts(a.calibration_prompts),
                                     a.calibration_size, device=a.device)
