@@ -162,6 +162,17 @@ def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = N
     return Patchers(cls(transformer, load_device=load, offload_device=offload), vq_patcher)
 
 
+def free_memory(device: torch.device) -> int | None:
+    """Free bytes on `device` for new work: ComfyUI's own figure inside the host (it counts
+    what it can still evict), else CUDA's; None for a CPU."""
+    mm = _comfy_module("comfy.model_management")
+    if mm is not None and device.type != "cpu":
+        return int(mm.get_free_memory(device))
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    return None
+
+
 def load_to_device(patchers: Patchers | None, memory_required: int = 0,
                    vq_only: bool = False) -> None:
     """Ask ComfyUI to load the weights (freeing other models if needed) before running.

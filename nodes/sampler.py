@@ -13,7 +13,7 @@ from collections.abc import Callable
 import ladr_core
 from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strategy_names
 
-from . import events, host, threads
+from . import batching, events, host, threads
 from . import policy as policy_node
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 from .validate import input_error
@@ -30,15 +30,19 @@ NODE = "DiMOO Sampler"
 EMPTY_PROMPT = "prompt is empty: write what the image should show"
 
 
-def split_prompts(prompt: str, one_per_line: bool) -> list[str]:
-    """The prompt widget -> prompt list (one per non-empty line when `one_per_line`).
+def split_prompts(prompt: str, one_per_line: bool) -> tuple[list[str], int]:
+    """The prompt widget -> (prompt list, empty lines skipped): one prompt per non-empty line
+    when `one_per_line` (an empty line between prompts is skipped, and the stats line says
+    so; it is not a prompt and not an error).
 
     ValueError when no prompt is left: an empty prompt is refused in both modes."""
     if not prompt.strip():
         raise ValueError(f"{NODE}: {EMPTY_PROMPT}")
     if not one_per_line:
-        return [prompt]
-    return [line.strip() for line in prompt.splitlines() if line.strip()]
+        return [prompt], 0
+    lines = prompt.strip().splitlines()
+    prompts = [line.strip() for line in lines if line.strip()]
+    return prompts, len(lines) - len(prompts)
 
 
 def resolve_size(value: int) -> int | None:
@@ -113,7 +117,9 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
-        preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
+        s = events.shown_slot(record)  # an image in flight (a rolling batch moves on)
+        preview = pipe.preview(record["tokens"][s:s + 1], record["masked"][s:s + 1],
+                               record["grid"])[0]
         # the preview's bytes, the masks and the counts: one device -> host transfer per step
         payload, image = events.step_update(record, node_id, preview)
         progress.update(round(progress.total * payload["progress"]), image)
@@ -126,11 +132,13 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
 def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
                 negative_prompt: str | None, width: int, height: int, steps: int | None,
                 cfg: float, temperature: float, seed: int, strategy: Strategy,
-                cache: object | None, batch_size: int) -> tuple[DiMOOTokens, dict]:
+                cache: object | None, batch_size: int,
+                max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict]:
     """Host-aware generate: memory load, progress, events; returns tokens + stats.
 
     width / height: widget values (SIZE_AUTO = the checkpoint's default); cfg: the widget value
-    (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T."""
+    (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T; max_batch: images
+    in flight (batching.AUTO: from the device and its free memory), the rest roll in."""
     pipe = model.pipe
     sizes = {}
     for name, value in (("width", width), ("height", height)):
@@ -139,6 +147,8 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
             raise ValueError(f"{NODE}: {err}")
         sizes[name] = resolve_size(value)
     host.load_to_device(model.patcher)
+    images = len(prompts) * batch_size
+    flying = batching.in_flight(max_batch, pipe, images, sizes["width"], sizes["height"], cache)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():  # decode=False: VQ Decode is its own node
@@ -146,9 +156,10 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
                             cfg=resolve_cfg(cfg), temperature=temperature, seed=seed,
                             strategy=strategy, cache=cache, batch_size=batch_size,
                             callback=make_callback(pipe, node_id, progress, last),
-                            decode=False, **sizes)
+                            decode=False, max_batch=flying, **sizes)
     progress.update(progress.total)
     stats = events.stats_dict(res, strategy.name)
+    stats.update(images=images, in_flight=flying)
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
@@ -199,15 +210,18 @@ class DiMOOSampler(io.ComfyNode):
     def execute(cls, model: DiMOOModel, prompt: str, negative_prompt: str, width: int,
                 height: int, steps: int, cfg: float, temperature: float, seed: int,
                 batch_size: int, strategy: str, one_prompt_per_line: bool,
-                policy: object | None = None, cache: object | None = None) -> io.NodeOutput:
+                policy: object | None = None, cache: object | None = None,
+                max_batch: int = batching.AUTO) -> io.NodeOutput:
         check_options(policy, cache)
         chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
+        prompts, skipped = split_prompts(prompt, one_prompt_per_line)
+        if skipped:
+            note += f"; {skipped} empty prompt line{'s' * (skipped > 1)} skipped"
         tokens, stats = run_sampler(
-            model, split_prompts(prompt, one_prompt_per_line), node_id,
-            negative_prompt=negative_prompt or None, width=width, height=height, steps=steps,
-            cfg=cfg, temperature=temperature, seed=seed, strategy=chosen, cache=cache,
-            batch_size=batch_size)
+            model, prompts, node_id, negative_prompt=negative_prompt or None, width=width,
+            height=height, steps=steps, cfg=cfg, temperature=temperature, seed=seed,
+            strategy=chosen, cache=cache, batch_size=batch_size, max_batch=max_batch)
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 
@@ -256,4 +270,12 @@ def _inputs() -> list:
                                      "the paper's) or Prophet Policy (strategy prophet)."),
         io.Custom(CACHE_TYPE).Input("cache", optional=True,
                                     tooltip="Optional ML-Cache Options (default: no cache)."),
+        # added after the others, optional: workflows saved without it get the default
+        io.Int.Input("max_batch", default=batching.AUTO, min=batching.AUTO,
+                     max=batching.MAX_IN_FLIGHT, optional=True,
+                     tooltip="Images in flight at once. More prompts (one per line) or a "
+                     "larger batch_size roll through: a finished image makes room for the "
+                     "next. Images are identical whatever the value; it trades speed for "
+                     "memory. 0 = automatic: what the GPU's free memory holds (up to 8), 4 on "
+                     "a CPU."),
     ]

@@ -193,6 +193,25 @@ class DiMOOPipeline:
     def device(self) -> torch.device:
         return self.transformer.compute_device()
 
+    def image_bytes(self, width: int | None = None, height: int | None = None,
+                    cache: bool = False) -> int:
+        """Device memory one image in flight needs beyond the weights (an estimate, to choose
+        how many to run at once): the largest activations of its rows (cond and uncond, each
+        ~prompt + image tokens: two [tokens, MLP] buffers at the MLP's peak, in the compute
+        dtype), its code-slot logits in float32 (the guided logits and the sampler's two
+        [N, K] work buffers) and, with an ML-Cache, every layer's K/V of its rows."""
+        cfg, ids = self.config, self.ids
+        grid = ImageLayout((height or self.default_size) // self.vq_factor,
+                           (width or self.default_size) // self.vq_factor)
+        tokens = 2 * (grid.length + 96)  # two rows, a typical prompt length
+        width_bytes = next(self.transformer.parameters()).element_size()
+        bytes_ = 2 * tokens * cfg.hidden_size * max(width_bytes, 2)
+        bytes_ += 3 * grid.n_codes * ids.codebook_size * 4
+        if cache:
+            kv = 2 * cfg.effective_n_kv_heads * cfg.head_dim * max(width_bytes, 2)
+            bytes_ += cfg.n_layers * tokens * kv + 2 * grid.n_codes * ids.codebook_size * 2
+        return int(bytes_)
+
     def encode(self, text: str) -> list[int]:
         """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""
         return list(self.tokenizer.encode(text).ids)
