@@ -278,6 +278,8 @@ SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (v
      "height: 992 or 1008"),
     ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
     ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
+    ("3", {"max_batch": -1}, ["max_batch"], "smaller than min"),
+    ("3", {"max_batch": "two"}, ["max_batch"], "invalid literal"),
     ("1", {"model_name": "gone"}, ["model_name"], "gone"),
 ])
 def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
@@ -393,6 +395,37 @@ def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
 
     pa, pb = (Image.open(BytesIO(b)).convert("RGB").tobytes() for b in imgs)
     assert pa == pb
+
+
+def _pixels(port: int, image: dict) -> bytes:
+    from io import BytesIO
+
+    from PIL import Image
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={image['filename']}"
+                                f"&subfolder={image['subfolder']}&type=output") as r:
+        return Image.open(BytesIO(r.read())).convert("RGB").tobytes()
+
+
+def test_a_prompt_list_rolling_through_one_slot_gives_the_batchs_images_in_order(server) -> None:
+    """Four prompts with max_batch 1 (each image alone, the next joins when it finishes) and
+    with max_batch 3 (a rolling batch): the same four images, in prompt order; the bar rises to
+    1 and the stats say how many images were in flight."""
+    port, _ = server
+    runs = {}
+    for flying in (1, 3):
+        wf = _workflow("ladr_batch_of_prompts")
+        wf["3"]["inputs"].update(seed=4242, max_batch=flying)
+        pid, msgs = _run(port, wf)
+        assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+        steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
+        progress = [s["progress"] for s in steps[:-1]]
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert steps[-1]["stats"]["images"] == 4 and steps[-1]["stats"]["in_flight"] == flying
+        _, hist = http(port, f"/history/{pid}")
+        runs[flying] = [_pixels(port, im) for im in hist[pid]["outputs"]["5"]["images"]]
+    assert len(runs[1]) == 4 and runs[1] == runs[3]
+    assert len(set(runs[1])) == 4  # four prompts, four different images
 
 
 def test_real_model_workflow_without_checkpoint_is_a_validation_error(server) -> None:
