@@ -230,3 +230,38 @@ def test_ml_cache_sweep_parses_variants() -> None:
     assert sweep.parse_variant("official=")[1] == sweep.MLCacheConfig()
     with pytest.raises(TypeError):
         sweep.parse_variant("bad=no_such_knob=1")
+
+
+def test_rolling_modes_give_single_images_and_forwards(tmp_path: Path) -> None:
+    """benchmarks/rolling.py: every mode gives each image of its single run, and only the batch
+    that keeps finished images pushes more tokens than the single runs together."""
+    doc = bench("rolling").main(["--tiny", "--threads", "0", "--out", str(tmp_path),
+                                 "--prompts", "3", "--in-flight", "2",
+                                 "--strategies", "ladr-nano", "baseline-64"])
+    for name, rows in doc["rows"].items():
+        modes = {r["mode"]: r for r in rows}
+        assert set(modes) == {"single", "batch-stay", "batch", "rolling-2"}, name
+        assert all(r["identical"] for r in rows), name
+        assert modes["batch"]["token_forwards"] == modes["single"]["token_forwards"], name
+        assert modes["rolling-2"]["token_forwards"] == modes["single"]["token_forwards"], name
+        assert modes["batch-stay"]["token_forwards"] >= modes["single"]["token_forwards"], name
+    assert len(doc["finish_nfe"]) == 3
+
+
+def test_rolling_replay_items_finish_on_their_drawn_step(tmp_path: Path) -> None:
+    """The GPU replay path at tiny size on the CPU: item i runs finish[i] forwards in every
+    mode, so leaving the pass saves exactly the rows that staying wastes."""
+    doc = bench("rolling").main(["--tiny", "--threads", "0", "--out", str(tmp_path),
+                                 "--device", "cpu", "--prompts", "5", "--in-flight", "2",
+                                 "--size", "512"])
+    rows = {r["mode"]: r for r in doc["sizes"]["512"]}
+    want = [doc["finish_nfe"][i % len(doc["finish_nfe"])] for i in range(5)]
+    for mode in ("single", "batch", "rolling-2"):
+        assert rows[mode]["item_nfe"] == want, mode
+        assert rows[mode]["token_forwards"] == rows["single"]["token_forwards"], mode
+    assert rows["batch-stay"]["token_forwards"] > rows["batch"]["token_forwards"]
+
+
+def test_rolling_replay_refuses_a_cpu_without_tiny(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="needs a CUDA device"):
+        bench("rolling").main(["--out", str(tmp_path), "--device", "cpu"])
