@@ -119,8 +119,10 @@ def test_prophet_policy_node_reaches_the_core(fake_model, sent, seen) -> None:
 
 
 def test_prompt_lines_and_batch_items_match_single_runs(fake_model, sent) -> None:
-    batch, _ = run(fake_model, prompt="a cat\n\na dog\n", one_prompt_per_line=True, batch_size=2)
+    batch, text = run(fake_model, prompt="a cat\n\na dog\n", one_prompt_per_line=True,
+                      batch_size=2)
     assert batch.tokens.shape[0] == 4
+    assert "1 empty prompt line skipped" in text and batch.stats["images"] == 4
     single, _ = run(fake_model, prompt="a cat", seed=SAMPLER_DEFAULTS["seed"] + 1)
     assert torch.equal(batch.tokens[1], single.tokens[0])
 
