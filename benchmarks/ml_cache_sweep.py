@@ -8,7 +8,7 @@ exact per image; baseline-64 costs 64 x the prompt's real tokens per image.
 
 Prompts: ``--set validation`` (the tuning set, `testbed.scenes.validation_specs`) or
 ``heldout`` (`heldout_specs`, the older benchmark set). Used to pick ``MLCacheConfig.ladr()``
-(docs/ML_CACHE.md). CPU heavy: run niced with one thread.
+(docs/reports/ML_CACHE.md). CPU heavy: run niced with one thread.
 
     python -m benchmarks.ml_cache_sweep --prompts 48 "none=none" "official=" \\
         "masked-w15=recompute_masked=True,warmup_ratio=0.15"
