@@ -27,5 +27,20 @@ def test_relative_links_resolve(page):
 
 
 def test_lab_reports_live_in_docs_reports():
-    guides = {"INSTALL.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md"}
+    guides = {"THREADS.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md"}
     assert {p.name for p in (ROOT / "docs").glob("*.md")} <= guides
+
+
+def test_readme_quick_start_holds_the_two_commands_ci_runs():
+    """The Quick start is two commands: the main job (a real nano image on the CPU) and the
+    tests, the latter exactly what .ci/run calls."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2, commands
+    assert "demo.py" in commands[0] and commands[0].startswith("bash scripts/setup.sh")
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [commands[1]] == ["bash scripts/test.sh"]
+    assert readme.index("## Quick start") < readme.index("## Install into ComfyUI")
