@@ -48,7 +48,7 @@ from .handles import POLICY_TYPE
 
 io, _ = host.v3()
 
-# Stable option names (saved in workflows): the four, then the paper's ablations.
+# Stable option names (saved in workflows): the first four, then the other presets (sorted).
 PRESET_OPTIONS = ["paper", "delayed", "off", "custom",
                   *sorted(k for k in PRESETS if k not in ("paper", "delayed", "off"))]
 OPTIONAL_FIELDS = ("selection", "rescue_token", "seen_only",  # added later: may be absent

@@ -1,4 +1,4 @@
-"""Distinct seeds draw distinct noise (issue 12, item 13).
+"""Distinct seeds draw distinct noise.
 
 Findings (docs/reports/SEEDS.md): torch's CPU generator keeps only the low 32 bits of a seed, so seeds
 2**32 apart drew the same noise (a seeding defect, fixed by pipeline.generator_seed); apart from

@@ -131,3 +131,57 @@ def test_cache_node_fields_follow_its_preset() -> None:
     assert {w["name"]: w.get("value") for w in out["official"]}["refresh_interval"] == 5
     assert not any(w.get("disabled") for w in out["custom"] if w["name"] != "preset")
     assert {w["name"]: w.get("value") for w in out["custom"]}["cache_ratio"] == "typed"
+
+
+REGISTER = """
+import { app } from "./scripts/app.js";
+await import("./extensions/ComfyUI-LADR/ladr_policy.js");
+const [nodeData, names, start] = JSON.parse(process.argv[2]);
+const ext = app.extensions[0];
+function NodeType() {}
+NodeType.prototype.onNodeCreated = function () {};
+ext.beforeRegisterNodeDef(NodeType, nodeData);
+const node = new NodeType();
+node.size = [300, 600];
+node.computeSize = () => [300, 20 * node.widgets.filter((w) => !w.hidden).length];
+node.setSize = (s) => { node.size = s; };
+node.widgets = [{ name: "preset", value: start },
+                ...names.map((n) => ({ name: n, value: n === "adaptive" ? false : 0.5 }))];
+node.onNodeCreated();
+const seen = (tag) => ({ tag, hidden: node.widgets.filter((w) => w.hidden).map((w) => w.name),
+                         height: node.size[1] });
+const out = [seen("created")];
+const toggle = node.widgets.find((w) => w.name === "adaptive");
+toggle.value = true; toggle.callback(true); out.push(seen("adaptive on"));
+const preset = node.widgets.find((w) => w.name === "preset");
+preset.value = "paper"; preset.callback("paper"); out.push(seen("paper"));
+console.log(JSON.stringify(out));
+"""
+
+
+def test_extension_rehides_fields_when_the_toggle_or_preset_changes(tmp_path: Path) -> None:
+    """web/ladr_policy.js in node against a minimal app stub: on a custom node, turning the
+    adaptive toggle on hides tau/alpha/delayed and shows pace/anchor_quantile at once, and the
+    node shrinks to its visible widgets; choosing `paper` then hides pace/anchor_quantile."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
+    ext = tmp_path / "extensions" / "ComfyUI-LADR"
+    ext.mkdir(parents=True)
+    for name in ("ladr_policy.js", "ladr_policy_fields.js"):
+        shutil.copy(ROOT / "web" / name, ext / name)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "app.js").write_text(
+        "export const app = { extensions: [], registerExtension(e) { this.extensions.push(e); } };")
+    (tmp_path / "main.mjs").write_text(REGISTER)
+    node_data = {"name": "LADR_Policy", "input": {"required": {"preset": [
+        ["custom"], {"ladr_presets": preset_table(), "ladr_switch": switch_table()}]}}}
+    names = list(policy_fields(LADRPolicy()))
+    proc = subprocess.run(["node", str(tmp_path / "main.mjs"),
+                           json.dumps([node_data, names, "custom"])], capture_output=True,
+                          text=True, timeout=60, check=False, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    created, on, paper = json.loads(proc.stdout)
+    assert set(created["hidden"]) == {"pace", "anchor_quantile"}
+    assert set(on["hidden"]) == set(TAU_ALPHA + ["delayed"])
+    assert on["height"] == 20 * (len(names) + 1 - len(on["hidden"]))
+    assert set(paper["hidden"]) == {"pace", "anchor_quantile"}
