@@ -6,8 +6,9 @@ Generates the prompt with LADR and, side by side in the same run, with the offic
 sampler (same seed, T = 64), writes the LADR image to --out (and the baseline image next to it
 unless --no-baseline), and prints NFE, wall time and the speedup of LADR over the baseline.
 The LADR policy defaults to the "nano" preset (tuned on nano's validation prompts, at T = 128
-nominal steps) for the shipped model and to the paper's for any other checkpoint. Uses only the
-public ``ladr_core`` API, exactly as the ComfyUI nodes do.
+nominal steps) for the shipped model and to the paper's for any other checkpoint. Uses only
+names ``ladr_core`` exports (``load_dimoo``, ``LADR.preset``, ``DiMOOPipeline.generate``); the
+DiMOO Sampler node makes the same ``generate`` call.
 """
 
 from __future__ import annotations

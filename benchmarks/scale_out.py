@@ -12,7 +12,7 @@ Cases, interleaved per repetition (A B C A B C ...), each making --images images
 Throughput = images / (last image saved - first job queued). All three servers stay up (and hold
 their model copy) for every case. READ THIS: three 1-thread servers on a 2-core machine shared with
 other jobs cannot go 3x; the ratio shows the engine's overhead and how much of the 2 cores the
-cluster gets, not a GPU cluster's scaling (docs/SCALE_OUT.md has the N-GPU projection).
+cluster gets, not a GPU cluster's scaling (docs/reports/SCALE_OUT.md has the N-GPU projection).
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_avg_1m_after": load_after, "rows": rows, "master_cost": master_cost,
         "reading": ("2 CPU cores shared with other jobs, 1 torch thread per server: three "
                     "servers can use at most 2 cores, so the ideal ratio here is 2, not 3; "
-                    "a GPU cluster's scaling is not shown (docs/SCALE_OUT.md)")}, args.out)
+                    "a GPU cluster's scaling is not shown (docs/reports/SCALE_OUT.md)")}, args.out)
     print(f"\nwrote {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
     return 0
 

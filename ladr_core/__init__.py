@@ -32,6 +32,8 @@ _EXPORTS: dict[str, str] = {
     # LADR's policy as data
     "LADRPolicy": ".policy",
     "AdaptiveRescue": ".policy",
+    "ADAPTIVE_REPLACES": ".policy",
+    "PACE_RANGE": ".policy",
     "Preset": ".policy",
     "PRESETS": ".policy",
     "PHASE_NAMES": ".policy",

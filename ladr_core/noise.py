@@ -1,6 +1,6 @@
 """Explicit, per-item random draws for the sampler, for the masked rows only (no global seeding).
 
-Every draw takes a `torch.Generator` (STYLE.md: explicit randomness). Item i draws from its own
+Every draw takes a `torch.Generator` (docs/CONVENTIONS.md, "Explicit randomness"). Item i draws from its own
 generator, so item i of a batch equals a B=1 run with the same generator.
 
 Draw order, per step and item i with L_i masked positions (official DiMOO `generate_image`,

@@ -25,6 +25,8 @@ NO_TAU = -1.0
 """Where a number must stand for tau = None (no threshold): widgets, device tables. Margins are
 >= 0, so Delta > -1 keeps every candidate."""
 PACE_RANGE = (0.0, 1024.0)
+ADAPTIVE_REPLACES = ("tau", "alpha", "delayed")
+"""LADRPolicy fields the adaptive rescue does not read (its threshold and budget replace them)."""
 
 
 def is_real(x: object) -> bool:
@@ -172,7 +174,7 @@ class LADRPolicy:
             raise ValueError("adaptive must be None or ladr_core.AdaptiveRescue(pace=..., "
                              f"anchor_quantile=...); got {self.adaptive!r}")
         d = LADRPolicy()
-        unused = [f for f in ("tau", "alpha", "delayed") if getattr(self, f) != getattr(d, f)]
+        unused = [f for f in ADAPTIVE_REPLACES if getattr(self, f) != getattr(d, f)]
         if unused:
             raise ValueError(f"{', '.join(unused)} are not used with adaptive rescue (its "
                              "threshold and budget replace them); leave them at their defaults")

@@ -1,4 +1,4 @@
-"""ComfyUI V3 nodes of the pack: a thin adapter over `ladr_core` (STYLE.md "The nodes").
+"""ComfyUI V3 nodes of the pack: a thin adapter over `ladr_core` (docs/CONVENTIONS.md, "Thin V3 nodes").
 
 Node modules are imported only by `node_classes()` (called from `comfy_entrypoint`), never at
 package import, so importing `nodes` is free. `nodes.host` is the only module touching ComfyUI.

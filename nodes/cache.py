@@ -8,7 +8,7 @@ refresh every `refresh_interval` steps and after a large share of the image was 
 
 `preset` (the last input, so workflows saved before it load unchanged as "custom"):
 "custom" builds the cache from the three fields; "official" is Lumina-DiMOO's defaults;
-"ladr" is `MLCacheConfig.ladr()`, the cache for LADR runs (docs/ML_CACHE.md). Under a preset
+"ladr" is `MLCacheConfig.ladr()`, the cache for LADR runs (docs/reports/ML_CACHE.md). Under a preset
 the web extension greys the fields and shows the preset's values (web/ladr_policy.js).
 """
 

@@ -2,7 +2,8 @@
 
 Socket type names are part of saved workflows and must never change:
   LADR_DIMOO_MODEL  -> DiMOOModel      (Load DiMOO Model -> Sampler / VQ Decode)
-  LADR_POLICY       -> ladr_core.LADRPolicy
+  LADR_POLICY       -> a ladr_core Strategy: LADR(policy, steps) from LADR Policy (a preset
+                       brings its T), Prophet(policy) from Prophet Policy
   LADR_MLCACHE      -> ladr_core.MLCacheConfig
   LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
 """

@@ -1,4 +1,4 @@
-"""The ONLY module of the pack that touches ComfyUI (STYLE.md "one place touches the host").
+"""The ONLY module of the pack that touches ComfyUI (docs/CONVENTIONS.md: a host-free core).
 
 Every ComfyUI import (`comfy`, `comfy_api`, `folder_paths`, `server`) happens lazily inside a
 function, so importing this module probes nothing. Without ComfyUI's runtime (`comfy` not

@@ -5,9 +5,13 @@ tuned at, so the nano preset brings its T = 128 with it) or, with `custom`, ever
 `LADRPolicy` by hand. The fields map 1:1 onto the paper's phase-aware policy Pi(t) =
 (alpha_t, tau_t) (Sec. 3.3.2): phase bounds on t_eff, margin threshold tau and rescue ratio
 alpha per phase, the k x k dilation kernel of Eq. 9, the ablations of Sec. 4.3 and delayed
-rescue (Table 5). The fields are read only under `custom`; the web extension
-(web/ladr_policy.js) greys them out under a preset and shows the preset's values in them, which
-travel in the preset widget's schema (`ladr_presets`).
+rescue (Table 5); the last three (`adaptive`, `pace`, `anchor_quantile`) switch to the
+self-calibrating rescue (`AdaptiveRescue`), whose threshold and budget replace tau, alpha and
+delayed. The fields are read only under `custom`. The web extension (web/ladr_policy.js) shows
+only the fields that apply: under a preset it greys them out with the preset's values (from the
+preset widget's schema, `ladr_presets`); with adaptive rescue on (the `adaptive` preset, or
+`custom` with `adaptive`) tau, alpha and delayed are hidden, with it off pace and
+anchor_quantile are (`ladr_switch`).
 
 Prophet Policy: the early-commit thresholds of Prophet (the paper's comparison method).
 
@@ -21,14 +25,17 @@ from collections.abc import Callable
 from functools import partial
 
 from ladr_core import (
+    ADAPTIVE_REPLACES,
     CANDIDATES,
     LADR,
     METRICS,
     NO_TAU,
+    PACE_RANGE,
     PHASE_NAMES,
     PRESETS,
     RESCUE_TOKENS,
     SELECTIONS,
+    AdaptiveRescue,
     LADRPolicy,
     Prophet,
     ProphetPolicy,
@@ -41,12 +48,29 @@ from .handles import POLICY_TYPE
 
 io, _ = host.v3()
 
-# Stable option names (saved in workflows): the issue's four, then the paper's ablations.
+# Stable option names (saved in workflows): the first four, then the other presets (sorted).
 PRESET_OPTIONS = ["paper", "delayed", "off", "custom",
                   *sorted(k for k in PRESETS if k not in ("paper", "delayed", "off"))]
-OPTIONAL_FIELDS = ("selection", "rescue_token", "seen_only")  # added later: may be absent
+OPTIONAL_FIELDS = ("selection", "rescue_token", "seen_only",  # added later: may be absent
+                   "adaptive", "pace", "anchor_quantile")
 
 _D = LADRPolicy()
+_A = AdaptiveRescue()
+ADAPTIVE_FIELDS = ("pace", "anchor_quantile")
+"""The widgets read only with adaptive rescue on."""
+
+
+def replaced_fields() -> list[str]:
+    """The widgets adaptive rescue does not read (ladr_core.ADAPTIVE_REPLACES, per phase)."""
+    out: list[str] = []
+    for name in ADAPTIVE_REPLACES:
+        out += [f"{name}_{ph}" for ph in PHASE_NAMES] if name in ("tau", "alpha") else [name]
+    return out
+
+
+def switch_table() -> dict[str, object]:
+    """For the web extension: the toggle that switches the rescue and what each state hides."""
+    return {"field": "adaptive", "on": replaced_fields(), "off": list(ADAPTIVE_FIELDS)}
 
 
 def policy_fields(policy: LADRPolicy) -> dict[str, object]:
@@ -61,6 +85,9 @@ def policy_fields(policy: LADRPolicy) -> dict[str, object]:
                candidates=policy.candidates, delayed=policy.delayed,
                selection=policy.selection, rescue_token=policy.rescue_token,
                seen_only=policy.seen_only)
+    rescue = policy.adaptive or _A
+    out.update(adaptive=policy.adaptive is not None, pace=rescue.pace,
+               anchor_quantile=rescue.anchor_quantile)
     return out
 
 
@@ -71,11 +98,20 @@ def preset_table() -> dict[str, dict[str, object]]:
 
 
 def build_policy(preset: str, **f: object) -> LADRPolicy:
-    """Preset -> its LADRPolicy; `custom` builds one from the field widgets (validated)."""
+    """Preset -> its LADRPolicy; `custom` builds one from the field widgets (validated).
+
+    With `adaptive` on, tau, alpha and delayed are not read (the node hides them; their
+    defaults go into the policy), so a value typed there earlier cannot block the run."""
     if preset in PRESETS:
         return PRESETS[preset].policy
     if preset != "custom":
         raise ValueError(f"preset: {preset!r} is not one of {PRESET_OPTIONS}")
+    adaptive = None
+    if bool(f.get("adaptive", False)):
+        adaptive = AdaptiveRescue(pace=float(f.get("pace", _A.pace)),
+                                  anchor_quantile=float(f.get("anchor_quantile",
+                                                              _A.anchor_quantile)))
+        f = {**f, **{k: v for k, v in policy_fields(_D).items() if k in replaced_fields()}}
     return LADRPolicy(
         phase_bounds=(float(f["exploration_end"]), float(f["refinement_start"])),
         tau=tuple(tau_from_number(f"tau_{p}", f[f"tau_{p}"]) for p in PHASE_NAMES),
@@ -87,6 +123,7 @@ def build_policy(preset: str, **f: object) -> LADRPolicy:
         selection=str(f.get("selection", _D.selection)),
         rescue_token=str(f.get("rescue_token", _D.rescue_token)),
         seen_only=bool(f.get("seen_only", _D.seen_only)),
+        adaptive=adaptive,
     )
 
 
@@ -118,8 +155,9 @@ def checked(node: str, build: Callable[..., object], fields: dict) -> object:
         raise ValueError(f"{node}: {exc}") from None
 
 
-def _float(name: str, default: float, tip: str, lo: float = 0.0) -> object:
-    return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip)
+def _float(name: str, default: float, tip: str, lo: float = 0.0, optional: bool = False) -> object:
+    return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip,
+                          optional=optional)
 
 
 def field_inputs() -> list:
@@ -165,6 +203,19 @@ def field_inputs() -> list:
         io.Boolean.Input("seen_only", default=_D.seen_only, optional=True,
                          tooltip="custom only. Rescue only neighbours of tokens decoded before "
                          "this step, never next to tokens picked in the same step."),
+        # Added after seen_only, optional (saved workflows keep their widget order).
+        io.Boolean.Input("adaptive", default=False, optional=True,
+                         tooltip="custom only. Self-calibrating rescue: its threshold follows "
+                         "this step's own picks and its budget the schedule's pace, so tau, "
+                         "alpha and delayed are not used (hidden). Off: the paper's Eq. 10."),
+        io.Float.Input("pace", default=_A.pace, min=PACE_RANGE[0], max=PACE_RANGE[1], step=0.5,
+                       optional=True,
+                       tooltip="custom with adaptive only. Schedule steps one forward pass may "
+                       "skip by rescue; 0 = no rescue. Default 3."),
+        _float("anchor_quantile", _A.anchor_quantile, "custom with adaptive only. A frontier "
+               "token is rescued when its margin is at least this quantile of the margins of "
+               "the tokens the schedule itself commits this step (0.5 = their median).",
+               optional=True),
     ]
     return out
 
@@ -172,7 +223,8 @@ def field_inputs() -> list:
 def _preset_tooltip() -> str:
     lines = [f"{name}: {p.summary}" + (f" (brings its T = {p.steps})" if p.steps else "")
              for name, p in PRESETS.items()]
-    return ("A preset sets every field below (greyed out, showing its values) and, where it "
+    return ("A preset sets every field below (greyed out, showing its values; fields it does "
+            "not use are hidden) and, where it "
             "was tuned at its own schedule length T, that T too (the sampler's steps are then "
             "not used). custom: use the fields. " + "; ".join(lines) + ".")
 
@@ -191,7 +243,8 @@ class LADRPolicyNode(io.ComfyNode):
             "every field (and the nano preset its T = 128); choose 'custom' to edit them.",
             inputs=[io.Combo.Input("preset", options=PRESET_OPTIONS, default="paper",
                                    tooltip=_preset_tooltip(),
-                                   extra_dict={"ladr_presets": preset_table()}),
+                                   extra_dict={"ladr_presets": preset_table(),
+                                               "ladr_switch": switch_table()}),
                     *field_inputs()],
             outputs=[io.Custom(POLICY_TYPE).Output(
                 "policy", tooltip="LADR strategy (policy + the preset's T) for DiMOO Sampler.")],

@@ -5,7 +5,7 @@ The paper's policy (tau 0.05 / 0.05 / none, alpha 0.1 / 0.3 / 1) is set for the 
 This sweep runs a short list of candidates on the *validation* prompts
 (`scenes.validation_specs`, never the benchmark's held-out prompts) with seed = prompt index,
 scores the decoded images with the evaluator and picks the best overall score among the
-candidates whose mean NFE is at most 64 / 3.5 (the issue's speed target against baseline-64).
+candidates whose mean NFE is at most 64 / 3.5 (the speed target: 3.5x fewer passes than baseline-64).
 `ladr_core.PRESETS["nano"]` holds the pick, and a test checks it against the
 committed JSON. Per-image NFE is counted from the step records (a batch runs until its slowest
 item is done; an item's NFE is the number of steps it still had masked tokens).

@@ -223,7 +223,7 @@ def test_gpu_benchmark_needs_cuda_or_tiny_and_no_hf_imports(tmp_path: Path) -> N
 
 
 def test_ml_cache_sweep_parses_variants() -> None:
-    sweep = bench("ml_cache_sweep")
+    sweep = bench("experiments.ml_cache_sweep")
     name, cfg = sweep.parse_variant("lean=recompute_masked=true,warmup_ratio=0.15")
     assert name == "lean" and cfg.recompute_masked is True and cfg.warmup_ratio == 0.15
     assert sweep.parse_variant("off=none") == ("off", None)

@@ -1,4 +1,4 @@
-"""An ML-Cache adds no host sync to a step (issue 11 item 4): its counts come one call late.
+"""An ML-Cache adds no host sync to a step: its counts come one call late.
 
 Counted with benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
 (made outside the count: laying out the prompt rows is host work). On a GPU the same limit is

@@ -324,7 +324,7 @@ def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> 
 @pytest.mark.skipif(not NANO_READY, reason="needs the shipped nano model")
 def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> None:
     """width/height 0 and cfg -1 = the checkpoint's defaults; the last step's live preview has
-    the saved image's colours on every object (issue 12, items 1 and 11)."""
+    the saved image's colours on every object."""
     from io import BytesIO
 
     import numpy as np

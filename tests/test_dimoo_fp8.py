@@ -68,7 +68,7 @@ def test_fp8_load_stores_block_linears_in_fp8_and_the_rest_in_dtype(dimoo_checkp
     assert sd["model.transformer.ff_out.weight"].dtype == torch.float32
     assert sd["model.transformer.blocks.0.attn_norm.weight"].dtype == torch.float32
     out = _logits(pipe)
-    # the fixture's random weights (std 0.3) amplify errors; nano figures: docs/FP8.md
+    # the fixture's random weights (std 0.3) amplify errors; nano figures: docs/reports/FP8.md
     err = _rel(out, _logits(fp32))
     assert out.dtype == torch.float32 and 0 < err < 0.2
     e5m2 = load_dimoo(dimoo_checkpoint, dtype=torch.float32, weight_dtype="fp8_e5m2")

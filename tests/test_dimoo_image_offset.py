@@ -1,5 +1,5 @@
 """Image-token offset: config.json's image_token_offset, codebook_size and the logits width
-(embedding_size / vocab_size) must agree, else the loader refuses (issue 12, item 15)."""
+(embedding_size / vocab_size) must agree, else the loader refuses."""
 
 from __future__ import annotations
 

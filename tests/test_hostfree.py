@@ -1,4 +1,4 @@
-"""ladr_core must import with every ComfyUI host module blocked (STYLE.md: a host-free core)."""
+"""ladr_core must import with every ComfyUI host module blocked (docs/CONVENTIONS.md: a host-free core)."""
 
 import subprocess
 import sys

@@ -9,7 +9,7 @@ import pytest
 
 
 def test_quant_sizes_counts_the_8b_formats(tmp_path: Path) -> None:
-    from benchmarks import quant_sizes
+    from benchmarks.experiments import quant_sizes
 
     out = quant_sizes.main(["--json", str(tmp_path / "s.json")])
     f = out["formats"]

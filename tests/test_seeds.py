@@ -1,6 +1,6 @@
-"""Distinct seeds draw distinct noise (issue 12, item 13).
+"""Distinct seeds draw distinct noise.
 
-Findings (docs/SEEDS.md): torch's CPU generator keeps only the low 32 bits of a seed, so seeds
+Findings (docs/reports/SEEDS.md): torch's CPU generator keeps only the low 32 bits of a seed, so seeds
 2**32 apart drew the same noise (a seeding defect, fixed by pipeline.generator_seed); apart from
 that, identical nano images from distinct seeds come from the model (near one-hot predictions),
 not from the seeding. With a flat model every seed must give its own image.

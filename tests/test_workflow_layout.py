@@ -1,4 +1,4 @@
-"""Example workflows: no node covers another in ComfyUI's frontend (issue 12, item 10).
+"""Example workflows: no node covers another in ComfyUI's frontend.
 
 Node heights follow frontend 1.49.6's own minimum sizes, measured with
 tests/web/template_layout.mjs (which also checks the real frontend): 10 px + 24 px per slot row

@@ -1,6 +1,8 @@
 // LADR Policy and ML-Cache Options nodes: under a preset, grey out the fields (they are not
 // used) and show the preset's values (and the policy preset's T); under "custom" the fields are
-// editable. Logic: ladr_policy_fields.js.
+// editable. LADR Policy also hides the fields its rescue does not read (tau, alpha and delayed
+// with adaptive rescue on; pace and anchor_quantile with it off), for a preset and for custom
+// as its adaptive toggle changes. Logic: ladr_policy_fields.js.
 import { app } from "../../scripts/app.js";
 import { applyFieldState } from "./ladr_policy_fields.js";
 
@@ -10,20 +12,26 @@ app.registerExtension({
   name: "comfyui-ladr.policy-fields",
   beforeRegisterNodeDef(nodeType, nodeData) {
     if (!NODES.has(nodeData?.name)) return;
-    const presets = nodeData.input?.required?.preset?.[1]?.ladr_presets ?? null;
+    const options = nodeData.input?.required?.preset?.[1] ?? {};
+    const presets = options.ladr_presets ?? null;
+    const rescueSwitch = options.ladr_switch ?? null;
     const refresh = (node) => {
       const preset = node.widgets?.find((w) => w.name === "preset");
-      if (preset) applyFieldState(node.widgets, presets, preset.value);
+      if (preset) applyFieldState(node.widgets, presets, preset.value, rescueSwitch);
+      if (node.computeSize && node.setSize) { // hidden widgets take no room
+        node.setSize([node.size[0], node.computeSize()[1]]);
+      }
       node.setDirtyCanvas?.(true, true);
     };
     const created = nodeType.prototype.onNodeCreated;
     nodeType.prototype.onNodeCreated = function () {
       const out = created?.apply(this, arguments);
-      const preset = this.widgets?.find((w) => w.name === "preset");
-      if (preset) {
-        const callback = preset.callback;
-        preset.callback = (...args) => {
-          const r = callback?.apply(preset, args);
+      for (const name of ["preset", rescueSwitch?.field]) {
+        const widget = this.widgets?.find((w) => w.name === name);
+        if (!widget) continue;
+        const callback = widget.callback;
+        widget.callback = (...args) => {
+          const r = callback?.apply(widget, args);
           refresh(this);
           return r;
         };

@@ -2,7 +2,9 @@
 //
 // Under a preset the fields are not used by the node (nodes/policy.py): they show the preset's
 // values, greyed out, and the preset widget says which schedule length T the preset brings.
-// Under "custom" every field is editable and starts from the values last shown.
+// Under "custom" every field is editable and starts from the values last shown. Fields the
+// chosen rescue does not read are hidden: a switch (the `ladr_switch` of the preset widget's
+// schema, { field, on: [...], off: [...] }) names the toggle and what each of its states hides.
 
 /** presets: the `ladr_presets` table of the preset widget's schema (nodes/policy.py
  * preset_table); returns { editable, values, label } for the chosen preset. */
@@ -22,11 +24,18 @@ export function shownValue(name, value) {
   return String(value);
 }
 
-/** Apply fieldState to LiteGraph-style widgets ({ name, value, disabled, label }). The
+/** The field names to hide: switch.on when the switch field's value is true, else switch.off
+ * (none without a switch). values: { name: value } as the widgets show them now. */
+export function hiddenFields(rescueSwitch, values) {
+  if (!rescueSwitch || !(rescueSwitch.field in values)) return [];
+  return [...(values[rescueSwitch.field] === true ? rescueSwitch.on : rescueSwitch.off)];
+}
+
+/** Apply fieldState to LiteGraph-style widgets ({ name, value, disabled, label, hidden }). The
  * frontend draws a disabled number or combo widget without its value, so under a preset the
  * value goes into the label ("tau_structure = 0.9"); under custom the label is the plain name
  * again. Toggles draw their state even when disabled and keep their plain name. */
-export function applyFieldState(widgets, presets, preset) {
+export function applyFieldState(widgets, presets, preset, rescueSwitch = null) {
   const state = fieldState(presets, preset);
   for (const w of widgets) {
     if (w.name === "preset") {
@@ -39,5 +48,10 @@ export function applyFieldState(widgets, presets, preset) {
     w.label = state.editable || drawsItsValue ? undefined
       : `${w.name} = ${shownValue(w.name, w.value)}`;
   }
-  return state;
+  const shown = Object.fromEntries(widgets.map((w) => [w.name, w.value]));
+  const hidden = new Set(hiddenFields(rescueSwitch, shown));
+  for (const w of widgets) {
+    if (w.name !== "preset") w.hidden = hidden.has(w.name);
+  }
+  return { ...state, hidden: [...hidden] };
 }

@@ -166,7 +166,7 @@ def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, s
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
     cls = next(c for c in node_classes() if c.define_schema().node_id == "LADR_Policy")
     fields = {i.id: i.default for i in cls.define_schema().inputs}
-    return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 430))
+    return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 490))
 
 
 def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
@@ -247,7 +247,7 @@ def workflows() -> dict[str, list[Node]]:
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
     t = PRESETS["nano"].steps
-    seed = Node(7, "DistributedSeed", (20, 650), {"seed": 42}, title="Distributed Seed",
+    seed = Node(7, "DistributedSeed", (20, 710), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
     graph = [loader(1), policy(2, (20, 180), "nano"),
              sampler(3, (360, 40), "a red circle to the left of a blue square", 48, t, "ladr",

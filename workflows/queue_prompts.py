@@ -16,7 +16,7 @@ seed value (job i gets seed + i with --seed), so an image does not depend on whe
 script waits for all jobs; a job that finished without an image (its worker died or failed: the
 engine's Collector then hands Save Image an empty batch after its worker timeout, and the master
 reports an IndexError) is queued again, at most --retries times, and reported if it never
-produced one (exit 1). See docs/SCALE_OUT.md.
+produced one (exit 1). See docs/reports/SCALE_OUT.md.
 """
 
 from __future__ import annotations

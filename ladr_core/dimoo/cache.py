@@ -96,7 +96,7 @@ class MLCacheConfig:
 
     @classmethod
     def ladr(cls) -> MLCacheConfig:
-        """Preset for LADR runs (chosen on DiMOO-nano's validation prompts, docs/ML_CACHE.md):
+        """Preset for LADR runs (chosen on DiMOO-nano's validation prompts, docs/reports/ML_CACHE.md):
         every still-masked and every just-committed slot recomputed on cached calls, no
         warm-up, a full refresh every 3 calls and after half of the image was committed since
         the last one. Reusing committed tokens' K/V for longer (every 4 calls or more) cost

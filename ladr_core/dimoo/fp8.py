@@ -11,7 +11,7 @@ At use the weight is cast to the input's dtype (the host's ``Linear`` does it: C
 ``manual_cast``, or ``CastLinear`` here) and the output is multiplied by ``weight_scale``:
 ``x @ (W8 * s[:, None]).T == (x @ W8.T) * s``. The embedding, the norms and the output head stay
 in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
-Measured quality on the nano model: docs/FP8.md.
+Measured quality on the nano model: docs/reports/FP8.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ up in the codebook (``lookup_from_codebook`` / ``quantize.get_codebook_entry``),
 clipped to [0, 1] (the DiMOO VQ works in [0, 1]; the official post-processing does not
 normalise). Output layout here is ComfyUI's IMAGE: float [B, H, W, 3].
 
-Preview (STYLE.md: the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3]
+Preview (the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3]
 is built ONCE by decoding every code as a uniform ``context x context`` token grid and
 area-pooling its centre token's patch to p x p; a per-step preview is then a gather + reshape,
 masked tokens drawn neutral grey (0.5). The VQ decoder never runs per step.

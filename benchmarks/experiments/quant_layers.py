@@ -1,6 +1,6 @@
 """Which DiMOO-nano tensors tolerate quantization: the logits error of quantizing one group.
 
-    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.quant_layers \
+    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.experiments.quant_layers \
         --json benchmarks/results/quant_layers.json
 
 Starting from the fp32 model each case rounds ONE group of tensors through a format and
@@ -37,7 +37,7 @@ from ladr_core.dimoo.fp8 import BLOCK_LINEARS
 from ladr_core.dimoo.input_scale import calibrate_folder
 from testbed import scenes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FORMATS = ("fp8", "int8", "Q8_0", "Q4_K", "A8")
 
 
@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     table = "\n".join(lines) + "\n"
     print(table)
     meta = {"logit_prompts": a.logit_prompts, "threads": a.threads,
-            "command": "python -m benchmarks.quant_layers " + " ".join(
+            "command": "python -m benchmarks.experiments.quant_layers " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
     out = Path(a.json)
     out.write_text(json.dumps({"meta": meta, "groups": rows}, indent=1) + "\n")

@@ -1,6 +1,6 @@
 """Weight sizes of the 8B Lumina-DiMOO transformer per storage format, on paper (no model).
 
-    python -m benchmarks.quant_sizes [--json benchmarks/results/quant_sizes.json]
+    python -m benchmarks.experiments.quant_sizes [--json benchmarks/results/quant_sizes.json]
 
 Counts every tensor of LLaDA-8B's shapes (d_model 4096, 32 layers, MLP 12288, vocabulary
 134656; benchmarks/gpu.py's SHAPE_8B) in the format each converter writes: bf16; the pack's fp8
@@ -22,7 +22,7 @@ from pathlib import Path
 from ladr_core.dimoo import ggml
 from ladr_core.dimoo.gguf_write import tensor_type
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 D, LAYERS, MLP, VOCAB, CODEBOOK = 4096, 32, 12288, 134656, 8192
 LINEARS = {"q_proj": (D, D), "k_proj": (D, D), "v_proj": (D, D), "attn_out": (D, D),
            "ff_proj": (MLP, D), "up_proj": (MLP, D), "ff_out": (D, MLP)}

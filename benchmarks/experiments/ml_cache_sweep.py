@@ -8,9 +8,9 @@ exact per image; baseline-64 costs 64 x the prompt's real tokens per image.
 
 Prompts: ``--set validation`` (the tuning set, `testbed.scenes.validation_specs`) or
 ``heldout`` (`heldout_specs`, the older benchmark set). Used to pick ``MLCacheConfig.ladr()``
-(docs/ML_CACHE.md). CPU heavy: run niced with one thread.
+(docs/reports/ML_CACHE.md). CPU heavy: run niced with one thread.
 
-    python -m benchmarks.ml_cache_sweep --prompts 48 "none=none" "official=" \\
+    python -m benchmarks.experiments.ml_cache_sweep --prompts 48 "none=none" "official=" \\
         "masked-w15=recompute_masked=True,warmup_ratio=0.15"
 """
 
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.json.write_text(json.dumps({
             "prompts": args.prompts, "set": args.set, "batch": 1, "policy": args.policy,
             "baseline_64_token_forwards_per_image": base64, "threads": args.threads,
-            "command": "python -m benchmarks.ml_cache_sweep " + " ".join(
+            "command": "python -m benchmarks.experiments.ml_cache_sweep " + " ".join(
                 argv if argv is not None else sys.argv[1:]),
             "rows": rows}, indent=1) + "\n")
     return rows

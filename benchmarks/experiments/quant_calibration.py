@@ -1,6 +1,6 @@
 """ComfyUI fp8's input scales on DiMOO-nano: is calibrating on random codes enough, which margin.
 
-    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.quant_calibration \
+    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.experiments.quant_calibration \
         --json benchmarks/results/quant_calibration.json
 
 * ``random``: what the converter does (calibrate.py): max |input| of every block linear over
@@ -34,7 +34,7 @@ from ladr_core.dimoo.input_scale import calibrate_folder, record_input_amax
 from ladr_core.dimoo.save import Conversion, convert_folder
 from testbed import scenes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MARGINS = (1.0, 2.0, 4.0, 8.0, None)
 
 
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ref, logit_calls(pipe, test))
     out["w8a8_logits"] = errors
     meta = {"prompts": a.prompts, "threads": a.threads, "command":
-            "python -m benchmarks.quant_calibration " + " ".join(sys.argv[1:] if argv is None
+            "python -m benchmarks.experiments.quant_calibration " + " ".join(sys.argv[1:] if argv is None
                                                                  else argv)}
     print(json.dumps(out, indent=1))
     Path(a.json).write_text(json.dumps({"meta": meta, **out}, indent=1) + "\n")
