@@ -134,7 +134,7 @@ def stats_dict(result: Any, strategy: str) -> dict:
     full = int(getattr(result, "token_forwards_full", 0) or 0)
     used = int(getattr(result, "token_forwards", 0) or 0)
     saved = 0.0 if full <= 0 else round(100.0 * (1.0 - used / full), 1)
-    return {
+    out = {
         "strategy": strategy,
         "steps": int(result.steps),
         "nfe": int(result.nfe),
@@ -143,15 +143,25 @@ def stats_dict(result: Any, strategy: str) -> dict:
         "token_forwards_full": full,
         "forwards_saved_pct": saved,
     }
+    scored = getattr(result, "self_score", None)
+    if scored is not None:  # opt-in: generate(self_score=...), its passes are extra forwards
+        out["self_score"] = [round(float(v), 4) for v in scored.score.tolist()]
+        out["self_score_passes"] = int(scored.config.passes)
+    return out
 
 
 def stats_text(stats: dict) -> str:
     """One human line for the STRING output, e.g. for a Preview-as-Text node."""
-    return (
+    line = (
         f"{stats['strategy']}: {stats['steps']} steps, NFE {stats['nfe']}, "
         f"{stats['seconds']:.2f} s, token forwards {stats['token_forwards']}/"
         f"{stats['token_forwards_full']} ({stats['forwards_saved_pct']:.1f}% saved)"
     )
+    if "self_score" in stats:
+        scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
+        line += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
+                 f"{stats['self_score_passes']} extra passes per image)")
+    return line
 
 
 def final_payload(node_id: str | None, stats: dict, last: dict | None) -> dict:

@@ -142,3 +142,18 @@ def test_nano_scores_its_own_images_above_corrupted_ones() -> None:
     good = nano.self_score(tokens, captions, seed=1)
     bad = nano.self_score(broken, captions, seed=1)
     assert (good.score > bad.score).all() and (good.cond > bad.cond).all()
+
+
+def test_the_stats_line_shows_the_score_only_when_asked(pipe) -> None:
+    from nodes import events
+
+    plain = pipe.generate(PROMPTS[:2], steps=4, seed=1, strategy=Baseline(), decode=False)
+    scored = pipe.generate(PROMPTS[:2], steps=4, seed=1, strategy=Baseline(), decode=False,
+                           self_score=SelfScoreConfig(passes=3))
+    assert "self_score" not in events.stats_dict(plain, "baseline")
+    stats = events.stats_dict(scored, "baseline")
+    assert stats["self_score"] == [round(float(v), 4) for v in scored.self_score.score]
+    assert stats["self_score_passes"] == 3
+    line = events.stats_text(stats)
+    assert "self-score" in line and "3 extra passes per image" in line
+    assert events.stats_text(events.stats_dict(plain, "baseline")).count("self-score") == 0

@@ -45,6 +45,9 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
             "strategy": strategy_spec(r["candidate"]),
             "nfe": r["nfe_mean"], "token_forwards": _mean(r["token_forwards"]),
             "wall_s": r["seconds"], "seconds_per_image": r["seconds"] / n,
+            # an item rides along until its batch finishes: denoiser calls x batch rows / image
+            "batch_calls_per_image": r["row_calls"] / n,
+            "self_score_seconds": r["score_seconds"],
             "self_score": _mean(r["self_score"]),
             "components": {k: _mean(v) for k, v in r["scores"].items()},
             "vs_reference": vs_ref, "vs_matched": vs_matched,
@@ -83,6 +86,15 @@ def report_text(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _count(v: float) -> str:
+    """1234 -> '1.2k', 538000 -> '538k', 3.1e6 -> '3.1M'."""
+    if v >= 1e6:
+        return f"{v / 1e6:.1f}M"
+    if v >= 1e4:
+        return f"{v / 1e3:.0f}k"
+    return f"{v / 1e3:.1f}k" if v >= 1e3 else f"{v:.0f}"
+
+
 def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> Any:
     """PIL image: self-score difference to the reference (95 % intervals) against token-forwards
     per image (log scale); baselines grey, LADR candidates blue, the recommendation ringed."""
@@ -91,7 +103,7 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
     from PIL import Image, ImageDraw
 
     w, h = size
-    left, right, top, bottom = 80, 30, 40, 60
+    left, right, top, bottom = 80, 160, 40, 60
     img = Image.new("RGB", size, "white")
     d = ImageDraw.Draw(img)
     cands = report["candidates"]
@@ -110,10 +122,10 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
     d.rectangle([left, top, w - right, h - bottom], outline="black")
     zx, zy = px(x0, 0.0)
     d.line([left, zy, w - right, zy], fill=(160, 160, 160))
-    for k in range(math.ceil(x0), math.floor(x1) + 1):
-        tx, _ = px(k, y0)
+    for k in range(math.ceil(x0 * 2), math.floor(x1 * 2) + 1):  # ticks at powers of sqrt(2)
+        tx, _ = px(k / 2, y0)
         d.line([tx, h - bottom, tx, h - bottom + 5], fill="black")
-        d.text((tx - 12, h - bottom + 8), f"2^{k}", fill="black")
+        d.text((tx - 12, h - bottom + 8), _count(2 ** (k / 2)), fill="black")
     for frac in (0.0, 0.5, 1.0):
         v = y0 + (y1 - y0) * frac
         _, ty = px(x0, v)
@@ -125,7 +137,7 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
         d.ellipse([cx - 4, cy - 4, cx + 4, cy + 4], fill=color)
         if c["name"] == report["recommended"]:
             d.ellipse([cx - 9, cy - 9, cx + 9, cy + 9], outline=(214, 39, 40), width=2)
-        d.text((cx + 6, cy - 12), c["name"], fill=color)
+        d.text((cx + 6, cy - 12), f"{c['name']} ({c['nfe']:.1f} NFE)", fill=color)
     d.text((left, 10), f"self-score minus {report['reference']} (95 % CI) vs token-forwards per "
            f"image; recommended: {report['recommended']}", fill="black")
     d.text((left + 200, h - 22), "token-forwards per image (log scale)", fill="black")

@@ -214,7 +214,8 @@ class Calibration:
         calls = int(nfe.sum()) + cfg.self_score.passes * (hi - lo)
         self._item_call_s = (res.seconds + score_s) / max(1, calls)
         return {"nfe": nfe.tolist(), "token_forwards": (nfe.double() * real).tolist(),
-                "seconds": res.seconds, "score_seconds": score_s,
+                "calls": res.nfe, "items": hi - lo, "seconds": res.seconds,
+                "score_seconds": score_s,
                 "scores": {k: getattr(score, k).tolist() for k in KINDS}}
 
     def _merge(self, cand: Candidate, stored: dict[str, Any]) -> dict[str, Any]:
@@ -224,6 +225,7 @@ class Calibration:
         return {"candidate": cand, "nfe": nfe, "nfe_mean": sum(nfe) / len(nfe),
                 "token_forwards": [v for c in chunks for v in c["token_forwards"]],
                 "seconds": sum(c["seconds"] for c in chunks),
+                "row_calls": sum(c["calls"] * c["items"] for c in chunks),
                 "score_seconds": sum(c["score_seconds"] for c in chunks),
                 "scores": {k: [v for c in chunks for v in c["scores"][k]] for k in KINDS},
                 "self_score": [v for c in chunks for v in c["scores"][kind]]}
