@@ -196,3 +196,28 @@ def test_a_damaged_strategy_entry_names_its_field(folder, finished, tmp_path) ->
     path.write_text(json.dumps(data))
     with pytest.raises(CalibrationError, match=r"strategy.policy: tau must be a tuple"):
         calibrated_strategy(folder, path)
+
+
+def test_settings_that_would_overrun_the_budget_are_skipped(folder) -> None:
+    """The clock jumps past the budget once the reference is done: every later setting is
+    skipped (and said so), and the report still stands on what was measured."""
+    from ladr_core.calibrate.report import build_report
+    from ladr_core.calibrate.runner import Calibration, CalibrationConfig
+
+    pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
+    now = {"t": 0.0}
+
+    def progress(fraction: float, message: str) -> None:
+        if message.startswith("baseline-4") and message.endswith("step 4"):  # its last step
+            now["t"] = 1e9
+
+    config = CalibrationConfig(("a red circle", "a blue square"), steps=4, size=32,
+                               budget_s=600.0)
+    cal = Calibration(pipe, config, None, {}, progress, None, default_candidates(4)[:3],
+                      clock=lambda: now["t"])
+    runs = cal.run()
+    assert list(runs) == ["baseline-4"]
+    assert [s["name"] for s in cal.skipped] == ["paper", "paper-gumbel"]
+    assert {s["reason"] for s in cal.skipped} == {"budget"}
+    report = build_report(runs, config.groups, "baseline-4")
+    assert report["recommended"] == "baseline-4"
