@@ -56,7 +56,8 @@ class TextProgress:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m ladr_core.calibrate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout)")
+    ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout); "
+                    "'nano' = the built-in DiMOO-nano")
     ap.add_argument("--prompts", default=None,
                     help="text file, one prompt per line (default: the checkpoint's "
                     "calibration_prompts.txt, else 16 built-in prompts for Lumina-DiMOO)")
@@ -101,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     from .state import CalibrationError, fingerprint
 
     a = parse(argv)
+    if a.model_folder == "nano" and not Path("nano").exists():
+        from ..assets import nano_model_path
+
+        a.model_folder = str(nano_model_path())
     try:
         prompts = read_prompts(a.prompts) if a.prompts is not None else None
         fingerprint(a.model_folder)  # a folder without weights fails before any loading
