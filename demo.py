@@ -58,17 +58,17 @@ def main(argv: list[str] | None = None) -> int:
     size = args.size or pipe.default_size
     cfg = pipe.default_cfg if args.cfg is None else args.cfg
     preset = args.policy or ("paper" if args.model else "nano")
-    if preset not in ladr_core.POLICY_PRESETS:
+    if preset not in ladr_core.PRESETS:
         raise SystemExit(f"--policy: {preset!r} is not a preset; choose one of "
-                         f"{sorted(ladr_core.POLICY_PRESETS)}")
-    steps = ladr_core.PRESET_STEPS.get(preset, 64) if args.steps is None else args.steps
+                         f"{sorted(ladr_core.PRESETS)}")
+    strategy = ladr_core.LADR.preset(preset)
+    steps = strategy.run_steps(args.steps)
     common = dict(width=size, height=size, cfg=cfg, temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),
     # which would otherwise be charged to whichever strategy runs first.
     pipe.generate(args.prompt, **common, steps=1, decode=False)
-    ladr = pipe.generate(args.prompt, strategy="ladr", steps=steps,
-                         policy=ladr_core.POLICY_PRESETS[preset], **common)
+    ladr = pipe.generate(args.prompt, strategy=strategy, steps=steps, **common)
     out = Path(args.out)
     scale = max(1, 256 // size)
     _save(ladr.images[0], out, scale)

@@ -413,24 +413,27 @@ def apply_threads(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- models & memory
 
 
-def fixture_module() -> Any:
-    """The test suite's checkpoint writer (tests/fixtures_dimoo.py), reused, not duplicated."""
-    import importlib.util
+def strategy_from(name: str, policy: Any = None) -> Any:
+    """A strategy object from a benchmark table's (strategy name, policy) pair: LADR(policy),
+    Prophet(policy) or Baseline() (policy None = the strategy's defaults)."""
+    from ladr_core import LADR, Baseline, Prophet
 
-    path = REPO_ROOT / "tests" / "fixtures_dimoo.py"
-    spec = importlib.util.spec_from_file_location("_ladr_fixtures_dimoo", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(f"{path} is missing (the tiny-checkpoint fixture)")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_ladr_fixtures_dimoo", module)
-    spec.loader.exec_module(module)
-    return module
+    if name == "ladr":
+        return LADR() if policy is None else LADR(policy)
+    if name == "prophet":
+        return Prophet() if policy is None else Prophet(policy)
+    if name != "baseline":
+        raise ValueError(f"unknown strategy {name!r} in a benchmark table")
+    return Baseline()
 
 
 def tiny_checkpoint(folder: Path) -> Path:
-    """The tests' tiny random DiMOO checkpoint, written once into ``folder``."""
+    """The tests' tiny random DiMOO checkpoint (testbed/tiny_checkpoint.py), written once into
+    ``folder``."""
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
+
     if not (folder / "config.json").is_file():
-        fixture_module().write_tiny_checkpoint(folder)
+        write_tiny_checkpoint(folder)
     return folder
 
 

@@ -13,9 +13,12 @@ fp8_scale=...)``).
   drawn with a fixed generator): ``||l_fp8 - l_fp32|| / ||l_fp32||`` (mean and max over calls)
   and the fraction of positions whose argmax agrees;
 * quality (``--quality-variants``, default fp32 and fp8_e4m3fn/channel):
-  ``benchmarks/quality.py``'s ``run_strategy`` for ``baseline-64`` and ``ladr-nano``
-  (same prompts, seeds = prompt index), scored by ``testbed.evaluator``; target: within 0.02
-  of fp32's overall score.
+  ``benchmarks/quality.py``'s ``generate`` (through ``quant_quality.quality_row``) for
+  ``baseline-64`` and ``ladr-nano`` (same prompts, seeds = prompt index), scored by
+  ``testbed.evaluator``; target: within 0.02 of fp32's overall score.
+
+The newer ``benchmarks/quant_quality.py`` covers these variants next to ComfyUI's fp8 / int8 and
+GGUF, on the test prompt set with paired confidence intervals.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from benchmarks.quality import run_strategy, strategy_table
+from benchmarks.paired_stats import group_index, scores
+from benchmarks.quality import strategy_table
+from benchmarks.quant_quality import quality_row
 from ladr_core import load_dimoo, nano_model_path
-from testbed.scenes import caption_for, heldout_specs
+from testbed.scenes import caption_for, group_of, heldout_specs
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"fp32": (None, "channel"), "fp8_e4m3fn/channel": ("fp8_e4m3fn", "channel"),
@@ -84,6 +90,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         ap.error(f"--strategies: any of {list(STRATEGIES)}; --logit-prompts >= 1")
     specs = heldout_specs(a.prompts)
     captions = [caption_for(s) for s in specs]
+    gidx = group_index([group_of(s) for s in specs])
     table = strategy_table(64)
     results: dict[str, Any] = {}
     ref_logits: list[torch.Tensor] = []
@@ -99,8 +106,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row["logits"] = logit_errors(ref_logits, logits)
         for strat in a.strategies.split(",") if name in a.quality_variants.split(",") else ():
             start = time.perf_counter()
-            r = run_strategy(pipe, captions, specs, table[strat], pipe.default_cfg, 1.0)
-            row[strat] = {k: r[k] for k in ("score", "score_overall", "nfe_mean", "wall_s")}
+            run = quality_row(pipe, captions, specs, 0, table[strat], 35)
+            sc = scores(np.array(run["passed"]), gidx)
+            r = {"score": sc, "score_overall": sc["overall"], "nfe_mean": run["nfe_mean"],
+                 "wall_s": run["wall_s"]}
+            row[strat] = r
             if name != "fp32" and strat in results["fp32"]:
                 row[strat]["delta_vs_fp32"] = r["score_overall"] - results["fp32"][strat]["score_overall"]
             print(f"{name:20s} {strat:12s} overall={r['score_overall']:.3f} nfe={r['nfe_mean']:.1f} "

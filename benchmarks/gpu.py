@@ -8,7 +8,10 @@ Shape: d_model 4096, 32 layers, 32 heads, MLP 12288, vocab 134656 (LLaDA-8B, 8.0
   padded ``hidden_states`` path, ms and TFLOP/s counting 2 x params x real tokens; one cached
   (ML-Cache) call;
 * ``memory``: peak GPU memory for bf16, ML-Cache (a refresh, a cached call, an in-place refresh),
-  fp8 and low-VRAM (rows whose loader is not in this build say so instead of failing);
+  and for every layout of VARIANT_MODES (per-channel fp8, low-VRAM, ComfyUI fp8 with the fast
+  matmul, int8, GGUF Q8_0 and Q4_K_M): its resident weights, peak without and with a lean
+  ML-Cache and ms per full call (rows whose loader is not in this build say so instead of
+  failing);
 * ``end_to_end``: baseline-64, LADR (nano preset, T = 128), ML-Cache (official defaults) and
   LADR + ML-Cache (``MLCacheConfig.ladr()``) wall times, calls, refresh / cached calls and ms per call. Random weights do not give LADR's real
   NFE: ``projected_s`` uses the NFE and refresh / cached counts measured on DiMOO-nano
@@ -39,6 +42,7 @@ from benchmarks.common import (
     count_syncs,
     device_slug,
     result_name,
+    strategy_from,
     sync_device,
     write_result,
 )
@@ -47,7 +51,7 @@ from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
 from ladr_core.dimoo.denoiser import DiMOODenoiser
 from ladr_core.dimoo.model import LLaDAModel
 from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch, cond_text
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+from ladr_core.policy import PRESETS
 from ladr_core.sampling import sample
 
 SHAPE_8B = dict(d_model=4096, n_heads=32, n_layers=32, mlp_hidden_size=12288, vocab_size=134656,
@@ -58,6 +62,10 @@ SHAPE_TINY = dict(d_model=64, n_heads=4, n_layers=2, mlp_hidden_size=128, vocab_
                   embedding_size=80, max_sequence_length=512, rope_theta=500000.0)
 PROMPT, COND_LEN, UNCOND_LEN, CFG = "benchmark", 64, 24, 4.0
 CACHE = MLCacheConfig()
+#: weight layouts measured next to bf16 (variants.py): the pack's per-channel fp8, blocks
+#: streamed from the CPU, ComfyUI fp8 through torch._scaled_mm (its fast path's kernel),
+#: ComfyUI int8 (torch._int_mm), GGUF Q8_0 and Q4_K_M (dequantized per layer at use)
+VARIANT_MODES = ("fp8", "low_vram", "comfy_fp8", "int8", "q8_0", "q4_k_m")
 
 
 class Bench:
@@ -159,8 +167,8 @@ def peak_bytes(b: Bench, run: Callable[[], Any]) -> int:
 def _sample(b: Bench, den: DiMOODenoiser, steps: int, strategy: str = "baseline",
             policy: Any = None) -> Any:
     gen = torch.Generator(device=b.device).manual_seed(0)
-    return sample(den, shape=(1, b.layout.h, b.layout.w), steps=steps, strategy=strategy,
-                  policy=policy, generator=gen, device=b.device)
+    return sample(den, shape=(1, b.layout.h, b.layout.w), steps=steps,
+                  strategy=strategy_from(strategy, policy), generator=gen, device=b.device)
 
 
 def one_call_ms(b: Bench) -> float:
@@ -187,18 +195,20 @@ def memory_rows(b: Bench) -> dict[str, Any]:
         _sample(b, holder["den"], 4)
 
     peak = peak_bytes(b, cached_run)
-    kept = holder["den"].branches.nbytes() if holder["den"].branches else 0
+    caches = holder["den"].caches
+    kept = caches.nbytes() if caches is not None else 0
     holder.clear()  # the denoiser holds the bf16 model, which the variants below must not see
     rows["ml_cache"] = {"peak_gib": peak / gib, "cache_gib": kept / gib,
                         "extra_over_cache": (peak - plain) / kept if kept else None}
-    for mode in ("fp8", "low_vram"):
+    for mode in VARIANT_MODES:
         rows[mode] = variant_peak(b, mode)
     return rows
 
 
 def variant_peak(b: Bench, mode: str) -> dict[str, Any]:
-    """fp8 / low-VRAM peak through ``ladr_core.dimoo.variants.build_variant(config, device,
-    mode)`` when this build has it. Runs last: the bf16 model is released first."""
+    """Peak of two sampled steps, the same with a lean ML-Cache, and ms per full call for a
+    layout of ``ladr_core.dimoo.variants.build_variant(config, device, mode)`` (VARIANT_MODES)
+    when this build has it. Runs last: the bf16 model is released first."""
     try:
         from ladr_core.dimoo import variants  # type: ignore[attr-defined]
 
@@ -214,13 +224,16 @@ def variant_peak(b: Bench, mode: str) -> dict[str, Any]:
         b.model = build(b.config, b.device, mode)
         resident = torch.cuda.memory_allocated(b.device) if b.device.type == "cuda" else None
         peak = peak_bytes(b, lambda: _sample(b, b.denoiser(), 2))
+        lean = MLCacheConfig(warmup_ratio=0.0, refresh_interval=2)
+        cache_peak = peak_bytes(b, lambda: _sample(b, b.denoiser(lean, steps=4), 4))
         call_ms = one_call_ms(b)
     except (NotImplementedError, TypeError, ValueError, RuntimeError) as exc:
         return {"peak_gib": None, "status": f"unavailable in this build ({exc})"}
     finally:
         b.model = None  # type: ignore[assignment]
     gib = 2.0 ** 30
-    return {"peak_gib": peak / gib, "resident_gib": resident / gib if resident else None,
+    return {"peak_gib": peak / gib, "peak_ml_cache_gib": cache_peak / gib,
+            "resident_gib": resident / gib if resident else None,
             "allocated_before_build_gib": left / gib if left is not None else None,
             "call_ms": call_ms, "status": "measured"}
 
@@ -238,11 +251,11 @@ def nano_counts() -> dict[str, Any]:
 
 
 def e2e_cases() -> dict[str, tuple[str, int, Any, MLCacheConfig | None]]:
-    nano_t = PRESET_STEPS["nano"]
+    nano_t, nano = PRESETS["nano"].steps, PRESETS["nano"].policy
     return {"baseline-64": ("baseline", 64, None, None),
             "mlcache": ("baseline", 64, None, CACHE),
-            "ladr-nano": ("ladr", nano_t, POLICY_PRESETS["nano"], None),
-            "ladr-nano+mlcache": ("ladr", nano_t, POLICY_PRESETS["nano"], MLCacheConfig.ladr())}
+            "ladr-nano": ("ladr", nano_t, nano, None),
+            "ladr-nano+mlcache": ("ladr", nano_t, nano, MLCacheConfig.ladr())}
 
 
 def end_to_end(b: Bench, step: dict[str, Any]) -> list[dict[str, Any]]:

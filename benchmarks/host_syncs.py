@@ -43,9 +43,10 @@ from benchmarks.common import (
     print_table,
     result_name,
     sampler_reads,
+    strategy_from,
     write_result,
 )
-from ladr_core import POLICY_PRESETS, sample
+from ladr_core import PRESETS, sample
 
 TARGET = 1.0
 
@@ -86,7 +87,7 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
     device = device or torch.device("cpu")
     denoise = varied_denoiser(b, grid[0] * grid[1], k, device=device)
     gens = [torch.Generator(device=device).manual_seed(i) for i in range(b)]
-    policy = POLICY_PRESETS[policy_name] if policy_name else None
+    policy = PRESETS[policy_name].policy if policy_name else None
     if device.type == "cuda":
         return cuda_case(denoise, gens, b, grid, steps, strategy, temperature, policy,
                          policy_name, with_callback)
@@ -98,8 +99,8 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
 
     host_data = HostData()
     with counter, host_data:
-        res = sample(denoise, shape=(b, *grid), steps=steps, strategy=strategy, policy=policy,
-                     temperature=temperature, generator=gens,
+        res = sample(denoise, shape=(b, *grid), steps=steps,
+                     strategy=strategy_from(strategy, policy), temperature=temperature, generator=gens,
                      callback=callback if with_callback else None)
     totals = [sum(m.values()) for m in marks] + [counter.total]
     intervals = [b2 - a for a, b2 in zip([0, *totals[:-1]], totals, strict=True)]
@@ -125,8 +126,8 @@ def cuda_case(denoise: Any, gens: list[torch.Generator], b: int, grid: tuple[int
 
     def run() -> None:
         with host_data:
-            out.append(sample(denoise, shape=(b, *grid), steps=steps, strategy=strategy,
-                              policy=policy, temperature=temperature, generator=gens,
+            out.append(sample(denoise, shape=(b, *grid), steps=steps,
+                              strategy=strategy_from(strategy, policy), temperature=temperature, generator=gens,
                               callback=(lambda record: None) if with_callback else None))
 
     total, sites = count_syncs(run, torch.device("cuda"))
@@ -199,7 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for strat in ("baseline", "ladr", "prophet"):
                 rows.append(count_case(b, grid, k, steps, strat, temp, None, True, device))
     for b in (1, 2) if device.type == "cuda" else (2,):
-        for name in POLICY_PRESETS:
+        for name in PRESETS:
             rows.append(count_case(b, grid, k, steps, "ladr", 1.0, name, True, device))
     for strat in ("baseline", "ladr", "prophet"):
         rows.append(count_case(2, grid, k, steps, strat, 1.0, None, False, device))

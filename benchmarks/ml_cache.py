@@ -7,7 +7,7 @@ token-forwards, the fraction saved against the reference, and the wall time (int
 repetitions, medians). ``+cache`` runs use ``MLCacheConfig()`` (official cache_ratio 0.9,
 warmup_ratio 0.3, refresh_interval 5, placed by progress; refresh_commit, see cache.py);
 ``+cache-ladr`` runs use the LADR preset ``MLCacheConfig.ladr()``.
-``ladr-nano`` is the LADR preset tuned for nano at its T (PRESET_STEPS).
+``ladr-nano`` is the LADR preset tuned for nano at its T (PRESETS["nano"].steps).
 
 Memory (``memory``): bytes of tensors allocated during a baseline run with and without the
 cache (``benchmarks.live_bytes.LiveBytes``, weights excluded), against the bytes the cache
@@ -33,6 +33,7 @@ from benchmarks.common import (
     model_for_bench,
     print_table,
     ratio,
+    strategy_from,
     write_result,
 )
 from benchmarks.live_bytes import LiveBytes
@@ -42,10 +43,10 @@ PROMPT = "a red circle left of a blue square"
 
 def case_table(steps: int) -> dict[str, dict[str, Any]]:
     """case name -> generate() arguments (every case with and without the cache)."""
-    nano = ladr_core.POLICY_PRESETS["nano"]
+    nano = ladr_core.PRESETS["nano"].policy
     base = {"baseline": {"strategy": "baseline", "steps": steps},
             "ladr": {"strategy": "ladr", "steps": steps},
-            "ladr-nano": {"strategy": "ladr", "steps": ladr_core.PRESET_STEPS["nano"],
+            "ladr-nano": {"strategy": "ladr", "steps": ladr_core.PRESETS["nano"].steps,
                           "policy": nano},
             "prophet": {"strategy": "prophet", "steps": steps}}
     table: dict[str, dict[str, Any]] = {}
@@ -70,7 +71,8 @@ def run_cases(pipe: Any, steps: int, reps: int, batch: int) -> list[dict[str, An
             shape = (den.batch, den.layout.h, den.layout.w)
             gens = [torch.Generator().manual_seed(i) for i in range(den.batch)]
             results[name] = ladr_core.sample(den, shape=shape, steps=args["steps"],
-                                             strategy=args["strategy"], policy=args.get("policy"),
+                                             strategy=strategy_from(args["strategy"],
+                                                                    args.get("policy")),
                                              generator=gens)
             stats[name] = (den.stats.refresh_steps, den.stats.cached_steps,
                            den.stats.token_forwards, den.stats.token_forwards_full)
@@ -102,9 +104,9 @@ def memory(pipe: Any, steps: int) -> dict[str, Any]:
             ladr_core.sample(den, shape=(1, den.layout.h, den.layout.w), steps=steps,
                              strategy="baseline", generator=torch.Generator().manual_seed(0))
         peaks[label] = mem.peak
-        if den.branches is not None:
-            kept = den.branches.nbytes()
-            kv = sum(t.untyped_storage().nbytes() for pair in den.branches.kv for t in pair)
+        if den.caches is not None:
+            kept = den.caches.nbytes()
+            kv = sum(t.untyped_storage().nbytes() for pair in den.item(0).kv for t in pair)
     extra = peaks["cache"] - peaks["plain"]
     return {"steps": steps, "refresh_interval": 2, "peak_plain_bytes": peaks["plain"],
             "peak_cache_bytes": peaks["cache"], "extra_bytes": extra, "kept_bytes": kept,

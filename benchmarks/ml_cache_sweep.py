@@ -1,9 +1,7 @@
 """Sweep ML-Cache settings under LADR on DiMOO-nano: score and token-forwards per image.
 
-Each variant is ``name=MLCacheConfig keyword arguments`` (``none`` = no cache); a ``probe=``
-key adds one of the probes of benchmarks/cache_probes.py (``text_fresh``, ``uncond_stale``).
-Every prompt is generated at batch 1 (a user's run; a batch would share one refresh schedule,
-see quality.py) with seed = its index and scored by ``testbed.evaluator``. The first variant
+Each variant is ``name=MLCacheConfig keyword arguments`` (``none`` = no cache). Every prompt
+is generated at batch 1 (a user's run) with seed = its index and scored by ``testbed.evaluator``. The first variant
 is the reference: each row gets its paired, stratified bootstrap 95 % interval against it
 (benchmarks.paired_stats) and says whether its images are identical to it. Token-forwards are
 exact per image; baseline-64 costs 64 x the prompt's real tokens per image.
@@ -13,8 +11,7 @@ Prompts: ``--set validation`` (the tuning set, `testbed.scenes.validation_specs`
 (docs/ML_CACHE.md). CPU heavy: run niced with one thread.
 
     python -m benchmarks.ml_cache_sweep --prompts 48 "none=none" "official=" \\
-        "masked-w15=recompute_masked=True,warmup_ratio=0.15" \\
-        "text=probe=text_fresh,recompute_masked=True"
+        "masked-w15=recompute_masked=True,warmup_ratio=0.15"
 """
 
 from __future__ import annotations
@@ -29,39 +26,31 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.cache_probes import probe
 from benchmarks.paired_stats import group_index, paired_bootstrap
-from ladr_core import MLCacheConfig, load_dimoo, nano_model_path
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+from ladr_core import LADR, PRESETS, MLCacheConfig, load_dimoo, nano_model_path
 
 
-def parse_variant(text: str) -> tuple[str, MLCacheConfig | None, str | None]:
-    """``name=key=value,key=value`` -> (name, config, probe); ``name=none`` -> no cache."""
+def parse_variant(text: str) -> tuple[str, MLCacheConfig | None]:
+    """``name=key=value,key=value`` -> (name, config); ``name=none`` -> no cache."""
     name, _, spec = text.partition("=")
     if spec.strip() == "none":
-        return name, None, None
+        return name, None
     kwargs: dict[str, Any] = {}
-    probe_name = None
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
-        if key.strip() == "probe":
-            probe_name = value.strip()
-        else:
-            kwargs[key.strip()] = json.loads(value.strip().lower())
-    return name, MLCacheConfig(**kwargs), probe_name
+        kwargs[key.strip()] = json.loads(value.strip().lower())
+    return name, MLCacheConfig(**kwargs)
 
 
 def run_variant(pipe: Any, captions: list[str], cache: MLCacheConfig | None,
-                probe_name: str | None, policy: str) -> dict[str, Any]:
+                policy: str) -> dict[str, Any]:
     images, fwd, nfe = [], [], []
     start = time.perf_counter()
     for i, caption in enumerate(captions):
-        with probe(probe_name, pipe.ids.mask) as counter:
-            res = pipe.generate(caption, steps=PRESET_STEPS.get(policy, 64), cfg=pipe.default_cfg,
-                                seed=i, strategy="ladr", policy=POLICY_PRESETS[policy],
-                                cache=cache)
+        res = pipe.generate(caption, cfg=pipe.default_cfg, seed=i,
+                            strategy=LADR.preset(policy), cache=cache)
         images.append(res.images[0].float().numpy())
-        fwd.append(res.token_forwards - counter["uncounted"])
+        fwd.append(res.token_forwards)
         nfe.append(res.nfe)
     return {"images": images, "token_forwards": fwd, "nfe": nfe,
             "wall_s": round(time.perf_counter() - start, 1)}
@@ -75,7 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("variants", nargs="+", help="name=MLCacheConfig kwargs (or name=none)")
     ap.add_argument("--prompts", type=int, default=48)
     ap.add_argument("--set", choices=("validation", "heldout"), default="validation")
-    ap.add_argument("--policy", default="nano", choices=sorted(POLICY_PRESETS))
+    ap.add_argument("--policy", default="nano", choices=sorted(PRESETS))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = ap.parse_args(argv)
@@ -89,12 +78,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     base64 = float(np.mean([64 * pipe.make_denoiser(c).real_tokens for c in captions]))
     rows: dict[str, Any] = {}
     ref: dict[str, Any] | None = None
-    for name, cache, probe_name in variants:
-        run = run_variant(pipe, captions, cache, probe_name, args.policy)
+    for name, cache in variants:
+        run = run_variant(pipe, captions, cache, args.policy)
         scored = score_images(specs, run["images"])
         passed = np.array(scored["passed"], dtype=bool)
         fwd = float(np.mean(run["token_forwards"]))
-        row = {"cache": repr(cache), "probe": probe_name, "nfe_mean": float(np.mean(run["nfe"])),
+        row = {"cache": repr(cache), "nfe_mean": float(np.mean(run["nfe"])),
                "token_forwards_mean": fwd, "cut_vs_baseline_64": base64 / fwd,
                "score_overall": scored["score_overall"], "passed": passed.tolist(),
                "wall_s": run["wall_s"]}

@@ -46,10 +46,17 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import strategy_from  # noqa: E402
 from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
-from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, load_dimoo, nano_model_path  # noqa: E402
-from ladr_core.adaptive import AdaptiveRescue  # noqa: E402
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS  # noqa: E402
+from ladr_core import (  # noqa: E402
+    PRESETS,
+    AdaptiveRescue,
+    LADRPolicy,
+    MLCacheConfig,
+    ProphetPolicy,
+    load_dimoo,
+    nano_model_path,
+)
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 
@@ -59,34 +66,38 @@ ABLATIONS = {"non-neighbors": {"candidates": "non_neighbors"},
              "confidence": {"metric": "confidence"}, "random-metric": {"metric": "random"}}
 
 
+POLICY = {name: p.policy for name, p in PRESETS.items()}
+STEPS = {name: p.steps for name, p in PRESETS.items()}
+
+
 def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
     """name -> generate() arguments. Baseline sweep at T in {8, 16, 32, 64}; presets at their T."""
     table: dict[str, dict[str, Any]] = {
         f"baseline-{t}": {"strategy": "baseline", "steps": t} for t in (8, 16, 32, 64)}
     table.update({
-        "ladr": {"strategy": "ladr", "steps": steps, "policy": POLICY_PRESETS["paper"]},
-        "ladr-delayed": {"strategy": "ladr", "steps": steps, "policy": POLICY_PRESETS["delayed"]},
+        "ladr": {"strategy": "ladr", "steps": steps, "policy": POLICY["paper"]},
+        "ladr-delayed": {"strategy": "ladr", "steps": steps, "policy": POLICY["delayed"]},
         "prophet": {"strategy": "prophet", "steps": steps, "policy": ProphetPolicy()},
         "mlcache": {"strategy": "baseline", "steps": steps, "cache": MLCacheConfig()},
         "ladr+mlcache": {"strategy": "ladr", "steps": steps, "policy": LADRPolicy(),
                          "cache": MLCacheConfig()},
     })
     for preset in ("nano", "adaptive"):
-        table[f"ladr-{preset}"] = {"strategy": "ladr", "steps": PRESET_STEPS[preset],
-                                   "policy": POLICY_PRESETS[preset]}
+        table[f"ladr-{preset}"] = {"strategy": "ladr", "steps": STEPS[preset],
+                                   "policy": POLICY[preset]}
     for name, change in ABLATIONS.items():  # the paper's Sec. 4.3 ablations, on both policies
         table["ladr-" + name] = {"strategy": "ladr", "steps": steps,
-                                 "policy": POLICY_PRESETS["ablation_" + name.replace("-", "_")]}
-        adaptive = POLICY_PRESETS["adaptive"]
+                                 "policy": POLICY["ablation_" + name.replace("-", "_")]}
+        adaptive = POLICY["adaptive"]
         table["ladr-adaptive-" + name] = {
-            "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
+            "strategy": "ladr", "steps": STEPS["adaptive"],
             "policy": LADRPolicy(**{**{f: getattr(adaptive, f) for f in (
                 "selection", "rescue_token", "seen_only", "adaptive")}, **change})}
     # The validation pick of testbed.tune_policy --adaptive (benchmarks/results/
     # adaptive_validation_96.json): anchor at the most certain standard pick, pace 4. Not a
     # preset; measured on the test set as one pre-chosen candidate.
     table["ladr-adaptive-strict"] = {
-        "strategy": "ladr", "steps": PRESET_STEPS["adaptive"],
+        "strategy": "ladr", "steps": STEPS["adaptive"],
         "policy": replace(adaptive, adaptive=AdaptiveRescue(pace=4.0, anchor_quantile=1.0))}
     table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
     table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
@@ -130,8 +141,8 @@ def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: f
     for s in range(0, len(captions), batch):
         live: list[torch.Tensor] = []  # per step: [B] True where the item still had masks
         res = pipe.generate(captions[s:s + batch], steps=args["steps"], cfg=cfg,
-                            temperature=temperature, seed=seed0 + s, strategy=args["strategy"],
-                            policy=args.get("policy"), cache=args.get("cache"),
+                            temperature=temperature, seed=seed0 + s, strategy=strategy_from(args["strategy"], args.get("policy")),
+                            cache=args.get("cache"),
                             callback=lambda r, live=live: live.append(
                                 (r["masked"] | r["unmasked"]).any(dim=1).cpu()))
         b = len(res.images)

@@ -44,10 +44,11 @@ from benchmarks.common import (
     print_table,
     ratio,
     result_name,
+    strategy_from,
     sync_device,
     write_result,
 )
-from ladr_core import POLICY_PRESETS, graphs, sample
+from ladr_core import PRESETS, sample
 
 TARGET = 2.0
 STRATEGIES = ("baseline", "ladr", "prophet")
@@ -142,20 +143,16 @@ def sampler_case(logits: torch.Tensor, grid: tuple[int, int], steps: int, strate
     b = logits.shape[0]
     strategy, eager = strategy.removesuffix(" eager"), strategy.endswith(" eager")
     name, _, preset = strategy.partition("[")
-    policy = POLICY_PRESETS[preset.rstrip("]")] if preset else None
+    policy = PRESETS[preset.rstrip("]")].policy if preset else None
 
     def run() -> None:
         den = ConstantDenoiser(logits, paired_floor)
         gens = generators(b, logits.device)
         sync_device(logits.device)
-        enabled, graphs.ENABLED = graphs.ENABLED, graphs.ENABLED and not eager
         t0 = time.perf_counter()
-        try:
-            res = sample(den, shape=(b, *grid), steps=steps, strategy=name, policy=policy,
-                         temperature=temperature, generator=gens)
-            sync_device(logits.device)
-        finally:
-            graphs.ENABLED = enabled
+        res = sample(den, shape=(b, *grid), steps=steps, strategy=strategy_from(name, policy),
+                     temperature=temperature, generator=gens, cuda_graph=not eager)
+        sync_device(logits.device)
         total = time.perf_counter() - t0
         log.append(((total - den.seconds) / res.steps, den.floor_seconds / den.calls,
                     res.steps))

@@ -151,6 +151,22 @@ def evaluator_rows(runs: dict[str, dict[str, np.ndarray]], gidx: np.ndarray) -> 
     return out
 
 
+def matched(result: dict[str, Any], evaluator: dict[str, dict]) -> list[dict[str, Any]]:
+    """Each non-baseline setting against the swept baseline nearest its mean NFE: the
+    evaluator's and the self-score's difference of means, and whether their signs agree."""
+    bases = {int(n.split("-")[1]): n for n in evaluator if n.startswith("baseline-")}
+    rows = []
+    for n, e in evaluator.items():
+        if n.startswith("baseline-"):
+            continue
+        b = bases[min(bases, key=lambda t: abs(t - e["nfe"]))]
+        de = e["overall"] - evaluator[b]["overall"]
+        ds = result["settings"][n]["self_score"] - result["settings"][b]["self_score"]
+        rows.append({"setting": n, "nfe": e["nfe"], "baseline": b, "evaluator_diff": de,
+                     "self_score_diff": ds, "agree": (de > 0) == (ds > 0)})
+    return rows
+
+
 def _ci(d: dict | None, digits: int = 3) -> str:
     if d is None:
         return "-"
@@ -172,7 +188,16 @@ def markdown(result: dict[str, Any], evaluator: dict[str, dict], label: str) -> 
                      f"{'yes' if r['flagged'] else 'no'} |")
     lines += ["", f"Evaluator drops >= {DROP} (CI excluding 0): {result['evaluator_drops']}; "
               f"not flagged: {result['missed'] or 'none'}. Within {NEAR} of baseline-64: "
-              f"{result['near'] or 'none'}; flagged: {result['false_flags'] or 'none'}."]
+              f"{result['near'] or 'none'}; flagged: {result['false_flags'] or 'none'}.", "",
+              "At matched forwards (the swept baseline nearest each setting's NFE):", "",
+              "| setting | NFE | baseline | evaluator diff | self-score diff | same sign |",
+              "|---|---|---|---|---|---|"]
+    rows = matched(result, evaluator)
+    for m in rows:
+        lines.append(f"| {m['setting']} | {m['nfe']:.1f} | {m['baseline']} | "
+                     f"{m['evaluator_diff']:+.3f} | {m['self_score_diff']:+.4f} | "
+                     f"{'yes' if m['agree'] else 'NO'} |")
+    lines += ["", f"Same sign: {sum(m['agree'] for m in rows)} of {len(rows)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -245,6 +270,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if any(not np.isfinite(x).all() for x in values.values()):
                 continue
             res = analyse(values, runs, gidx, evaluator)
+            res["matched"] = matched(res, evaluator)
             results[f"{v}/{kind}"] = res
             print(f"{v}/{kind:12s} spearman={res['spearman']:+.3f} missed={len(res['missed'])}"
                   f"/{len(res['evaluator_drops'])} false_flags={len(res['false_flags'])}/"

@@ -35,9 +35,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, load_dimoo, nano_model_path  # noqa: E402
-from ladr_core.adaptive import AdaptiveRescue  # noqa: E402
 from ladr_core.calibrate.candidates import TAU_GRID, tau_policy  # noqa: E402
-from ladr_core.policy import PRESETS  # noqa: E402
+from ladr_core.policy import PRESETS, AdaptiveRescue  # noqa: E402
 from ladr_core.step import Strategy  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
@@ -97,18 +96,10 @@ def generate(pipe: Any, setting: Setting, captions: list[str], seed0: int, cfg: 
     tokens, nfe, fwd, images = [], [], [], []
     start = time.perf_counter()
     for s in range(0, len(captions), batch):
-        live: list[torch.Tensor] = []  # per step: [B] True where the item still had masks
         res = pipe.generate(captions[s:s + batch], steps=setting.steps, cfg=cfg, seed=seed0 + s,
-                            strategy=setting.strategy, cache=setting.cache,
-                            callback=lambda r, live=live: live.append(
-                                (r["masked"] | r["unmasked"]).any(dim=1).cpu()))
-        per = torch.stack(live).sum(dim=0)
-        nfe += per.tolist()
-        if setting.cache is not None:  # the measured count at batch 1
-            fwd.append(res.token_forwards)
-        else:  # NFE x the prompt's real tokens: exactly what a batch-1 run pushes
-            real = [pipe.make_denoiser(c, cfg=cfg).real_tokens for c in captions[s:s + batch]]
-            fwd += (per * torch.tensor(real)).tolist()
+                            strategy=setting.strategy, cache=setting.cache)
+        nfe += res.item_nfe  # each image's forwards and tokens, as in its own single run
+        fwd += res.item_token_forwards
         tokens.append(res.tokens.to(torch.uint8).numpy())
         images.append((res.images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
     return {"tokens": np.concatenate(tokens), "nfe": np.array(nfe, dtype=np.int16),

@@ -22,7 +22,6 @@ import torch
 
 def main() -> None:
     import ladr_core
-    from ladr_core.policy import POLICY_PRESETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -36,7 +35,7 @@ def main() -> None:
             torch.set_num_threads(n)
             t0 = time.perf_counter()
             pipe.generate("a red circle to the left of a blue square", steps=128, cfg=0.75,
-                          seed=r, strategy="ladr", policy=POLICY_PRESETS["nano"])
+                          seed=r, strategy="nano")
             times[n].append(time.perf_counter() - t0)
     print(json.dumps({"cpus": os.cpu_count(), "load_before": load_before,
                       "load_after": os.getloadavg(),

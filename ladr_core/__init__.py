@@ -12,26 +12,47 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (relative to this package)
 _EXPORTS: dict[str, str] = {
+    # the sampler
     "sample": ".sampling",
     "SampleResult": ".sampling",
+    "KnownTokens": ".validation",
     "STEP_RECORD_KEYS": ".sampling",
-    "Baseline": ".strategies",
-    "LADR": ".ladr",
-    "Prophet": ".strategies",
+    "get_schedule": ".schedules",
+    # strategies and how a name becomes one
     "Strategy": ".step",
+    "DEFAULT_STEPS": ".step",
+    "Baseline": ".baseline",
+    "LADR": ".ladr",
+    "Prophet": ".prophet",
+    "ProphetPolicy": ".prophet",
+    "resolve_strategy": ".registry",
+    "register_strategy": ".registry",
+    "strategy_names": ".registry",
+    "preset_names": ".registry",
+    # LADR's policy as data
+    "LADRPolicy": ".policy",
+    "AdaptiveRescue": ".policy",
     "Preset": ".policy",
     "PRESETS": ".policy",
-    "LADRPolicy": ".policy",
-    "ProphetPolicy": ".policy",
-    "POLICY_PRESETS": ".policy",
-    "PRESET_STEPS": ".policy",
-    "get_schedule": ".schedules",
+    "PHASE_NAMES": ".policy",
+    "NO_TAU": ".policy",
+    "METRICS": ".policy",
+    "CANDIDATES": ".policy",
+    "SELECTIONS": ".policy",
+    "RESCUE_TOKENS": ".policy",
+    "tau_from_number": ".policy",
+    # the Lumina-DiMOO runtime
     "load_dimoo": ".dimoo.pipeline",
     "save_dimoo": ".dimoo.save",
     "DiMOOPipeline": ".dimoo.pipeline",
     "GenerationResult": ".dimoo.pipeline",
     "MLCacheConfig": ".dimoo.cache",
+    "SIZE_STEP": ".dimoo.prompt",
+    "size_problem": ".dimoo.prompt",
+    "COMPILE_BACKENDS": ".dimoo.compile",
+    "COMPILE_MODES": ".dimoo.compile",
     "nano_model_path": ".assets",
+    "nano_default_cfg": ".assets",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -5,14 +5,17 @@ frontier dilation, rescue pick) is 40-90 kernels over [B, N] tensors of a few KB
 launching them takes the CPU longer than the GPU needs to run them. Captured once per run and
 replayed, the rule costs one launch plus the copies of its inputs and outputs.
 
-Only a strategy whose rule depends on the step index solely through "is this the last step"
-(`Strategy.step_invariant`, LADR) is captured: step 0 runs the rule eagerly (it warms up lazily
-allocated state), step 1 captures and replays it, later steps replay it, and the last step runs
-eagerly again. A replay runs the same kernels in the same order as the eager rule, so the
+Only a strategy whose rule reads no host value that changes from step to step (it reads each
+item's step as the tensor it is given; `Strategy.step_invariant`, LADR) is captured: step 0
+runs the rule eagerly (it warms up lazily allocated state), step 1 captures and replays it,
+and every later step replays it, the last one included (its last-step rule reads the step
+tensor inside the graph). The slots' shapes never change within a run, even as items leave and
+join a rolling batch (their per-slot steps and counts are updated in place), so one capture
+serves the whole run. A replay runs the same kernels in the same order as the eager rule, so the
 results are the same. The capture makes no host synchronisation (no ``torch.cuda.graph``
 context, which synchronises and empties the allocator's cache).
 
-``ENABLED = False`` turns capturing off for the process (for comparison runs).
+`sample(..., cuda_graph=False)` runs the rule eagerly instead (for comparison runs).
 """
 
 from __future__ import annotations
@@ -26,8 +29,6 @@ import torch
 
 from .noise import StepNoise
 from .step import Commit, Stats, StepRule
-
-ENABLED = True
 
 _COMMIT_FIELDS = ("masked", "tokens", "rescued", "t_eff", "phase")
 
@@ -52,7 +53,7 @@ class StepGraph:
         self.output: Commit | None = None
         self.failed = False
 
-    def __call__(self, step: int, masked: torch.Tensor, stats: Stats,
+    def __call__(self, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
                  noise: StepNoise) -> Commit:
         if self.failed:
             return self.rule(step, masked, stats, noise)
@@ -65,7 +66,8 @@ class StepGraph:
                               f"({exc}); this run continues without it", stacklevel=2)
                 return self.rule(step, masked, stats, noise)
         else:
-            for static, new in zip(self.inputs, [masked, *_tensors(stats, noise)], strict=True):
+            for static, new in zip(self.inputs, [step, masked, *_tensors(stats, noise)],
+                                   strict=True):
                 if (static is None) != (new is None):
                     raise RuntimeError("the step's statistics changed kind within one run")
                 if static is not None and static is not new:
@@ -73,8 +75,9 @@ class StepGraph:
         self.graph.replay()
         return Commit(*(getattr(self.output, f).clone() for f in _COMMIT_FIELDS))
 
-    def _capture(self, step: int, masked: torch.Tensor, stats: Stats, noise: StepNoise) -> None:
-        self.inputs = [masked, *_tensors(stats, noise)]
+    def _capture(self, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
+                 noise: StepNoise) -> None:
+        self.inputs = [step, masked, *_tensors(stats, noise)]
         self.graph, self.output = self.record(lambda: self.rule(step, masked, stats, noise),
                                               self.device)
 
@@ -98,12 +101,13 @@ class StepGraph:
         return graph, output
 
 
-def step_graph(rule: StepRule, device: torch.device, step_invariant: bool) -> StepGraph | None:
+def step_graph(rule: StepRule, device: torch.device, step_invariant: bool,
+               enabled: bool = True) -> StepGraph | None:
     """A StepGraph for this run, or None where none applies (not CUDA, a rule that reads the
-    step index, or ENABLED off)."""
-    if not (ENABLED and step_invariant and device.type == "cuda"):
+    step index, or `enabled` False: sample's `cuda_graph`)."""
+    if not (enabled and step_invariant and device.type == "cuda"):
         return None
     return StepGraph(rule, device)
 
 
-__all__ = ["ENABLED", "StepGraph", "step_graph"]
+__all__ = ["StepGraph", "step_graph"]

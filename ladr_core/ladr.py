@@ -1,40 +1,32 @@
-"""LADR, Locality-Aware Dynamic Rescue: paper Algorithm 1, read top to bottom in one class.
+"""LADR, Locality-Aware Dynamic Rescue: paper Algorithm 1, read top to bottom in two files.
 
 `LADR(policy).begin(run)` gives the rule for one step; `LADR.commit` is Algorithm 1 lines 7-34
-for one step of a batch, with the paper's line numbers in comments. What is not in this file:
+for one step of a batch, with the paper's line numbers in comments; the rescue it calls (lines
+21-31: frontier, filter, budget, pick, and the self-calibrating variant) is ladr_core.rescue.
+What is elsewhere:
   lines 1-6   initialisation and `break` when nothing is masked: the loop (ladr_core.sampling),
   line 13     the denoiser call L = p_theta(z): the loop, once per step for any strategy,
   lines 14-16 P = Softmax(L), z_pred = Sampling(P), Delta = Top1(P) - Top2(P): computed by the
               loop for the masked rows because `needs()` asks for them (ladr_core.sampling
               `item_stats`, Gumbel-max in ladr_core.noise), handed in as `Stats`,
-  lines 22-24 the frontier of Eq. 9: ladr_core.frontier.rescue_candidates (dilation),
-  lines 29-30 the top-k_res pick and its ablations: ladr_core.step.pick_rescued (shared
-              with the adaptive rescue of ladr_core.adaptive),
   Sec. 3.3.2  the policy Pi(t) = (alpha_t, tau_t) as data: ladr_core.policy.LADRPolicy.
 Every operation is batched over items with no host synchronisation and no host -> device copy.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
-from .adaptive import adaptive_rescue
-from .frontier import rescue_candidates
-from .policy import NO_TAU, PRESETS, LADRPolicy
-from .step import (
-    Commit,
-    Needs,
-    Strategy,
-    effective_time,
-    keep_lowest,
-    noisy_confidence,
-    pick_rescued,
-)
+from .policy import PRESETS, LADRPolicy
+from .registry import register_strategy
+from .rescue import adaptive_rescue, paper_rescue
+from .schedules import count_at
+from .select import effective_time, keep_lowest, noisy_confidence, phase_table
+from .step import Commit, Needs, Strategy, check_steps
 
 if TYPE_CHECKING:  # annotations only
     from .noise import StepNoise
@@ -42,28 +34,14 @@ if TYPE_CHECKING:  # annotations only
     from .step import RunInfo, Stats, StepRule
 
 
-@functools.lru_cache(maxsize=64)
-def _table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """values as a tensor on `device`, made once per process by fills (Python scalars enter
-    kernels as arguments: no host -> device copy, no sync)."""
-    out = torch.empty(len(values), dtype=dtype, device=device)
-    for i, v in enumerate(values):
-        out[i].fill_(v)
-    return out
-
-
-def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.Tensor:
-    """values[phase[b]] per item: [B] of `dtype` (one gather from a cached per-phase table)."""
-    return _table(tuple(values), dtype, phase.device)[phase]
-
-
+@register_strategy
 @dataclass(frozen=True)
 class LADR(Strategy):
     """LADR with `policy` (default: the paper's). steps: the T the policy was tuned at, or None
     (the caller's T); `LADR.preset(name)` takes both from ladr_core.policy.PRESETS."""
 
     name: ClassVar[str] = "ladr"
-    step_invariant: ClassVar[bool] = True  # `step` is read only by keep_count's last-step test
+    step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor (keep_count)
     policy: LADRPolicy = field(default_factory=LADRPolicy)
     steps: int | None = None
 
@@ -71,6 +49,7 @@ class LADR(Strategy):
         if not isinstance(self.policy, LADRPolicy):
             raise ValueError(f"LADR(policy): policy must be a LADRPolicy; got "
                              f"{type(self.policy).__name__}")
+        check_steps("LADR", self.steps)
 
     @classmethod
     def preset(cls, name: str) -> LADR:
@@ -94,15 +73,17 @@ class LADR(Strategy):
     def begin(self, run: RunInfo) -> StepRule:
         return partial(self.commit, run)
 
-    def commit(self, run: RunInfo, step: int, masked: torch.Tensor, stats: Stats,
+    def commit(self, run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
                noise: StepNoise) -> Commit:
-        """Algorithm 1 lines 7-34 for one step. masked: BoolTensor [B, N] (M); stats: the
-        prediction of lines 13-16 at positions [B, N]; noise: the item's draws (ladr_core.noise)."""
+        """Algorithm 1 lines 7-34 for one step. step: LongTensor [B], each item's own step;
+        masked: BoolTensor [B, N] (M); stats: the prediction of lines 13-16 at positions
+        [B, N]; noise: the item's draws (ladr_core.noise)."""
         p = self.policy
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
         t_eff = effective_time(masked, run)  # lines 8-9: t_eff = gamma^-1(sum(M) / N_total)
-        n_mask = self.keep_count(masked, t_eff, step, run.steps, run.schedule)  # lines 10-11
+        n_mask = self.keep_count(masked, t_eff, step, run.steps, run.schedule,
+                                 run.generated())  # lines 10-11
         # -- Step 2: parallel prediction (lines 12-16): z_pred = stats.sampled,
         # Top1(P) = stats.top1, Delta = stats.margin (computed by the loop, see module doc).
         # -- Step 3: standard selection (lines 17-20). Line 18 ranks by Top1(P) (selection
@@ -114,14 +95,14 @@ class LADR(Strategy):
         rank = stats.top1 if p.selection == "top1" else noisy_confidence(stats, noise,
                                                                          run.temperature)
         m_std = keep_lowest(rank, masked, n_mask)
-        # -- Step 4: neighbour rescue (lines 21-31).
+        # -- Step 4: neighbour rescue (lines 21-31, ladr_core.rescue).
         phase = self.phase(t_eff)  # line 26: alpha, tau by the phase of t_eff (Sec. 3.3.2)
-        if p.adaptive is None:
-            rescued = self.rescue(m_std, stats.top1, stats.margin, phase, run.grid,
-                                  noise.uniform, masked)
+        if p.adaptive is None:  # Eq. 10
+            rescued = paper_rescue(p, m_std, masked, stats.top1, stats.margin, phase, run.grid,
+                                   noise.uniform)
         else:  # self-calibrating threshold and budget instead of Eq. 10's tau, alpha
-            rescued = adaptive_rescue(m_std, masked, stats.top1, stats.margin, noise.uniform,
-                                      t_eff, run.steps, run.schedule, p, run.grid)
+            rescued = adaptive_rescue(p, m_std, masked, stats.top1, stats.margin, noise.uniform,
+                                      t_eff, run.steps, run.schedule, run.grid, run.generated())
         # -- Step 5: state update (lines 32-34): M <- M_std without the rescued tokens; z takes
         # z_pred where unmasked (rescue_token "argmax": the top-1 token at rescued positions).
         tokens = stats.sampled
@@ -130,53 +111,27 @@ class LADR(Strategy):
         return Commit(m_std & ~rescued, tokens, rescued, t_eff, phase)
 
     @staticmethod
-    def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: int, steps: int,
-                   schedule: Schedule) -> torch.Tensor:
+    def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: torch.Tensor, steps: int,
+                   schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
         """n_mask of lines 10-11: LongTensor [B].
 
-        t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N * gamma(t_next)), clamped to the
-        current masked count. t_eff: [B] in schedule precision (float64 where the device has
-        it). The floor gets a guard of 1e-9 N (float64) / 1e-6 N (float32) so exact integers
-        such as 36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23. On the
-        last step (step == T - 1) n_mask = 0, so LADR always finishes within T steps.
+        t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N_total * gamma(t_next)) (the guarded
+        floor of `schedules.count_at`), clamped to the current masked count. t_eff: [B] in
+        schedule precision; step: LongTensor [B], each item's own step; total: N_total (int or
+        [B]; None = N, text-to-image). On an item's last step (step == T - 1) n_mask = 0, so
+        LADR always finishes within T steps.
         """
         remaining = masked.sum(dim=1)
-        if step == steps - 1:
-            return torch.zeros_like(remaining)
-        n = masked.shape[1]
+        total = masked.shape[1] if total is None else total
         t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)  # line 10
-        guard = n * (1e-9 if t_eff.dtype == torch.float64 else 1e-6)
-        n_mask = (float(n) * schedule.gamma(t_next) + guard).floor().long()  # line 11
-        return torch.minimum(n_mask, remaining)
+        n_mask = torch.minimum(count_at(schedule, total, t_next), remaining)  # line 11
+        return n_mask.masked_fill(step == steps - 1, 0)
 
     def phase(self, t_eff: torch.Tensor) -> torch.Tensor:
         """Phase per item from t_eff [B] (line 26, Sec. 3.3.2): LongTensor [B], index into
         PHASE_NAMES: 0 exploration (t_eff < lo), 1 structure (< hi), 2 refinement."""
-        bounds = _table(tuple(self.policy.phase_bounds), t_eff.dtype, t_eff.device)
+        bounds = phase_table(tuple(self.policy.phase_bounds), t_eff.dtype, t_eff.device)
         return torch.bucketize(t_eff, bounds, right=True)  # how many bounds t_eff reached
 
-    def rescue(self, m_std: torch.Tensor, top1: torch.Tensor, margin: torch.Tensor,
-               phase: torch.Tensor, grid: tuple[int, int], uniform: torch.Tensor | None,
-               masked_before: torch.Tensor | None = None) -> torch.Tensor:
-        """Rescue set R_t of Eq. 10 (lines 22-31), plus the paper's ablations: BoolTensor [B, N],
-        a subset of m_std.
 
-        m_std: BoolTensor [B, N] after standard selection; top1 / margin: [B, N] top-1
-        probability and Delta; phase: LongTensor [B]; uniform: [B, N] in [0, 1) for a random
-        ablation, else None; masked_before: the mask M before this step (policy.seen_only).
-        Ablations keep k_res and change only which tokens are rescued.
-        """
-        p = self.policy
-        # Lines 22-24: C = M_std AND dilate(NOT M_std) (seen_only: neighbours of tokens the
-        # forward pass saw, away from this step's standard picks).
-        cand = rescue_candidates(m_std, masked_before, grid, p.kernel_size, p.seen_only)
-        # Line 25 (|C| > 0) needs no branch: an empty C gives k_res = 0 below.
-        tau = _per_phase(phase, tuple(NO_TAU if v is None else v for v in p.tau), torch.float32)
-        valid = cand & (margin > tau.unsqueeze(1))  # line 27: C_valid = {Delta > tau}
-        num, den = zip(*p.alpha_fractions(), strict=True)  # alpha as an exact fraction
-        budget = (cand.sum(dim=1) * _per_phase(phase, num, torch.long)
-                  // _per_phase(phase, den, torch.long))  # floor(|C| * alpha)
-        k_res = torch.minimum(budget, valid.sum(dim=1))  # line 28
-        # Lines 29-30: the k_res valid candidates with the largest Delta are unmasked.
-        return pick_rescued(p.metric, p.candidates, cand, valid, m_std, top1, margin, uniform,
-                            k_res)
+__all__ = ["LADR"]

@@ -1,9 +1,11 @@
-"""LADR and Prophet policies: frozen, validated dataclasses holding the paper's defaults.
+"""LADR's policy as data: frozen, validated dataclasses holding the paper's defaults, and the
+named presets.
 
 `LADRPolicy` is the phase-aware policy Pi(t) = (alpha_t, tau_t) of paper Sec. 3.3.2 together
 with the frontier kernel of Eq. 9 and the ablation switches of Sec. 4.3 (Table 5 / Figs. 5-6).
-`ProphetPolicy` holds the early-commit thresholds of Prophet (Li et al. 2025), which the paper
-adapts to images as a comparison method.
+`AdaptiveRescue` holds the settings of the self-calibrating rescue (ladr_core.rescue).
+`PRESETS` names every recipe (policy + the T it was tuned at). Prophet's policy lives beside
+Prophet (ladr_core.prophet).
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import math
 from dataclasses import dataclass, fields
 from fractions import Fraction
 from numbers import Real
-
-from .adaptive import AdaptiveRescue
 
 METRICS = ("margin", "confidence", "random")
 CANDIDATES = ("neighbors", "non_neighbors", "random")
@@ -24,15 +24,15 @@ PHASE_NAMES = ("exploration", "structure", "refinement")
 NO_TAU = -1.0
 """Where a number must stand for tau = None (no threshold): widgets, device tables. Margins are
 >= 0, so Delta > -1 keeps every candidate."""
-DEFAULT_STEPS = 64
-"""DiMOO's default schedule length T (the official `generate_image` default)."""
+PACE_RANGE = (0.0, 1024.0)
 
 
-def _is_real(x: object) -> bool:
+def is_real(x: object) -> bool:
+    """A finite real number that is not a bool."""
     return isinstance(x, Real) and not isinstance(x, bool) and math.isfinite(float(x))
 
 
-def _triple(name: str, value: object) -> tuple:
+def check_triple(name: str, value: object) -> tuple:
     if not isinstance(value, (tuple, list)) or len(value) != 3:
         raise ValueError(
             f"{name} must be a tuple of 3 values (exploration, structure, refinement); "
@@ -41,11 +41,12 @@ def _triple(name: str, value: object) -> tuple:
     return tuple(value)
 
 
-def _check_bounds(name: str, value: object) -> tuple[float, float]:
+def check_bounds(name: str, value: object) -> tuple[float, float]:
+    """A monotone pair (lo, hi) within [0, 1], as floats; ValueError naming `name` otherwise."""
     if (
         not isinstance(value, (tuple, list))
         or len(value) != 2
-        or not all(_is_real(v) for v in value)
+        or not all(is_real(v) for v in value)
     ):
         raise ValueError(f"{name} must be a pair of numbers (lo, hi); got {value!r}")
     lo, hi = float(value[0]), float(value[1])
@@ -54,6 +55,33 @@ def _check_bounds(name: str, value: object) -> tuple[float, float]:
             f"{name} must be monotone within [0, 1] (0 <= lo <= hi <= 1); got {value!r}"
         )
     return lo, hi
+
+
+def _number_in(name: str, value: object, lo: float, hi: float) -> float:
+    if not is_real(value) or not lo <= float(value) <= hi:
+        raise ValueError(f"adaptive {name} must be a number in [{lo:g}, {hi:g}]; got {value!r}")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class AdaptiveRescue:
+    """Settings of the self-calibrating rescue (ladr_core.rescue.adaptive_rescue).
+
+    pace: schedule steps one forward pass may skip by rescue, in [0, 1024]; 0 = no rescue.
+        The rescue never brings the masked count below floor(N * gamma(t_eff + (1 + pace) / T)).
+    anchor_quantile: in [0, 1]. A frontier candidate is valid when its margin is >= this
+        quantile (lower interpolation) of the margins of the tokens standard selection commits
+        in the same step: 0 = the least certain of them, 0.5 = their median, 1 = the most
+        certain.
+    """
+
+    pace: float = 3.0
+    anchor_quantile: float = 0.5
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pace", _number_in("pace", self.pace, *PACE_RANGE))
+        object.__setattr__(self, "anchor_quantile",
+                           _number_in("anchor_quantile", self.anchor_quantile, 0.0, 1.0))
 
 
 @dataclass(frozen=True, repr=False)
@@ -90,7 +118,7 @@ class LADRPolicy:
           before this step (the ones this step's prediction was conditioned on), excluding
           neighbours of this step's standard picks, which the prediction could not know.
       adaptive: None (Eq. 10). An `AdaptiveRescue` replaces Eq. 10's tau and alpha with the
-          self-calibrating rescue of `ladr_core.adaptive` (threshold from the margins of this
+          self-calibrating rescue of `ladr_core.rescue` (threshold from the margins of this
           step's standard picks, budget from the schedule's pace); tau, alpha and delayed must
           then stay at their defaults. The repr leaves it out while None, so reprs recorded
           before the field existed still name the same policy.
@@ -109,14 +137,14 @@ class LADRPolicy:
     adaptive: AdaptiveRescue | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "phase_bounds", _check_bounds("phase_bounds", self.phase_bounds))
-        tau = _triple("tau", self.tau)
+        object.__setattr__(self, "phase_bounds", check_bounds("phase_bounds", self.phase_bounds))
+        tau = check_triple("tau", self.tau)
         for v in tau:
-            if v is not None and not (_is_real(v) and 0.0 <= float(v) <= 1.0):
+            if v is not None and not (is_real(v) and 0.0 <= float(v) <= 1.0):
                 raise ValueError(f"tau values must be None or in [0, 1]; got tau={self.tau!r}")
         object.__setattr__(self, "tau", tuple(None if v is None else float(v) for v in tau))
-        alpha = _triple("alpha", self.alpha)
-        if not all(_is_real(v) and 0.0 <= float(v) <= 1.0 for v in alpha):
+        alpha = check_triple("alpha", self.alpha)
+        if not all(is_real(v) and 0.0 <= float(v) <= 1.0 for v in alpha):
             raise ValueError(f"alpha values must be numbers in [0, 1]; got alpha={self.alpha!r}")
         object.__setattr__(self, "alpha", tuple(float(v) for v in alpha))
         k = self.kernel_size
@@ -141,7 +169,7 @@ class LADRPolicy:
         if self.adaptive is None:
             return
         if not isinstance(self.adaptive, AdaptiveRescue):
-            raise ValueError("adaptive must be None or ladr_core.adaptive.AdaptiveRescue(pace=..., "
+            raise ValueError("adaptive must be None or ladr_core.AdaptiveRescue(pace=..., "
                              f"anchor_quantile=...); got {self.adaptive!r}")
         d = LADRPolicy()
         unused = [f for f in ("tau", "alpha", "delayed") if getattr(self, f) != getattr(d, f)]
@@ -166,39 +194,6 @@ class LADRPolicy:
             f = Fraction(repr(a)).limit_denominator(1_000_000)
             out.append((f.numerator, f.denominator))
         return tuple(out)
-
-
-@dataclass(frozen=True)
-class ProphetPolicy:
-    """Prophet early-commit thresholds (Li et al. 2025, pixeli99/Prophet), adapted to images.
-
-    Each step the mean top1 - top2 *logit* gap over an item's masked tokens is compared with a
-    threshold chosen by progress = step / steps: thresholds[0] (7.5) while progress <
-    progress_bounds[0] (0.33), thresholds[1] (5.0) while < progress_bounds[1] (0.67), else
-    thresholds[2] (2.5). When gap >= threshold, every masked token of that item is committed to
-    its current prediction and the item is finished.
-    """
-
-    thresholds: tuple[float, float, float] = (7.5, 5.0, 2.5)
-    progress_bounds: tuple[float, float] = (0.33, 0.67)
-
-    def __post_init__(self) -> None:
-        th = _triple("thresholds", self.thresholds)
-        if not all(_is_real(v) and float(v) >= 0.0 for v in th):
-            raise ValueError(
-                f"thresholds must be 3 finite numbers >= 0 (logit gaps); got {self.thresholds!r}"
-            )
-        object.__setattr__(self, "thresholds", tuple(float(v) for v in th))
-        object.__setattr__(
-            self, "progress_bounds", _check_bounds("progress_bounds", self.progress_bounds)
-        )
-
-    def threshold(self, progress: float) -> float:
-        """Logit-gap threshold for progress = step / steps in [0, 1)."""
-        lo, hi = self.progress_bounds
-        if progress < lo:
-            return self.thresholds[0]
-        return self.thresholds[1] if progress < hi else self.thresholds[2]
 
 
 def tau_from_number(name: str, value: float) -> float | None:
@@ -247,7 +242,7 @@ PRESETS: dict[str, Preset] = {
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True), steps=128,
                    summary="tuned for the built-in DiMOO-nano (~16 forward passes)"),
-    # Self-calibrating rescue (ladr_core.adaptive): no per-model constant. Standard selection
+    # Self-calibrating rescue (ladr_core.rescue.adaptive_rescue): no per-model constant. Standard selection
     # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
     # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
     # the schedule itself commits this step; one forward pass skips at most `pace` schedule steps.
@@ -255,7 +250,4 @@ PRESETS: dict[str, Preset] = {
                                   adaptive=AdaptiveRescue(pace=3.0, anchor_quantile=0.5)),
                        steps=64, summary="self-calibrating rescue, no per-model tuning"),
 }
-"""The one definition of every preset; the two names below are views of it for older callers."""
-
-POLICY_PRESETS: dict[str, LADRPolicy] = {k: p.policy for k, p in PRESETS.items()}
-PRESET_STEPS: dict[str, int] = {k: p.steps for k, p in PRESETS.items() if p.steps is not None}
+"""The one definition of every preset (``LADR.preset(name)``, ``resolve_strategy(name)``)."""

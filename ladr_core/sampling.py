@@ -13,7 +13,6 @@ gathers and draws.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,13 +21,11 @@ import torch
 
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
-from .policy import LADRPolicy, ProphetPolicy
 from .schedules import Schedule
+from .slots import Slots
+from .stats import _item_rows, _masked_first, _stack_rows, _to_positions, item_stats
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
-from .strategies import STRATEGY_NAMES
-from .validation import SampleArgs, check_logits, validate_arguments
-
-STRATEGIES = STRATEGY_NAMES  # the accepted names (older import path)
+from .validation import KnownTokens, SampleArgs, check_logits, validate_arguments
 
 # Every tensor in a record is fresh (the loop keeps no reference to it), so a callback may keep,
 # move or modify it; it decides itself what to sync.
@@ -44,172 +41,126 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
     "t_eff",  # FloatTensor [B], gamma^-1(masked ratio) at the start of the step
     "phase",  # LongTensor [B]: 0 exploration, 1 structure, 2 refinement, -1 n/a
     "grid",  # (H, W)
+    "total",  # LongTensor [B], tokens each item generates (N; fewer with known tokens)
+    "items",  # list[int] [B]: the item each slot runs (-1 = free); slot i = item i unless rolling
+    "item_step",  # LongTensor [B]: each slot's own step index in this step
+    "done",  # int, items finished before this step
+    "batch",  # int, items in the whole run (more than the slots in a rolling batch)
 )
+# In a rolling batch (max_batch < B) the [B, ...] fields above are per slot: [max_batch, ...].
 
 
 @dataclass
 class SampleResult:
-    """tokens: LongTensor [B, H*W] in [0, K); nfe: denoise calls; steps: steps actually run."""
+    """tokens: LongTensor [B, H*W] in [0, K), in item order; nfe: denoise calls; steps: loop
+    steps run; item_nfe: the denoise calls each item took part in (its own steps)."""
 
     tokens: torch.Tensor
     nfe: int
     steps: int
+    item_nfe: list[int] = field(default_factory=list)
 
 
-def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
-    """Positions of each item's masked tokens first, in index order: LongTensor [B, M].
-
-    masked: BoolTensor [B, N]; counts: its per-item sums as host ints. M = max(counts); for an
-    item with L_i < M the tail holds decoded positions (padding). A stable sort keeps index
-    order, the order of the official boolean-mask indexing `logits[:, vq_mask[0]]`, and needs
-    no host sync. None when every position is masked (rows == positions, nothing to gather).
-    """
-    if min(counts) == masked.shape[1]:
-        return None
-    order = torch.argsort((~masked).to(torch.uint8), dim=1, stable=True)
-    return order[:, : max(counts)]
-
-
-def _item_rows(
-    logits: torch.Tensor, idx: torch.Tensor | None, own: torch.Tensor | None
-) -> torch.Tensor:
-    """One item's logit rows [L, K] at positions idx [L] (all N rows when idx is None).
-
-    own: the step's reusable [M, K] buffer, needed when rows are gathered or half-precision
-    logits are upcast (once, to float32, so probabilities near tau are not rounded away); the
-    denoiser's tensor is never modified.
-    """
-    if own is None:
-        return logits
-    if idx is None:
-        return own.copy_(logits)
-    out = own[: idx.shape[0]]
-    if own.dtype == logits.dtype:
-        return torch.index_select(logits, 0, idx, out=out)
-    return out.copy_(logits.index_select(0, idx))
-
-
-def _to_positions(
-    fields: dict[str, torch.Tensor | None], idx: torch.Tensor | None, n: int
-) -> dict[str, torch.Tensor | None]:
-    """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None.
-
-    Fields of one dtype move together (one stack, one fill, one scatter): at B = 1 on a GPU a
-    step is bound by its count of small kernels, not by their size.
-    """
-    if idx is None:
-        return dict(fields)
-    out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
-    groups: dict[torch.dtype, list[str]] = {}
-    for name, vals in fields.items():
-        if vals is not None:
-            groups.setdefault(vals.dtype, []).append(name)
-    for names in groups.values():
-        vals = torch.stack([fields[name] for name in names])  # [F, B, M]
-        where = idx.expand(len(names), *idx.shape)
-        moved = vals.new_zeros((len(names), idx.shape[0], n)).scatter_(2, where, vals)
-        out.update(zip(names, moved.unbind(0), strict=True))
-    return out
-
-
-def top2_(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Largest and second-largest value of each row of x [L, K], and the largest's index: [L]
-    each, the values of ``x.topk(2)`` (a tie for the top gives two equal values). x is
-    overwritten (its maxima become -inf).
-
-    Two max reductions and an [L]-element scatter instead of a top-k: on a GPU a top-2 over
-    [4096, 8192] costs several max reductions (it was most of a LADR step's device time).
-    """
-    first, index = x.max(dim=-1)
-    second = x.scatter_(-1, index.unsqueeze(-1), -math.inf).amax(dim=-1)
-    return first, second, index
-
-
-def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
-               buf: torch.Tensor) -> Stats:
-    """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
-
-    One softmax, then the top two of it (top1 / margin / argmax) or of the logits (logit_gap)
-    and a gather for p(sampled), as the official loop does on its [1, L, K] masked rows.
-    sampled: the Gumbel-max sample [L], or None for greedy (argmax of the logits, as official).
-    buf: a float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is
-    written into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation), and
-    before that, for logit_gap, a copy of x (x itself may be the denoiser's tensor).
-    """
-    if sampled is None:
-        sampled = x.argmax(dim=-1)
-    out = Stats(sampled)
-    want = needs.stats
-    own = buf if buf.dtype == x.dtype else None
-    if "logit_gap" in want:
-        first, second, _ = top2_(own.copy_(x) if own is not None else x.clone())
-        out.logit_gap = first - second
-    probs = torch.softmax(x, dim=-1, out=own)
-    if "log_conf" in want:
-        conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
-        out.log_conf = torch.log(conf.clamp_min(1e-20))
-    if want & {"top1", "margin", "argmax"}:
-        out.top1, second, out.argmax = top2_(probs)  # probs is ours: overwritten
-        out.margin = out.top1 - second
-    return out
-
-
-def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
-                like: torch.Tensor) -> dict[str, torch.Tensor | None]:
-    """Per-item [L_i] fields -> [B, M] (0 in padding and for items with nothing masked)."""
-    out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
-    if b == 1 and len(parts) == 1 and parts[0][1] == m:  # one item fills the rows: views
-        for name in fields:
-            v = getattr(parts[0][2], name)
-            out[name] = None if v is None else v.unsqueeze(0)
-        return out
-    for i, count, part in parts:
-        for name in fields:
-            v = getattr(part, name)
-            if v is None:
-                continue
-            if out[name] is None:
-                out[name] = like.new_zeros((b, m), dtype=v.dtype)
-            out[name][i, :count] = v
-    return out
+def _index(slots: list[int], device: torch.device) -> torch.Tensor:
+    """A host list of slots as an index tensor on `device`, copied without waiting for the host
+    (from pinned memory on CUDA)."""
+    idx = torch.tensor(slots, dtype=torch.long)
+    if device.type == "cuda":
+        return idx.pin_memory().to(device, non_blocking=True)
+    return idx.to(device)
 
 
 @dataclass
 class _Run:
-    """State of one sample() call: tokens / mask on the denoiser's device, the strategy's rule
-    for this run (bound at the first step, once the logits' device is known) and the work
-    buffers. Every field is declared here."""
+    """State of one sample() call: the slots' tokens / masks on the denoiser's device, which item
+    each slot runs (`slots`, host side), the strategy's rule for this run (bound at the first
+    step, once the logits' device is known) and the work buffers. Every field is declared here.
+    """
 
     args: SampleArgs
     needs: Needs
     n: int
     grid: tuple[int, int]
-    tokens: torch.Tensor  # LongTensor [B, N]
-    masked: torch.Tensor  # BoolTensor [B, N]
-    counts: list[int]  # masked count per item, host ints (from the step's one sync)
+    tokens: torch.Tensor  # LongTensor [S, N]
+    masked: torch.Tensor  # BoolTensor [S, N]
+    slots: Slots
+    total: torch.Tensor | None = None  # [S] tokens to generate per slot (None: N, no known)
+    out: torch.Tensor | None = None  # [B, N] finished items' tokens (rolling batches only)
+    known_max: int = -1  # largest known code, checked against K at the first call
     k: int | None = None  # codebook size, fixed by the first denoise call
     nfe: int = 0
     rule: StepRule | None = None
-    graph: StepGraph | None = None  # the rule as a CUDA graph for the middle steps (graphs.py)
+    graph: StepGraph | None = None  # the rule as a CUDA graph after the first step (graphs.py)
     nonfinite: torch.Tensor | None = None  # bool scalar: NaN statistics this step
+    item_step: torch.Tensor | None = None  # LongTensor [S]: each slot's own step, on the device
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # see workspace()
 
     @classmethod
     def start(cls, args: SampleArgs) -> _Run:
+        """Algorithm 1 lines 1-2 for the first S items: everything masked, or the known tokens
+        unmasked and the rest masked (`args.known`; one host transfer: every item's count and
+        the known codes' range, which must be >= 0 here and < K at the first call)."""
         b, h, w = args.shape
-        n = h * w
-        return cls(args, args.strategy.needs(), n, (h, w),
-                   torch.zeros(b, n, dtype=torch.long, device=args.device),
-                   torch.ones(b, n, dtype=torch.bool, device=args.device), [n] * b)
+        n, width = h * w, args.max_batch
+        tokens = torch.zeros(width, n, dtype=torch.long, device=args.device)
+        masked = torch.ones(width, n, dtype=torch.bool, device=args.device)
+        rolling = width < b
+        out = torch.zeros(b, n, dtype=torch.long, device=args.device) if rolling else None
+        if args.known is None:
+            return cls(args, args.strategy.needs(), n, (h, w), tokens, masked,
+                       Slots.start([n] * b, width), out=out)
+        generate = args.known.generate.to(args.device)
+        known = args.known.tokens.to(args.device, torch.long).masked_fill(generate, 0)
+        counts = generate.sum(dim=1)
+        values = torch.cat([counts, known.amin().view(1), known.amax().view(1)]).tolist()
+        if values[-2] < 0:
+            raise ValueError(f"known.tokens must be codes >= 0 at the known positions; got "
+                             f"{values[-2]}")
+        run = cls(args, args.strategy.needs(), n, (h, w), known[:width].clone(),
+                  generate[:width].clone(), Slots.start(values[:-2], width),
+                  counts[:width].clone(), out, values[-1])
+        run.buffers["known"], run.buffers["generate"] = known, generate
+        return run
 
     def bind_device(self, device: torch.device) -> None:
         """After the first denoise call: move state to the logits' device, bind the strategy."""
-        self.tokens = self.tokens.to(device)
-        self.masked = self.masked.to(device)
+        if self.known_max >= (self.k or 0):
+            raise ValueError(f"known.tokens hold code {self.known_max} but the denoiser's "
+                             f"logits have K={self.k} classes: known codes must be in [0, K)")
+        for name in ("tokens", "masked", "total", "out"):
+            value = getattr(self, name)
+            setattr(self, name, None if value is None else value.to(device))
+        for name in ("known", "generate"):
+            if name in self.buffers:
+                self.buffers[name] = self.buffers[name].to(device)
         a = self.args
+        item = _index(self.slots.item, device) if self.slots.rolling else None
+        self.buffers["item"] = item  # type: ignore[assignment]
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
-                                             a.temperature, device))
-        self.graph = step_graph(self.rule, device, a.strategy.step_invariant)
+                                             a.temperature, device, self.total, item))
+        self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
+        self.item_step = torch.zeros(self.tokens.shape[0], dtype=torch.long, device=device)
+
+    def turnover(self) -> None:
+        """Finished items leave their slots (their tokens kept in `out` in a rolling batch) and
+        waiting items take them at their own step 0. Every write is in place, so the rule's
+        RunInfo and a captured graph see it; no host sync."""
+        for slot, done, joining in self.slots.turnover():
+            if self.out is not None:
+                self.out[done].copy_(self.tokens[slot])
+            if joining is None:
+                continue
+            if "known" in self.buffers:
+                self.tokens[slot].copy_(self.buffers["known"][joining])
+                self.masked[slot].copy_(self.buffers["generate"][joining])
+                self.total[slot].fill_(self.slots.item_counts[joining])  # type: ignore[index]
+            else:
+                self.tokens[slot].zero_()
+                self.masked[slot].fill_(True)
+            if self.item_step is not None:
+                self.item_step[slot].zero_()
+            if self.buffers.get("item") is not None:
+                self.buffers["item"][slot].fill_(joining)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -223,16 +174,24 @@ class _Run:
         return buf
 
     def sync_counts(self) -> bool:
-        """The loop's single host synchronisation per step: the per-item masked counts [B].
+        """The loop's single host synchronisation per step: the per-slot masked counts [S].
 
-        They give the early exit (True while anything is masked) and size the next step's row
-        gather and per-item draws, so nothing else in a step has to wait for the device.
+        They give the early exit, move finished items out and waiting ones in (`turnover`) and
+        size the next step's row gather and per-item draws, so nothing else in a step has to
+        wait for the device. True while any item is left to run.
         """
         values = torch.cat([self.masked.sum(dim=1), self.nonfinite.view(1).long()]).tolist()
-        self.counts = values[:-1]
+        self.slots.counts = values[:-1]
         if values[-1]:
             self.raise_nonfinite()
-        return any(self.counts)
+        stuck = [self.slots.item[s] for s in self.slots.active()
+                 if self.slots.ran[s] >= self.args.steps]
+        if stuck:
+            raise RuntimeError(f"strategy {self.args.strategy.name!r} left tokens masked after "
+                               f"its last step (T={self.args.steps}) for item(s) {stuck}; a "
+                               "strategy must unmask everything on an item's step T - 1")
+        self.turnover()
+        return bool(self.slots.active())
 
     def raise_nonfinite(self) -> None:
         raise ValueError(
@@ -241,16 +200,19 @@ class _Run:
             "scale"
         )
 
-    def predict(self, logits: torch.Tensor) -> tuple[Stats, StepNoise]:
-        """Noise and statistics of each item's masked rows, item by item, mapped to [B, N].
+    def predict(self, logits: torch.Tensor, rows: list[int] | None) -> tuple[Stats, StepNoise]:
+        """Noise and statistics of each running item's masked rows, item by item, mapped to
+        [S, N] (zeros in slots with nothing masked).
 
-        Two [M, K] views of the run's workspace serve every item in turn (M = max L_i): the
-        gathered rows (when anything is gathered or upcast) and the Gumbel noise, which then
-        takes the softmax. Items with nothing masked are skipped (they draw nothing).
+        logits: [S, N, K] (rows None: row s is slot s) or [A, N, K] for the running slots
+        only (rows[s] = the row of slot s). Two [M, K] views of the run's workspace serve every
+        item in turn (M = max L_i): the gathered rows (when anything is gathered or upcast) and
+        the Gumbel noise, which then takes the softmax. Each item draws from its own generator.
         """
-        idx = _masked_first(self.masked, self.counts)
-        b, _, k = logits.shape
-        m = max(self.counts)
+        counts = self.slots.counts
+        idx = _masked_first(self.masked, counts)
+        s_count, k = len(counts), logits.shape[-1]
+        m = max(counts)
         dtype = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
         own = None
         if idx is not None or dtype != logits.dtype:
@@ -258,41 +220,65 @@ class _Run:
         buf = self.workspace("noise", k, torch.float32, logits.device)[:m]
         a = self.args
         stats, noises = [], []
-        for i, (gen, count) in enumerate(zip(a.generators, self.counts, strict=True)):
-            if count == 0:
-                continue
-            rows = _item_rows(logits[i], None if idx is None else idx[i, :count], own)
-            noise = draw_item_noise(gen, rows, a.temperature, buf[:count], self.needs.remask,
+        for slot in self.slots.active():
+            count, gen = counts[slot], a.generators[self.slots.item[slot]]
+            x = logits[slot if rows is None else rows[slot]]
+            x = _item_rows(x, None if idx is None else idx[slot, :count], own)
+            noise = draw_item_noise(gen, x, a.temperature, buf[:count], self.needs.remask,
                                     self.needs.uniform)
-            stats.append((i, count, item_stats(rows, self.needs, noise.sampled, buf[:count])))
-            noises.append((i, count, noise))
+            stats.append((slot, count, item_stats(x, self.needs, noise.sampled, buf[:count])))
+            noises.append((slot, count, noise))
         names = ("sampled", *STAT_NAMES)
-        pred = _stack_rows(stats, b, m, names, logits)
+        pred = _stack_rows(stats, s_count, m, names, logits)
         if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
-            pred["sampled"] = logits.new_zeros((b, m), dtype=torch.long)
-        noise = _stack_rows(noises, b, m, ("remask", "uniform"), logits)
+            pred["sampled"] = logits.new_zeros((s_count, m), dtype=torch.long)
+        noise = _stack_rows(noises, s_count, m, ("remask", "uniform"), logits)
         moved = _to_positions({**pred, **noise}, idx, self.n)
         return (Stats(**{f: moved[f] for f in names}),
                 StepNoise(None, moved["remask"], moved["uniform"]))
+
+    def denoise(self, active: list[int]) -> tuple[torch.Tensor, list[int] | None]:
+        """One denoise call: every slot (a denoiser without `items`, or all slots running in a
+        plain batch), else only the running slots with their items' indices. Returns the
+        logits and the row of each slot (None: row = slot)."""
+        a = self.args
+        width = self.tokens.shape[0]
+        if not a.takes_items:
+            return a.denoise(self.tokens, self.masked), None
+        if len(active) == width and not self.slots.rolling:
+            return a.denoise(self.tokens, self.masked, items=None), None
+        idx = _index(active, self.tokens.device)
+        logits = a.denoise(self.tokens.index_select(0, idx), self.masked.index_select(0, idx),
+                           items=[self.slots.item[s] for s in active])
+        rows = [0] * width
+        for r, slot in enumerate(active):
+            rows[slot] = r
+        return logits, rows
 
     def step(self, step: int, record: bool = True) -> dict[str, Any] | None:
         """One denoise call and one unmasking decision by the strategy; returns the record
         (None with record=False: with no callback its tensors would be built for nothing)."""
         a = self.args
-        logits = a.denoise(self.tokens, self.masked)
+        active = self.slots.active()
+        logits, rows = self.denoise(active)
         self.nfe += 1
-        self.k = check_logits(logits, a.shape[0], self.n, self.k)
+        self.k = check_logits(logits, self.tokens.shape[0] if rows is None else len(active),
+                              self.n, self.k)
         if step == 0:
             self.bind_device(logits.device)
         masked = self.masked
-        stats, noise = self.predict(logits)
+        stats, noise = self.predict(logits, rows)
         # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
         # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
         # the last step, which has no sync, is not checked).
-        probe = next(v for v in (stats.top1, stats.log_conf, stats.margin) if v is not None)
+        probe = next((v for v in (stats.top1, stats.log_conf, stats.margin, stats.logit_gap)
+                      if v is not None), logits)  # a rule that reads no statistics: the logits
         self.nonfinite = torch.isnan(probe).any()
-        middle = self.graph is not None and 0 < step < a.steps - 1
-        commit = (self.graph if middle else self.rule)(step, masked, stats, noise)
+        item_step = self.item_step.clone() if record else None
+        commit = (self.graph if self.graph is not None and step > 0 else self.rule)(
+            self.item_step, masked, stats, noise)
+        self.item_step.add_(1)  # in place: a captured graph reads this very tensor
+        self.slots.stepped(active)
         unmasked = masked & ~commit.masked
         self.tokens = torch.where(unmasked, commit.tokens, self.tokens)
         self.masked = commit.masked
@@ -310,52 +296,78 @@ class _Run:
             "t_eff": commit.t_eff.to(torch.float32),
             "phase": commit.phase,
             "grid": self.grid,
+            "total": (torch.full_like(commit.phase, self.n) if self.total is None
+                      else self.total.clone()),
+            "items": list(self.slots.item),
+            "item_step": item_step,
+            "done": self.slots.done,
+            "batch": len(self.slots.item_counts),
         }
 
 
 def sample(
-    denoise: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    denoise: Callable[..., torch.Tensor],
     shape: Sequence[int],
-    steps: int,
+    steps: int | None = None,
     strategy: str | Strategy = "ladr",
-    policy: LADRPolicy | None = None,
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
     callback: Callable[[dict[str, Any]], None] | None = None,
     schedule: str | Schedule = "cosine",
-    prophet: ProphetPolicy | None = None,
     device: torch.device | str | None = None,
+    cuda_graph: bool = True,
+    known: KnownTokens | None = None,
+    max_batch: int | None = None,
 ) -> SampleResult:
-    """Generate B token grids of H x W with `steps` = T schedule steps (contract: ARCHITECTURE 1).
+    """Generate B token grids of H x W (contract: docs/ARCHITECTURE.md section 1).
 
-    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `Prophet(policy)`; it carries its
-    own policy) or a name: "baseline" (official DiMOO `generate_image`), "ladr" (Algorithm 1
-    with `policy`, default LADRPolicy()), "prophet" (baseline plus Prophet early commit with
-    `prophet`, default ProphetPolicy()). temperature 0 = greedy with no random draw (except a
-    random LADR ablation). generator: None (device default generator), one generator shared by
-    all items (each step, item 0 draws its noise, then item 1, ...), or a list of B generators
-    (item i with g_i equals a B=1 run with g_i). Noise is drawn only for each item's masked
-    rows, as official (order: ladr_core.noise). Noise is drawn on the generator's device and
-    moved to the logits' device; use a generator on the denoiser's device to avoid the copy.
-    device: where the first `tokens` passed to `denoise` live (default: the generator's device,
-    else CPU); from then on all state lives on the device of the returned logits. The loop
-    stops early once nothing is masked and always finishes within T steps (the last step
-    unmasks everything).
+    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `LADR.preset("nano")`,
+    `Prophet(policy)`: it carries its own policy), a registered strategy name ("baseline",
+    "ladr", "prophet": their defaults) or an LADR preset name; resolved once, here
+    (ladr_core.registry). steps: the schedule length T (None: the strategy's own T, else 64).
+    temperature 0 = greedy with no random draw (except a random LADR ablation). generator: None
+    (device default generator), one generator shared by all items (each step, item 0 draws its
+    noise, then item 1, ...), or a list of B generators (item i with g_i equals a B=1 run with
+    g_i). Noise is drawn only for each item's masked rows, as official (order:
+    ladr_core.noise), on the generator's device, then moved to the logits' device; use a
+    generator on the denoiser's device to avoid the copy. device: where the first `tokens`
+    passed to `denoise` live (default: the generator's device, else CPU); from then on all state
+    lives on the device of the returned logits. cuda_graph: replay a step-invariant rule as one
+    CUDA graph on a CUDA device (ladr_core.graphs; False runs it eagerly, same results). Every
+    item finishes within T of its own steps (its last step unmasks everything). known: the
+    starting state for inpainting / outpainting (KnownTokens: known codes and the positions to
+    generate); known positions are never changed, and every schedule runs over each item's
+    count to generate (N_total), as the official painting mode's does; an item with nothing to
+    generate makes no call.
+
+    A denoiser that takes `items=` (a list of item indices, or None for all B in order) is sent
+    only the items still running: a finished item leaves the pass. max_batch (None = B): items
+    in flight at once; below B the batch rolls: when an item finishes, the next waiting item
+    takes its place at its own step 0 (such a denoiser is then required). Either way item i's
+    tokens equal its own B = 1 run with its own generator.
     """
-    args = validate_arguments(denoise, shape, steps, strategy, policy, temperature, generator,
-                              callback, schedule, prophet, device)
+    args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
+                              callback, schedule, device, cuda_graph, known, max_batch)
     run = _Run.start(args)
-    steps_run = 0
-    # Algorithm 1 lines 3-6: at most T steps, and `break` once nothing is masked anywhere.
-    for step in range(args.steps):
+    run.turnover()  # items with nothing to generate finish before any call
+    step = 0
+    # Algorithm 1 lines 3-6, per item: at most T of its steps, and `break` once nothing is
+    # masked; the loop runs while any item is running or waiting.
+    while run.slots.active():
         record = run.step(step, record=callback is not None)
-        steps_run += 1
+        step += 1
         if callback is not None:
             callback(record)
-        # The loop's single host synchronisation: stop once nothing is masked anywhere.
-        if step < args.steps - 1 and not run.sync_counts():
+        if run.slots.last_step(args.steps):  # everyone's last step: no count to read
             break
-    return SampleResult(tokens=run.tokens, nfe=run.nfe, steps=steps_run)
+        if not run.sync_counts():  # the loop's single host synchronisation per step
+            break
+    tokens = run.tokens if run.out is None else run.out
+    if run.out is not None and run.slots.active():  # items that ended without a final read
+        run.slots.counts = [0] * len(run.slots.counts)
+        run.turnover()
+    return SampleResult(tokens=tokens, nfe=run.nfe, steps=step,
+                        item_nfe=list(run.slots.item_nfe))
 
 
-__all__ = ["STEP_RECORD_KEYS", "STRATEGIES", "SampleResult", "StepNoise", "sample"]
+__all__ = ["STEP_RECORD_KEYS", "KnownTokens", "SampleResult", "StepNoise", "sample"]

@@ -86,3 +86,19 @@ def get_schedule(schedule: str | Schedule = "cosine") -> Schedule:
         f"schedule must be one of {sorted(SCHEDULES)} or a ladr_core.schedules.Schedule; "
         f"got {schedule!r}"
     )
+
+
+def count_at(schedule: Schedule, n: int | torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """floor(n * gamma(t)) per item: LongTensor shaped like t (t in schedule precision).
+
+    n: the token count the schedule runs over, one int for every item or a tensor [B] (per-item
+    counts: inpainting). The count of tokens the schedule leaves masked at time t. The floor
+    gets a guard of 1e-9 n (float64) / 1e-6 n (float32) so exact integers such as
+    36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23 by the last bit of
+    gamma.
+    """
+    eps = 1e-9 if t.dtype == torch.float64 else 1e-6
+    if isinstance(n, torch.Tensor):
+        count = n.to(t.dtype)
+        return (count * schedule.gamma(t) + count * eps).floor().long()
+    return (float(n) * schedule.gamma(t) + n * eps).floor().long()

@@ -1,24 +1,19 @@
-"""What a strategy is: the Strategy interface, what it sees and says per step, and the
-selection primitives every strategy shares.
+"""What a strategy is: the Strategy interface and what it sees and says per step.
 
 A strategy is a frozen object that declares what the loop must compute for it each step
 (`needs()`: per-token statistics and noise) and decides the step (`begin(run)` returns its
 per-step rule, a `StepRule`). The loop in sampling.py never asks which strategy it runs.
-The strategies themselves: ladr_core.strategies (Baseline, Prophet, the name registry) and
-ladr_core.ladr (LADR, Algorithm 1).
+The strategies: ladr_core.baseline (Baseline), ladr_core.ladr (LADR, Algorithm 1) and
+ladr_core.prophet (Prophet); the selection primitives they share: ladr_core.select; how a name
+becomes a strategy: ladr_core.registry.
 
-Every function is batched tensor work on the inputs' device with no host synchronisation and no
-host -> device copy: per-item counts are [B] tensors, selections use a stable sort plus a rank
-comparison (never boolean-mask indexing, nonzero() or Python loops over items), and per-phase
-policy values enter kernels as Python scalars.
-
-Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor [B, N] (True = still
-masked); scores are FloatTensors [B, N].
+A rule is batched tensor work on the inputs' device with no host synchronisation and no
+host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor
+[B, N] (True = still masked); scores are FloatTensors [B, N].
 """
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -55,6 +50,17 @@ class RunInfo:
     schedule: Schedule
     temperature: float
     device: torch.device
+    # tokens each item generates, LongTensor [B] on `device`: its masked count at the start
+    # (N_total of Algorithm 1, the official painting mode's `vq_len`); None = N for every item
+    # (text-to-image). Schedules run over this count, not over N.
+    total: torch.Tensor | None = None
+    # the item each slot runs, LongTensor [S] on `device`, updated in place as items join a
+    # rolling batch (None: slot s runs item s all along)
+    item: torch.Tensor | None = None
+
+    def generated(self) -> int | torch.Tensor:
+        """N_total per item: `total` (clamped >= 1: a division never meets 0), else N."""
+        return self.n if self.total is None else self.total.clamp_min(1)
 
     @property
     def sched_dtype(self) -> torch.dtype:
@@ -94,19 +100,35 @@ class Commit:
     phase: torch.Tensor
 
 
-StepRule = Callable[[int, torch.Tensor, Stats, StepNoise], Commit]
-"""(step, masked [B, N], stats, noise) -> Commit: a strategy bound to one run."""
+StepRule = Callable[[torch.Tensor, torch.Tensor, Stats, StepNoise], Commit]
+"""(step LongTensor [B], masked [B, N], stats, noise) -> Commit: a strategy bound to one run.
+`step[b]` is item b's own step index (0-based): items of one pass may be at different steps
+(a rolling batch admits new items while others finish), so a rule reads it per item, as a
+tensor, never as a host value."""
+
+
+DEFAULT_STEPS = 64
+"""DiMOO's default schedule length T (the official `generate_image` default)."""
 
 
 class Strategy(ABC):
     """Base of every strategy. `steps`: the schedule length T the strategy was tuned at (None =
-    the caller's T); `name`: the string accepted for it at the public boundary."""
+    the caller's T); `name`: the string accepted for it at the public boundary (a registered
+    strategy, ladr_core.registry)."""
 
     name: ClassVar[str]
     steps: int | None
-    # True when the rule depends on the step index only through "is it the last step": on a
-    # GPU its middle steps then replay one CUDA graph (ladr_core.graphs).
+    # True when the rule's kernels do not depend on host values that change from step to step
+    # (it reads `step` only as the tensor it is given): on a GPU the rule is then captured once
+    # as a CUDA graph and replayed (ladr_core.graphs).
     step_invariant: ClassVar[bool] = False
+
+    def run_steps(self, requested: int | None = None) -> int:
+        """The T a run uses: `requested`, else the T this strategy was tuned at, else DiMOO's 64.
+        The one place a default T is chosen."""
+        if requested is not None:
+            return requested
+        return DEFAULT_STEPS if self.steps is None else self.steps
 
     @abstractmethod
     def needs(self) -> Needs:
@@ -118,75 +140,12 @@ class Strategy(ABC):
         masked tokens each step commits and what they receive."""
 
 
-# ---------------------------------------------------------------- selection primitives
-def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
-    """Boolean [B, N]: the `count[b]` positions of row b that come first in a stable sort.
-
-    score: [B, N]; count: LongTensor [B]. Ties keep index order, so selections are
-    deterministic and exactly `count[b]` positions are chosen (clamped to N).
-    """
-    order = torch.argsort(score, dim=1, descending=descending, stable=True)
-    ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
-    chosen_sorted = ranks < count.unsqueeze(1)
-    return torch.zeros_like(chosen_sorted).scatter_(1, order, chosen_sorted)
+def check_steps(owner: str, steps: object) -> None:
+    """A strategy's tuned T: None or an int >= 1 (ValueError naming the strategy otherwise)."""
+    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
+        raise ValueError(f"{owner}(steps=...): steps must be None (the caller's T) or an int "
+                         f">= 1; got {steps!r}")
 
 
-def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask.
-
-    Decoded positions never compete (they sort last with +inf) and can never be re-selected.
-    """
-    score = score.masked_fill(~masked, math.inf)
-    return _select_by_rank(score, count, descending=False) & masked
-
-
-def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """The `count[b]` positions of `pool` with the highest score (count <= |pool| expected)."""
-    score = score.masked_fill(~pool, -math.inf)
-    return _select_by_rank(score, count, descending=True) & pool
-
-
-def pick_rescued(metric: str, candidates: str, cand: torch.Tensor, valid: torch.Tensor,
-                 m_std: torch.Tensor, top1: torch.Tensor, margin: torch.Tensor,
-                 uniform: torch.Tensor | None, k_res: torch.Tensor) -> torch.Tensor:
-    """Which k_res[b] tokens are rescued (Alg. 1 lines 29-30, and the paper's ablations).
-
-    cand: the frontier C_t [B, N]; valid: the candidates that pass the threshold; m_std:
-    BoolTensor [B, N] after standard selection; top1 / margin: [B, N]; uniform: [B, N] U[0, 1)
-    for a random ablation. "margin" takes the k_res valid candidates with the largest Delta;
-    the ablations keep k_res and change only which tokens (Fig. 5 candidates, Fig. 6 metric).
-    """
-    if candidates == "random":
-        return take_highest(uniform, m_std, k_res)
-    if metric == "margin":
-        score, pool = margin, valid
-    elif metric == "confidence":
-        score, pool = top1, valid
-    else:  # "random": uniform over the whole neighbourhood, ignoring certainty (Fig. 6)
-        score, pool = uniform, cand
-    if candidates == "non_neighbors":
-        # Off-frontier masked tokens first (score + 2 beats any score in [0, 1]), then the
-        # frontier.
-        score, pool = score + 2.0 * (m_std & ~cand), m_std
-    return take_highest(score, pool, k_res)
-
-
-def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
-    """t_eff = gamma^-1(masked count / N) per item: [B] in schedule precision (Prop. 2)."""
-    return run.schedule.gamma_inv(masked.sum(dim=1).to(run.sched_dtype) / run.n)
-
-
-def noisy_confidence(stats: Stats, noise: StepNoise, temperature: float) -> torch.Tensor:
-    """The official DiMOO ranking score [B, N]: log p(sampled) + temperature * Gumbel (no noise
-    at temperature 0)."""
-    if noise.remask is None:
-        return stats.log_conf
-    return stats.log_conf + temperature * noise.remask
-
-
-def no_phase(t_eff: torch.Tensor) -> torch.Tensor:
-    return torch.full_like(t_eff, -1, dtype=torch.long)
-
-
-__all__ = ["STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule", "Strategy", "pick_rescued",
-           "effective_time", "keep_lowest", "no_phase", "noisy_confidence", "take_highest"]
+__all__ = ["DEFAULT_STEPS", "STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule",
+           "Strategy", "check_steps"]

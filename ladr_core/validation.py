@@ -3,6 +3,7 @@ names the argument, the allowed range and (where useful) the fix."""
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -11,12 +12,45 @@ from numbers import Real
 import torch
 
 from .noise import generators_for
-from .policy import LADRPolicy
+from .registry import resolve_strategy
 from .schedules import Schedule, get_schedule
 from .step import Strategy
-from .strategies import as_strategy
 
 Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class KnownTokens:
+    """Tokens fixed before sampling (inpainting, outpainting): sample() starts from them.
+
+    tokens: LongTensor [B, N], codes in [0, K) at the known positions (values where `generate`
+    is True are ignored); generate: BoolTensor [B, N], True = a position the sampler generates
+    (it starts masked), False = known (never changed, by any strategy). The official painting
+    mode starts its loop the same way: known codes in the sequence, MASK where it generates.
+    """
+
+    tokens: torch.Tensor
+    generate: torch.Tensor
+
+
+def check_known(known: object, batch: int, n: int) -> KnownTokens | None:
+    """sample()'s `known`: None, or a KnownTokens of tensors [B, N] (integer tokens, bool mask)."""
+    if known is None:
+        return None
+    if not isinstance(known, KnownTokens):
+        raise ValueError(f"known must be None or a ladr_core.KnownTokens(tokens, generate); got "
+                         f"{type(known).__name__}")
+    for name, value in (("tokens", known.tokens), ("generate", known.generate)):
+        if not isinstance(value, torch.Tensor) or tuple(value.shape) != (batch, n):
+            got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+            raise ValueError(f"known.{name} must be a tensor [B={batch}, N={n}]; got {got}")
+    if known.tokens.is_floating_point() or known.tokens.is_complex() \
+            or known.tokens.dtype == torch.bool:
+        raise ValueError(f"known.tokens must hold integer codes; got dtype {known.tokens.dtype}")
+    if known.generate.dtype != torch.bool:
+        raise ValueError(f"known.generate must be a BoolTensor (True = generate); got dtype "
+                         f"{known.generate.dtype}")
+    return known
 
 
 @dataclass(frozen=True)
@@ -31,6 +65,34 @@ class SampleArgs:
     generators: list[torch.Generator | None]  # one per item (None = the default generator)
     schedule: Schedule
     device: torch.device  # where the first tokens / masked passed to denoise live
+    cuda_graph: bool  # replay a step-invariant rule as a CUDA graph (graphs.py)
+    known: KnownTokens | None = None  # the starting state (None: everything masked)
+    max_batch: int = 1  # items in flight at once (B unless the batch rolls)
+    takes_items: bool = False  # denoise(tokens, masked, items=...): finished items leave
+
+
+def takes_items(denoise: object) -> bool:
+    """True when `denoise` accepts the keyword `items` (the items of the rows it is sent)."""
+    try:
+        params = inspect.signature(denoise).parameters  # type: ignore[arg-type]
+    except (TypeError, ValueError):  # a builtin without a signature: the plain contract
+        return False
+    return "items" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def check_max_batch(max_batch: object, batch: int, items: bool) -> int:
+    """sample()'s `max_batch`: None = B; an int >= 1 (above B it is B). Below B the batch
+    rolls, which needs a denoiser that takes `items=`."""
+    if max_batch is None:
+        return batch
+    if not isinstance(max_batch, int) or isinstance(max_batch, bool) or max_batch < 1:
+        raise ValueError(f"max_batch must be None or an int >= 1 (items in flight at once); "
+                         f"got {max_batch!r}")
+    if max_batch < batch and not items:
+        raise ValueError(f"max_batch={max_batch} < B={batch} makes a rolling batch, which needs "
+                         "a denoiser that takes items= (DiMOODenoiser does); pass max_batch=None "
+                         "to run all B items together")
+    return min(max_batch, batch)
 
 
 def _check_shape(shape: object) -> tuple[int, int, int]:
@@ -72,30 +134,36 @@ def _default_device(device: object, generator: object) -> torch.device:
     return torch.device("cpu")
 
 
+def check_steps_arg(steps: object) -> None:
+    """sample()'s / generate()'s `steps`: an int >= 1 (the schedule resolution T)."""
+    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
+
+
 def validate_arguments(
     denoise: Denoise,
     shape: Sequence[int],
-    steps: int,
+    steps: int | None,
     strategy: str | Strategy,
-    policy: LADRPolicy | None,
     temperature: float,
     generator: object,
     callback: object,
     schedule: str | Schedule,
-    prophet: object,
     device: object,
+    cuda_graph: object,
+    known: object = None,
+    max_batch: object = None,
 ) -> SampleArgs:
-    """Check every sample() argument; return them normalised as SampleArgs."""
+    """Check every sample() argument; return them normalised as SampleArgs (the strategy
+    resolved once, through ladr_core.registry)."""
+    chosen = resolve_strategy(strategy)
     if not callable(denoise):
         raise ValueError(
             "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
         )
     shape = _check_shape(shape)
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
-    if policy is not None and not isinstance(policy, LADRPolicy):
-        raise ValueError(f"policy must be a LADRPolicy or None; got {type(policy).__name__}")
-    chosen = as_strategy(strategy, policy, prophet)
+    steps = chosen.run_steps(steps)
+    check_steps_arg(steps)
     ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
     if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
         raise ValueError(
@@ -104,9 +172,14 @@ def validate_arguments(
     _check_generator(generator, shape[0])
     if callback is not None and not callable(callback):
         raise ValueError("callback must be None or callable(record: dict)")
+    if not isinstance(cuda_graph, bool):
+        raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
+    known = check_known(known, shape[0], shape[1] * shape[2])
+    items = takes_items(denoise)
+    width = check_max_batch(max_batch, shape[0], items)
     return SampleArgs(denoise, shape, steps, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
-                      _default_device(device, generator))
+                      _default_device(device, generator), cuda_graph, known, width, items)
 
 
 def check_logits(logits: object, batch: int, n: int, k: int | None) -> int:

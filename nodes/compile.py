@@ -7,7 +7,7 @@ time), later queue runs reuse it. The loaded model stays eager for workflows tha
 
 from __future__ import annotations
 
-from ladr_core.dimoo.compile import COMPILE_BACKENDS, COMPILE_MODES
+from ladr_core import COMPILE_BACKENDS, COMPILE_MODES
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel

@@ -4,13 +4,17 @@ The payload is what `web/ladr_preview_draw.js` draws (a pure function of it), so
 contract like the step record's: added, never renamed.
 
   node (str)       ComfyUI node id of the sampler        step (int, 1-based) / steps (int T)
-  phase (str)      exploration | structure | refinement | n/a   (record `phase` of item 0)
+  phase (str)      exploration | structure | refinement | n/a   (of the shown image)
   strategy (str)   ladr | baseline | prophet             nfe (int, denoiser calls so far)
-  masked_pct (float, % of item 0 still masked)           rescued / unmasked (int, this step)
-  progress (float) in [0, 1]: t_eff = gamma^-1(masked share) after the step of the slowest
-                   item (cosine schedule, the one generate() uses); monotone, 1.0 at the end
+  masked_pct (float, % of the shown image still masked)  rescued / unmasked (int, this step)
+  progress (float) in [0, 1]: (images finished + each image in flight's t_eff =
+                   gamma^-1(masked share of what it generates)) / images, after the step
+                   (cosine schedule, the one generate() uses); monotone, 1.0 at the end
   grid [h, w]      token grid; bitmaps below are h*w bits, row-major, MSB first, base64
   rescued_bits     tokens rescued by LADR this step      masked_bits   tokens still masked
+  image (int)      1-based index of the shown image (the first in flight; a rolling batch
+                   moves on as images finish)           images (int) in the whole run
+  images_done (int) images finished before this step
   done (bool)      True on the final event, which adds `stats` (see `stats_dict`)
 
 The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
@@ -25,8 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ladr_core.policy import PHASE_NAMES
-from ladr_core.schedules import get_schedule
+from ladr_core import PHASE_NAMES, get_schedule
 
 EVENT = "ladr.step"
 PROGRESS_SCHEDULE = get_schedule("cosine")
@@ -62,16 +65,27 @@ def shrink(pil: Any, max_side: int | None) -> Any:
     return pil.resize(size, Image.NEAREST)
 
 
+def shown_slot(record: dict) -> int:
+    """The slot whose image the preview and the widget show: the first slot holding an image
+    (slot 0 = image 0 in a plain batch; in a rolling batch the first image still in flight)."""
+    return next((s for s, item in enumerate(record.get("items", [0])) if item >= 0), 0)
+
+
 def _step_bytes(record: dict, image: torch.Tensor | None) -> list[torch.Tensor]:
     """What a step's event (and preview) needs, as flat uint8 tensors on the record's device:
-    the preview's RGB bytes [h, w, 3] (when given), item 0's masked / rescued / unmasked rows
-    [N] each, then every item's masked count and item 0's phase as int32 bytes."""
+    the preview's RGB bytes [h, w, 3] (when given), the shown slot's masked / rescued /
+    unmasked rows [N] each, then every slot's masked count and count to generate and the shown
+    slot's phase as int32 bytes."""
     masked_all = record["masked"]
+    s = shown_slot(record)
+    total = record.get("total")
+    if total is None:
+        total = torch.full_like(masked_all[:, 0], masked_all.shape[1], dtype=torch.long)
     phase = record.get("phase")
-    ints = [masked_all.sum(dim=1)] + ([phase[:1]] if phase is not None else [])
+    ints = [masked_all.sum(dim=1), total] + ([phase[s:s + 1]] if phase is not None else [])
     out = [] if image is None else [rgb8(image).reshape(-1)]
-    out += [masked_all[0].to(torch.uint8), record["rescued"][0].to(torch.uint8),
-            record["unmasked"][0].to(torch.uint8),
+    out += [masked_all[s].to(torch.uint8), record["rescued"][s].to(torch.uint8),
+            record["unmasked"][s].to(torch.uint8),
             torch.cat([t.reshape(-1).to(torch.int32) for t in ints]).view(torch.uint8)]
     return out
 
@@ -107,9 +121,14 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
     masked, rescued, unmasked = (t.bool() for t in pieces[:3])
     n = masked.numel()
     b = record["masked"].shape[0]
-    ints = pieces[3].clone().view(torch.int32)  # clone: an aligned buffer for the int view
-    most_masked = int(ints[:b].max())
-    ph = int(ints[b]) if ints.numel() > b else -1
+    ints = pieces[3].clone().view(torch.int32).tolist()  # clone: an aligned buffer for the view
+    counts, totals = ints[:b], ints[b:2 * b]
+    ph = ints[2 * b] if len(ints) > 2 * b else -1
+    items = record.get("items", list(range(b)))
+    images = int(record.get("batch", b))
+    done = int(record.get("done", 0))
+    flying = sum(float(PROGRESS_SCHEDULE.gamma_inv(c / max(t, 1)))
+                 for c, t, item in zip(counts, totals, items, strict=True) if item >= 0)
     h, w = record["grid"]
     return {
         "node": None if node_id is None else str(node_id),
@@ -119,12 +138,15 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
         "phase": PHASE_NAMES[ph] if 0 <= ph < len(PHASE_NAMES) else "n/a",
         "nfe": int(record["nfe"]),
         "masked_pct": round(100.0 * int(masked.sum()) / max(n, 1), 2),
-        "progress": float(PROGRESS_SCHEDULE.gamma_inv(most_masked / max(n, 1))),
+        "progress": min(1.0, (done + flying) / max(images, 1)),
         "rescued": int(rescued.sum()),
         "unmasked": int(unmasked.sum()),
         "grid": [int(h), int(w)],
         "rescued_bits": pack_bits(rescued),
         "masked_bits": pack_bits(masked),
+        "image": int(items[shown_slot(record)]) + 1,
+        "images": images,
+        "images_done": done,
         "done": False,
     }
 
@@ -132,6 +154,7 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
 def stats_dict(result: Any, strategy: str) -> dict:
     """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports."""
     full = int(getattr(result, "token_forwards_full", 0) or 0)
+    items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)
     saved = 0.0 if full <= 0 else round(100.0 * (1.0 - used / full), 1)
     out = {
@@ -142,6 +165,7 @@ def stats_dict(result: Any, strategy: str) -> dict:
         "token_forwards": used,
         "token_forwards_full": full,
         "forwards_saved_pct": saved,
+        "nfe_per_image": round(sum(items) / len(items), 2) if items else float(result.nfe),
     }
     scored = getattr(result, "self_score", None)
     if scored is not None:  # opt-in: generate(self_score=...), its passes are extra forwards
@@ -152,16 +176,19 @@ def stats_dict(result: Any, strategy: str) -> dict:
 
 def stats_text(stats: dict) -> str:
     """One human line for the STRING output, e.g. for a Preview-as-Text node."""
-    line = (
+    text = (
         f"{stats['strategy']}: {stats['steps']} steps, NFE {stats['nfe']}, "
         f"{stats['seconds']:.2f} s, token forwards {stats['token_forwards']}/"
         f"{stats['token_forwards_full']} ({stats['forwards_saved_pct']:.1f}% saved)"
     )
+    if stats.get("images", 1) > 1:
+        text += (f"; {stats['images']} images, {stats['in_flight']} in flight, "
+                 f"{stats['nfe_per_image']:.1f} NFE per image")
     if "self_score" in stats:
         scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
-        line += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
+        text += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
                  f"{stats['self_score_passes']} extra passes per image)")
-    return line
+    return text
 
 
 def final_payload(node_id: str | None, stats: dict, last: dict | None) -> dict:

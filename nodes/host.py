@@ -1,8 +1,9 @@
 """The ONLY module of the pack that touches ComfyUI (STYLE.md "one place touches the host").
 
 Every ComfyUI import (`comfy`, `comfy_api`, `folder_paths`, `server`) happens lazily inside a
-function, so importing this module probes nothing. Without ComfyUI each function falls back to
-CPU / a no-op, which is what lets the nodes run under pytest.
+function, so importing this module probes nothing. Without ComfyUI's runtime (`comfy` not
+imported) each device, memory, progress and event function falls back to CPU / a no-op, which
+is what lets the nodes' classmethods run under pytest.
 
 V3 API version: we pin `comfy_api.v0_0_2`, the newest *numbered* API that ComfyUI 0.33 ships
 (`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
@@ -35,76 +36,17 @@ def _comfy_module(name: str) -> ModuleType | None:
 
 
 def v3() -> tuple[Any, type]:
-    """(io module, ComfyExtension base): ComfyUI's pinned V3 API, or, without ComfyUI, the
-    declaration recorder below."""
+    """(io module, ComfyExtension base) of ComfyUI's pinned V3 API, `comfy_api.v0_0_2`.
+
+    The one import of the API version. Outside ComfyUI the nodes cannot be declared (use
+    `ladr_core` from Python instead); the unit tests install a strict stand-in under that
+    name (tests/comfy_stand_in.py)."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
-    except ImportError:
-        return DECLARATIONS, DECLARATIONS.ComfyExtension
+    except ImportError as exc:
+        raise ImportError("ComfyUI-LADR's nodes need ComfyUI >= 0.33 (its comfy_api.v0_0_2); "
+                          "outside ComfyUI use the ladr_core package from Python") from exc
     return io, ComfyExtension
-
-
-class Declared:
-    """One schema, input or output exactly as a node declared it: the keyword arguments it
-    passed, readable as attributes (None for anything it did not pass)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._kwargs = kwargs
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return self._kwargs.get(name)
-
-
-@dataclass(frozen=True)
-class _Kind:
-    """io.Int, io.Combo, io.Custom("X"), ...: declares inputs/outputs of socket type io_type."""
-
-    io_type: str
-
-    def Input(self, id: str, **kwargs: Any) -> Declared:  # noqa: N802 - comfy_api's name
-        return Declared(io_type=self.io_type, id=id, **kwargs)
-
-    def Output(self, id: str | None = None, **kwargs: Any) -> Declared:  # noqa: N802
-        return Declared(io_type=self.io_type, id=id, **kwargs)
-
-
-class _Declarations:
-    """Why this exists: CI has no ComfyUI (comfy_api ships only inside ComfyUI and needs its
-    whole environment), yet CI must check that every saved workflow still matches the nodes'
-    declarations and run the nodes' classmethods. Without ComfyUI, `v3()` returns this recorder
-    in place of `comfy_api...io`: it implements NOTHING of ComfyUI (no validation, no execution,
-    no UI); it records what each node declares, verbatim, and holds what `execute` returns.
-    Socket types follow ComfyUI's rule (io.Int -> "INT", io.Custom("X") -> "X"). The same node
-    classes run against the real comfy_api in tests/test_comfyui_integration.py."""
-
-    Schema = Declared
-
-    class ComfyNode:
-        hidden: Any = None
-
-    class ComfyExtension:
-        pass
-
-    class Hidden:
-        unique_id = "UNIQUE_ID"
-
-    class NodeOutput:
-        def __init__(self, *args: Any, ui: dict | None = None) -> None:
-            self.args, self.ui = args, ui
-
-    @staticmethod
-    def Custom(io_type: str) -> _Kind:  # noqa: N802 - comfy_api's name
-        return _Kind(io_type)
-
-    def __getattr__(self, name: str) -> _Kind:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return _Kind(name.upper())
-
-
-DECLARATIONS = _Declarations()
 
 
 def in_comfyui() -> bool:
@@ -165,18 +107,32 @@ def model_folder_paths() -> list[str]:
 
 
 # ---------------------------------------------------------------- memory management
-def model_operations(fp8: bool) -> Any | None:
-    """ComfyUI's layer classes for the transformer (None without the host = ``torch.nn``).
+def model_operations(fp8: bool = False, comfy_quant: bool = False, gguf: bool = False,
+                     compute_dtype: torch.dtype | None = None) -> Any | None:
+    """ComfyUI's layer classes for the transformer (None without the host = the core's own).
 
-    fp8 weights: ``comfy.ops.manual_cast`` (weights cast to the compute dtype at use, as ComfyUI
-    does when the weight and compute dtypes differ); otherwise ``disable_weight_init``. Both
-    carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and cast them at use
-    when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
+    * ``comfy_quant`` (a folder in ComfyUI's quantized format): what ComfyUI picks for its own
+      quantized checkpoints, ``comfy.ops.pick_operations(..., model_config)`` with
+      ``quant_config`` set, i.e. ``mixed_precision_ops`` with the formats this device cannot
+      compute natively marked emulated; its fast fp8 / int8 matmuls and ``--fast`` flags apply.
+    * fp8 weights (the pack's per-channel format) and GGUF bytes: ``comfy.ops.manual_cast``
+      (weights cast or dequantized at use; the core derives its GGUF / scaled classes from it).
+    * otherwise ``disable_weight_init``.
+
+    All carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and bring them over
+    at use when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
     """
     ops = _comfy_module("comfy.ops")
     if ops is None:
         return None
-    return ops.manual_cast if fp8 else ops.disable_weight_init
+    if comfy_quant:
+        from types import SimpleNamespace
+
+        mm = _comfy_module("comfy.model_management")
+        config = SimpleNamespace(quant_config={"mixed_ops": True})  # comfy.utils' own marker
+        return ops.pick_operations(None, compute_dtype, load_device=mm.get_torch_device(),
+                                   model_config=config)
+    return ops.manual_cast if (fp8 or gguf) else ops.disable_weight_init
 
 
 @dataclass
@@ -204,6 +160,17 @@ def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = N
     holder = torch.nn.ModuleDict({"vq": vq}) if vq is not None else None
     vq_patcher = cls(holder, load_device=load, offload_device=offload) if holder is not None else None
     return Patchers(cls(transformer, load_device=load, offload_device=offload), vq_patcher)
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Free bytes on `device` for new work: ComfyUI's own figure inside the host (it counts
+    what it can still evict), else CUDA's; None for a CPU."""
+    mm = _comfy_module("comfy.model_management")
+    if mm is not None and device.type != "cpu":
+        return int(mm.get_free_memory(device))
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    return None
 
 
 def load_to_device(patchers: Patchers | None, memory_required: int = 0,

@@ -1,22 +1,28 @@
-"""Load DiMOO Model: a checkpoint folder (official layout) -> LADR_DIMOO_MODEL.
+"""Load DiMOO Model: a checkpoint folder (official layout) or a GGUF file -> LADR_DIMOO_MODEL.
 
 Choices are the sub-folders of every `lumina_dimoo` model folder ComfyUI knows (its
 `models/lumina_dimoo/` plus any `lumina_dimoo:` path from extra_model_paths.yaml) that hold a
-`config.json`, and the built-in nano checkpoint. The loaded pipeline is cached across queue
-runs, keyed on (folder, its config.json mtime, dtype, device[, weight_dtype]); changing an input
-reloads. The optional `weight_dtype` input (absent in older saved workflows = "default") stores
-the block linears in fp8. Inside ComfyUI the transformer is built from `comfy.ops` classes and
-wrapped in a ModelPatcher, so it loads partially when VRAM is short (--lowvram, --novram,
---reserve-vram apply); the VQ has its own patcher and is always loaded whole.
+`config.json`, the `.gguf` files there and one folder down, and the built-in nano checkpoint.
+Hidden entries and conversions that did not finish are not listed. The loaded pipeline is
+cached across queue runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing
+an input reloads. The optional `weight_dtype` input (absent in older saved workflows =
+"default") stores the block linears in the pack's fp8 while loading. Inside ComfyUI the
+transformer is built from `comfy.ops` classes (ComfyUI's `mixed_precision_ops` for folders in
+its quantized format, `manual_cast` for fp8 and GGUF) and wrapped in a ModelPatcher, so it
+loads partially when VRAM is short (--lowvram, --novram, --reserve-vram apply); the VQ has its
+own patcher and is always loaded whole. docs/reports/QUANTIZATION.md compares the formats.
 """
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import torch
 
 import ladr_core
+from ladr_core.dimoo.quant_load import is_quantized_folder
+from ladr_core.dimoo.staging import INCOMPLETE_MARKER
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
@@ -29,20 +35,38 @@ WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.
 _CACHE: dict[tuple, DiMOOModel] = {}
 
 
+def _listed(root: str, name: str) -> str | None:
+    """The choice name of entry ``name`` of a model folder, or None when it is not a model."""
+    path = os.path.join(root, name)
+    if name.startswith("."):
+        return None  # hidden: e.g. a converter's staging folder or file
+    if name.lower().endswith(".gguf") and os.path.isfile(path):
+        return name
+    if os.path.isfile(os.path.join(path, "config.json")):
+        return None if os.path.exists(os.path.join(path, INCOMPLETE_MARKER)) else name
+    return None
+
+
 def model_choices() -> list[str]:
-    """[built-in nano] + sorted checkpoint sub-folders (those with a config.json)."""
+    """[built-in nano] + sorted checkpoint folders (with a config.json) and GGUF files (in a
+    model folder or one sub-folder down, as ``sub/name.gguf``)."""
     found: set[str] = set()
     for root in host.model_folder_paths():
         if not os.path.isdir(root):
             continue
         for name in os.listdir(root):
-            if os.path.isfile(os.path.join(root, name, "config.json")):
-                found.add(name)
+            choice = _listed(root, name)
+            if choice is not None:
+                found.add(choice)
+            elif os.path.isdir(os.path.join(root, name)) and not name.startswith("."):
+                sub = os.path.join(root, name)
+                found.update(f"{name}/{g}" for g in os.listdir(sub)
+                             if g.lower().endswith(".gguf") and _listed(sub, g) == g)
     return [NANO, *sorted(found)]
 
 
 def resolve_model_path(model_name: str) -> str:
-    """Folder of `model_name`; a clear error naming the searched folders when it is missing."""
+    """Folder or GGUF file of `model_name`; a clear error naming the searched folders."""
     if model_name == NANO:
         nano = ladr_core.nano_model_path()
         if not os.path.isfile(os.path.join(nano, "config.json")):
@@ -50,11 +74,18 @@ def resolve_model_path(model_name: str) -> str:
                              f"install ({nano}); reinstall ComfyUI-LADR or pick a folder model.")
         return str(nano)
     roots = host.model_folder_paths()
+    gguf = model_name.lower().endswith(".gguf")
     for root in roots:
         path = os.path.join(root, model_name)
-        if os.path.isfile(os.path.join(path, "config.json")):
+        if os.path.isfile(path) if gguf else os.path.isfile(os.path.join(path, "config.json")):
             return path
     where = ", ".join(roots) if roots else "(no lumina_dimoo model folder is registered)"
+    if gguf:
+        raise ValueError(
+            f"model_name: GGUF file {model_name!r} was not found in {where}. Put it at "
+            f"models/lumina_dimoo/{model_name} and refresh (make one with python -m "
+            "ladr_core.dimoo.save SRC OUT.gguf --weight-dtype Q4_K_M), or pick "
+            f"{NANO!r}.")
     raise ValueError(
         f"model_name: checkpoint folder {model_name!r} with a config.json was not found in "
         f"{where}. Put the official Lumina-DiMOO folder (config.json, *.safetensors, tokenizer "
@@ -68,7 +99,8 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     path = resolve_model_path(model_name)
     device = host.torch_device()
     torch_dtype = host.pick_dtype(dtype, device)
-    mtime = os.path.getmtime(os.path.join(path, "config.json"))
+    gguf = path.lower().endswith(".gguf")
+    mtime = os.path.getmtime(path if gguf else os.path.join(path, "config.json"))
     key = (os.path.realpath(path), mtime, str(torch_dtype), str(device))
     if weight_dtype != "default":  # old keys unchanged: the tokens' model_key stays the same
         key = (*key, weight_dtype)
@@ -80,7 +112,9 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     # weights to `device` before each run (partially when VRAM is short), after freeing memory
     # held by other models. Layers are built from ComfyUI's operations so that works.
     extra: dict[str, object] = {}
-    ops = host.model_operations(fp8=weight_dtype != "default")
+    comfy_quant = not gguf and is_quantized_folder(Path(path))
+    ops = host.model_operations(fp8=weight_dtype != "default", comfy_quant=comfy_quant,
+                                gguf=gguf, compute_dtype=torch_dtype)
     if ops is not None:
         extra["operations"] = ops
     if weight_dtype != "default":
@@ -109,14 +143,18 @@ class LoadDiMOOModel(io.ComfyNode):
             display_name="Load DiMOO Model",
             category="LADR",
             search_aliases=["lumina", "dimoo", "lumina-dimoo", "load checkpoint"],
-            description="Loads a Lumina-DiMOO checkpoint folder (official layout) from "
+            description="Loads a Lumina-DiMOO checkpoint folder (official layout, or "
+            "converted to fp8 / ComfyUI's quantized format) or a GGUF file from "
             "models/lumina_dimoo/, or the small built-in nano model that runs on a CPU.",
             inputs=[
                 io.Combo.Input(
                     "model_name", options=model_choices(), default=NANO,
-                    tooltip="Checkpoint folder under models/lumina_dimoo/ (or an "
-                    "extra_model_paths.yaml 'lumina_dimoo:' path). The built-in nano model is "
-                    "tiny and CPU-friendly; the real 8B Lumina-DiMOO needs a GPU.",
+                    tooltip="Checkpoint folder or .gguf file under models/lumina_dimoo/ (or an "
+                    "extra_model_paths.yaml 'lumina_dimoo:' path). 8B weights: bf16 folder 15 "
+                    "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "
+                    "GB cards; ComfyUI fp8 runs the fast fp8 matmul on RTX 40xx / H100); GGUF "
+                    "Q8_0 8.6 GB, Q4_K_M about 5 GB (8 GB cards). Make them with python -m "
+                    "ladr_core.dimoo.save. The built-in nano model is tiny and CPU-friendly.",
                 ),
                 io.Combo.Input(
                     "dtype", options=DTYPE_CHOICES, default="auto",
@@ -127,9 +165,10 @@ class LoadDiMOOModel(io.ComfyNode):
                     "weight_dtype", options=WEIGHT_DTYPE_CHOICES, default="default",
                     optional=True,
                     tooltip="Storage of the transformer blocks' linear weights. default: as the "
-                    "folder stores them (in `dtype`). fp8_e4m3fn / fp8_e5m2: 8-bit with a scale "
-                    "per output channel, computed in `dtype` (about half the memory of bf16; "
-                    "e4m3fn is the more accurate). A folder saved in fp8 loads as saved.",
+                    "folder or file stores them (always use default for GGUF files and "
+                    "converted folders). fp8_e4m3fn / fp8_e5m2: convert a bf16 folder to 8-bit "
+                    "while loading, a scale per output channel, computed in `dtype` (about half "
+                    "the memory of bf16; e4m3fn is the more accurate).",
                 ),
             ],
             outputs=[io.Custom(MODEL_TYPE).Output("model", tooltip="DiMOO model handle.")],

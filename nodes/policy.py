@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import partial
 
-from ladr_core.ladr import LADR
-from ladr_core.policy import (
+from ladr_core import (
     CANDIDATES,
+    LADR,
     METRICS,
     NO_TAU,
     PHASE_NAMES,
@@ -30,11 +30,11 @@ from ladr_core.policy import (
     RESCUE_TOKENS,
     SELECTIONS,
     LADRPolicy,
+    Prophet,
     ProphetPolicy,
+    Strategy,
     tau_from_number,
 )
-from ladr_core.step import Strategy
-from ladr_core.strategies import Prophet
 
 from . import host
 from .handles import POLICY_TYPE

@@ -11,20 +11,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import ladr_core
-from ladr_core.step import Strategy
-from ladr_core.strategies import STRATEGY_NAMES, as_strategy, default_steps
+from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strategy_names
 
-from . import events, host, threads
+from . import batching, events, host, threads
 from . import policy as policy_node
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 from .validate import input_error
 
 io, _ = host.v3()
 
-STRATEGIES = ["ladr", *(n for n in STRATEGY_NAMES if n != "ladr")]  # widget order: ladr first
+STRATEGIES = ["ladr", *(n for n in strategy_names() if n != "ladr")]  # widget order: ladr first
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
-SIZE_MULTIPLE = 16
-SIZE_MIN, SIZE_MAX = 16, 2048
+SIZE_MIN, SIZE_MAX = SIZE_STEP, 2048
 SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_size"
 CFG_AUTO = -1.0  # cfg widget value meaning "the checkpoint's default_cfg"
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
@@ -32,15 +30,19 @@ NODE = "DiMOO Sampler"
 EMPTY_PROMPT = "prompt is empty: write what the image should show"
 
 
-def split_prompts(prompt: str, one_per_line: bool) -> list[str]:
-    """The prompt widget -> prompt list (one per non-empty line when `one_per_line`).
+def split_prompts(prompt: str, one_per_line: bool) -> tuple[list[str], int]:
+    """The prompt widget -> (prompt list, empty lines skipped): one prompt per non-empty line
+    when `one_per_line` (an empty line between prompts is skipped, and the stats line says
+    so; it is not a prompt and not an error).
 
     ValueError when no prompt is left: an empty prompt is refused in both modes."""
     if not prompt.strip():
         raise ValueError(f"{NODE}: {EMPTY_PROMPT}")
     if not one_per_line:
-        return [prompt]
-    return [line.strip() for line in prompt.splitlines() if line.strip()]
+        return [prompt], 0
+    lines = prompt.strip().splitlines()
+    prompts = [line.strip() for line in lines if line.strip()]
+    return prompts, len(lines) - len(prompts)
 
 
 def resolve_size(value: int) -> int | None:
@@ -59,16 +61,14 @@ def resolve_cfg(value: float) -> float | None:
     return cfg
 
 
-def check_size(name: str, value: int, multiple: int = SIZE_MULTIPLE) -> str | None:
-    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine."""
+def check_size(name: str, value: int, multiple: int = SIZE_STEP) -> str | None:
+    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine: the core's one size
+    rule (ladr_core.dimoo.prompt.size_problem) with the checkpoint's VQ factor."""
     if value == SIZE_AUTO:
         return None
-    if not SIZE_MIN <= value <= SIZE_MAX:
+    if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
         return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
-    if value % multiple:
-        return (f"{name}={value} is not a multiple of {multiple} (the VQ factor: one token per "
-                f"{multiple}x{multiple} pixels); use {value // multiple * multiple or multiple}")
-    return None
+    return size_problem(name, value, multiple)
 
 
 def check_options(policy: object | None, cache: object | None) -> None:
@@ -86,25 +86,29 @@ def check_options(policy: object | None, cache: object | None) -> None:
         )
 
 
-def pick_strategy(name: str, connected: Strategy | None, steps: int) -> tuple[Strategy, int, str]:
-    """The strategy widget + the policy socket -> (strategy to run, its T, a note for stats).
+def pick_strategy(name: str, connected: Strategy | None, steps: int
+                  ) -> tuple[Strategy, int | None, str]:
+    """The strategy widget + the policy socket -> (strategy to run, the T to ask for, a note).
 
     The socket's strategy runs when it is of the chosen kind (an LADR Policy with "ladr", a
     Prophet Policy with "prophet"); otherwise the chosen kind's defaults run and the note says
     the connected one was not used (it may stay connected for A/B runs). A preset tuned at its
-    own T (nano: 128) brings it: the `steps` widget is then not used, and the note says so.
+    own T (nano: 128) brings it: the T asked for is then None (the strategy's own, chosen by
+    `Strategy.run_steps`), the `steps` widget is not used, and the note says so.
     """
     if name not in STRATEGIES:
         raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
     note = ""
-    chosen = as_strategy(name)
+    chosen = resolve_strategy(name)
     if connected is not None and connected.name == name:
         chosen = connected
     elif connected is not None:
         note = f"; the connected {policy_node.describe(connected)} was not used (strategy is {name!r})"
-    if chosen.steps is not None and chosen.steps != steps:
+    if chosen.steps is None:
+        return chosen, steps, note
+    if chosen.steps != steps:
         note += f"; T={chosen.steps} from the policy preset (steps={steps} not used)"
-    return chosen, default_steps(chosen) if chosen.steps is not None else steps, note
+    return chosen, None, note
 
 
 def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
@@ -113,7 +117,9 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
-        preview = pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])[0]
+        s = events.shown_slot(record)  # an image in flight (a rolling batch moves on)
+        preview = pipe.preview(record["tokens"][s:s + 1], record["masked"][s:s + 1],
+                               record["grid"])[0]
         # the preview's bytes, the masks and the counts: one device -> host transfer per step
         payload, image = events.step_update(record, node_id, preview)
         progress.update(round(progress.total * payload["progress"]), image)
@@ -123,25 +129,37 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     return on_step
 
 
-def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None = None,
-                **kw: object) -> tuple[DiMOOTokens, dict]:
-    """Host-aware generate: memory load, progress, events; returns tokens + stats."""
+def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
+                negative_prompt: str | None, width: int, height: int, steps: int | None,
+                cfg: float, temperature: float, seed: int, strategy: Strategy,
+                cache: object | None, batch_size: int,
+                max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict]:
+    """Host-aware generate: memory load, progress, events; returns tokens + stats.
+
+    width / height: widget values (SIZE_AUTO = the checkpoint's default); cfg: the widget value
+    (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T; max_batch: images
+    in flight (batching.AUTO: from the device and its free memory), the rest roll in."""
     pipe = model.pipe
-    for name in ("width", "height"):
-        err = check_size(name, int(kw[name]), max(SIZE_MULTIPLE, pipe.vq_factor))
+    sizes = {}
+    for name, value in (("width", width), ("height", height)):
+        err = check_size(name, int(value), max(SIZE_STEP, pipe.vq_factor))
         if err:
             raise ValueError(f"{NODE}: {err}")
-        kw[name] = resolve_size(kw[name])
-    kw["cfg"] = resolve_cfg(kw["cfg"])
+        sizes[name] = resolve_size(value)
     host.load_to_device(model.patcher)
+    images = len(prompts) * batch_size
+    flying = batching.in_flight(max_batch, pipe, images, sizes["width"], sizes["height"], cache)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():  # decode=False: VQ Decode is its own node
-        res = pipe.generate(prompts, callback=make_callback(pipe, node_id, progress, last),
-                            decode=False, **kw)
+        res = pipe.generate(prompts, negative_prompt=negative_prompt, steps=steps,
+                            cfg=resolve_cfg(cfg), temperature=temperature, seed=seed,
+                            strategy=strategy, cache=cache, batch_size=batch_size,
+                            callback=make_callback(pipe, node_id, progress, last),
+                            decode=False, max_batch=flying, **sizes)
     progress.update(progress.total)
-    strategy = kw["strategy"]
-    stats = events.stats_dict(res, getattr(strategy, "name", str(strategy)))
+    stats = events.stats_dict(res, strategy.name)
+    stats.update(images=images, in_flight=flying)
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
@@ -171,34 +189,45 @@ class DiMOOSampler(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, prompt: str) -> bool | str:
-        """Only `prompt` is named, so ComfyUI shows an error once, on the prompt (validate.py).
-        Ranges are the schema's; width/height multiples and cfg are checked in execute."""
+    def validate_inputs(cls, prompt: str | None = None, width: int | None = None,
+                        height: int | None = None) -> bool | str:
+        """Refuses an empty prompt and a width / height off the 16 px grid or out of range
+        before anything runs (an 8B model is not loaded for a size that cannot work).
+
+        ComfyUI attaches a failure to every input named here (nodes/validate.py): the three,
+        so each message starts with the input that is wrong. Each argument defaults to None:
+        an input missing from the workflow or fed by a link is not passed, and ComfyUI reports
+        a missing one itself. cfg and the checkpoint's own VQ factor are checked in execute."""
         if isinstance(prompt, str) and not prompt.strip():
-            return EMPTY_PROMPT  # empty in both modes: one_prompt_per_line needs no look
+            return EMPTY_PROMPT  # empty in both modes
+        for name, value in (("width", width), ("height", height)):
+            err = check_size(name, value) if isinstance(value, int) else None
+            if err:
+                return err
         return True
 
     @classmethod
     def execute(cls, model: DiMOOModel, prompt: str, negative_prompt: str, width: int,
                 height: int, steps: int, cfg: float, temperature: float, seed: int,
                 batch_size: int, strategy: str, one_prompt_per_line: bool,
-                policy: object | None = None, cache: object | None = None) -> io.NodeOutput:
+                policy: object | None = None, cache: object | None = None,
+                max_batch: int = batching.AUTO) -> io.NodeOutput:
         check_options(policy, cache)
         chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
+        prompts, skipped = split_prompts(prompt, one_prompt_per_line)
+        if skipped:
+            note += f"; {skipped} empty prompt line{'s' * (skipped > 1)} skipped"
         tokens, stats = run_sampler(
-            model, split_prompts(prompt, one_prompt_per_line), node_id,
-            negative_prompt=negative_prompt or None, width=width, height=height, steps=steps,
-            cfg=cfg, temperature=temperature, seed=seed, strategy=chosen, cache=cache,
-            batch_size=batch_size)
+            model, prompts, node_id, negative_prompt=negative_prompt or None, width=width,
+            height=height, steps=steps, cfg=cfg, temperature=temperature, seed=seed,
+            strategy=chosen, cache=cache, batch_size=batch_size, max_batch=max_batch)
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 
 def _nano_cfg_hint() -> str:
     """'; the built-in dimoo-nano was tuned for X' (empty if its config does not say)."""
-    from ladr_core.assets import nano_default_cfg
-
-    value = nano_default_cfg()
+    value = ladr_core.nano_default_cfg()
     return "" if value is None else f"; the built-in dimoo-nano was tuned for {value:g}"
 
 
@@ -211,10 +240,10 @@ def _inputs() -> list:
         io.String.Input("negative_prompt", multiline=True, default="",
                         tooltip="Optional: what to steer away from (used by CFG; empty = the "
                         "model's unconditional prompt)."),
-        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
                      tooltip="Image width in pixels, a multiple of 16 (one token per 16 px); "
                      "0 = the checkpoint's default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
-        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_MULTIPLE,
+        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
                      tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
                      "default size."),
         io.Int.Input("steps", default=64, min=1, max=1000,
@@ -241,4 +270,12 @@ def _inputs() -> list:
                                      "the paper's) or Prophet Policy (strategy prophet)."),
         io.Custom(CACHE_TYPE).Input("cache", optional=True,
                                     tooltip="Optional ML-Cache Options (default: no cache)."),
+        # added after the others, optional: workflows saved without it get the default
+        io.Int.Input("max_batch", default=batching.AUTO, min=batching.AUTO,
+                     max=batching.MAX_IN_FLIGHT, optional=True,
+                     tooltip="Images in flight at once. More prompts (one per line) or a "
+                     "larger batch_size roll through: a finished image makes room for the "
+                     "next. Images are identical whatever the value; it trades speed for "
+                     "memory. 0 = automatic: what the GPU's free memory holds (up to 8), 4 on "
+                     "a CPU."),
     ]

@@ -6,15 +6,15 @@ This sweep runs a short list of candidates on the *validation* prompts
 (`scenes.validation_specs`, never the benchmark's held-out prompts) with seed = prompt index,
 scores the decoded images with the evaluator and picks the best overall score among the
 candidates whose mean NFE is at most 64 / 3.5 (the issue's speed target against baseline-64).
-`ladr_core.policy.POLICY_PRESETS["nano"]` holds the pick, and a test checks it against the
+`ladr_core.PRESETS["nano"]` holds the pick, and a test checks it against the
 committed JSON. Per-image NFE is counted from the step records (a batch runs until its slowest
 item is done; an item's NFE is the number of steps it still had masked tokens).
 
     python -m testbed.tune_policy --prompts 288 --json benchmarks/results/nano_policy_sweep.json
 
 ``--adaptive`` runs `ADAPTIVE_CANDIDATES` instead: the few settings of the self-calibrating
-rescue (`ladr_core.adaptive`) tried on validation prompts (the first three before
-`POLICY_PRESETS["adaptive"]` was fixed, the anchor_quantile 1.0 rows after its test-set
+rescue (`ladr_core.rescue.adaptive_rescue`) tried on validation prompts (the first three before
+`PRESETS["adaptive"]` was fixed, the anchor_quantile 1.0 rows after its test-set
 result), with the baseline at nearby T (`ADAPTIVE_REFERENCES`) for comparison. Its settings are meant to carry over to other models unchanged (no per-model
 search); the quality benchmark (`benchmarks/quality.py --set test`) never shares an item with
 these prompts.
@@ -33,8 +33,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ladr_core.adaptive import AdaptiveRescue
-from ladr_core.policy import LADRPolicy
+from ladr_core import LADR, AdaptiveRescue, Baseline, LADRPolicy
 from testbed import scenes
 from testbed.evaluator import score_images
 
@@ -73,7 +72,8 @@ def evaluate(pipe, specs: list, strategy: str, steps: int, policy: LADRPolicy | 
     start = time.perf_counter()
     for s in range(0, len(specs), batch):
         live: list[torch.Tensor] = []  # per step: [B] True where the item still had masks
-        res = pipe.generate(captions[s:s + batch], steps=steps, strategy=strategy, policy=policy,
+        res = pipe.generate(captions[s:s + batch], steps=steps,
+                            strategy=Baseline() if policy is None else LADR(policy),
                             seed=s, callback=lambda r, live=live: live.append(
                                 (r["masked"] | r["unmasked"]).any(dim=1)))
         nfe += torch.stack(live).sum(dim=0).tolist()

@@ -33,11 +33,19 @@ def _gumbel(u: torch.Tensor) -> torch.Tensor:
 
 
 def reference_generate(
-    denoise, n: int, steps: int, temperature: float, generator: torch.Generator | None
+    denoise, n: int, steps: int, temperature: float, generator: torch.Generator | None,
+    known: tuple[torch.Tensor, torch.Tensor] | None = None,
 ) -> tuple[torch.Tensor, int]:
-    """Official loop for one item of N tokens; returns (tokens LongTensor [1, N], nfe)."""
+    """Official loop for one item of N tokens; returns (tokens LongTensor [1, N], nfe).
+
+    known: (codes [1, N], generate BoolTensor [1, N]) for the official painting mode
+    (inference_t2i.py --painting_mode): the loop starts from the known codes with MASK only at
+    the positions to generate, so vq_len (the schedule's count) is the count to generate."""
     x = torch.zeros(1, n, dtype=torch.long)
     vq_mask = torch.ones(1, n, dtype=torch.bool)
+    if known is not None:
+        x = known[0].clone().masked_fill(known[1], 0)
+        vq_mask = known[1].clone()
     vq_len = vq_mask.sum(dim=1, keepdim=True)
     nfe = 0
     for step in range(steps):

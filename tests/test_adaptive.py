@@ -1,4 +1,4 @@
-"""Self-calibrating rescue (ladr_core.adaptive): threshold from the step's own picks, budget from
+"""Self-calibrating rescue (ladr_core.rescue.adaptive_rescue): threshold from the step's own picks, budget from
 the schedule's pace, degenerate margins, ablations, bad input. Checked through sample()'s step
 records against values recomputed here from the denoiser's logits."""
 
@@ -11,10 +11,8 @@ import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
 
-from ladr_core import LADRPolicy, sample
-from ladr_core.adaptive import AdaptiveRescue, adaptive_rescue, pace_cap, subset_quantile
-from ladr_core.frontier import frontier
-from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+from ladr_core import LADR, PRESETS, AdaptiveRescue, LADRPolicy, sample
+from ladr_core.rescue import adaptive_rescue, frontier, pace_cap, subset_quantile
 from ladr_core.schedules import get_schedule
 
 GRID = (6, 6)
@@ -94,7 +92,7 @@ def test_rescue_respects_anchor_frontier_and_pace(q):
     policy = _policy(pace=2.0, q=q)
     chk = StepChecker(den, policy, steps=24)
     gens = [torch.Generator().manual_seed(s) for s in range(3)]
-    res = sample(den, (3, *GRID), 24, "ladr", policy, generator=gens, callback=chk)
+    res = sample(den, (3, *GRID), 24, LADR(policy), generator=gens, callback=chk)
     assert chk.rescued_total > 0  # the checks above saw real rescues
     assert res.nfe < 24 and res.tokens.shape == (3, N)
 
@@ -103,7 +101,7 @@ def test_pace_zero_is_ladr_without_rescue():
     den = LocalityDenoiser(make_table(2, N, 8, seed=1), GRID)
     off = LADRPolicy(alpha=(0.0, 0.0, 0.0), selection="gumbel", rescue_token="argmax",
                      seen_only=True)
-    runs = [sample(den, (2, *GRID), 16, "ladr", p, generator=torch.Generator().manual_seed(7))
+    runs = [sample(den, (2, *GRID), 16, LADR(p), generator=torch.Generator().manual_seed(7))
             for p in (_policy(pace=0.0), off)]
     assert torch.equal(runs[0].tokens, runs[1].tokens) and runs[0].nfe == runs[1].nfe
 
@@ -122,8 +120,7 @@ class ConstantDenoiser:
 def test_equal_margins_advance_at_the_capped_pace_and_never_stall(temperature):
     steps, pace = 32, 3.0
     recs: list[dict] = []
-    res = sample(ConstantDenoiser([3.0, 1.0, 0.0, 0.0]), (2, *GRID), steps, "ladr",
-                 _policy(pace=pace, seen_only=False), temperature=temperature,
+    res = sample(ConstantDenoiser([3.0, 1.0, 0.0, 0.0]), (2, *GRID), steps, LADR(_policy(pace=pace, seen_only=False)), temperature=temperature,
                  generator=torch.Generator().manual_seed(0), callback=recs.append)
     assert not res.tokens.eq(-1).any() and recs[-1]["masked"].sum() == 0
     sched = get_schedule("cosine")
@@ -142,7 +139,7 @@ def test_equal_margins_advance_at_the_capped_pace_and_never_stall(temperature):
 
 def test_no_preference_at_all_rescues_nothing_and_falls_back_to_the_schedule():
     recs: list[dict] = []
-    res = sample(ConstantDenoiser([0.0] * 4), (1, *GRID), 12, "ladr", _policy(seen_only=False),
+    res = sample(ConstantDenoiser([0.0] * 4), (1, *GRID), 12, LADR(_policy(seen_only=False)),
                  generator=torch.Generator().manual_seed(0), callback=recs.append)
     assert not any(r["rescued"].any() for r in recs)
     assert recs[-1]["masked"].sum() == 0 and res.nfe <= 12
@@ -157,8 +154,8 @@ def test_ablations_keep_the_budget_and_change_only_which_tokens():
     counts, sets = set(), []
     for kw in ({}, {"metric": "confidence"}, {"metric": "random"},
                {"candidates": "random"}, {"candidates": "non_neighbors"}):
-        r = adaptive_rescue(m_std, before, top1, margin, uniform, t_eff, 16,
-                            get_schedule("cosine"), _policy(seen_only=False, **kw), GRID)
+        r = adaptive_rescue(_policy(seen_only=False, **kw), m_std, before, top1, margin,
+                            uniform, t_eff, 16, get_schedule("cosine"), GRID)
         assert bool((r <= m_std).all())
         counts.add(tuple(r.sum(dim=1).tolist()))
         sets.append(r)
@@ -186,7 +183,7 @@ def test_adaptive_policy_rejects_unused_paper_fields_and_wrong_types():
 
 
 def test_preset_and_repr():
-    preset = POLICY_PRESETS["adaptive"]
-    assert isinstance(preset.adaptive, AdaptiveRescue) and PRESET_STEPS["adaptive"] >= 16
+    preset = PRESETS["adaptive"].policy
+    assert isinstance(preset.adaptive, AdaptiveRescue) and PRESETS["adaptive"].steps >= 16
     assert "adaptive" not in repr(LADRPolicy()) and "AdaptiveRescue(" in repr(preset)
-    assert POLICY_PRESETS["paper"] == LADRPolicy() and LADRPolicy().adaptive is None
+    assert PRESETS["paper"].policy == LADRPolicy() and LADRPolicy().adaptive is None

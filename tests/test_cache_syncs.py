@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from benchmarks.common import SyncCounter, sampler_reads
-from ladr_core import POLICY_PRESETS, sample
+from ladr_core import LADR, sample
 from ladr_core.dimoo.cache import MLCacheConfig
 from ladr_core.dimoo.hostlag import HostLag
 from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
@@ -50,9 +50,9 @@ def test_a_cached_run_syncs_once_per_step(pipe: DiMOOPipeline, strategy: str, ca
     steps = 12
     den = pipe.make_denoiser(PROMPTS, None, width=16, height=16, cfg=2.0, cache=CACHES[cache],
                              steps=steps)
-    policy = POLICY_PRESETS["nano"] if strategy == "ladr" else None
+    chosen = LADR.preset("nano") if strategy == "ladr" else strategy
     with SyncCounter() as counter:
-        res = sample(den, shape=(2, 4, 4), steps=steps, strategy=strategy, policy=policy,
+        res = sample(den, shape=(2, 4, 4), steps=steps, strategy=chosen,
                      generator=[torch.Generator().manual_seed(i) for i in range(2)])
     assert res.steps > 1
     # the sampler's one read per step and nothing else

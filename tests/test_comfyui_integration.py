@@ -123,7 +123,7 @@ def server(tmp_path_factory):
     (base / "custom_nodes").mkdir()
     (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
     sys.path.insert(0, str(ROOT / "tests"))
-    from fixtures_dimoo import write_tiny_checkpoint
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
     yaml = base / "extra_model_paths.yaml"
@@ -266,23 +266,48 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
     assert http(port, "/object_info/LADR_Policy")[0] == 200
 
 
-@pytest.mark.parametrize(("node", "inputs", "wrong"), [
-    ("3", {"prompt": ""}, "prompt"),
-    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, "prompt"),
-    ("3", {"width": 4096}, "width"),
-    ("3", {"cfg": 99.0}, "cfg"),
-    ("1", {"dtype": "fp8x"}, "dtype"),
-    ("1", {"model_name": "gone"}, "model_name"),
+SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (validate.py)
+
+
+@pytest.mark.parametrize(("node", "inputs", "wrong", "needle"), [
+    ("3", {"prompt": ""}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"width": 4096}, SAMPLER_NAMED, "width=4096 is outside [16, 2048]"),
+    ("3", {"height": 1000}, SAMPLER_NAMED,
+     "height=1000 is not a multiple of 16 (one token per 16 x 16 pixels); nearest valid "
+     "height: 992 or 1008"),
+    ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
+    ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
+    ("3", {"max_batch": -1}, ["max_batch"], "smaller than min"),
+    ("3", {"max_batch": "two"}, ["max_batch"], "invalid literal"),
+    ("1", {"model_name": "gone"}, ["model_name"], "gone"),
 ])
-def test_each_mistake_gives_one_message_on_its_input(server, node, inputs, wrong) -> None:
-    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
+def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
+                                                                needle) -> None:
+    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
+    one input, or the sampler's three, whose message names the wrong one."""
     port, _ = server
     wf = _workflow("ladr_nano_text_to_image")
     wf[node]["inputs"].update(inputs)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
     errors = body["node_errors"][node]["errors"]
-    assert [e["extra_info"]["input_name"] for e in errors] == [wrong], errors
+    assert [e["extra_info"]["input_name"] for e in errors] == wrong, errors
+    assert all(needle in json.dumps(e) for e in errors), errors
+
+
+def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
+    """A workflow saved without the prompt input: ComfyUI's 'Required input is missing' on
+    prompt, not a Python TypeError from validate_inputs."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    del wf["3"]["inputs"]["prompt"]
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = body["node_errors"]["3"]["errors"]
+    assert [(e["type"], e["extra_info"]["input_name"]) for e in errors] == [
+        ("required_input_missing", "prompt")], errors
+    assert "missing 1 required positional argument" not in json.dumps(body)
 
 
 def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> None:
@@ -294,16 +319,6 @@ def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> 
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert len(errors) == 1 and errors[0]["node_id"] == "2"
     assert "phase_bounds" in errors[0]["exception_message"]
-
-
-def test_width_off_the_grid_fails_once_at_execution_naming_the_fix(server) -> None:
-    port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
-    wf["3"]["inputs"].update(width=1000, seed=4242)
-    _, msgs = _run(port, wf)
-    errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
-    assert len(errors) == 1 and errors[0]["node_id"] == "3"
-    assert "width=1000 is not a multiple of 16" in errors[0]["exception_message"]
 
 
 @pytest.mark.skipif(not NANO_READY, reason="needs the shipped nano model")
@@ -380,6 +395,37 @@ def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
 
     pa, pb = (Image.open(BytesIO(b)).convert("RGB").tobytes() for b in imgs)
     assert pa == pb
+
+
+def _pixels(port: int, image: dict) -> bytes:
+    from io import BytesIO
+
+    from PIL import Image
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={image['filename']}"
+                                f"&subfolder={image['subfolder']}&type=output") as r:
+        return Image.open(BytesIO(r.read())).convert("RGB").tobytes()
+
+
+def test_a_prompt_list_rolling_through_one_slot_gives_the_batchs_images_in_order(server) -> None:
+    """Four prompts with max_batch 1 (each image alone, the next joins when it finishes) and
+    with max_batch 3 (a rolling batch): the same four images, in prompt order; the bar rises to
+    1 and the stats say how many images were in flight."""
+    port, _ = server
+    runs = {}
+    for flying in (1, 3):
+        wf = _workflow("ladr_batch_of_prompts")
+        wf["3"]["inputs"].update(seed=4242, max_batch=flying)
+        pid, msgs = _run(port, wf)
+        assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+        steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
+        progress = [s["progress"] for s in steps[:-1]]
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert steps[-1]["stats"]["images"] == 4 and steps[-1]["stats"]["in_flight"] == flying
+        _, hist = http(port, f"/history/{pid}")
+        runs[flying] = [_pixels(port, im) for im in hist[pid]["outputs"]["5"]["images"]]
+    assert len(runs[1]) == 4 and runs[1] == runs[3]
+    assert len(set(runs[1])) == 4  # four prompts, four different images
 
 
 def test_real_model_workflow_without_checkpoint_is_a_validation_error(server) -> None:

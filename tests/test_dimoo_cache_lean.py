@@ -1,4 +1,4 @@
-"""ML-Cache by progress (issue 11) and a lean, padding-free cache (issue 16): CPU, tiny model."""
+"""ML-Cache by progress and a lean, padding-free cache, item by item: CPU, tiny model."""
 
 from __future__ import annotations
 
@@ -88,12 +88,13 @@ def test_refresh_rewrites_the_cache_in_place_with_no_padding(pipe: DiMOOPipeline
     ptrs = []
     for tokens, masked in _states(8, 12, seed=5):
         den(tokens, masked)
-        br = den.branches
-        ptrs.append([t.data_ptr() for pair in br.kv for t in pair] + [br.logits.data_ptr()])
+        ptrs.append([t.data_ptr() for i in range(2) for pair in den.item(i).kv for t in pair]
+                    + [den.item(i).logits.data_ptr() for i in range(2)])
     assert den.stats.refresh_at == [0, 2, 4, 6] and den.stats.cached_steps == 4
     assert all(p == ptrs[0] for p in ptrs)  # every refresh wrote into the first buffers
-    k, v = den.branches.kv[0]
-    assert k.shape[0] == v.shape[0] == den.real_tokens < den.attention_mask.numel()  # no padding
+    kept = [den.item(i).kv[0][0].shape[0] for i in range(2)]  # each item: its two rows' tokens
+    assert sum(kept) == den.real_tokens < den.attention_mask.numel()  # no padding
+    assert all(den.item(i).kv[0][1].shape[0] == kept[i] for i in range(2))
 
 
 def _peak(pipe: DiMOOPipeline, cache: MLCacheConfig | None) -> tuple[int, int]:
@@ -101,7 +102,7 @@ def _peak(pipe: DiMOOPipeline, cache: MLCacheConfig | None) -> tuple[int, int]:
     with LiveBytes() as mem:
         sample(den, shape=(1, 4, 4), steps=8, strategy="baseline",
                generator=torch.Generator().manual_seed(0))
-    return mem.peak, den.branches.nbytes() if den.branches is not None else 0
+    return mem.peak, den.caches.nbytes() if den.caches is not None else 0
 
 
 def test_cache_costs_only_the_bytes_it_keeps(pipe: DiMOOPipeline) -> None:
@@ -128,8 +129,9 @@ def test_packed_passes_equal_the_unpadded_rows_and_the_padded_cache_path() -> No
     rows = [torch.randint(0, 96, (n,)) for n in lengths]
     packed = PackedRows.from_lengths(lengths)
     ids = torch.cat(rows)
+    layers: list = []
     with torch.no_grad():
-        hidden, kv = full_pass(model, ids, packed, keep_kv=True)
+        hidden = full_pass(model, ids, packed, lambda i, k, v: layers.append((k, v)))
         for r, row in enumerate(rows):
             alone, _ = model.hidden_states(row[None])
             start = int(packed.starts[r])
@@ -142,12 +144,14 @@ def test_packed_passes_equal_the_unpadded_rows_and_the_padded_cache_path() -> No
             pad[r, width - len(row):], mask[r, width - len(row):] = row, 1
         _, kv_pad = model.hidden_states(pad, mask, return_kv=True)
         slots = torch.tensor([[1, 5], [0, 8], [2, 3]])  # row-local positions to recompute
-        new_ids, new_pad = ids.clone(), pad.clone()
+        new_pad = pad.clone()
         for r in range(3):
             for c in slots[r]:
-                new_ids[int(packed.starts[r]) + c] = 7
                 new_pad[r, width - lengths[r] + c] = 7
-        got = partial_pass(model, new_ids, packed, packed.starts[:, None] + slots, kv)
+        # each row's own cache: the full pass's K/V split by row (copies: updated in place)
+        kv = [[(k.split(lengths)[r].clone(), v.split(lengths)[r].clone()) for k, v in layers]
+              for r in range(3)]
+        got = partial_pass(model, torch.full((6,), 7), slots.reshape(-1), [2, 2, 2], kv)
         ref = model.hidden_states_partial(new_pad, slots + (width - torch.tensor(lengths))[:, None],
                                           kv_pad, mask)
     torch.testing.assert_close(got.view(3, 2, -1), ref, atol=1e-5, rtol=1e-5)
@@ -171,19 +175,21 @@ def test_recompute_changed_takes_committed_slots_first(pipe: DiMOOPipeline) -> N
     tokens = torch.zeros(2, 12, dtype=torch.long)
     masked = torch.ones(2, 12, dtype=torch.bool)
     den(tokens, masked)  # refresh
-    confident = den.branches.max_logit.argsort(dim=1, descending=True)[:, :2]  # never picked
-    assert not (den.branches.next_index[..., None] == confident[:, None]).any()
-    item = confident[:2]  # cond row i commits its two most confident slots
+    confident = []
+    for i in range(2):  # each item's (cond, uncond) rows: their two most confident slots
+        top = den.item(i).max_logit.argsort(dim=1, descending=True)[:, :2]  # never picked
+        assert not (den.item(i).next_index[..., None] == top[:, None]).any()
+        confident.append(top[0])
+    item = torch.stack(confident)  # item i commits its cond row's two most confident slots
     masked2 = masked.clone().scatter_(1, item, False)
     tokens2 = tokens.clone().scatter_(1, item, 5)
     den(tokens2, masked2)  # cached call
     assert den.stats.cached_steps == 1
-    chosen = den.branches.codes  # the cache now holds the committed ids at those slots
-    slots = den.code_pos.shape[1]
-    assert chosen.shape == (4, slots)
-    for r in range(2):  # cond rows; the uncond rows of the same items changed too
-        for row in (r, r + 2):
-            assert (chosen[row, item[r]] == pipe.ids.image_offset + 5).all()
+    for i in range(2):
+        chosen = den.item(i).codes  # the cache now holds the committed ids at those slots
+        assert chosen.shape == (2, den.code_pos.shape[1])
+        for row in (0, 1):  # its cond row; its uncond row changed too
+            assert (chosen[row, item[i]] == pipe.ids.image_offset + 5).all()
 
 
 class _Recorder:
@@ -192,18 +198,18 @@ class _Recorder:
     compile_seconds = 0.0
 
     def __init__(self) -> None:
-        self.partial_index: list[torch.Tensor] = []
+        self.partial_index: list[list[torch.Tensor]] = []
 
     def full(self, model, *args):  # noqa: ANN001, ANN201
         from ladr_core.dimoo.packed import full_pass
 
         return full_pass(model, *args)
 
-    def partial(self, model, ids, rows, index, kv):  # noqa: ANN001, ANN201
+    def partial(self, model, ids, positions, counts, kv):  # noqa: ANN001, ANN201
         from ladr_core.dimoo.packed import partial_pass
 
-        self.partial_index.append(index.clone())
-        return partial_pass(model, ids, rows, index, kv)
+        self.partial_index.append(list(positions.clone().split(counts)))  # per row, in-row
+        return partial_pass(model, ids, positions, counts, kv)
 
 
 def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipeline) -> None:
@@ -215,12 +221,15 @@ def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipe
     for tokens, masked in states[:4]:
         den(tokens, masked)
     assert den.stats.refresh_at == [0] and len(rec.partial_index) == 3
-    for i, index in enumerate(rec.partial_index, start=1):
+    for i, per_row in enumerate(rec.partial_index, start=1):
         # needed: masked now, or committed since the previous call (its K/V encode the mask)
-        need = states[i - 1][1].repeat(2, 1)  # masked at call i-1 = masked now | committed
-        hit = (den.code_pos[:, :, None] == index[:, None, :]).any(-1)
-        assert (hit | ~need).all(), i  # every needed slot was recomputed
-        assert index.shape[1] == max(int(need.sum(1).max()), cache.n_recompute(12))
+        need = states[i - 1][1]  # masked at call i-1 = masked now | committed; per item
+        for r, index in enumerate(per_row):  # rows item by item: (cond, uncond) of 0, then 1
+            item, branch = divmod(r, 2)
+            local = den.table.code_local[item + 2 * branch]  # the row's code slots in-row
+            hit = (local[:, None] == index[None, :]).any(-1)
+            assert (hit | ~need[item]).all(), (i, r)  # every needed slot was recomputed
+            assert len(index) == max(int(need[item].sum()), cache.n_recompute(12))
 
 
 def test_pick_rounds_the_cached_pass_size_to_buckets_for_compiled_passes() -> None:

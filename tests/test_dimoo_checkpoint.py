@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from fixtures_dimoo import MARKER
 from safetensors.torch import load_file, save_file
 
 from ladr_core.dimoo.checkpoint import CheckpointError, load_checkpoint
+from testbed.tiny_checkpoint import MARKER
 
 
 @pytest.fixture

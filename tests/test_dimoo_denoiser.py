@@ -146,8 +146,9 @@ def test_mlcache_recomputes_lowest_max_logit_slots(pipe: DiMOOPipeline) -> None:
     den = pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0, cache=cache, steps=10)
     tokens, masked = _state(2, 12, 32, seed=4)
     den(tokens, masked)
-    raw = den.branches.logits.clone()  # per-row (cond rows, then uncond rows) code-slot logits
-    chosen = den.branches.next_index
-    lowest = raw.amax(-1).argsort(dim=1)[:, :3]
-    assert chosen.shape == (4, 3)
-    assert torch.equal(chosen.sort(dim=1).values, lowest.sort(dim=1).values)
+    for item in range(2):  # each item's cache: its (cond, uncond) rows' code-slot logits
+        raw = den.item(item).logits.clone()
+        chosen = den.item(item).next_index
+        lowest = raw.amax(-1).argsort(dim=1)[:, :3]
+        assert chosen.shape == (2, 3)
+        assert torch.equal(chosen.sort(dim=1).values, lowest.sort(dim=1).values)

@@ -9,7 +9,7 @@ import pytest
 
 from ladr_core.dimoo.checkpoint import CheckpointError, load_checkpoint
 from ladr_core.dimoo.config import ConfigError, DiMOOIds
-from tests.fixtures_dimoo import write_tiny_checkpoint
+from testbed.tiny_checkpoint import write_tiny_checkpoint
 
 OFFICIAL_WIDTH = 126356 + 8192  # official image utilities' offset + the 8192-code VQ
 

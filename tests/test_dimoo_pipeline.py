@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from fixtures_dimoo import MARKER
 
 import ladr_core
 from ladr_core.dimoo.cache import MLCacheConfig
 from ladr_core.dimoo.pipeline import DiMOOPipeline, GenerationResult
+from testbed.tiny_checkpoint import MARKER
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +84,8 @@ def test_ml_cache_works_with_every_strategy(pipe: DiMOOPipeline, strategy: str) 
 def test_default_cfg_comes_from_config_json(tmp_path: Path) -> None:
     import json
 
-    from fixtures_dimoo import write_tiny_checkpoint
-
     from ladr_core.dimoo.checkpoint import CheckpointError
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     plain = ladr_core.load_dimoo(folder, dtype=torch.float32)

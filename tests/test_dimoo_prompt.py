@@ -91,7 +91,7 @@ def test_pipeline_layout_uses_checkpoint_tokenizer(dimoo_checkpoint: Path) -> No
     assert seq[0, -len(expected):].tolist() == expected
     uncond = pipe.encode(uncond_text()) + ImageLayout(3, 4).tokens(pipe.ids)
     assert seq[2, -len(uncond):].tolist() == uncond and pipe.ids.uncondition in seq[2].tolist()
-    with pytest.raises(ValueError, match="width=18 is not a multiple of the VQ factor 4"):
+    with pytest.raises(ValueError, match=r"width=18 is not a multiple of 4 \(one token per 4 x 4 pixels\); nearest valid width: 16 or 20"):
         pipe.make_denoiser("a", width=18, height=16)
     with pytest.raises(ValueError, match="max_sequence_length"):
         pipe.make_denoiser("a", width=64, height=64)

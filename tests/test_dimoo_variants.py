@@ -48,5 +48,26 @@ def test_low_vram_variant_streams_blocks_and_matches_the_same_weights_resident()
 
 
 def test_unknown_variant_is_refused_naming_the_choices() -> None:
-    with pytest.raises(ValueError, match=r"mode must be one of \['fp8', 'low_vram'\]"):
+    with pytest.raises(ValueError, match=r"mode must be one of \['fp8', 'low_vram', 'comfy_fp8', "
+                       r"'int8', 'q8_0', 'q4_k_m'\]"):
         build_variant(_config(), "cpu", "int4")
+
+
+WIDE = dict(TINY, d_model=256, mlp_hidden_size=512)  # rows that fit the 256-weight K blocks
+
+
+@pytest.mark.parametrize(("mode", "stored", "bits"), [
+    ("comfy_fp8", torch.float8_e4m3fn, 8.0), ("int8", torch.int8, 8.0),
+    ("q8_0", torch.uint8, 8.5), ("q4_k_m", torch.uint8, 4.5)])
+def test_quantized_variants_store_their_format_and_run(mode: str, stored: torch.dtype,
+                                                       bits: float) -> None:
+    model = build_variant(LLaDAConfig(**WIDE), "cpu", mode, dtype=torch.float32)
+    q = model.model.transformer.blocks[0].q_proj  # not a "more bits" layer choice: Q4_K
+    assert q.weight.dtype == stored
+    assert 8 * q.weight.numel() * q.weight.element_size() / (256 * 256) == bits
+    assert model.model.transformer.blocks[1].attn_norm.weight.dtype == torch.float32
+    ids = torch.randint(0, 96, (2, 10))
+    with torch.no_grad():
+        logits = model(ids)
+    assert logits.shape == (2, 10, 96) and torch.isfinite(logits).all()
+    assert float(logits.std()) > 0  # random weights, not zeros

@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 from comfy_cluster import Cluster, http, start_cluster  # tests/ (pytest puts it on sys.path)
-from fixtures_dimoo import write_tiny_checkpoint
 
+from testbed.tiny_checkpoint import write_tiny_checkpoint
 from workflows import queue_prompts as qp
 
 ROOT = Path(__file__).resolve().parents[1]

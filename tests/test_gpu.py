@@ -9,9 +9,9 @@ import importlib.util
 import pytest
 import torch
 
-from benchmarks.common import cuda_syncs, sampler_reads
-from ladr_core import POLICY_PRESETS, sample
-from ladr_core.sampling import top2_
+from benchmarks.common import cuda_syncs, sampler_reads, strategy_from
+from ladr_core import LADR, PRESETS, sample
+from ladr_core.stats import top2_
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CASES = [("baseline", None), ("prophet", None), ("ladr", None), ("ladr", "nano"),
@@ -42,8 +42,7 @@ def test_one_cuda_sync_per_step(strategy: str, preset: str | None, batch: int) -
     out: list = []
 
     def run() -> None:
-        out.append(sample(denoise, shape=(batch, 16, 16), steps=steps, strategy=strategy,
-                          policy=POLICY_PRESETS[preset] if preset else None, generator=gens))
+        out.append(sample(denoise, shape=(batch, 16, 16), steps=steps, strategy=strategy_from(strategy, PRESETS[preset].policy if preset else None), generator=gens))
 
     # The first count of a process sees one sync inside torch.cuda itself
     # (torch/cuda/__init__.py, benchmarks/results/host_syncs_<gpu>.json): count a second run.
@@ -56,8 +55,7 @@ def test_one_cuda_sync_per_step(strategy: str, preset: str | None, batch: int) -
 def test_greedy_tokens_match_the_cpu(strategy: str, preset: str | None) -> None:
     """Temperature 0 draws nothing, so the GPU run must give the CPU run's tokens."""
     base = logits_for(2, 256, 64)
-    runs = [sample(varied(base.to(device)), shape=(2, 16, 16), steps=12, strategy=strategy,
-                   policy=POLICY_PRESETS[preset] if preset else None, temperature=0.0,
+    runs = [sample(varied(base.to(device)), shape=(2, 16, 16), steps=12, strategy=strategy_from(strategy, PRESETS[preset].policy if preset else None), temperature=0.0,
                    device=device)
             for device in ("cpu", "cuda")]
     assert runs[0].steps == runs[1].steps
@@ -106,8 +104,7 @@ def test_graphed_rule_gives_the_eager_tokens(preset: str | None, batch: int,
         monkeypatch.setattr(graphs, "ENABLED", enabled)
         gens = [torch.Generator(device="cuda").manual_seed(i) for i in range(batch)]
         records: list = []
-        res = sample(varied(base), shape=(batch, 16, 16), steps=24, strategy="ladr",
-                     policy=POLICY_PRESETS[preset] if preset else None,
+        res = sample(varied(base), shape=(batch, 16, 16), steps=24, strategy=strategy_from("ladr", PRESETS[preset].policy if preset else None),
                      temperature=temperature, generator=gens,
                      callback=lambda r: records.append((r["masked"], r["rescued"], r["tokens"])))
         return res, records
@@ -128,8 +125,7 @@ def test_graphed_run_keeps_one_sync_per_step() -> None:
     out: list = []
 
     def run() -> None:
-        out.append(sample(denoise, shape=(1, 16, 16), steps=24, strategy="ladr",
-                          policy=POLICY_PRESETS["nano"],
+        out.append(sample(denoise, shape=(1, 16, 16), steps=24, strategy=LADR(PRESETS["nano"].policy),
                           generator=torch.Generator(device="cuda").manual_seed(0)))
 
     cuda_syncs(run)

@@ -26,13 +26,13 @@ def test_strategy_table_covers_the_issue_list():
 
 
 def test_nano_preset_is_the_committed_sweeps_pick():
-    """POLICY_PRESETS["nano"] and its T are what testbed.tune_policy picked and published."""
-    from ladr_core.policy import POLICY_PRESETS, PRESET_STEPS
+    """PRESETS["nano"].policy and its T are what testbed.tune_policy picked and published."""
+    from ladr_core import PRESETS
 
     sweep = json.loads((ROOT / "benchmarks" / "results" / "nano_policy_sweep.json").read_text())
     pick = sweep["rows"][sweep["pick"]]
-    assert pick["policy"] == repr(POLICY_PRESETS["nano"])
-    assert pick["steps"] == PRESET_STEPS["nano"]
+    assert pick["policy"] == repr(PRESETS["nano"].policy)
+    assert pick["steps"] == PRESETS["nano"].steps
     assert pick["nfe_mean"] <= sweep["max_nfe"]
     ladr = [r for r in sweep["rows"].values() if r["strategy"] == "ladr"
             and r["nfe_mean"] <= sweep["max_nfe"]]
@@ -65,18 +65,17 @@ def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     are that run's."""
     import torch
 
-    from ladr_core import MLCacheConfig, load_dimoo, nano_model_path
-    from ladr_core.policy import POLICY_PRESETS
+    from ladr_core import LADR, PRESETS, MLCacheConfig, load_dimoo, nano_model_path
 
     q = _quality()
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
     captions = ["a red circle", "two blue squares"]
-    args = {"strategy": "ladr", "steps": 16, "policy": POLICY_PRESETS["nano"],
+    args = {"strategy": "ladr", "steps": 16, "policy": PRESETS["nano"].policy,
             "cache": MLCacheConfig(warmup_ratio=0.1, refresh_interval=3, recompute_masked=True)}
     run = q.run_chunk(pipe, tmp_path / "c.npz", "no", captions, 0, 7, args, 0.75, 1.0)
     for i, caption in enumerate(captions):
         one = pipe.generate(caption, steps=16, cfg=0.75, temperature=1.0, seed=7 + i,
-                            strategy="ladr", policy=args["policy"], cache=args["cache"])
+                            strategy=LADR(args["policy"]), cache=args["cache"])
         image = (one.images[0].float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
         assert (run["images"][i] == image).all()
         assert run["token_forwards"][i] == one.token_forwards

@@ -5,6 +5,7 @@ arrives is what the separate conversions give."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 from benchmarks.common import SyncCounter
@@ -40,5 +41,21 @@ def test_step_update_gives_the_separate_conversions() -> None:
         assert payload["masked_pct"] == round(100.0 * int(masked[0].sum()) / masked.shape[1], 2)
         assert payload["rescued"] == int(record["rescued"][0].sum())
         assert payload["phase"] == ("structure" if phase else "n/a")
-        slowest = int(masked.sum(dim=1).max()) / masked.shape[1]
-        assert payload["progress"] == float(events.PROGRESS_SCHEDULE.gamma_inv(slowest))
+        # images finished + each image in flight's t_eff, over the images
+        t_eff = [float(events.PROGRESS_SCHEDULE.gamma_inv(int(c) / masked.shape[1]))
+                 for c in masked.sum(dim=1)]
+        assert payload["progress"] == pytest.approx(sum(t_eff) / b)
+        assert (payload["image"], payload["images"], payload["images_done"]) == (1, b, 0)
+
+
+def test_a_rolling_batch_counts_finished_images_and_shows_one_in_flight() -> None:
+    record = fake_record(3, (6, 5), 64, seed=9)
+    record.update(items=[-1, 7, 4], batch=10, done=5)  # slot 0 free; images 8 and 5 in flight
+    record["total"] = torch.tensor([30, 30, 12])  # image 5 generates 12 tokens (inpainting)
+    payload = events.step_payload(record, "4")
+    counts = record["masked"].sum(dim=1)
+    flying = [float(events.PROGRESS_SCHEDULE.gamma_inv(int(c) / t))
+              for c, t in zip(counts[1:], (30, 12), strict=True)]
+    assert payload["progress"] == pytest.approx((5 + sum(flying)) / 10)
+    assert (payload["image"], payload["images"], payload["images_done"]) == (8, 10, 5)
+    assert payload["masked_pct"] == round(100.0 * int(counts[1]) / 30, 2)  # the shown slot

@@ -32,7 +32,7 @@ def few_candidates(monkeypatch) -> None:
 
 @pytest.fixture()
 def model(tmp_path: Path) -> DiMOOModel:
-    from fixtures_dimoo import write_tiny_checkpoint
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)

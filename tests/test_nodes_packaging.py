@@ -22,6 +22,10 @@ NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_ML
 
 ENTRY = r"""
 import importlib.util, sys, asyncio
+if importlib.util.find_spec("comfy_api") is None:  # no ComfyUI here: the tests' stand-in
+    sys.path.insert(0, sys.argv[1] + "/tests")
+    import comfy_stand_in
+    comfy_stand_in.install()
 spec = importlib.util.spec_from_file_location("ComfyUI_LADR", sys.argv[1] + "/__init__.py")
 mod = importlib.util.module_from_spec(spec)
 sys.modules["ComfyUI_LADR"] = mod

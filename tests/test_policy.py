@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from ladr_core import POLICY_PRESETS, LADRPolicy, ProphetPolicy
+from ladr_core import PRESETS, LADRPolicy, ProphetPolicy
 
 
 def test_defaults_are_the_papers() -> None:
@@ -49,9 +49,9 @@ def test_prophet_threshold_by_progress() -> None:
 
 
 def test_presets() -> None:
-    assert POLICY_PRESETS["paper"] == LADRPolicy()
-    assert POLICY_PRESETS["delayed"] == LADRPolicy(delayed=True)
-    assert all(isinstance(p, LADRPolicy) for p in POLICY_PRESETS.values())
-    assert {p.candidates for p in POLICY_PRESETS.values()} == {"neighbors", "non_neighbors",
+    assert PRESETS["paper"].policy == LADRPolicy()
+    assert PRESETS["delayed"].policy == LADRPolicy(delayed=True)
+    assert all(isinstance(p, LADRPolicy) for p in (q.policy for q in PRESETS.values()))
+    assert {p.candidates for p in (q.policy for q in PRESETS.values())} == {"neighbors", "non_neighbors",
                                                                "random"}
-    assert {p.metric for p in POLICY_PRESETS.values()} == {"margin", "confidence", "random"}
+    assert {p.metric for p in (q.policy for q in PRESETS.values())} == {"margin", "confidence", "random"}

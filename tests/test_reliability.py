@@ -23,12 +23,12 @@ from typing import Any
 
 import pytest
 import torch
-from fixtures_dimoo import MARKER
 from safetensors.torch import load_file, save_file
 
 import ladr_core
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, sample
 from ladr_core.dimoo.checkpoint import CheckpointError
+from testbed.tiny_checkpoint import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -188,7 +188,7 @@ CASES: list[Case] = [
          (r"tokenizer\.json is missing", _FIX_DOWNLOAD)),
     # ---- generation (DiMOOPipeline.generate) ---------------------------------------------
     Case("width_not_multiple_of_vq", _gen(width=18), ValueError,
-         (r"width=18 is not a multiple of the VQ factor 4", r"nearest valid width: 16 or 20")),
+         (r"width=18 is not a multiple of 4 \(one token", r"nearest valid width: 16 or 20")),
     Case("size_over_context", _gen(width=256, height=256), ValueError,
          (r"max_sequence_length\) is 256", r"nearest valid size")),
     Case("prompt_over_context", _gen(prompt="red " * 300), ValueError,

@@ -6,7 +6,8 @@ import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
 
-from ladr_core import STEP_RECORD_KEYS, LADRPolicy, SampleResult, sample
+from benchmarks.common import strategy_from
+from ladr_core import LADR, STEP_RECORD_KEYS, LADRPolicy, Prophet, SampleResult, sample
 
 GRID = (6, 6)
 N = 36
@@ -14,7 +15,7 @@ K = 10
 
 CONFIGS = [
     ("baseline", LADRPolicy()),
-    ("prophet", LADRPolicy()),
+    ("prophet", None),
     ("ladr", LADRPolicy()),
     ("ladr", LADRPolicy(candidates="random")),
     ("ladr", LADRPolicy(metric="random", candidates="non_neighbors")),
@@ -64,10 +65,10 @@ def test_denoiser_sees_zeros_at_masked_positions_and_decoded_tokens_elsewhere() 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_batch_item_equals_single_run_with_its_generator(strategy, policy, temperature) -> None:
     den = LocalityDenoiser(make_table(3, N, K, seed=7), GRID)
-    batch = sample(den, (3, *GRID), 10, strategy=strategy, policy=policy,
+    batch = sample(den, (3, *GRID), 10, strategy=strategy_from(strategy, policy),
                    temperature=temperature, generator=_gens([10, 11, 12]))
     for i in range(3):
-        single = sample(den.item(i), (1, *GRID), 10, strategy=strategy, policy=policy,
+        single = sample(den.item(i), (1, *GRID), 10, strategy=strategy_from(strategy, policy),
                         temperature=temperature, generator=_gens([10 + i])[0])
         assert torch.equal(batch.tokens[i : i + 1], single.tokens), f"item {i}"
         assert single.steps <= batch.steps
@@ -79,7 +80,7 @@ def test_same_seed_same_tokens_other_seed_other_tokens(strategy, policy) -> None
 
     def run(seed: int) -> torch.Tensor:
         g = torch.Generator().manual_seed(seed)
-        return sample(den, (1, *GRID), 8, strategy=strategy, policy=policy, temperature=1.0,
+        return sample(den, (1, *GRID), 8, strategy=strategy_from(strategy, policy), temperature=1.0,
                       generator=g).tokens
 
     assert torch.equal(run(0), run(0))
@@ -115,7 +116,7 @@ def test_random_ablation_draws_from_the_generator_even_at_temperature_zero() -> 
     pol = LADRPolicy(candidates="random")
 
     def run(seed: int) -> torch.Tensor:
-        return sample(den, (1, *GRID), 12, strategy="ladr", policy=pol, temperature=0.0,
+        return sample(den, (1, *GRID), 12, strategy=LADR(pol), temperature=0.0,
                       generator=torch.Generator().manual_seed(seed)).tokens
 
     assert torch.equal(run(1), run(1))
@@ -127,12 +128,10 @@ def test_prophet_commits_everything_when_the_gap_clears_the_threshold() -> None:
     from ladr_core import ProphetPolicy
 
     den = LocalityDenoiser(make_table(1, N, K, seed=1), GRID)
-    fired = sample(den, (1, *GRID), 10, strategy="prophet", temperature=0.0,
-                   prophet=ProphetPolicy(thresholds=(0.0, 0.0, 0.0)))
+    fired = sample(den, (1, *GRID), 10, strategy=Prophet(ProphetPolicy(thresholds=(0.0, 0.0, 0.0))), temperature=0.0)
     assert fired.steps == fired.nfe == 1
     assert torch.equal(fired.tokens, den.calls[0][2].argmax(-1))
-    never = sample(den, (1, *GRID), 10, strategy="prophet", temperature=0.0,
-                   prophet=ProphetPolicy(thresholds=(1e9, 1e9, 1e9)))
+    never = sample(den, (1, *GRID), 10, strategy=Prophet(ProphetPolicy(thresholds=(1e9, 1e9, 1e9))), temperature=0.0)
     base = sample(den, (1, *GRID), 10, strategy="baseline", temperature=0.0)
     assert torch.equal(never.tokens, base.tokens) and never.steps == base.steps == 10
 
@@ -143,8 +142,7 @@ def test_prophet_threshold_follows_progress() -> None:
     from ladr_core import ProphetPolicy
 
     den = LocalityDenoiser(make_table(1, N, K, seed=1), GRID)
-    res = sample(den, (1, *GRID), 10, strategy="prophet", temperature=0.0,
-                 prophet=ProphetPolicy(thresholds=(1e9, 1e9, 0.0)))
+    res = sample(den, (1, *GRID), 10, strategy=Prophet(ProphetPolicy(thresholds=(1e9, 1e9, 0.0))), temperature=0.0)
     assert res.steps == 8
     pol = ProphetPolicy()
     assert [pol.threshold(s / 10) for s in (0, 3, 4, 6, 7, 9)] == [7.5, 7.5, 5.0, 5.0, 2.5, 2.5]

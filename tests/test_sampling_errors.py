@@ -6,7 +6,7 @@ import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
 
-from ladr_core import LADRPolicy, ProphetPolicy, sample
+from ladr_core import LADR, Baseline, LADRPolicy, Prophet, ProphetPolicy, sample
 
 DEN = LocalityDenoiser(make_table(1, 16, 8), (4, 4))
 
@@ -30,10 +30,12 @@ def _run(**kw):
         ({"temperature": -0.1}, r"temperature must be a finite number >= 0"),
         ({"temperature": float("nan")}, r"temperature must be a finite number >= 0"),
         ({"temperature": "hot"}, r"temperature must be a finite number >= 0"),
-        ({"strategy": "maskgit"}, r"strategy must be one of \('baseline', 'ladr', 'prophet'\)"),
+        ({"strategy": "maskgit"}, r"strategy must be a Strategy object .*a strategy name "
+                                  r"\['baseline', 'ladr', 'prophet'\] or an LADR preset name "
+                                  r"\['paper', .*got 'maskgit'"),
+        ({"strategy": LADRPolicy()}, r"strategy must be a Strategy object"),
+        ({"cuda_graph": 1}, r"cuda_graph must be True or False"),
         ({"schedule": "sqrt"}, r"schedule must be one of \['cosine', 'linear'\]"),
-        ({"policy": "paper"}, r"policy must be a LADRPolicy or None"),
-        ({"prophet": {"thresholds": 1}}, r"prophet must be a ProphetPolicy or None"),
         ({"generator": 0}, r"generator must be None, a torch.Generator or a list of B"),
         ({"generator": [torch.Generator(), torch.Generator()]},
          r"generator list must hold exactly B=1 torch.Generator"),
@@ -45,6 +47,28 @@ def _run(**kw):
 def test_bad_arguments(kwargs, message) -> None:
     with pytest.raises(ValueError, match=message):
         _run(**kwargs)
+
+
+@pytest.mark.parametrize(("build", "message"), [
+    (lambda: LADR("paper"), r"LADR\(policy\): policy must be a LADRPolicy; got str"),
+    (lambda: LADR(ProphetPolicy()), r"LADR\(policy\): policy must be a LADRPolicy; got "
+                                    r"ProphetPolicy"),
+    (lambda: Prophet({"thresholds": 1}), r"Prophet\(policy\): policy must be a ProphetPolicy"),
+    (lambda: Prophet(LADRPolicy()), r"Prophet\(policy\): policy must be a ProphetPolicy; got "
+                                    r"LADRPolicy"),
+    (lambda: Baseline(steps=0), r"Baseline\(steps=...\): steps must be None .* or an int >= 1"),
+    (lambda: LADR(steps=2.5), r"LADR\(steps=...\): steps must be None"),
+])
+def test_a_strategy_checks_its_policy_type_once_on_construction(build, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        build()
+
+
+def test_the_old_keyword_dialect_is_gone() -> None:
+    """Policies travel inside strategy objects; sample() has no policy= / prophet= any more."""
+    for kw in ({"policy": LADRPolicy()}, {"prophet": ProphetPolicy()}):
+        with pytest.raises(TypeError, match="unexpected keyword"):
+            _run(**kw)
 
 
 @pytest.mark.parametrize(

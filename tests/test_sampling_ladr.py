@@ -9,7 +9,7 @@ import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
 
-from ladr_core import LADRPolicy, sample
+from ladr_core import LADR, LADRPolicy, sample
 from ladr_core.schedules import Schedule, get_schedule
 
 
@@ -139,7 +139,7 @@ def test_algorithm_one_invariants(policy: LADRPolicy, temperature: float) -> Non
     den = LocalityDenoiser(make_table(2, 64, 12, seed=3), grid)
     check = AlgorithmOneChecker(den, policy, steps, "cosine", grid, temperature)
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
-    res = sample(den, (2, *grid), steps, strategy="ladr", policy=policy,
+    res = sample(den, (2, *grid), steps, strategy=LADR(policy),
                  temperature=temperature, generator=gens, callback=check)
     assert res.steps == len(check.records) == res.nfe
     assert not check.records[-1]["masked"].any()
@@ -173,7 +173,7 @@ def test_delayed_never_rescues_in_exploration() -> None:
     grid, steps = (8, 8), 16
     den = LocalityDenoiser(make_table(1, 64, 8, seed=2), grid, coupling=3.0)
     seen = []
-    sample(den, (1, *grid), steps, strategy="ladr", policy=LADRPolicy(delayed=True),
+    sample(den, (1, *grid), steps, strategy=LADR(LADRPolicy(delayed=True)),
            temperature=0.0, callback=lambda r: seen.append((int(r["phase"]), int(r["rescued"].sum()))))
     assert any(ph == 0 for ph, _ in seen)
     assert all(k == 0 for ph, k in seen if ph == 0)
@@ -189,7 +189,7 @@ def test_ladr_always_terminates_within_steps(schedule: str) -> None:
             for pol in (LADRPolicy(), LADRPolicy(alpha=(0.0, 0.0, 0.0))):
                 den = LocalityDenoiser(make_table(1, n, 5, seed=n + steps), (h, w))
                 last: list[torch.Tensor] = []
-                res = sample(den, (1, h, w), steps, strategy="ladr", policy=pol,
+                res = sample(den, (1, h, w), steps, strategy=LADR(pol),
                              temperature=0.0, schedule=schedule,
                              callback=lambda r, last=last: last.append(r["masked"]))
                 assert res.steps == len(last) <= steps
@@ -201,7 +201,7 @@ def test_last_step_unmasks_everything_even_if_schedule_never_reaches_zero() -> N
     stuck = Schedule("stuck", lambda t: 1.0 - 0.5 * t, lambda r: 2.0 * (1.0 - r))
     masked_after: list[int] = []
     den = LocalityDenoiser(make_table(1, 36, 6, seed=0), (6, 6))
-    res = sample(den, (1, 6, 6), 5, strategy="ladr", policy=LADRPolicy(alpha=(0.0, 0.0, 0.0)),
+    res = sample(den, (1, 6, 6), 5, strategy=LADR(LADRPolicy(alpha=(0.0, 0.0, 0.0))),
                  temperature=0.0, schedule=stuck,
                  callback=lambda r: masked_after.append(int(r["masked"].sum())))
     assert res.steps == 5
@@ -219,7 +219,7 @@ def _off_mode_rescues(policy: LADRPolicy, temperature: float) -> tuple[int, int]
         counts[0] += int((rec["rescued"] & (rec["tokens"] != top)).sum())
         counts[1] += int(rec["rescued"].sum())
 
-    sample(den, (2, *grid), 16, strategy="ladr", policy=policy, temperature=temperature,
+    sample(den, (2, *grid), 16, strategy=LADR(policy), temperature=temperature,
            generator=[torch.Generator().manual_seed(i) for i in range(2)], callback=record)
     return counts[0], counts[1]
 
@@ -237,8 +237,7 @@ def test_gumbel_selection_equals_top1_without_noise_and_differs_with_it() -> Non
 
     def run(selection: str, temperature: float) -> torch.Tensor:
         gens = [torch.Generator().manual_seed(i) for i in range(2)]
-        return sample(den, (2, *grid), steps, strategy="ladr", temperature=temperature,
-                      policy=LADRPolicy(selection=selection), generator=gens).tokens
+        return sample(den, (2, *grid), steps, strategy=LADR(LADRPolicy(selection=selection)), temperature=temperature, generator=gens).tokens
 
     # log p(argmax) ranks exactly like p(argmax): same run at temperature 0
     assert torch.equal(run("gumbel", 0.0), run("top1", 0.0))

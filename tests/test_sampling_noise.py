@@ -11,7 +11,8 @@ import pytest
 import torch
 from reference_official import LocalityDenoiser, make_table
 
-from ladr_core import LADRPolicy, ProphetPolicy, sample
+from benchmarks.common import strategy_from
+from ladr_core import LADR, LADRPolicy, Prophet, ProphetPolicy, sample
 
 GRID, N, K, STEPS = (6, 6), 36, 10, 8
 
@@ -26,6 +27,8 @@ def _run_with_counts(den, batch: int, seeds: list[int], **kw) -> tuple[list, lis
         starts.append(list(current))
         current[:] = rec["masked"].sum(dim=1).tolist()
 
+    if "policy" in kw:  # a parametrized (name, policy) pair
+        kw["strategy"] = strategy_from(kw["strategy"], kw.pop("policy"))
     sample(den, (batch, *GRID), STEPS, generator=gens, callback=record, **kw)
     return gens, starts
 
@@ -73,8 +76,7 @@ def test_a_finished_item_draws_nothing_while_the_batch_goes_on() -> None:
     table = torch.cat([make_table(1, N, K, seed=1, scale=20.0),
                        make_table(1, N, K, seed=2, scale=0.05)])
     den = LocalityDenoiser(table, GRID, coupling=0.0)
-    kw = {"strategy": "prophet", "temperature": 1.0,
-          "prophet": ProphetPolicy(thresholds=(2.0, 2.0, 2.0))}
+    kw = {"strategy": Prophet(ProphetPolicy(thresholds=(2.0, 2.0, 2.0))), "temperature": 1.0}
     gens, starts = _run_with_counts(den, 2, [7, 8], **kw)
     assert len(starts) == STEPS and all(c[0] == 0 for c in starts[1:])  # item 0 done at step 0
     assert all(c[1] > 0 for c in starts)
@@ -91,7 +93,7 @@ def test_padded_rows_batch_equals_each_item_alone() -> None:
     random consumption, while the items' masks differ from step 1 on. (That row j is the j-th
     masked position in index order is proven by test_sampling_baseline's official port.)"""
     den = LocalityDenoiser(make_table(3, N, K, seed=9), GRID)
-    kw = {"strategy": "ladr", "policy": LADRPolicy(metric="random"), "temperature": 1.3}
+    kw = {"strategy": LADR(LADRPolicy(metric="random")), "temperature": 1.3}
     gens = [torch.Generator().manual_seed(40 + i) for i in range(3)]
     masks: list[torch.Tensor] = []
     batch = sample(den, (3, *GRID), STEPS, generator=gens,

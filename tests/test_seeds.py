@@ -13,7 +13,7 @@ import torch
 
 import ladr_core.sampling
 from ladr_core.dimoo.pipeline import generator_seed, item_generator, load_dimoo
-from tests.fixtures_dimoo import write_tiny_checkpoint
+from testbed.tiny_checkpoint import write_tiny_checkpoint
 
 FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 42, 2**64 - 2]
 

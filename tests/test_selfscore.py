@@ -17,7 +17,7 @@ PROMPTS = ["a red circle", "a blue square left of a green circle", "the square",
 
 @pytest.fixture(scope="module")
 def pipe(tmp_path_factory: pytest.TempPathFactory):
-    from fixtures_dimoo import write_tiny_checkpoint
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path_factory.mktemp("ss") / "ckpt")
     return ladr_core.load_dimoo(folder, dtype=torch.float32)
@@ -157,3 +157,19 @@ def test_the_stats_line_shows_the_score_only_when_asked(pipe) -> None:
     line = events.stats_text(stats)
     assert "self-score" in line and "3 extra passes per image" in line
     assert events.stats_text(events.stats_dict(plain, "baseline")).count("self-score") == 0
+
+
+def test_a_rolling_batch_scores_each_image_as_its_single_run(pipe) -> None:
+    """Items leave and join the pass (max_batch=1): the tokens and the score of each image are
+    those of its own run; the score costs ``passes`` calls per image, at most 4."""
+    cfg = SelfScoreConfig(passes=4)
+    rolled = pipe.generate(PROMPTS[:3], steps=5, seed=2, strategy=Baseline(), decode=False,
+                           max_batch=1, self_score=cfg)
+    for i, prompt in enumerate(PROMPTS[:3]):
+        single = pipe.generate(prompt, steps=5, seed=2 + i, strategy=Baseline(), decode=False,
+                               self_score=cfg)
+        assert torch.equal(rolled.tokens[i], single.tokens[0])
+        assert torch.allclose(rolled.self_score.score[i], single.self_score.score[0])
+    assert rolled.self_score.calls == 1  # 3 images x 4 copies in one packed pass
+    with pytest.raises(ValueError, match=r"passes must be an int in \[1, 4\]"):
+        SelfScoreConfig(passes=5)

@@ -7,10 +7,12 @@ import math
 import pytest
 import torch
 
-from ladr_core import LADRPolicy, get_schedule
+from ladr_core import LADRPolicy, ProphetPolicy, get_schedule
+from ladr_core.baseline import baseline_keep, baseline_remask
 from ladr_core.ladr import LADR
-from ladr_core.step import keep_lowest, take_highest
-from ladr_core.strategies import baseline_keep_table, baseline_remask, prophet_fire
+from ladr_core.prophet import prophet_fire
+from ladr_core.rescue import paper_rescue
+from ladr_core.select import keep_lowest, take_highest
 
 
 def official_mask_by_random_topk(keep_n: int, confidence: torch.Tensor) -> torch.Tensor:
@@ -59,14 +61,19 @@ def test_take_highest_respects_pool() -> None:
     assert take_highest(score, pool, torch.tensor([2])).tolist() == [[False, True, True, False]]
 
 
-def test_baseline_keep_table_matches_official_formula() -> None:
+def test_baseline_keep_matches_official_formula() -> None:
     for n, steps in [(16, 4), (1024, 64), (4096, 20), (3, 8)]:
-        table = baseline_keep_table(n, steps, get_schedule(), torch.device("cpu")).tolist()
+        table = baseline_keep(n, torch.arange(steps), steps, get_schedule()).tolist()
         want = []
         for s in range(steps - 1):
             frac = torch.cos(0.5 * math.pi * torch.tensor([(s + 1) / steps]))
             want.append(int((torch.tensor([[n]]).float() * frac).floor().clamp_min(1)))
         assert table == want + [0]
+        # per item: each at its own step with its own count, as in a rolling batch
+        counts = torch.tensor([n, max(1, n // 2)])
+        mixed = baseline_keep(counts, torch.tensor([0, steps - 2]), steps, get_schedule())
+        assert mixed.tolist() == [want[0], baseline_keep(max(1, n // 2), torch.tensor(
+            [steps - 2]), steps, get_schedule()).item()]
 
 
 def _tables(policy: LADRPolicy) -> LADR:
@@ -74,8 +81,8 @@ def _tables(policy: LADRPolicy) -> LADR:
 
 
 def ladr_rescue(m_std, top1, margin, phase, ladr: LADR, grid, uniform) -> torch.Tensor:
-    """Algorithm 1 lines 22-31 of `ladr` (LADR.rescue) with the arguments in test order."""
-    return ladr.rescue(m_std, top1, margin, phase, grid, uniform)
+    """Algorithm 1 lines 22-31 of `ladr` (rescue.paper_rescue) with the arguments in test order."""
+    return paper_rescue(ladr.policy, m_std, m_std, top1, margin, phase, grid, uniform)
 
 
 ladr_keep_counts = LADR.keep_count
@@ -138,10 +145,19 @@ def test_ladr_keep_counts_last_step_and_clamp() -> None:
     masked = torch.ones(2, 16, dtype=torch.bool)
     masked[1, :10] = False
     t_eff = sched.gamma_inv(masked.sum(1).double() / 16)
-    n = ladr_keep_counts(masked, t_eff, 0, 4, sched)
-    assert n.tolist() == [math.floor(16 * math.cos(math.pi / 8)),
-                          math.floor(16 * sched.gamma(sched.gamma_inv(6 / 16) + 0.25))]
-    assert ladr_keep_counts(masked, t_eff, 3, 4, sched).tolist() == [0, 0]
+    n = ladr_keep_counts(masked, t_eff, torch.tensor([0, 0]), 4, sched)
+    want = [math.floor(16 * math.cos(math.pi / 8)),
+            math.floor(16 * sched.gamma(sched.gamma_inv(6 / 16) + 0.25))]
+    assert n.tolist() == want
+    assert ladr_keep_counts(masked, t_eff, torch.tensor([3, 3]), 4, sched).tolist() == [0, 0]
+    # each item at its own step (a rolling batch): only the item on its last step keeps none
+    assert ladr_keep_counts(masked, t_eff, torch.tensor([1, 3]), 4, sched).tolist() == [want[0], 0]
+
+
+def test_prophet_thresholds_per_item_equal_the_scalar_rule() -> None:
+    q = ProphetPolicy(thresholds=(3.0, 2.0, 1.0), progress_bounds=(0.25, 0.5))
+    step = torch.arange(12)
+    assert q.thresholds_at(step, 12).tolist() == [q.threshold(s / 12) for s in range(12)]
 
 
 def test_prophet_fire_uses_mean_gap_over_masked_only() -> None:

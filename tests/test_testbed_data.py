@@ -98,11 +98,10 @@ def test_validation_specs_are_seeded_cycle_categories_and_avoid_heldout_combinat
 def test_cfg_stage_writes_the_best_scale_into_config_json(tmp_path, monkeypatch):
     import json
 
-    from fixtures_dimoo import write_tiny_checkpoint
-
     import ladr_core
     from ladr_core.dimoo.pipeline import DiMOOPipeline
     from testbed import tune_cfg
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     scores = {0.0: 0.2, 2.0: 0.7, 4.0: 0.7}  # a tie: the smaller scale wins

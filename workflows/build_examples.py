@@ -12,6 +12,7 @@ workflows/) because ComfyUI's template browser also globs `<pack>/workflows/*.js
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import sys
@@ -21,8 +22,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare the nodes against
+    sys.path.insert(0, str(ROOT / "tests"))  # the tests' strict stand-in of its V3 API
+    import comfy_stand_in  # noqa: E402
 
-from ladr_core.policy import PRESET_STEPS  # noqa: E402
+    comfy_stand_in.install()
+
+from ladr_core import PRESETS  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
 
@@ -154,7 +160,7 @@ def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, s
     return Node(id, "LADR_DiMOOSampler", pos, dict(
         prompt=prompt, negative_prompt="", width=size, height=size, steps=steps, cfg=cfg,
         temperature=1.0, seed=seed, batch_size=batch, strategy=strategy,
-        one_prompt_per_line=per_line), links, title, (400, 720))
+        one_prompt_per_line=per_line, max_batch=0), links, title, (400, 750))
 
 
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
@@ -185,7 +191,7 @@ def nano_cfg() -> float:
 def workflows() -> dict[str, list[Node]]:
     prompt = "a red circle to the left of a blue square"
     s = nano_cfg()
-    t = PRESET_STEPS["nano"]  # LADR's nominal T for the nano preset (NFE is adaptive)
+    t = PRESETS["nano"].steps  # LADR's nominal T for the nano preset (NFE is adaptive)
     # Frontend boxes start 30 px above `pos` (title bar); columns keep >= 20 px between boxes
     # and the policy node (the tallest widget list) is last in its column. Checked by
     # tests/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
@@ -240,7 +246,7 @@ def workflows() -> dict[str, list[Node]]:
 
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
-    t = PRESET_STEPS["nano"]
+    t = PRESETS["nano"].steps
     seed = Node(7, "DistributedSeed", (20, 650), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
     graph = [loader(1), policy(2, (20, 180), "nano"),

@@ -60,7 +60,7 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
         kw = node["inputs"]
         strategy, steps, _ = pick_strategy(kw["strategy"], _option(wf, kw.get("policy")),
                                            kw["steps"])
-        res = pipe.generate(split_prompts(kw["prompt"], kw["one_prompt_per_line"]),
+        res = pipe.generate(split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0],
                             negative_prompt=kw["negative_prompt"] or None, width=kw["width"],
                             height=kw["height"], steps=steps, cfg=kw["cfg"],
                             temperature=kw["temperature"], seed=_seed(wf, kw["seed"]), strategy=strategy,

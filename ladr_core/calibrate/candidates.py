@@ -23,11 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from ..adaptive import AdaptiveRescue
+from ..baseline import Baseline
 from ..ladr import LADR
-from ..policy import PRESETS, LADRPolicy
+from ..policy import PRESETS, AdaptiveRescue, LADRPolicy
 from ..step import Strategy
-from ..strategies import Baseline
 
 __all__ = ["TAU_GRID", "Candidate", "default_candidates", "matched_baseline", "strategy_from_spec",
            "strategy_spec", "tau_policy"]

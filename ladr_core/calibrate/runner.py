@@ -190,22 +190,20 @@ class Calibration:
                ) -> dict[str, Any]:
         """Generate items [lo, hi), count each image's NFE, self-score the final tokens."""
         cfg, items = self.config, self.config.items
-        live: list[Any] = []
+        calls = [0]
 
         def on_step(record: dict) -> None:
             if self.check is not None:
                 self.check()
-            live.append((record["masked"] | record["unmasked"]).any(dim=1).cpu())
-            inside = (lo + (hi - lo) * min(1.0, len(live) / cand.steps)) / len(items)
+            calls[0] += 1
+            inside = (lo + (hi - lo) * min(1.0, calls[0] / cand.steps)) / len(items)
             self._emit(slot[0] + (slot[1] - slot[0]) * inside, f"{cand.name}: images "
-                       f"{lo + 1}-{hi} of {len(items)}, step {len(live)}")
+                       f"{lo + 1}-{hi} of {len(items)}, step {calls[0]}")
 
         res = self.pipe.generate(items[lo:hi], width=cfg.size, height=cfg.size, steps=cand.steps,
                                  cfg=cfg.cfg, seed=cfg.seed + lo, strategy=cand.strategy,
                                  decode=False, callback=on_step)
-        nfe = torch.stack(live).sum(dim=0)
-        real = self.pipe.make_denoiser(items[lo:hi], width=cfg.size, height=cfg.size,
-                                       cfg=cfg.cfg).real_tokens / (hi - lo)
+        nfe = torch.tensor(res.item_nfe)  # each image's forwards, as in its own single run
         start = self.clock()
         score = self.pipe.self_score(res.tokens, items[lo:hi], width=cfg.size, height=cfg.size,
                                      cfg=cfg.cfg, seed=cfg.seed + lo, config=cfg.self_score,
@@ -213,7 +211,7 @@ class Calibration:
         score_s = self.clock() - start
         calls = int(nfe.sum()) + cfg.self_score.passes * (hi - lo)
         self._item_call_s = (res.seconds + score_s) / max(1, calls)
-        return {"nfe": nfe.tolist(), "token_forwards": (nfe.double() * real).tolist(),
+        return {"nfe": nfe.tolist(), "token_forwards": [float(v) for v in res.item_token_forwards],
                 "calls": res.nfe, "items": hi - lo, "seconds": res.seconds,
                 "score_seconds": score_s,
                 "scores": {k: getattr(score, k).tolist() for k in KINDS}}

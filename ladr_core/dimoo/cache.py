@@ -124,7 +124,7 @@ class CacheSchedule:
     ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
     N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table
     ``keep[s - 1] = max(1, floor(N * gamma(s / T)))`` in float32 (as
-    ``strategies.baseline_keep_table``) and at least one token unmasked per step (official
+    ``baseline.baseline_keep``) and at least one token unmasked per step (official
     ``mask_by_random_topk``). Strictly decreasing, so the baseline's call s has progress s.
     """
 
@@ -173,19 +173,20 @@ class CacheSchedule:
 
 
 class BranchCache:
-    """Cached per-layer K/V [T, Hkv, hd] (packed rows, see packed.py) and code-slot logits
-    [R, N, K] of all rows; ``next_index`` [R, M]: code slots to recompute on the next cached call.
+    """One item's cache: per-layer K/V of its rows (cond, then uncond with CFG), each row's
+    [L_r, Hkv, hd] a view of one packed buffer per layer, and its code-slot logits [R, N, K];
+    ``next_index`` [R, M]: code slots to recompute on its next cached call.
 
-    Rows are the cond rows followed by the uncond rows; each row (= one branch of one item)
-    ranks its own positions, so cond and uncond keep separate caches as in the official code.
-    Lean: the first refresh keeps the forward's own K/V and logits tensors; every later refresh
-    writes into those same buffers (``full_pass(kv_out=...)`` + ``store``), so the cache never
-    exists twice; nothing else is kept (no hidden states, no padding).
+    Each row (one branch of the item) ranks its own positions, so cond and uncond keep separate
+    caches as in the official code. Lean: the buffers are allocated at the item's first refresh
+    and every later refresh writes into them (the full pass hands its K/V over layer by layer),
+    so the cache never exists twice; nothing else is kept (no hidden states, no padding).
     """
 
     def __init__(self, config: MLCacheConfig) -> None:
         self.config = config
         self.kv: LayerKV | None = None
+        self.lengths: tuple[int, ...] = ()
         self.logits: torch.Tensor | None = None
         self.next_index: torch.Tensor | None = None
         self.codes: torch.Tensor | None = None  # [R, N] input ids the cached K/V were made from
@@ -195,10 +196,27 @@ class BranchCache:
     def ready(self) -> bool:
         return self.kv is not None and self.logits is not None and self.next_index is not None
 
-    def store(self, kv: LayerKV, logits: torch.Tensor, codes: torch.Tensor) -> None:
-        """After a refresh: keep the K/V (already written in place when the cache existed), the
-        logits (copied into the existing buffer when there is one) and the code-slot ids."""
-        self.kv = kv
+    def buffers(self, layers: int, lengths: tuple[int, ...], like: torch.Tensor) -> LayerKV:
+        """The per-layer K/V buffers [sum(lengths), Hkv, hd] (made at the first refresh)."""
+        if self.kv is None or self.lengths != lengths:
+            shape = (sum(lengths), *like.shape[1:])
+            self.kv = [(like.new_empty(shape), like.new_empty(shape)) for _ in range(layers)]
+            self.lengths = lengths
+        return self.kv
+
+    def row_kv(self) -> list[LayerKV]:
+        """Each row's per-layer (k, v) [L_r, Hkv, hd]: views of the buffers."""
+        assert self.kv is not None
+        out: list[LayerKV] = [[] for _ in self.lengths]
+        for k, v in self.kv:
+            for r, (kr, vr) in enumerate(zip(k.split(self.lengths), v.split(self.lengths),
+                                             strict=True)):
+                out[r].append((kr, vr))
+        return out
+
+    def store(self, logits: torch.Tensor, codes: torch.Tensor) -> None:
+        """After a refresh (its K/V already written into the buffers): keep the logits (copied
+        into the existing buffer when there is one) and the code-slot ids."""
         if self.config.tracks_codes:
             self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:

@@ -26,6 +26,7 @@ import torch
 from . import fp8
 from .config import ConfigError, DiMOOIds, LLaDAConfig
 from .model import LLaDAModel
+from .staging import check_complete
 
 __all__ = ["CheckpointError", "LoadedCheckpoint", "load_checkpoint", "load_transformer",
            "load_tokenizer", "load_vqvae", "resolve_dtype", "TEMPLATE_TOKENS"]
@@ -83,13 +84,19 @@ def read_config(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
     """Parse config.json: LLaDA architecture + DiMOO ids (ARCHITECTURE.md section 2 rule)."""
     path = folder / "config.json"
     raw = _read_json(path, "the LLaDA model config")
+    config, ids = parse_config(raw, str(path))
+    return config, ids, raw
+
+
+def parse_config(raw: dict[str, Any], source: str) -> tuple[LLaDAConfig, DiMOOIds]:
+    """A config.json dict -> (LLaDAConfig, DiMOOIds); CheckpointError naming ``source``."""
     try:
-        config = LLaDAConfig.from_dict(raw, source=str(path))
-        ids = DiMOOIds.from_config_dict(raw, source=str(path))
-        ids.validate_against(config.n_embeddings, source=str(path))
+        config = LLaDAConfig.from_dict(raw, source=source)
+        ids = DiMOOIds.from_config_dict(raw, source=source)
+        ids.validate_against(config.n_embeddings, source=source)
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from None
-    return config, ids, raw
+    return config, ids
 
 
 def shard_files(folder: Path) -> dict[Path, list[str] | None]:
@@ -249,6 +256,15 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
     if target.fp8 is not None:
         target.fp8_dtype(target.fp8)  # fail before reading anything
     shards = shard_files(folder)
+    from .quant_load import load_quantized_transformer, quantized_layers
+
+    comfy = quantized_layers(folder)
+    if comfy:  # ComfyUI's quantized format (quant.py): loaded as stored
+        if target.fp8 is not None:
+            formats = ", ".join(sorted({f for f, _ in comfy.values()}))
+            raise ValueError(f"weight_dtype {target.fp8!r}: {folder} is already quantized "
+                             f"({formats}, ComfyUI format); load it with weight_dtype='default'")
+        return load_quantized_transformer(folder, config, dtype, device, operations)
     with torch.device("meta"):  # expected names/shapes, independent of the host's classes
         expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
     state: dict[str, torch.Tensor] = {}
@@ -276,6 +292,11 @@ def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:
         raise CheckpointError(f"{path} cannot be parsed ({exc}); re-download it") from None
+    return check_tokenizer(tokenizer, ids, path)
+
+
+def check_tokenizer(tokenizer: Any, ids: DiMOOIds, path: Any) -> Any:
+    """The tokenizer if it encodes the DiMOO template tokens, else CheckpointError."""
     for text in TEMPLATE_TOKENS:
         got = tokenizer.encode(text, add_special_tokens=False).ids
         if not got or (text == "<uncondition>" and got != [ids.uncondition]):
@@ -333,18 +354,29 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
                     fp8_scale: str = "channel", operations: Any = None,
                     weights_device: str | torch.device | None = None) -> LoadedCheckpoint:
-    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder.
+    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder (or of a
+    ``.gguf`` file written by ``ladr_core.dimoo.save``, gguf.py).
 
     ``dtype``: compute dtype (and storage of everything not fp8); ``weight_dtype``: see
     ``load_transformer``; ``weights_device`` (default ``device``): where the transformer's
     weights are put (the CPU for block streaming, ``offload.stream_blocks``).
     """
     folder = Path(path).expanduser()
-    if not folder.is_dir():
-        raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
     dtype = resolve_dtype(dtype)
     device = resolve_device(device)
     weights_at = device if weights_device is None else resolve_device(weights_device)
+    if folder.suffix.lower() == ".gguf":
+        from .gguf import load_gguf_checkpoint
+
+        if fp8.parse_weight_dtype(weight_dtype) is not None:
+            raise ValueError(f"weight_dtype {weight_dtype!r}: {folder} is a GGUF file, already "
+                             "quantized; load it with weight_dtype='default'")
+        return load_gguf_checkpoint(folder, device, dtype, operations, weights_at)
+    if not folder.is_dir():
+        raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
+    unfinished = check_complete(folder)
+    if unfinished:
+        raise CheckpointError(unfinished)
     if fp8.parse_weight_dtype(weight_dtype) is not None:
         fp8.check_fp8_support(weight_dtype, weights_at, dtype)  # type: ignore[arg-type]
         fp8.check_fp8_support(weight_dtype, device, dtype)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from .model import LayerKV, LLaDAModel
-from .packed import PackedRows, full_pass, partial_pass
+from .packed import KVSink, PackedRows, full_pass, partial_pass
 
 __all__ = ["CompiledPasses", "COMPILE_BACKENDS", "COMPILE_MODES"]
 
@@ -56,15 +56,14 @@ class CompiledPasses:
         return sum(self.shapes.values())
 
     def full(self, model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
-             kv_out: LayerKV | None = None, keep_kv: bool = False
-             ) -> tuple[torch.Tensor, LayerKV | None]:
-        key = ("full", rows.lengths, kv_out is not None, keep_kv, input_ids.device.type)
-        return self._timed(key, self._full, model, input_ids, rows, kv_out, keep_kv)
+             kv_sink: KVSink | None = None) -> torch.Tensor:
+        key = ("full", rows.lengths, kv_sink is not None, input_ids.device.type)
+        return self._timed(key, self._full, model, input_ids, rows, kv_sink)
 
-    def partial(self, model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
-                index: torch.Tensor, kv: LayerKV) -> torch.Tensor:
-        key = ("partial", rows.lengths, tuple(index.shape), input_ids.device.type)
-        return self._timed(key, self._partial, model, input_ids, rows, index, kv)
+    def partial(self, model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
+                counts: list[int], kv: list[LayerKV]) -> torch.Tensor:
+        key = ("partial", tuple(counts), ids.device.type)
+        return self._timed(key, self._partial, model, ids, positions, counts, kv)
 
     def _timed(self, key: tuple, fn: Any, *args: Any) -> Any:
         if key in self.shapes:

@@ -1,6 +1,8 @@
 """The ``denoise`` callable handed to the core sampler (docs/ARCHITECTURE.md section 1).
 
-``denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]``:
+``denoise(tokens LongTensor[A, N], masked BoolTensor[A, N], items=None) -> logits [A, N, K]``
+(float32) for the items ``items`` (None: all B items in order). The sampler sends only the items
+still running, so a finished item leaves the pass and, in a rolling batch, a new one joins.
 
 1. writes ``code + image_offset`` (or the mask id) into the image code slots of every prompt
    row, skipping newline slots (official ``generate_image`` writes into ``x`` the same way);
@@ -12,28 +14,31 @@
    output layer (the official code computes the whole vocabulary at every position, then
    slices), and applies CFG ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond
    rows only;
-4. with an ML-Cache config, refresh / cached calls follow cache.CacheSchedule (by progress:
-   the masked count the previous call saw, read without a host sync), K/V kept packed and
-   refreshed in place (cache.BranchCache).
+4. with an ML-Cache config, each item follows its own refresh schedule (itemcache.py: by its
+   progress, read without a host sync) and keeps its own K/V and logits; in one call the items
+   due a refresh run one full pass together and the others one cached pass together.
 
 Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
-``token_forwards_full`` (what full passes would have pushed for the same calls).
+``token_forwards_full`` (what full passes would have pushed for the same calls),
+``item_token_forwards`` (the same per item, so a batch's cost can be set against its items'
+single runs).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .cache import BranchCache, CacheSchedule, MLCacheConfig
+from .cache import MLCacheConfig
 from .compile import CompiledPasses
 from .config import DiMOOIds
-from .hostlag import HostLag
+from .itemcache import ItemCaches
+from .layout import Pack, RowTable
 from .model import LLaDAModel
-from .packed import PackedRows, full_pass, partial_pass
+from .packed import full_pass, partial_pass
 from .prompt import PromptBatch
 
 __all__ = ["DenoiserStats", "DiMOODenoiser"]
@@ -49,6 +54,7 @@ class DenoiserStats:
     refresh_at: list[int] = field(default_factory=list)  # call indices (0-based) of refreshes
     compile_seconds: float = 0.0  # first calls of new shapes under a compiled pipeline
     host_waits: int = 0  # ML-Cache count reads that had to wait for the device (hostlag.py)
+    item_token_forwards: list[int] = field(default_factory=list)  # per item of the batch
 
 
 def valid_cfg(value: object) -> bool:
@@ -57,11 +63,21 @@ def valid_cfg(value: object) -> bool:
             and math.isfinite(value) and value >= 0)
 
 
+def _index(items: list[int], device: torch.device) -> torch.Tensor:
+    idx = torch.tensor(items, dtype=torch.long)
+    return idx.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else \
+        idx.to(device)
+
+
 class DiMOODenoiser:
-    """Prompt rows + batched CFG + optional ML-Cache around a ``LLaDAModel``."""
+    """Prompt rows + batched CFG + optional ML-Cache around a ``LLaDAModel``.
+
+    n_generate: the count each item's sampler generates (N, or fewer with known tokens: one
+    int for every item or one per item); an item's ML-Cache schedule runs over it."""
 
     def __init__(self, model: LLaDAModel, batch: PromptBatch, ids: DiMOOIds, cfg: float,
-                 cache: MLCacheConfig | None = None, steps: int | None = None) -> None:
+                 cache: MLCacheConfig | None = None, steps: int | None = None,
+                 n_generate: int | list[int] | None = None) -> None:
         if not valid_cfg(cfg):
             raise ValueError(f"cfg must be a finite number >= 0 (got {cfg!r}); 0 disables guidance")
         if cache is not None and not isinstance(cache, MLCacheConfig):
@@ -69,58 +85,54 @@ class DiMOODenoiser:
         if cache is not None and (not isinstance(steps, int) or steps < 1):
             raise ValueError("steps (the sampler's planned step count) is required with an ML-Cache")
         rows = batch.input_ids.shape[0]
-        if rows != batch.batch * (2 if cfg > 0 else 1):
+        branches = 2 if cfg > 0 else 1
+        if rows != batch.batch * branches:
             raise ValueError(f"prompt batch has {rows} rows; cfg={cfg} needs "
-                             f"{batch.batch * (2 if cfg > 0 else 1)} (build it with_uncond={cfg > 0})")
+                             f"{batch.batch * branches} (build it with_uncond={cfg > 0})")
         self.model, self.ids, self.cfg = model, ids, float(cfg)
         self.cache_config, self.steps = cache, steps
         self.device = model.compute_device()
         self.batch, self.layout = batch.batch, batch.layout
-        self._pack(batch)
+        self.table = RowTable(batch, branches)
+        self._packs: dict[tuple[int, ...], Pack] = {}
+        self.all_items = tuple(range(self.batch))
+        full = self.pack(self.all_items)
+        # the whole batch, for inspection and the padded benchmark path
+        self.input_ids = batch.input_ids.to(self.device)
+        self.attention_mask = batch.attention_mask.to(self.device)
+        self.rows, self.code_pos, self.real_tokens = full.rows, full.code_pos, full.real_tokens
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
-        self.stats = DenoiserStats()
-        self.branches = BranchCache(cache) if cache is not None else None
-        self.schedule = (CacheSchedule(cache, steps, self.layout.n_codes)  # type: ignore[arg-type]
-                         if cache is not None else None)
-        self.lag = HostLag()  # the ML-Cache's counts, read one call later (hostlag.py)
+        self.stats = DenoiserStats(item_token_forwards=[0] * self.batch)
+        counts = n_generate if isinstance(n_generate, list) else \
+            [n_generate or self.layout.n_codes] * self.batch
+        self.caches = ItemCaches(cache, steps, counts) if cache is not None else None  # type: ignore[arg-type]
         self.forward_hook: Any = None  # compile.CompiledPasses (pipe.compile); None = eager
 
-    def _pack(self, batch: PromptBatch) -> None:
-        """Packed ids [T], the row layout, and each row's code slots as packed positions [R, N];
-        also the padded rows `input_ids` / `attention_mask` [R, L] (for inspection and the
-        padded benchmark path). Everything is laid out on the host and reaches the device in
-        ONE copy: on an accelerator every copy from pageable host memory waits for the host, so on
-        CUDA it comes from pinned memory, asynchronously."""
-        mask = batch.attention_mask.bool()
-        rows = PackedRows.from_lengths(mask.sum(dim=1).tolist())
-        pad = batch.input_ids.shape[1] - mask.sum(dim=1)  # left padding per row
-        code_pos = rows.starts[:, None] - pad[:, None] + batch.code_index[None]
-        parts = [batch.input_ids, batch.attention_mask, batch.input_ids[mask], code_pos,
-                 rows.starts, rows.positions]
-        flat = torch.cat([t.reshape(-1).long() for t in parts])
-        if self.device.type == "cuda":  # from pinned memory the copy need not wait for the host
-            flat = flat.pin_memory().to(self.device, non_blocking=True)
-        else:
-            flat = flat.to(self.device)
-        (self.input_ids, self.attention_mask, self.packed_ids, self.code_pos, starts,
-         positions) = (v.view(t.shape) for v, t in
-                       zip(flat.split([t.numel() for t in parts]), parts, strict=True))
-        self.rows = replace(rows, starts=starts, positions=positions)
-        self.real_tokens = self.rows.total
+    def pack(self, items: tuple[int, ...]) -> Pack:
+        """The packed rows of `items` (layout.py), kept for the few sets a run meets."""
+        got = self._packs.get(items)
+        if got is None:
+            if len(self._packs) >= 4:  # a rolling batch meets each set once or twice
+                self._packs.pop(next(iter(self._packs)))
+            got = self._packs[items] = self.table.pack(items, self.device)
+        return got
 
     # ---- sequence assembly ---------------------------------------------------------------
-    def sequences(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """Packed ids [T] with the image code slots of every row filled (uncond rows reuse the
-        item's tokens)."""
-        b, n = tokens.shape
-        if (b, n) != (self.batch, self.layout.n_codes):
-            raise ValueError(f"tokens shape {(b, n)} != (batch {self.batch}, codes "
+    def _codes(self, tokens: torch.Tensor, masked: torch.Tensor, items: tuple[int, ...]
+               ) -> torch.Tensor:
+        """[A, N] ids of the items' code slots: ``code + image_offset``, or the mask id."""
+        a, n = tokens.shape
+        if (a, n) != (len(items), self.layout.n_codes):
+            raise ValueError(f"tokens shape {(a, n)} != (items {len(items)}, codes "
                              f"{self.layout.n_codes}) of this denoiser")
-        codes = torch.where(masked.to(self.device), self.ids.mask,
-                            tokens.to(self.device) + self.ids.image_offset)
-        rows = self.code_pos.shape[0] // b
-        seq = self.packed_ids.clone()
-        seq[self.code_pos.reshape(-1)] = codes.repeat(rows, 1).reshape(-1)
+        return torch.where(masked.to(self.device), self.ids.mask,
+                           tokens.to(self.device) + self.ids.image_offset)
+
+    def _sequence(self, pack: Pack, codes: torch.Tensor) -> torch.Tensor:
+        """Packed ids [T] of `pack` with its items' code slots filled (uncond rows reuse the
+        item's codes)."""
+        seq = pack.ids.clone()
+        seq[pack.code_pos.reshape(-1)] = codes.repeat(self.table.branches, 1).reshape(-1)
         return seq
 
     def _project(self, hidden: torch.Tensor) -> torch.Tensor:
@@ -138,81 +150,163 @@ class DiMOODenoiser:
         self.stats.compile_seconds += hook.compile_seconds - before
         return out
 
-    def _full(self, seq: torch.Tensor, keep_kv: bool) -> torch.Tensor:
-        cache = self.branches
-        kv_out = cache.kv if keep_kv and cache is not None else None
-        hidden, kv = self._run("full", seq, self.rows, kv_out, keep_kv)
-        logits = self._project(hidden[self.code_pos])
-        self.stats.token_forwards += self.real_tokens
-        if keep_kv and cache is not None:
-            cache.store(kv, logits, seq[self.code_pos])  # type: ignore[arg-type]
-            return cache.logits.float()  # type: ignore[union-attr]
-        return logits.float()
+    def _count(self, items: tuple[int, ...] | list[int], per_item: list[int]) -> None:
+        self.stats.token_forwards += sum(per_item)
+        for item, count in zip(items, per_item, strict=True):
+            self.stats.item_token_forwards[item] += count
 
-    def _cached(self, seq: torch.Tensor, codes: torch.Tensor, need: torch.Tensor | None,
-                need_max: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """A cached pass: logits [R, N, K] (float32) and the recomputed code slots [R, M]."""
-        assert self.branches is not None and self.branches.kv is not None
-        # compiled passes: cached-pass sizes in 8 buckets of N (one graph each), eager: exact
+    # ---- passes ----------------------------------------------------------------------------
+    def _full(self, items: tuple[int, ...], codes: torch.Tensor, keep: bool) -> torch.Tensor:
+        """A full pass over the items' rows: logits [R, N, K] (model dtype, pack row order);
+        with `keep`, each item's K/V and logits go into its cache (written in place)."""
+        pack = self.pack(items)
+        seq = self._sequence(pack, codes)
+        sink = self._kv_sink(pack) if keep else None
+        logits = self._project(self._run("full", seq, pack.rows, sink)[pack.code_pos])
+        lengths = pack.rows.lengths
+        self._count(items, [sum(lengths[r] for r in self._item_rows(pack, a))
+                            for a in range(len(items))])
+        if keep:
+            row_codes = seq[pack.code_pos]
+            for a, item in enumerate(items):
+                rows = self._item_rows(pack, a)
+                self.caches[item].store(logits[rows], row_codes[rows])  # type: ignore[index]
+        return logits
+
+    def _item_rows(self, pack: Pack, a: int) -> list[int]:
+        """Rows of the a-th item of `pack`: its cond row, then its uncond row."""
+        return [a + b * len(pack.items) for b in range(self.table.branches)]
+
+    def _kv_sink(self, pack: Pack) -> Any:
+        """Copies each row's part of a full pass's K/V into its item's cache, layer by layer."""
+        starts = [0]
+        for length in pack.rows.lengths:
+            starts.append(starts[-1] + length)
+        layers = len(self.model.blocks)
+
+        def sink(layer: int, k: torch.Tensor, v: torch.Tensor) -> None:
+            for a, item in enumerate(pack.items):
+                rows = self._item_rows(pack, a)
+                lengths = tuple(pack.rows.lengths[r] for r in rows)
+                kb, vb = self.caches[item].buffers(layers, lengths, k)[layer]  # type: ignore[index]
+                at = 0
+                for r, length in zip(rows, lengths, strict=True):
+                    kb[at: at + length].copy_(k[starts[r]: starts[r] + length])
+                    vb[at: at + length].copy_(v[starts[r]: starts[r] + length])
+                    at += length
+
+        return sink
+
+    def _cached(self, items: list[int], codes: torch.Tensor, local: torch.Tensor,
+                previous: dict[int, int]) -> tuple[dict[int, torch.Tensor], torch.Tensor]:
+        """One cached pass over the items (each item's rows recompute their own picks):
+        {item: its logits [R, N, K] (its cache's buffer)} and the stale flags [len(items)].
+
+        codes: [len(items), N] their code ids; local: [len(items) * branches, N] each row's code
+        slots inside the row (item-major)."""
         compiled = isinstance(self.forward_hook, CompiledPasses)
-        bucket = -(-self.layout.n_codes // 8) if compiled else 1
-        index = self.branches.pick(need, need_max, bucket)
-        hidden = self._run("partial", seq, self.rows, self.code_pos.gather(1, index),
-                           self.branches.kv)
-        self.stats.token_forwards += index.numel()
-        fresh = self._project(hidden).view(*index.shape, -1)
-        return self.branches.update(index, fresh, codes).float(), index
+        bucket = -(-self.layout.n_codes // 8) if compiled else 1  # compiled: 8 pass sizes
+        rb = self.table.branches
+        ids, positions, counts, kv, picks = [], [], [], [], []
+        for a, item in enumerate(items):
+            cache = self.caches[item]  # type: ignore[index]
+            row_codes = codes[a].expand(rb, -1)
+            need = cache.needed(row_codes, self.ids.mask)
+            index = cache.pick(need, previous.get(item, 0), bucket)
+            ids.append(row_codes.gather(1, index).reshape(-1))
+            positions.append(local[a * rb: (a + 1) * rb].gather(1, index).reshape(-1))
+            counts += [index.shape[1]] * rb
+            kv += cache.row_kv()
+            picks.append((item, cache, row_codes, need, index))
+        hidden = self._run("partial", torch.cat(ids), torch.cat(positions), counts, kv)
+        fresh = self._project(hidden).split([p[4].numel() for p in picks])
+        self._count(items, [p[4].numel() for p in picks])
+        out, skipped = {}, []
+        for (item, cache, row_codes, need, index), part in zip(picks, fresh, strict=True):
+            out[item] = cache.update(index, part.view(*index.shape, -1), row_codes)
+            stale = need is not None and cache.config.recompute_masked
+            skipped.append((need.sum(dim=1) > index.shape[1]).any() if stale else
+                           torch.zeros((), dtype=torch.bool, device=self.device))
+        return out, torch.stack(skipped).long()
 
-    def __call__(self, tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """tokens/masked [B, N] -> guided codebook logits [B, N, K] (float32)."""
-        with torch.no_grad():
-            seq = self.sequences(tokens, masked)
-            if self.branches is None or self.schedule is None:
-                logits = self._full(seq, keep_kv=False)
-            else:
-                logits = self._cache_step(seq, masked)
-            if self.branches is not None:
-                self.branches.plan_next(logits)
-            self.stats.nfe += 1
-            self.stats.token_forwards_full += self.real_tokens
-            if self.cfg == 0:  # never hand out the cache's own buffer (float32 models)
-                held = self.branches.logits if self.branches is not None else None
-                return logits.clone() if logits is held else logits
-            cond, uncond = logits[: self.batch], logits[self.batch:]
-            return (1.0 + self.cfg) * cond - self.cfg * uncond
-
-    def _cache_step(self, seq: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        """A refresh (full pass, K/V kept) or a cached pass, as the schedule decides.
-
-        No host sync: the schedule and the pass's size use the previous call's counts
-        (hostlag.py), and this call posts its own for the next one. Under ``recompute_masked``
-        the slots needed now are exactly those masked at the previous call (each was
-        recomputed then, and the sampler only unmasks), so the previous call's largest masked
-        count per item sizes this pass. A device-side check, read at the next call, refuses a
-        sampler that re-masks or rewrites committed tokens instead of silently reusing stale
-        logits for them.
-        """
-        assert self.branches is not None and self.schedule is not None
-        prev = self.lag.read()  # [masked total, largest per item, slots skipped] or None
-        if prev is not None and prev[2]:
-            raise RuntimeError(
-                "ML-Cache with recompute_masked reused stale logits: the sampler re-masked or "
-                "changed tokens it had committed, which this cache does not support; run "
-                "without an ML-Cache or with recompute_masked=False")
-        mean = None if prev is None else prev[0] / max(self.batch, 1)
-        skipped = torch.zeros((), dtype=torch.long, device=self.device)
-        if self.schedule.refresh(mean, self.branches.ready):
-            logits = self._full(seq, keep_kv=True)
+    def _cache_call(self, items: tuple[int, ...], codes: torch.Tensor, masked: torch.Tensor
+                    ) -> torch.Tensor:
+        """Refreshes and cached passes as each item's schedule decides: logits [R, N, K] in
+        the order of `pack(items)` (float32). No host sync: the schedules read the previous
+        call's counts (itemcache.py), and this call posts its own."""
+        caches = self.caches
+        assert caches is not None
+        previous = caches.previous()
+        refresh, cached = caches.plan(items, previous)
+        where = {item: a for a, item in enumerate(items)}
+        parts: dict[int, torch.Tensor] = {}
+        skipped = torch.zeros(len(items), dtype=torch.long, device=self.device)
+        if refresh:
+            sub = codes if len(refresh) == len(items) else \
+                codes.index_select(0, _index([where[i] for i in refresh], self.device))
+            self._full(tuple(refresh), sub, keep=True)
+            parts.update({item: caches[item].logits for item in refresh})
             self.stats.refresh_steps += 1
             self.stats.refresh_at.append(self.stats.nfe)
-        else:  # only a cached pass needs the slots that changed since the cached K/V
-            codes = seq[self.code_pos]
-            need = self.branches.needed(codes, self.ids.mask)
-            logits, index = self._cached(seq, codes, need, 0 if prev is None else prev[1])
-            if need is not None and self.branches.config.recompute_masked:
-                skipped = (need.sum(dim=1) > index.shape[1]).any().long()
+        if cached:
+            pack = self.pack(items)
+            rb = self.table.branches
+            sel = [where[i] for i in cached]
+            local = pack.code_local.view(rb, len(items), -1).transpose(0, 1)
+            idx = _index(sel, self.device)
+            got, stale = self._cached(cached, codes.index_select(0, idx),
+                                      local.index_select(0, idx).reshape(-1, local.shape[-1]),
+                                      previous)
+            parts.update(got)
+            skipped = skipped.index_copy(0, idx, stale)
             self.stats.cached_steps += 1
-        per_item = masked.to(self.device).sum(dim=1)
-        self.lag.post(torch.stack([per_item.sum(), per_item.max(), skipped]))
-        self.stats.host_waits = self.lag.waits
+        caches.post(items, masked.to(self.device), skipped)
+        self.stats.host_waits = caches.waits
+        logits = torch.stack([parts[item][b] for b in range(self.table.branches)
+                              for item in items]).float()
+        for a, item in enumerate(items):
+            caches[item].plan_next(logits[a::len(items)])
         return logits
+
+    def __call__(self, tokens: torch.Tensor, masked: torch.Tensor,
+                 items: list[int] | None = None) -> torch.Tensor:
+        """tokens/masked [A, N] of `items` (None: all B in order) -> guided codebook logits
+        [A, N, K] (float32)."""
+        chosen = self.all_items if items is None else tuple(int(i) for i in items)
+        with torch.no_grad():
+            codes = self._codes(tokens, masked, chosen)
+            if self.caches is None:
+                logits = self._full(chosen, codes, keep=False).float()
+            else:
+                logits = self._cache_call(chosen, codes, masked)
+            self.stats.nfe += 1
+            self.stats.token_forwards_full += self.pack(chosen).real_tokens
+            a = len(chosen)
+            if self.cfg == 0:
+                return logits
+            cond, uncond = logits[:a], logits[a:]
+            return (1.0 + self.cfg) * cond - self.cfg * uncond
+
+    def masked_logits(self, tokens: torch.Tensor, masked: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One full pass over all B items, no cache: codebook logits (float32) at the masked
+        slots only, per branch: (cond [M, K], uncond [M, K] or None without CFG), in the
+        row-major order of ``masked.nonzero()``. Counted in the stats as a sampling call."""
+        with torch.no_grad():
+            items = self.all_items
+            pack = self.pack(items)
+            seq = self._sequence(pack, self._codes(tokens, masked, items))
+            hidden = self._run("full", seq, pack.rows, None)
+            m = masked.to(self.device)
+            pos = pack.code_pos[m.repeat(self.table.branches, 1)]
+            logits = self._project(hidden[pos]).float()
+            self._count(items, [sum(pack.rows.lengths[r] for r in self._item_rows(pack, a))
+                                for a in range(len(items))])
+            self.stats.nfe += 1
+            self.stats.token_forwards_full += pack.real_tokens
+        count = int(m.sum())
+        return logits[:count], (logits[count:] if self.table.branches == 2 else None)
+
+    def item(self, index: int) -> Any:
+        """The ML-Cache of item `index` (cache.BranchCache), or None without a cache."""
+        return None if self.caches is None else self.caches[index]

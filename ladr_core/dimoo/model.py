@@ -241,12 +241,17 @@ class LLaDAModel(nn.Module):
         """``ln_f`` + output projection restricted to vocab ``rows`` (e.g. the codebook slice)."""
         t = self.model.transformer
         x = t.ln_f(hidden)
-        weight = self.output_weight()
+        head = t.wte if self.config.weight_tying else t.ff_out
         bias = None if self.config.weight_tying else t.ff_out.bias
         if rows is not None:
-            weight = weight[rows]
             bias = bias[rows] if bias is not None else None
-        weight = weight.to(x.device, x.dtype)  # no-op unless a host left it elsewhere
+        select = getattr(head, "weight_rows", None)  # quantized heads decode just these rows
+        if select is not None:
+            weight = select(rows, x.device, x.dtype)
+        else:
+            weight = self.output_weight()
+            weight = weight[rows] if rows is not None else weight
+            weight = weight.to(x.device, x.dtype)  # no-op unless a host left it elsewhere
         bias = bias.to(x.device, x.dtype) if bias is not None else None
         logits = F.linear(x, weight, bias)
         return logits / math.sqrt(self.config.d_model) if self.config.scale_logits else logits

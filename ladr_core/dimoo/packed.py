@@ -6,15 +6,17 @@ of equal-length consecutive rows on each row's true length (one SDPA call per ru
 B = 1 with CFG), so no key-padding mask is needed. Positions restart at 0 in every row, which
 makes each row equal to its official unpadded sequence.
 
-K/V caches (ML-Cache) are per layer ``(k, v)`` of shape [T, Hkv, hd] in packed order, RoPE
-applied to k; ``full_pass(..., kv_out=cache)`` overwrites an existing cache in place, so a
-refresh never holds an old and a new cache at once; ``partial_pass`` writes the recomputed
-positions' K/V into it in place. Grouped-query attention uses SDPA's ``enable_gqa`` (no
-``repeat_interleave`` copy of the keys/values).
+K/V caches (ML-Cache) are per row and per layer ``(k, v)`` of shape [L, Hkv, hd], RoPE applied
+to k: ``full_pass(..., kv_sink=...)`` hands each layer's fresh packed K/V to a callback that
+copies every row's part into that row's cache (so a refresh never holds an old and a new cache
+at once); ``partial_pass`` recomputes some positions of some rows, writes their K/V into their
+rows' caches in place and attends over each row's whole cache. Grouped-query attention uses
+SDPA's ``enable_gqa`` (no ``repeat_interleave`` copy of the keys/values).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -101,45 +103,54 @@ def _mlp_residual(block: LLaDABlock, x: torch.Tensor, att: torch.Tensor) -> torc
     return x + block.ff_out(block.act(block.ff_proj(y)) * block.up_proj(y))
 
 
-def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
-              kv_out: LayerKV | None = None, keep_kv: bool = False
-              ) -> tuple[torch.Tensor, LayerKV | None]:
-    """Packed ids [T] -> last hidden states [T, D] (before ln_f) and the per-layer K/V.
+KVSink = Callable[[int, torch.Tensor, torch.Tensor], None]
+"""(layer, k [T, Hkv, hd], v [T, Hkv, hd]) of one full pass, in packed order."""
 
-    ``kv_out`` (an existing cache of the same layout): each layer's K/V are copied into it in
-    place and it is returned; else with ``keep_kv`` the layers' own K/V tensors are returned.
-    """
+
+def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
+              kv_sink: KVSink | None = None) -> torch.Tensor:
+    """Packed ids [T] -> last hidden states [T, D] (before ln_f).
+
+    ``kv_sink``: called with each layer's K/V (RoPE applied to k) as soon as they are made, to
+    keep what it needs (the ML-Cache copies each row's part into its own cache)."""
     cos, sin = rope_tables(rows.positions[None], model.config.head_dim, model.config.rope_theta)
     cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]  # [T, 1, hd]
     x = model.embed(input_ids)
-    kv: LayerKV = []
     for i, block in enumerate(model.blocks):
         q, k, v = _qkv(block, x, cos, sin)
-        if kv_out is not None:
-            kv_out[i][0].copy_(k)
-            kv_out[i][1].copy_(v)
-        elif keep_kv:
-            kv.append((k, v))
+        if kv_sink is not None:
+            kv_sink(i, k, v)
         x = _mlp_residual(block, x, _attend(q, k, v, rows, None))
-    return x, (kv_out if kv_out is not None else kv if keep_kv else None)
+    return x
 
 
-def partial_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
-                 index: torch.Tensor, kv: LayerKV) -> torch.Tensor:
-    """ML-Cache pass: recompute M tokens per row at packed positions ``index`` [R, M].
+def partial_pass(model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
+                 counts: list[int], kv: list[LayerKV]) -> torch.Tensor:
+    """ML-Cache pass: recompute counts[r] positions of each row r, attending over its cache.
 
-    Per layer their fresh K/V overwrite the cache ``kv`` in place (official ``LLaDALlamaBlock``
-    cache update) and their queries attend over their row's full cached K/V.
-    Returns the hidden states [R * M, D] of the recomputed tokens, rows in order.
+    ids / positions: LongTensor [sum(counts)] the recomputed tokens' ids and their positions
+    inside their rows (rows in order); kv[r]: row r's per-layer (k, v) [L_r, Hkv, hd]. Per
+    layer the fresh K/V overwrite the row's cache at those positions, in place (official
+    ``LLaDALlamaBlock`` cache update), and each row's queries attend over its full cached K/V
+    (one SDPA per row: rows keep separate caches, so items can come and go). Returns the hidden
+    states [sum(counts), D] of the recomputed tokens, rows in order.
     """
-    flat = index.reshape(-1)
-    pos = rows.positions[flat]
-    cos, sin = rope_tables(pos[None], model.config.head_dim, model.config.rope_theta)
+    cos, sin = rope_tables(positions[None], model.config.head_dim, model.config.rope_theta)
     cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]
-    x = model.embed(input_ids[flat])
-    for block, (k_all, v_all) in zip(model.blocks, kv, strict=True):
+    x = model.embed(ids)
+    local = positions.split(counts)
+    for i, block in enumerate(model.blocks):
         q, k, v = _qkv(block, x, cos, sin)
-        k_all.index_copy_(0, flat, k)
-        v_all.index_copy_(0, flat, v)
-        x = _mlp_residual(block, x, _attend(q, k_all, v_all, rows, index.shape[1]))
+        gqa = q.shape[1] != k.shape[1]
+        outs = []
+        for r, (qr, kr, vr) in enumerate(zip(q.split(counts), k.split(counts), v.split(counts),
+                                             strict=True)):
+            k_all, v_all = kv[r][i]
+            k_all.index_copy_(0, local[r], kr)
+            v_all.index_copy_(0, local[r], vr)
+            att = F.scaled_dot_product_attention(qr.transpose(0, 1)[None],
+                                                 k_all.transpose(0, 1)[None],
+                                                 v_all.transpose(0, 1)[None], enable_gqa=gqa)
+            outs.append(att[0].transpose(0, 1).reshape(qr.shape[0], -1))
+        x = _mlp_residual(block, x, outs[0] if len(outs) == 1 else torch.cat(outs))
     return x

@@ -12,23 +12,34 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..registry import resolve_strategy
 from ..step import Strategy
+from ..validation import check_steps_arg
 from .cache import MLCacheConfig
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
 from .model import LLaDAModel
-from .prompt import ImageLayout, build_prompt_batch, check_image_size, cond_text, uncond_text
+from .painting import PaintOptions, check_image, plan_painting
+from .prompt import (
+    SIZE_STEP,
+    ImageLayout,
+    build_prompt_batch,
+    check_image_size,
+    cond_text,
+    uncond_text,
+)
 from .vq import (
     PREVIEW_TABLE_FILE,
     build_preview_table,
     decode_codes,
+    encode_images,
     load_preview_table,
     preview_from_table,
 )
@@ -40,7 +51,6 @@ __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
-SIZE_STEP = 16  # sizes suggested in errors: multiples of 16 px (official grid, the node's step)
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 # Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
 # configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
@@ -78,6 +88,9 @@ class GenerationResult:
     grid: tuple[int, int]
     decode_seconds: float = 0.0
     compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
+    note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
+    item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
+    item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
     self_score: SelfScore | None = None  # generate(self_score=...): opt-in, its passes extra
 
 
@@ -95,6 +108,17 @@ def generator_seed(seed: int, device: torch.device) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
     return (z ^ (z >> 31)) & (2**32 - 1)
+
+
+def check_seed(seed: object, items: int) -> int:
+    """The one seed rule: an int in [0, SEED_MAX - items + 1] (item i uses seed + i, and torch
+    seeds are 64-bit). ValueError naming the bound otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0 (got {seed!r})")
+    if seed + items - 1 > SEED_MAX:
+        raise ValueError(f"seed must be <= {SEED_MAX - items + 1} for {items} items (item i uses "
+                         f"seed + i, seeds are 64-bit); got {seed}")
+    return seed
 
 
 def item_generator(seed: int, device: torch.device) -> torch.Generator:
@@ -173,6 +197,25 @@ class DiMOOPipeline:
     def device(self) -> torch.device:
         return self.transformer.compute_device()
 
+    def image_bytes(self, width: int | None = None, height: int | None = None,
+                    cache: bool = False) -> int:
+        """Device memory one image in flight needs beyond the weights (an estimate, to choose
+        how many to run at once): the largest activations of its rows (cond and uncond, each
+        ~prompt + image tokens: two [tokens, MLP] buffers at the MLP's peak, in the compute
+        dtype), its code-slot logits in float32 (the guided logits and the sampler's two
+        [N, K] work buffers) and, with an ML-Cache, every layer's K/V of its rows."""
+        cfg, ids = self.config, self.ids
+        grid = ImageLayout((height or self.default_size) // self.vq_factor,
+                           (width or self.default_size) // self.vq_factor)
+        tokens = 2 * (grid.length + 96)  # two rows, a typical prompt length
+        width_bytes = next(self.transformer.parameters()).element_size()
+        bytes_ = 2 * tokens * cfg.hidden_size * max(width_bytes, 2)
+        bytes_ += 3 * grid.n_codes * ids.codebook_size * 4
+        if cache:
+            kv = 2 * cfg.effective_n_kv_heads * cfg.head_dim * max(width_bytes, 2)
+            bytes_ += cfg.n_layers * tokens * kv + 2 * grid.n_codes * ids.codebook_size * 2
+        return int(bytes_)
+
     def encode(self, text: str) -> list[int]:
         """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""
         return list(self.tokenizer.encode(text).ids)
@@ -189,12 +232,14 @@ class DiMOOPipeline:
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None,
                       cfg: float | None = None, cache: MLCacheConfig | None = None,
-                      steps: int | None = None,
-                      batch_size: int = 1) -> DiMOODenoiser:
+                      steps: int | None = None, batch_size: int = 1,
+                      n_generate: int | list[int] | None = None) -> DiMOODenoiser:
         """The ``denoise`` callable for B = len(prompts) * batch_size items (``.stats`` inside).
 
         ``steps`` (the sampler's T) is needed with an ML-Cache to place the refresh steps.
-        ``cfg`` None = ``default_cfg``; width/height None = ``default_size``.
+        ``cfg`` None = ``default_cfg``; width/height None = ``default_size``. ``n_generate``:
+        tokens generated per item when some are known (one int, or one per item; each item's
+        ML-Cache schedule runs over its own).
         """
         prompt_list = _prompt_list(prompts)
         _positive_int("batch_size", batch_size)
@@ -207,48 +252,70 @@ class DiMOOPipeline:
         items = [p for p in prompt_list for _ in range(batch_size)]
         batch = build_prompt_batch(self.encode, self.ids, items, negative_prompt, layout,
                                    with_uncond=bool(cfg and cfg > 0))
-        denoiser = DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps)
+        denoiser = DiMOODenoiser(self.transformer, batch, self.ids, cfg, cache, steps,
+                                 n_generate=n_generate)
         denoiser.forward_hook = self.compiled
         return denoiser
 
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
                  width: int | None = None, height: int | None = None, steps: int | None = None,
                  cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
-                 strategy: str | Strategy = "ladr", policy: Any = None,
-                 cache: MLCacheConfig | None = None,
+                 strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
-                 batch_size: int = 1, decode: bool = True,
+                 batch_size: int = 1, decode: bool = True, init_image: Any = None,
+                 mask: Any = None, paint: PaintOptions | None = None,
+                 max_batch: int | None = None,
                  self_score: SelfScoreConfig | None = None) -> GenerationResult:
-        """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``, ``Baseline()``,
-        ``Prophet(policy)``) or its name; with a name, ``policy`` is the LADRPolicy (ladr) or
-        ProphetPolicy (prophet) to use, or None for the defaults. ``steps`` None = the
-        strategy's tuned T (``LADR.preset("nano")`` carries 128), else DiMOO's 64.
-        ``decode=False`` skips the VQ decoder (images None), e.g. when decoding elsewhere.
-        ``self_score``: also score the final tokens (``self_score()``, same seed), which costs
-        ``self_score.passes`` extra denoiser passes per image; None (default) = no score."""
-        from ..sampling import sample
-        from ..strategies import as_strategy, default_steps
+        """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
+        ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
+        LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
+        nano preset carries 128), else DiMOO's 64. ``decode=False`` skips the VQ decoder
+        (images None), e.g. when decoding elsewhere. ``self_score``: also score the final tokens
+        (``self_score()``, same seed), which costs ``self_score.passes`` extra denoiser passes
+        per image; None (default) = no score.
 
-        chosen = as_strategy(strategy, policy)
-        steps = default_steps(chosen) if steps is None else steps
-        _positive_int("seed", seed, minimum=0)
-        _positive_int("steps", steps)
+        ``max_batch``: images in flight at once (None = all of them). The images of a batch
+        leave the transformer passes as they finish; below the batch's size the batch rolls:
+        each finished image makes room for the next prompt, which starts at its own step 0.
+        Image i (prompt i // batch_size, seed + i) is the same whatever its neighbours: equal
+        to its own single run in float32. ``res.item_nfe`` / ``res.item_token_forwards``: the
+        forward passes and tokens each image cost.
+
+        Inpainting / outpainting (painting.py): ``init_image`` float [B, H, W, 3] in [0, 1] and
+        ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every image);
+        ``paint`` (PaintOptions): coverage threshold, grow, paste-back and feather. The image
+        sets the size; known tokens never change; nothing to regenerate returns the input
+        unchanged (``res.note`` says why)."""
+        from ..sampling import sample
+
+        chosen = resolve_strategy(strategy)
+        steps = chosen.run_steps(steps)
+        check_steps_arg(steps)
+        plan = None
+        if init_image is not None or mask is not None:
+            plan = plan_painting(self, _prompt_list(prompt), init_image, mask, paint,
+                                 _positive_int("batch_size", batch_size), width, height)
+            if plan.nothing_to_do:
+                return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0,
+                                        0, 0, plan.grid, note=plan.note)
+            prompt, width, height = plan.prompts, plan.width, plan.height
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
-                                     batch_size)
+                                     batch_size, plan.n_generate() if plan else None)
         layout = denoise.layout
-        if seed + denoise.batch - 1 > SEED_MAX:  # item i uses seed + i; torch seeds are 64-bit
-            raise ValueError(f"seed must be <= {SEED_MAX - denoise.batch + 1} for {denoise.batch} "
-                             f"items (item i uses seed + i, seeds are 64-bit); got {seed}")
+        check_seed(seed, denoise.batch)
         generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]
         start = time.perf_counter()
         result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=steps,
                         strategy=chosen, temperature=temperature, generator=generators,
-                        callback=callback, device=self.device)
+                        callback=callback, device=self.device,
+                        known=plan.known if plan else None, max_batch=max_batch)
         seconds = time.perf_counter() - start
         start = time.perf_counter()
         # The sampler's codes are in [0, K) by construction: no range check (a host sync).
         images = (decode_codes(self.vq, result.tokens, (layout.h, layout.w), check_range=False)
                   if decode else None)
+        if images is not None and plan is not None:
+            images = plan.finish(images)
         decode_seconds = time.perf_counter() - start
         scored = None
         if self_score is not None:
@@ -258,7 +325,8 @@ class DiMOOPipeline:
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
-                                denoise.stats.compile_seconds, scored)
+                                denoise.stats.compile_seconds, plan.note if plan else "",
+                                result.item_nfe, list(denoise.stats.item_token_forwards), scored)
 
     def self_score(self, tokens: torch.Tensor, prompt: str | Sequence[str],
                    negative_prompt: str | None = None, width: int | None = None,
@@ -289,6 +357,13 @@ class DiMOOPipeline:
             lambda items: self.make_denoiser(items, negative_prompt, width, height, cfg),
             tokens.long(), prompts, (layout.h, layout.w), generators,
             SelfScoreConfig() if config is None else config, chunk)
+
+    def encode_image(self, image: torch.Tensor) -> torch.Tensor:
+        """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official
+        encoding (vq.encode_images); H and W multiples of ``vq_factor`` (ValueError naming the
+        nearest valid sizes otherwise; ``painting.fit_image`` crops or resizes)."""
+        return encode_images(self.vq, check_image(image, self.vq_factor, "image"),
+                             self.vq_factor)
 
     def decode(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
         """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""

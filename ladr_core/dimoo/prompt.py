@@ -69,10 +69,29 @@ class ImageLayout:
         return 2 + r * (self.w + 1) + c
 
 
+SIZE_STEP = 16
+"""Pixel sizes are multiples of this (the official grid: one token per 16 x 16 pixels)."""
+
+
 def _nearest_multiples(value: int, factor: int) -> str:
     low = max(factor, value // factor * factor)
     high = low if low >= value else low + factor
     return str(low) if low == high else f"{low} or {high}"
+
+
+def size_problem(name: str, value: object, factor: int = SIZE_STEP) -> str | None:
+    """Why ``value`` is not a valid pixel size for ``name`` (width / height), or None.
+
+    Valid: a positive int that is a multiple of ``factor`` (the VQ factor, or the 16 px grid).
+    The message names the nearest valid sizes. The one size rule of the pack: the pipeline, the
+    sampler node's validation and the image inputs all use it.
+    """
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return f"{name} must be a positive int (got {value!r})"
+    if value % factor:
+        return (f"{name}={value} is not a multiple of {factor} (one token per {factor} x "
+                f"{factor} pixels); nearest valid {name}: {_nearest_multiples(value, factor)}")
+    return None
 
 
 def suggest_size(width: int, height: int, step: int, vq_factor: int,
@@ -104,11 +123,9 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
     """
     step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValueError(f"{name} must be a positive int (got {value!r})")
-        if value % vq_factor:
-            raise ValueError(f"{name}={value} is not a multiple of the VQ factor {vq_factor}; "
-                             f"nearest valid {name}: {_nearest_multiples(value, vq_factor)}")
+        problem = size_problem(name, value, vq_factor)
+        if problem:
+            raise ValueError(problem)
     layout = ImageLayout(height // vq_factor, width // vq_factor)
     total = prompt_length + layout.length
     if total > max_length:

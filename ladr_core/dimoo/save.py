@@ -1,13 +1,24 @@
-"""Save a loaded DiMOO (e.g. converted to fp8) once, as a folder ``load_dimoo`` reads directly.
+"""Convert an official Lumina-DiMOO folder once into a smaller one ``load_dimoo`` reads directly.
 
-    python -m ladr_core.dimoo.save SRC_FOLDER OUT_FOLDER --weight-dtype fp8_e4m3fn
+    python -m ladr_core.dimoo.save SRC DST --weight-dtype FORMAT
 
-The output has the official layout: the source's config.json, tokenizer files and ``vqvae/``
-copied, the transformer in ``model-0000k-of-0000n.safetensors`` shards with
-``model.safetensors.index.json``, official tensor names; fp8 block linears add
-``<name>.weight_scale`` (float32 [out]). config.json gains ``ladr_weight_dtype`` (informative:
-the loader reads the storage from the tensors). Loading it: ``load_dimoo(OUT_FOLDER)`` (fp8 as
-stored, no conversion pass, about half the bytes to read).
+FORMAT (docs/reports/QUANTIZATION.md says which to pick):
+
+* ``fp8_e4m3fn`` / ``fp8_e5m2``: the pack's fp8 (block linears fp8 with a float32 scale per
+  output channel, ``<key>_scale``; computed in the compute dtype after a cast).
+* ``comfy_fp8_e4m3fn`` / ``comfy_fp8_e5m2`` / ``comfy_int8``: ComfyUI's quantized format
+  (quant.py: ``_quantization_metadata``, per-tensor fp8 scales and a calibrated
+  ``input_scale``, or int8 with one scale per output channel), so ComfyUI's fast fp8 / int8
+  matmuls apply. ``--input-scale calibrate`` (default) runs the model on sample prompts first
+  (calibrate.py); ``none`` writes no input scale (ComfyUI then clips inputs at the fp8 max).
+* ``Q8_0`` / ``Q5_K_M`` / ``Q4_K_M``: one self-contained GGUF file (gguf_write.py); DST ends in
+  ``.gguf``.
+
+Folders keep the official layout (config.json with an informative ``ladr_weight_dtype``,
+tokenizer files, ``vqvae/``, ``model-0000k-of-0000n.safetensors`` + index) and are written
+tensor by tensor from the memory-mapped source (peak memory: about one tensor beyond what is
+being written), into a hidden staging folder renamed to DST at the end (staging.py): a
+conversion that dies half-way never leaves a folder that loads.
 """
 
 from __future__ import annotations
@@ -15,22 +26,32 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .checkpoint import INDEX_FILE, PICKLE_SUFFIXES, SINGLE_FILE
+from . import fp8, quant
+from .checkpoint import (
+    INDEX_FILE,
+    PICKLE_SUFFIXES,
+    _get,
+    _open,
+    read_config,
+    resolve_dtype,
+    shard_files,
+)
+from .staging import check_target, staged_folder, write_safetensors
 
-__all__ = ["save_dimoo", "main"]
+__all__ = ["save_dimoo", "convert_folder", "main", "FORMATS", "row_chunks", "by_rows"]
 
 SHARD_BYTES = 4 * 2**30
-
-
-def _weight_dtype(state: dict[str, torch.Tensor]) -> str:
-    fp8 = {str(t.dtype).removeprefix("torch.") for t in state.values() if t.element_size() == 1
-           and t.is_floating_point()}
-    return ",".join(sorted(f.replace("float8", "fp8") for f in fp8)) or "default"
+CHUNK = 1 << 24  # weights converted at a time (bounds the float32 temporaries)
+GGUF_RECIPES = ("Q8_0", "Q5_K_M", "Q4_K_M")
+FORMATS = (*fp8.FP8_FORMATS, *quant.WEIGHT_DTYPES, *GGUF_RECIPES)
+Entry = tuple[str, torch.dtype, list[int]]
 
 
 def _copy_support_files(source: Path, out: Path, weight_dtype: str) -> None:
@@ -51,70 +72,250 @@ def _copy_support_files(source: Path, out: Path, weight_dtype: str) -> None:
             shutil.copy2(item, out / item.name)
 
 
-def _shards(state: dict[str, torch.Tensor], shard_bytes: int) -> list[list[str]]:
-    groups: list[list[str]] = [[]]
+def _write_shards(out: Path, entries: list[Entry], produce: Callable[[str], torch.Tensor],
+                  layers: dict[str, str], shard_bytes: int) -> None:
+    """Group ``entries`` into shards of at most ``shard_bytes`` (a layer's tensors together),
+    write each with ``write_safetensors`` and the index; ``layers`` {layer: ComfyUI format}."""
+    groups: list[list[Entry]] = [[]]
     size = 0
-    for key, tensor in state.items():
-        nbytes = tensor.numel() * tensor.element_size()
-        if groups[-1] and size + nbytes > shard_bytes:
+    for entry in entries:
+        n = torch.empty(0, dtype=entry[1]).element_size() * max(1, _numel(entry[2]))
+        same_layer = groups[-1] and _layer(groups[-1][-1][0]) == _layer(entry[0])
+        if groups[-1] and size + n > shard_bytes and not same_layer:
             groups.append([])
             size = 0
-        groups[-1].append(key)
-        size += nbytes
-    return groups
+        groups[-1].append(entry)
+        size += n
+    weight_map: dict[str, str] = {}
+    total = 0
+    for i, group in enumerate(groups):
+        name = f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors"
+        meta = {"format": "pt"}
+        mine = {k: v for k, v in layers.items() if any(_layer(e[0]) == k for e in group)}
+        if mine:
+            meta[quant.METADATA_KEY] = json.dumps({"format_version": "1.0", "layers": {
+                k: {"format": v} for k, v in sorted(mine.items())}})
+        total += write_safetensors(out / name, group, produce, meta)
+        weight_map.update({e[0]: name for e in group})
+    (out / INDEX_FILE).write_text(json.dumps({"metadata": {"total_size": total},
+                                              "weight_map": weight_map}, indent=1) + "\n")
+
+
+def _numel(shape: list[int]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+def _layer(key: str) -> str:
+    return key.rsplit(".", 1)[0]
+
+
+def _state_layers(model: torch.nn.Module) -> dict[str, str]:
+    """{layer: ComfyUI format} of a loaded model's ``QuantLinear`` layers."""
+    return {name: m.quant_format for name, m in model.named_modules()
+            if isinstance(m, quant.QuantLinear) and m.quant_format is not None}
+
+
+def _check_paths(src: Path, out: Path) -> None:
+    check_target(out)
+    if not (src / "config.json").is_file():
+        raise ValueError(f"source {str(src)!r} has no config.json; pass the folder the model "
+                         "was loaded from")
+    if out.resolve() == src.resolve():
+        raise ValueError("the output folder must differ from the source folder")
 
 
 def save_dimoo(pipe: Any, folder: str | Path, source: str | Path | None = None,
                shard_bytes: int = SHARD_BYTES) -> Path:
-    """Write ``pipe`` (a ``DiMOOPipeline``) to a new ``folder``; returns it.
+    """Write ``pipe`` (a ``DiMOOPipeline``, e.g. loaded with fp8) to a new ``folder``.
 
-    ``source``: the folder the pipeline was loaded from (default: ``pipe.source_folder``); its
+    ``source``: the folder the pipeline was loaded from (default ``pipe.source_folder``); its
     tokenizer, configs and ``vqvae/`` are copied. ``folder`` must not exist or be empty.
     """
-    from safetensors.torch import save_file
-
     out = Path(folder).expanduser()
     src = Path(source or pipe.source_folder or "").expanduser()
-    if not (src / "config.json").is_file():
-        raise ValueError(f"source {str(src)!r} has no config.json; pass source= the folder the "
-                         "pipeline was loaded from")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"{out} exists and is not an empty folder; pick a new folder")
-    if out.resolve() == src.resolve():
-        raise ValueError("the output folder must differ from the source folder")
-    state = pipe.transformer.state_dict()
-    out.mkdir(parents=True, exist_ok=True)
-    _copy_support_files(src, out, _weight_dtype(state))
-    groups = _shards(state, shard_bytes)
-    weight_map: dict[str, str] = {}
-    total = 0
-    for i, keys in enumerate(groups):
-        name = f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors"
-        part = {k: state[k].detach().to("cpu").contiguous() for k in keys}
-        save_file(part, str(out / name), metadata={"format": "pt"})
-        total += sum(t.numel() * t.element_size() for t in part.values())
-        weight_map.update({k: name for k in keys})
-        del part
-    (out / INDEX_FILE).write_text(json.dumps({"metadata": {"total_size": total},
-                                              "weight_map": weight_map}, indent=1) + "\n")
-    (out / SINGLE_FILE).unlink(missing_ok=True)
+    _check_paths(src, out)
+    state = {k: v.detach() for k, v in pipe.transformer.state_dict().items() if v is not None}
+    layers = _state_layers(pipe.transformer)
+    stored = sorted({str(t.dtype).removeprefix("torch.").replace("float8", "fp8")
+                     for t in state.values() if t.element_size() == 1 and t.is_floating_point()})
+    label = ",".join(sorted(set(layers.values()))) or ",".join(stored) or "default"
+    entries = [(k, v.dtype, list(v.shape)) for k, v in state.items()]
+    with staged_folder(out) as tmp:
+        _copy_support_files(src, tmp, label)
+        _write_shards(tmp, entries, state.__getitem__, layers, shard_bytes)
     return out
 
 
-def main(argv: list[str] | None = None) -> Path:
-    from .pipeline import load_dimoo
+@dataclass
+class Conversion:
+    """What ``convert_folder`` makes of each block linear (``fmt``: a FORMATS name) and of the
+    rest (``dtype``); ``input_amax`` {layer: calibrated amax incl. margin} for comfy fp8."""
 
+    fmt: str
+    dtype: torch.dtype = torch.bfloat16
+    fp8_scale: str = "channel"
+    int8_scale: str = "channel"
+    input_amax: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def comfy(self) -> str | None:
+        return quant.WEIGHT_DTYPES.get(self.fmt)
+
+    def outputs(self, key: str, shape: list[int], quantize: bool) -> list[Entry]:
+        """(name, dtype, shape) of what ``convert`` makes of a source tensor of ``shape``."""
+        if not quantize:
+            return [(key, self.dtype, shape)]
+        if self.comfy is None:
+            return [(key, fp8.fp8_torch_dtype(self.fmt), shape), (key + "_scale", torch.float32,
+                                                                  shape[:1])]
+        layer = _layer(key)
+        out = [(key, quant.storage_dtype(self.comfy), shape)]
+        if self.comfy == "int8_tensorwise":
+            return [*out, (layer + ".weight_scale", torch.float32,
+                           [shape[0], 1] if self.int8_scale == "channel" else [])]
+        out.append((layer + ".weight_scale", torch.float32, []))
+        if layer in self.input_amax:
+            out.append((layer + ".input_scale", torch.float32, []))
+        return out
+
+    def convert(self, key: str, tensor: torch.Tensor, quantize: bool) -> dict[str, torch.Tensor]:
+        """Output tensors (name -> tensor) of one source tensor, computed in row chunks."""
+        if not quantize:
+            return {key: tensor.to(self.dtype)}
+        if self.comfy is None:
+            dtype = fp8.fp8_torch_dtype(self.fmt)
+            if self.fp8_scale != "channel":  # one scale for the whole matrix
+                q, s = fp8.quantize(tensor, dtype, self.fp8_scale)
+                return {key: q, key + "_scale": s}
+            return by_rows(tensor, lambda w: dict(zip(
+                (key, key + "_scale"), fp8.quantize(w, dtype, "channel"), strict=True)))
+        layer = _layer(key)
+        per_tensor = self.comfy != "int8_tensorwise" or self.int8_scale == "tensor"
+        amax = max(float(tensor[r].abs().amax()) for r in row_chunks(tensor.shape)) \
+            if per_tensor else None
+        parts = by_rows(tensor, lambda w: quant.quantize_layer(
+            w, self.comfy, self.input_amax.get(layer), self.int8_scale, weight_amax=amax))
+        return {f"{layer}.{name}": t for name, t in parts.items()}
+
+
+def row_chunks(shape: torch.Size | list[int], weights: int | None = None) -> list[slice]:
+    """Slices of about ``weights`` (default CHUNK) elements over the rows of ``shape``."""
+    step = max(1, (weights or CHUNK) // max(1, int(shape[1]) if len(shape) > 1 else 1))
+    return [slice(i, min(i + step, int(shape[0]))) for i in range(0, int(shape[0]), step)]
+
+
+def by_rows(tensor: torch.Tensor, fn: Callable[[torch.Tensor], dict[str, torch.Tensor]]
+            ) -> dict[str, torch.Tensor]:
+    """``fn`` over row chunks of ``tensor``; outputs with a row dimension are gathered into
+    tensors of the full height, scalars come from the first chunk (they are equal)."""
+    out: dict[str, torch.Tensor] = {}
+    for rows in row_chunks(tensor.shape):
+        for name, part in fn(tensor[rows]).items():
+            if part.dim() == 0:
+                out.setdefault(name, part)
+                continue
+            if name not in out:
+                out[name] = torch.empty((tensor.shape[0], *part.shape[1:]), dtype=part.dtype,
+                                        device=part.device)
+            out[name][rows] = part
+    return out
+
+
+def convert_folder(source: str | Path, out: str | Path, conversion: Conversion,
+                   device: str | torch.device = "cpu", shard_bytes: int = SHARD_BYTES) -> Path:
+    """Stream the official folder ``source`` into ``out`` converted by ``conversion`` (module
+    docstring); each tensor is read, converted on ``device`` and written before the next."""
+    src, dst = Path(source).expanduser(), Path(out).expanduser()
+    _check_paths(src, dst)
+    config, _, _ = read_config(src)
+    biased = config.include_bias or bool(config.include_qkv_bias)
+    plan: list[tuple[Path, str, bool]] = []
+    for shard in shard_files(src):
+        with _open(shard) as handle:
+            for key in list(handle.keys()):
+                is_q = fp8.is_block_linear_weight(key) and not biased
+                if handle.get_slice(key).get_dtype().startswith("F8"):
+                    raise ValueError(f"{shard}: {key} is already fp8; convert from the bf16 "
+                                     "original release")
+                plan.append((shard, key, is_q))
+    entries, sources = _entries(plan, conversion)
+    cache: dict[str, torch.Tensor] = {}
+
+    def produce(name: str) -> torch.Tensor:
+        if name not in cache:
+            shard, key, is_q = sources[name]
+            with _open(shard) as handle:
+                tensor = _get(handle, shard, key).to(device)
+            cache.clear()  # the previous layer's outputs are written by now
+            cache.update({k: v.cpu() for k, v in conversion.convert(key, tensor, is_q).items()})
+            del tensor
+        return cache.pop(name)
+
+    layers = {_layer(k): conversion.comfy for _, k, q in plan if q and conversion.comfy}
+    with staged_folder(dst) as tmp:
+        _copy_support_files(src, tmp, conversion.comfy or conversion.fmt)
+        _write_shards(tmp, entries, produce, layers, shard_bytes)
+    return dst
+
+
+def _entries(plan: list[tuple[Path, str, bool]], conversion: Conversion
+             ) -> tuple[list[Entry], dict[str, tuple[Path, str, bool]]]:
+    """Output (name, dtype, shape) in writing order, each mapped to its source tensor."""
+    entries: list[Entry] = []
+    sources: dict[str, tuple[Path, str, bool]] = {}
+    for shard, key, is_q in plan:
+        with _open(shard) as handle:
+            shape = list(handle.get_slice(key).get_shape())
+        for entry in conversion.outputs(key, shape, is_q):
+            entries.append(entry)
+            sources[entry[0]] = (shard, key, is_q)
+    return entries, sources
+
+
+def main(argv: list[str] | None = None) -> Path:
+    """The command line (module docstring); bad input exits with its one-line message."""
+    try:
+        return _main(argv)
+    except (ValueError, RuntimeError) as exc:  # CheckpointError is a RuntimeError
+        raise SystemExit(f"error: {exc}") from None
+
+
+def _main(argv: list[str] | None) -> Path:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("source", help="official Lumina-DiMOO folder (bf16 safetensors)")
-    ap.add_argument("out", help="new folder to write")
-    ap.add_argument("--weight-dtype", default="fp8_e4m3fn", help="fp8_e4m3fn | fp8_e5m2 | default")
-    ap.add_argument("--fp8-scale", default="channel", help="channel (default) | tensor")
-    ap.add_argument("--dtype", default="bf16", help="compute/storage dtype of the rest (bf16)")
-    ap.add_argument("--device", default="cpu", help="where to convert (cpu, cuda)")
+    ap.add_argument("out", help="new folder (or NAME.gguf for the GGUF formats)")
+    ap.add_argument("--weight-dtype", default="fp8_e4m3fn", choices=FORMATS)
+    ap.add_argument("--fp8-scale", default="channel", choices=fp8.SCALE_KINDS,
+                    help="pack fp8: one scale per output channel (default) or per tensor")
+    ap.add_argument("--int8-scale", default="channel", choices=quant.SCALE_KINDS,
+                    help="comfy_int8: one scale per output channel (default) or per tensor")
+    ap.add_argument("--input-scale", default="calibrate", choices=("calibrate", "none"),
+                    help="comfy fp8: calibrate the input scales on sample prompts, or none")
+    ap.add_argument("--calibration-prompts", default=None,
+                    help="text file, one prompt per line (default: calibrate.DEFAULT_PROMPTS)")
+    ap.add_argument("--calibration-size", type=int, default=None,
+                    help="image size in px for calibration (default: min(512, model default))")
+    ap.add_argument("--margin", type=float, default=2.0,
+                    help="input_scale = margin x calibrated max |input| / fp8 max")
+    ap.add_argument("--dtype", default="bf16", help="storage dtype of what is not quantized")
+    ap.add_argument("--device", default="cpu", help="where to convert / calibrate (cpu, cuda)")
     a = ap.parse_args(argv)
-    pipe = load_dimoo(a.source, device=a.device, dtype=a.dtype, weight_dtype=a.weight_dtype,
-                      fp8_scale=a.fp8_scale)
-    out = save_dimoo(pipe, a.out, source=a.source)
+    if a.weight_dtype in GGUF_RECIPES:
+        from .gguf_write import write_gguf
+
+        out = write_gguf(a.source, a.out, a.weight_dtype, device=a.device)
+    else:
+        conversion = Conversion(a.weight_dtype, resolve_dtype(a.dtype), a.fp8_scale, a.int8_scale)
+        if conversion.comfy and conversion.comfy.startswith("float8") and a.input_scale != "none":
+            from .input_scale import calibrate_folder, read_prompts
+
+            amax = calibrate_folder(a.source, read_prompts(a.calibration_prompts),
+                                    a.calibration_size, device=a.device)
+            conversion.input_amax = {k: v * a.margin for k, v in amax.items()}
+        out = convert_folder(a.source, a.out, conversion, a.device)
     print(f"wrote {out}")
     return out
 

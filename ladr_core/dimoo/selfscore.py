@@ -3,8 +3,8 @@
 No outside model. For each image, ``passes`` copies of its final tokens are made; in each copy a
 random set of square token blocks is masked again (``block`` x ``block`` tokens, ``fraction`` of
 the image's blocks per copy; the copies' blocks are disjoint while ``passes * fraction <= 1``).
-ONE packed transformer pass per copy (the denoiser's prompt rows and ``packed.full_pass``, cond
-and uncond rows together, as a sampling step) predicts the masked tokens, and the log
+ONE packed transformer pass per copy (``DiMOODenoiser.masked_logits``: the prompt rows, cond
+and uncond rows together, as a sampling step, no ML-Cache) predicts the masked tokens, and the log
 probability of the TRUE token is read at every re-masked position:
 
   cond       mean log p(x_i | prompt, unmasked tokens)          (masked pseudo-log-likelihood)
@@ -30,8 +30,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
 import torch
-
-from .packed import full_pass
 
 __all__ = ["KINDS", "SelfScore", "SelfScoreConfig", "block_masks", "score_tokens"]
 
@@ -134,18 +132,14 @@ def _chunk_scores(denoise: object, tokens: torch.Tensor, masked: torch.Tensor
 
     tokens / masked: [R, N] (R copies = the denoiser's batch). One packed full pass.
     """
-    model, cfg = denoise.model, denoise.cfg  # type: ignore[attr-defined]
-    seq = denoise.sequences(tokens, masked)  # type: ignore[attr-defined]
-    hidden, _ = full_pass(model, seq, denoise.rows)  # type: ignore[attr-defined]
+    cond, uncond_or_none = denoise.masked_logits(tokens, masked)  # type: ignore[attr-defined]
+    cfg = denoise.cfg  # type: ignore[attr-defined]
     r = tokens.shape[0]
-    m = masked.to(seq.device)
-    branches = denoise.code_pos.shape[0] // r  # type: ignore[attr-defined]
-    pos = denoise.code_pos[m.repeat(branches, 1)]  # type: ignore[attr-defined]
-    logits = model.project(hidden[pos], rows=denoise.codebook).float()  # type: ignore[attr-defined]
-    truth = tokens.to(seq.device)[m]
+    m = masked.to(cond.device)
+    truth = tokens.to(cond.device)[m]
     row = m.nonzero()[:, 0]
-    cond = logits[: truth.numel()]
-    uncond = logits[truth.numel():] if branches == 2 else cond
+    branches = 1 if uncond_or_none is None else 2
+    uncond = cond if uncond_or_none is None else uncond_or_none
     guided = (1.0 + cfg) * cond - cfg * uncond if branches == 2 else cond
     out = {"count": _per_row_means(torch.ones_like(truth, dtype=torch.float64), row, r)}
     for name, lg in (("cond", cond), ("uncond", uncond), ("guided", guided)):

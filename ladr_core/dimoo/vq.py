@@ -1,4 +1,4 @@
-"""VQ decoding (diffusers ``VQModel``) and the cheap codebook -> RGB preview table.
+"""VQ encoding and decoding (diffusers ``VQModel``) and the cheap codebook -> RGB preview table.
 
 Decode follows the official ``utils/image_utils.decode_vq_to_image``: codes [B, h, w] are looked
 up in the codebook (``lookup_from_codebook`` / ``quantize.get_codebook_entry``), decoded, and
@@ -26,7 +26,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-__all__ = ["decode_codes", "build_preview_table", "preview_from_table", "MASK_GREY",
+__all__ = ["decode_codes", "encode_images", "build_preview_table", "preview_from_table", "MASK_GREY",
            "fit_preview_table", "save_preview_table", "load_preview_table", "PREVIEW_TABLE_FILE"]
 
 MASK_GREY = 0.5
@@ -68,6 +68,34 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
             quant = vq.quantize.get_codebook_entry(codes, shape)
             sample = vq.decode(quant, force_not_quantize=True).sample
     return sample.float().clamp(0.0, 1.0).permute(0, 2, 3, 1).contiguous()
+
+
+def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor:
+    """Images float [B, H, W, 3] in [0, 1] (ComfyUI IMAGE) -> codes LongTensor [B, h*w] (CPU).
+
+    The official encoding (``utils/image_utils.encode_img_with_paint`` /
+    ``encode_img_with_breaks``): diffusers ``VaeImageProcessor(do_normalize=False)`` keeps the
+    pixels in [0, 1] as [1, 3, H, W] float32 (a PIL image becomes uint8 / 255, which is what
+    ComfyUI's Load Image gives), then ``vq.encode(x).latents`` and the quantizer's nearest code
+    (``vq.quantize(latents)[2][2]``), row-major. H and W must be multiples of ``vq_factor``
+    (checked by the caller: the official processor would silently resize). Items are encoded
+    one by one, so item i equals a single-image encode exactly.
+    """
+    if images.dim() != 4 or images.shape[-1] != 3:
+        raise ValueError(f"images must be [B, H, W, 3]; got {tuple(images.shape)}")
+    b, hh, ww, _ = images.shape
+    h, w = hh // vq_factor, ww // vq_factor
+    param = next(vq.parameters())
+    out = []
+    with torch.no_grad():
+        for i in range(b):
+            x = images[i:i + 1].permute(0, 3, 1, 2).to(param.device, param.dtype)
+            latents = vq.encode(x).latents
+            if tuple(latents.shape[-2:]) != (h, w):
+                raise ValueError(f"the VQ encoder made a {tuple(latents.shape[-2:])} grid from a "
+                                 f"{hh}x{ww} image; expected {(h, w)} (VQ factor {vq_factor})")
+            out.append(vq.quantize(latents)[2][2].reshape(1, h * w))
+    return torch.cat(out).long().cpu()
 
 
 def build_preview_table(vq: Any, vq_factor: int, size: int = 4, context: int = 3,

@@ -1,4 +1,5 @@
-"""Writes a tiny random Lumina-DiMOO checkpoint in the official folder layout (CPU, < 1 s).
+"""Writes a tiny random Lumina-DiMOO checkpoint in the official folder layout (CPU, < 1 s), for
+the tests and the benchmarks that need a checkpoint without the nano model.
 
 Layout: config.json (model_type "llada", explicit DiMOO id keys over a compact vocab, plus an
 ``auto_map`` pointing at a booby-trapped .py), two safetensors shards + model.safetensors.index.json

@@ -1,0 +1,304 @@
+"""Lumina-DiMOO stored as one GGUF file: read, check, and run with per-layer dequantization.
+
+File layout (written by gguf_write.py; read with the ``gguf`` package):
+
+* ``general.architecture`` = ``lumina-dimoo``; ``lumina-dimoo.config_json`` (config.json),
+  ``lumina-dimoo.tokenizer_json`` (tokenizer.json), ``lumina-dimoo.vqvae_config_json``,
+  ``lumina-dimoo.recipe`` (Q8_0, Q5_K_M, Q4_K_M);
+* transformer tensors under the official names without ``model.transformer.`` (``wte.weight``,
+  ``blocks.{i}.q_proj.weight``, ``ln_f.weight``, ``ff_out.weight``) in the GGML types of
+  ggml.py; a block linear whose rows are not a whole number of 256-weight super-blocks (the
+  nano model's 128-wide rows) is stored as ``[numel / 256, 256]`` and reshaped here;
+* the VQ-VAE's tensors under ``vq.`` in float (F32 / F16 / BF16 as in the source).
+
+Every tensor name, type and shape is checked against config.json before any layer is built.
+Linear and embedding layers keep their GGML bytes (uint8 ``weight`` ``[rows, row_bytes]``) and
+dequantize at use: a linear its whole matrix in the input's dtype, the embedding and the output
+head only the rows they need. The classes derive from the ``operations`` the host passes
+(ComfyUI: ``comfy.ops.manual_cast``), so ModelPatcher can leave any of them in RAM; a weight
+left on another device is moved as bytes at use, never cast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import ggml
+from .checkpoint import CheckpointError, LoadedCheckpoint, check_tokenizer, parse_config
+from .config import LLaDAConfig
+from .model import LLaDAModel
+
+__all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
+           "TRANSFORMER_PREFIX"]
+
+ARCH = "lumina-dimoo"
+KEYS = {"config": f"{ARCH}.config_json", "tokenizer": f"{ARCH}.tokenizer_json",
+        "vqvae": f"{ARCH}.vqvae_config_json", "recipe": f"{ARCH}.recipe"}
+TRANSFORMER_PREFIX = "model.transformer."
+CONVERT_HINT = ("convert the official folder again: python -m ladr_core.dimoo.save SRC "
+                "OUT.gguf --weight-dtype Q4_K_M (or Q8_0, Q5_K_M)")
+
+
+class GGUFLayer:
+    """Mixin: GGML bytes in ``weight`` and their type in ``ggml_type`` (a name of ggml.py)."""
+
+    ggml_type: str = "F32"
+    compute_dtype: torch.dtype = torch.float32
+
+    def _load_from_state_dict(self, state_dict: dict, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        raw = state_dict.get(prefix + "weight")
+        kind = state_dict.get(prefix + "ggml_type")
+        if raw is None or kind is None:
+            missing_keys.append(prefix + "weight")
+            return
+        self.ggml_type = ggml.GGML_TYPES[int(kind)][0]
+        self.weight = nn.Parameter(raw, requires_grad=False)  # type: ignore[assignment]
+        for key in state_dict:
+            rest = key[len(prefix):]
+            if key.startswith(prefix) and "." not in rest and rest not in ("weight", "ggml_type"):
+                unexpected_keys.append(key)
+
+    def dequantized(self, rows: Any, device: torch.device, dtype: torch.dtype, n: int
+                    ) -> torch.Tensor:
+        """Rows ``rows`` (slice / index tensor / None = all) as floats ``[r, n]``."""
+        raw = self.weight
+        if raw.shape[0] != self._rows():  # block-flattened storage: decode whole, then pick
+            full = ggml.dequantize(raw.to(device), self.ggml_type, ggml.QK, dtype)
+            full = full.reshape(self._rows(), n)
+            return full if rows is None else full[rows]
+        part = raw if rows is None else raw[rows]
+        return ggml.dequantize(part.to(device, non_blocking=True), self.ggml_type, n, dtype)
+
+    def _rows(self) -> int:
+        raise NotImplementedError
+
+
+_CLASSES: dict[tuple[type, type, torch.dtype], type] = {}
+
+
+def _linear_class(base: type, dtype: torch.dtype) -> type:
+    key = (base, nn.Linear, dtype)
+    if key not in _CLASSES:
+        def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+            w = self.dequantized(None, x.device, x.dtype, self.in_features)
+            bias = self.bias.to(x.device, x.dtype) if self.bias is not None else None
+            return F.linear(x, w, bias)
+
+        def weight_rows(self: Any, rows: Any, device: torch.device, dtype: torch.dtype
+                        ) -> torch.Tensor:
+            return self.dequantized(rows, device, dtype, self.in_features)
+
+        _CLASSES[key] = type(f"GGUF{base.__name__}", (GGUFLayer, base), {
+            "forward": forward, "weight_rows": weight_rows, "compute_dtype": dtype,
+            "_rows": lambda self: self.out_features,
+            "__doc__": f"{base.__name__} with GGML weights dequantized at use (gguf.py)."})
+    return _CLASSES[key]
+
+
+def _embedding_class(base: type, dtype: torch.dtype) -> type:
+    key = (base, nn.Embedding, dtype)
+    if key not in _CLASSES:
+        def forward(self: Any, ids: torch.Tensor) -> torch.Tensor:
+            rows = self.dequantized(ids.reshape(-1).to(self.weight.device), ids.device,
+                                    self.compute_dtype, self.embedding_dim)
+            return rows.view(*ids.shape, self.embedding_dim)
+
+        def weight_rows(self: Any, rows: Any, device: torch.device, dtype: torch.dtype
+                        ) -> torch.Tensor:
+            return self.dequantized(rows, device, dtype, self.embedding_dim)
+
+        _CLASSES[key] = type(f"GGUF{base.__name__}", (GGUFLayer, base), {
+            "forward": forward, "weight_rows": weight_rows, "compute_dtype": dtype,
+            "_rows": lambda self: self.num_embeddings,
+            "__doc__": f"{base.__name__} with GGML rows dequantized at lookup (gguf.py)."})
+    return _CLASSES[key]
+
+
+def gguf_ops(operations: Any, dtype: torch.dtype) -> Any:
+    """Namespace whose Linear / Embedding hold GGML bytes, derived from ``operations``
+    (None = ``torch.nn``); ``dtype``: what the embedding returns."""
+    base = nn if operations is None else operations
+    return type("GGUFOps", (), {"Linear": _linear_class(base.Linear, dtype),
+                                "Embedding": _embedding_class(base.Embedding, dtype)})
+
+
+class GGUFFile:
+    """An opened GGUF file: metadata strings and tensors by name (``gguf.GGUFReader``)."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            from gguf import GGUFReader
+        except ImportError:
+            raise RuntimeError(f"{path}: reading GGUF files needs the 'gguf' package; "
+                               "pip install gguf (it is in requirements.txt)") from None
+        if not path.is_file():
+            raise CheckpointError(f"{path} does not exist; put the .gguf file under "
+                                  f"models/lumina_dimoo/ or {CONVERT_HINT}")
+        try:
+            self.reader = GGUFReader(str(path))
+        except Exception as exc:  # bad magic, truncated header, unknown version ...
+            raise CheckpointError(f"{path} is not a readable GGUF file ({exc}); it is truncated "
+                                  f"or corrupt: download it again or {CONVERT_HINT}") from None
+        self.path = path
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        end = max((t.data_offset + t.n_bytes for t in self.reader.tensors), default=0)
+        if path.stat().st_size < end:
+            raise CheckpointError(f"{path} is truncated ({path.stat().st_size} bytes, its "
+                                  f"tensors end at {end}); download it again or {CONVERT_HINT}")
+
+    def string(self, key: str) -> str | None:
+        field = self.reader.fields.get(key)
+        if field is None:
+            return None
+        return bytes(field.parts[field.data[0]]).decode("utf-8")
+
+    def json(self, key: str) -> dict[str, Any]:
+        text = self.string(key)
+        try:
+            data = json.loads(text) if text is not None else None
+        except json.JSONDecodeError:
+            data = None
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{self.path}: metadata {key} is missing or not a JSON object; "
+                                  f"the file is incomplete, {CONVERT_HINT}")
+        return data
+
+    def shape(self, name: str) -> list[int]:
+        """Shape of tensor ``name`` in torch order (outermost first)."""
+        return [int(d) for d in reversed(self.tensors[name].shape.tolist())]
+
+    def kind(self, name: str) -> str:
+        return ggml.GGML_TYPES[int(self.tensors[name].tensor_type)][0]
+
+    def raw(self, name: str) -> torch.Tensor:
+        """The tensor's bytes as uint8 ``[rows, row_bytes]`` (1-D tensors: one row)."""
+        data = np.ascontiguousarray(self.tensors[name].data).reshape(-1).view(np.uint8)
+        shape = self.shape(name)
+        return torch.from_numpy(data.copy()).reshape(shape[0] if len(shape) > 1 else 1, -1)
+
+    def values(self, name: str) -> torch.Tensor:
+        """A float tensor (F32 / F16 / BF16) as stored, in its shape."""
+        view = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[self.kind(name)]
+        return self.raw(name).reshape(-1).view(view).reshape(self.shape(name))
+
+
+def read_gguf(path: str | Path) -> GGUFFile:
+    """Open and identify a Lumina-DiMOO GGUF file; CheckpointError for another architecture."""
+    f = GGUFFile(Path(path).expanduser())
+    arch = f.string("general.architecture")
+    if arch != ARCH:
+        raise CheckpointError(
+            f"{f.path} holds a {arch!r} model (general.architecture), not Lumina-DiMOO "
+            f"({ARCH!r}); use a GGUF made by this pack: {CONVERT_HINT}")
+    return f
+
+
+def _check_tensor(f: GGUFFile, name: str, want: list[int]) -> str | None:
+    """Why tensor ``name`` cannot stand for a weight of shape ``want``, else None."""
+    t = f.tensors[name]
+    kind = ggml.GGML_TYPES.get(int(t.tensor_type))
+    if kind is None:
+        return (f"{name} has GGML type {t.tensor_type.name}, which this loader does not read "
+                f"(it reads {', '.join(n for n, _, _ in ggml.GGML_TYPES.values())})")
+    if len(want) == 1 and kind[0] not in ("F32", "F16", "BF16"):
+        return f"{name} is {kind[0]}, but norm weights are stored in float"
+    shape = [int(d) for d in reversed(t.shape.tolist())]
+    flat = len(want) == 2 and shape == [want[0] * want[1] // ggml.QK, ggml.QK] and \
+        want[1] % ggml.QK != 0 and kind[0] in ("Q4_K", "Q5_K", "Q6_K") and \
+        name.startswith("blocks.")
+    if shape != want and not flat:
+        return f"{name} has shape {tuple(shape)} but config.json implies {tuple(want)}"
+    return None
+
+
+def _transformer_state(f: GGUFFile, config: LLaDAConfig, device: torch.device
+                       ) -> dict[str, torch.Tensor]:
+    with torch.device("meta"):
+        expected = {k: list(v.shape) for k, v in LLaDAModel(config, init_std=None)
+                    .state_dict().items()}
+    names = {TRANSFORMER_PREFIX + k: k for k in f.tensors if not k.startswith("vq.")}
+    missing = sorted(k for k in expected if k not in names)
+    unexpected = sorted(v for k, v in names.items() if k not in expected)
+    if missing or unexpected:
+        raise CheckpointError(f"{f.path}: tensors do not match its config (missing "
+                              f"{[m.removeprefix(TRANSFORMER_PREFIX) for m in missing[:4]]}"
+                              f"{'...' if len(missing) > 4 else ''}, unexpected "
+                              f"{unexpected[:4]}); the file is incomplete or was made for "
+                              f"another model: {CONVERT_HINT}")
+    for key, want in expected.items():
+        problem = _check_tensor(f, names[key], want)
+        if problem:
+            raise CheckpointError(f"{f.path}: {problem}; {CONVERT_HINT}")
+    state: dict[str, torch.Tensor] = {}
+    for key, want in expected.items():
+        name = names[key]
+        if len(want) == 1:  # norms: float values
+            state[key] = f.values(name).float()
+            continue
+        state[key] = f.raw(name).to(device)
+        state[key.removesuffix("weight") + "ggml_type"] = torch.tensor(ggml.BLOCK[f.kind(name)][0])
+    return state
+
+
+def _vq(f: GGUFFile, device: torch.device) -> tuple[Any, int]:
+    from diffusers import VQModel
+
+    config = f.json(KEYS["vqvae"])
+    try:
+        vq = VQModel.from_config(config)
+    except Exception as exc:
+        raise CheckpointError(f"{f.path}: {KEYS['vqvae']} is not a VQModel config ({exc}); "
+                              f"{CONVERT_HINT}") from None
+    want = {k: list(v.shape) for k, v in vq.state_dict().items()}
+    have = {k.removeprefix("vq."): k for k in f.tensors if k.startswith("vq.")}
+    if set(want) != set(have):
+        gone = sorted(set(want) - set(have))[:3]
+        raise CheckpointError(f"{f.path}: the VQ-VAE tensors do not match its config (missing "
+                              f"{gone}, unexpected {sorted(set(have) - set(want))[:3]}); "
+                              f"{CONVERT_HINT}")
+    state = {}
+    for key, name in have.items():
+        kind, shape = f.kind(name), f.shape(name)
+        if kind not in ("F32", "F16", "BF16") or shape != want[key]:
+            raise CheckpointError(f"{f.path}: {name} is {kind} {tuple(shape)}; the VQ-VAE must "
+                                  f"be float of shape {tuple(want[key])}; {CONVERT_HINT}")
+        state[key] = f.values(name).float()
+    vq.load_state_dict(state, strict=True)
+    channels = config.get("block_out_channels") or [0]
+    return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
+
+
+def load_gguf_checkpoint(path: Path, device: torch.device, dtype: torch.dtype,
+                         operations: Any = None, weights_device: torch.device | None = None
+                         ) -> LoadedCheckpoint:
+    """Transformer, tokenizer and VQ-VAE from one GGUF file (module docstring); everything is
+    checked before the first layer is built."""
+    from tokenizers import Tokenizer
+
+    f = read_gguf(path)
+    raw = f.json(KEYS["config"])
+    config, ids = parse_config(raw, f"{f.path} ({KEYS['config']})")
+    try:
+        tokenizer = Tokenizer.from_str(f.string(KEYS["tokenizer"]) or "")
+    except Exception as exc:
+        raise CheckpointError(f"{f.path}: {KEYS['tokenizer']} is missing or cannot be parsed "
+                              f"({exc}); {CONVERT_HINT}") from None
+    check_tokenizer(tokenizer, ids, f"{f.path} ({KEYS['tokenizer']})")
+    state = _transformer_state(f, config, weights_device or device)
+    vq, vq_factor = _vq(f, device)
+    with torch.device("meta"):
+        model = LLaDAModel(config, init_std=None, operations=gguf_ops(operations, dtype))
+    state = {k: (v.to(device=weights_device or device, dtype=dtype) if v.is_floating_point()
+                 else v) for k, v in state.items()}
+    model.load_state_dict(state, strict=True, assign=True)
+    return LoadedCheckpoint(model.eval().requires_grad_(False), config, ids, tokenizer, vq,
+                            vq_factor, raw, None)

@@ -1,0 +1,281 @@
+"""Inpainting and outpainting: image + mask -> known tokens for the sampler, and paste-back.
+
+Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --painting_mode`` and
+``utils/image_utils.encode_img_with_paint``), which this module implements for any mask:
+
+* the whole image is VQ-encoded (``vq.encode_images``: [0, 1] pixels, no normalisation);
+* the pixel mask (1 = regenerate) is averaged over each token's patch
+  (``F.interpolate(mode="area")``) and a token is regenerated when its coverage is strictly
+  above 0.5 (``PaintOptions.threshold``), then optionally dilated on the token grid by a
+  (2k + 1)-square max-pool (``PaintOptions.grow``; the official ``dilate_latent_k``, default 0);
+* the prompt holds the known codes with MASK at the tokens to regenerate, and the official
+  ``generate_image`` runs its schedule over that MASK count: ``ladr_core.sampling``'s ``known``.
+
+The official script builds only a centred rectangle (``mask_h_ratio`` x ``mask_w_ratio``;
+outpainting is its complement); here any mask works, for a batch of images. Extension: the
+decoded image can take the original pixels back outside the regenerated tokens, with a ramp of
+``feather`` pixels inside them (``paste_original``), as ComfyUI inpainting nodes do.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..validation import KnownTokens
+from .prompt import size_problem
+
+__all__ = ["DEFAULT_FEATHER", "PaintOptions", "PaintPlan", "check_image", "check_mask",
+           "fit_image", "paste_original", "plan_painting", "token_mask"]
+
+DEFAULT_FEATHER = 8  # px of blend inside the regenerated area (half a token of Lumina-DiMOO)
+FIT_MODES = ("exact", "crop", "resize")
+
+
+def _real(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+@dataclass(frozen=True)
+class PaintOptions:
+    """How a pixel mask becomes tokens and how the result is finished.
+
+    threshold: a token is regenerated when the mask covers more than this share of its patch
+    (official 0.5, strict ``>``); in [0, 1). grow: dilate the token mask by this many tokens
+    (official ``dilate_latent_k``). paste: take the original pixels back outside the regenerated
+    tokens; feather: px of linear blend inside them (0 = a hard edge on the token grid)."""
+
+    threshold: float = 0.5
+    grow: int = 0
+    paste: bool = True
+    feather: int = DEFAULT_FEATHER
+
+    def __post_init__(self) -> None:
+        if not _real(self.threshold) or not 0.0 <= float(self.threshold) < 1.0:
+            raise ValueError(f"mask_threshold must be in [0, 1) (share of a token's patch the "
+                             f"mask must exceed; official 0.5); got {self.threshold!r}")
+        for name, value in (("mask_grow", self.grow), ("feather", self.feather)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+        if not isinstance(self.paste, bool):
+            raise ValueError(f"paste must be True or False; got {self.paste!r}")
+
+
+def check_image(image: object, vq_factor: int, name: str = "init_image") -> torch.Tensor:
+    """A ComfyUI IMAGE: float [B, H, W, 3] (or [H, W, 3]) in [0, 1], H and W multiples of the VQ
+    factor (the pack's one size rule, with the nearest valid sizes). Returns float32 [B, H, W, 3]."""
+    if not isinstance(image, torch.Tensor) or not image.is_floating_point():
+        raise ValueError(f"{name} must be a float tensor [B, H, W, 3] in [0, 1] (a ComfyUI "
+                         f"IMAGE); got {type(image).__name__}")
+    image = image.unsqueeze(0) if image.dim() == 3 else image
+    if image.dim() != 4 or image.shape[-1] != 3 or image.shape[0] < 1:
+        raise ValueError(f"{name} must be [B, H, W, 3] (RGB); got shape {tuple(image.shape)}")
+    for side, value in (("width", image.shape[2]), ("height", image.shape[1])):
+        problem = size_problem(side, int(value), vq_factor)
+        if problem:
+            raise ValueError(f"{name}: {problem}; crop or resize the image to a valid size "
+                             "(DiMOO VQ Encode's fit option, or ComfyUI's Upscale Image)")
+    lo, hi = torch.aminmax(image.detach())
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 0.0 and hi <= 1.0):
+        raise ValueError(f"{name} values must be finite and in [0, 1]; got min {float(lo):.3g}, "
+                         f"max {float(hi):.3g}")
+    return image.float()
+
+
+def check_mask(mask: object, image: torch.Tensor, name: str = "mask") -> torch.Tensor:
+    """A ComfyUI MASK for ``image`` [B, H, W, 3]: float [B', H, W] (or [H, W]) in [0, 1],
+    1 = regenerate, the image's pixel size, B' = B or 1 (or B = 1: one image, several masks).
+    Returns float32 [B', H, W]."""
+    if not isinstance(mask, torch.Tensor) or mask.is_complex():
+        raise ValueError(f"{name} must be a tensor [B, H, W] in [0, 1] (a ComfyUI MASK, "
+                         f"1 = regenerate); got {type(mask).__name__}")
+    mask = mask.unsqueeze(0) if mask.dim() == 2 else mask
+    if mask.dim() != 3:
+        raise ValueError(f"{name} must be [B, H, W]; got shape {tuple(mask.shape)}")
+    size, img = tuple(mask.shape[1:]), tuple(image.shape[1:3])
+    if size != img:
+        raise ValueError(f"{name} is {size[1]}x{size[0]} px but the image is {img[1]}x{img[0]} "
+                         "px; give a mask of the image's size (Pad Image for Outpainting pads "
+                         "both together)")
+    b, bm = image.shape[0], mask.shape[0]
+    if bm != b and 1 not in (b, bm):
+        raise ValueError(f"{name}: a batch of {bm} masks for a batch of {b} images; give one "
+                         "mask for all images, or one per image")
+    mask = mask.float()
+    lo, hi = torch.aminmax(mask.detach())
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 0.0 and hi <= 1.0):
+        raise ValueError(f"{name} values must be in [0, 1] (1 = regenerate); got min "
+                         f"{float(lo):.3g}, max {float(hi):.3g}")
+    return mask
+
+
+def token_mask(mask: torch.Tensor, vq_factor: int, threshold: float = 0.5, grow: int = 0
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pixel mask [B, H, W] -> (tokens to regenerate BoolTensor [B, h*w], coverage [B, h*w]).
+
+    Official ``encode_img_with_paint``: coverage = the mask's mean over each token's patch
+    (``F.interpolate(mode="area")``), regenerate where coverage > threshold, then dilate by
+    ``grow`` tokens (max-pool of side 2 * grow + 1)."""
+    b, hh, ww = mask.shape
+    h, w = hh // vq_factor, ww // vq_factor
+    coverage = F.interpolate(mask[:, None], size=(h, w), mode="area")
+    chosen = coverage > threshold
+    if grow > 0:
+        chosen = F.max_pool2d(chosen.float(), 2 * grow + 1, stride=1, padding=grow) > 0.5
+    return chosen.reshape(b, h * w), coverage.reshape(b, h * w)
+
+
+def paste_original(generated: torch.Tensor, original: torch.Tensor, region: torch.Tensor,
+                   grid: tuple[int, int], feather: int) -> torch.Tensor:
+    """Original pixels outside the regenerated tokens, a linear ramp of ``feather`` px inside.
+
+    generated / original: float [B, H, W, 3]; region: BoolTensor [B, h*w] (regenerated tokens).
+    The weight of the generated pixel is 1 deep inside the region and k / feather at k px from
+    its edge (image borders are no edge), 0 outside; feather 0 = a hard edge on the token grid.
+    """
+    b, hh, ww, _ = generated.shape
+    f = hh // grid[0]
+    m = region.view(b, 1, *grid).to(generated.device, torch.float32)
+    m = m.repeat_interleave(f, dim=2).repeat_interleave(f, dim=3)  # [B, 1, H, W]
+    weight = m
+    if feather > 0:
+        ramp, eroded = m.clone(), m
+        for _ in range(feather - 1):  # each 3x3 min-pool peels one px off the region's edge
+            eroded = -F.max_pool2d(-eroded, 3, stride=1, padding=1)
+            ramp += eroded
+        weight = m * ramp / feather
+    weight = weight.permute(0, 2, 3, 1)
+    return generated * weight + original.to(generated.device, generated.dtype) * (1 - weight)
+
+
+def fit_image(image: torch.Tensor, vq_factor: int, mode: str = "exact") -> torch.Tensor:
+    """A size the VQ accepts: "exact" (refuse, naming the nearest sizes), "crop" (centre crop to
+    the largest multiples of the VQ factor) or "resize" (bicubic, antialiased, to the nearest
+    multiples). image: float [B, H, W, 3] -> [B, H', W', 3]."""
+    if mode not in FIT_MODES:
+        raise ValueError(f"fit must be one of {list(FIT_MODES)}; got {mode!r}")
+    _, hh, ww, _ = image.shape
+    if mode == "exact" or (hh % vq_factor == 0 and ww % vq_factor == 0):
+        return image
+    if mode == "crop":
+        h, w = max(vq_factor, hh // vq_factor * vq_factor), max(vq_factor, ww // vq_factor * vq_factor)
+        if h > hh or w > ww:
+            raise ValueError(f"image: {ww}x{hh} px is smaller than one {vq_factor} px token; "
+                             "use fit='resize'")
+        top, left = (hh - h) // 2, (ww - w) // 2
+        return image[:, top:top + h, left:left + w]
+    h = max(vq_factor, round(hh / vq_factor) * vq_factor)
+    w = max(vq_factor, round(ww / vq_factor) * vq_factor)
+    out = F.interpolate(image.permute(0, 3, 1, 2).float(), size=(h, w), mode="bicubic",
+                        antialias=True, align_corners=False)
+    return out.clamp(0.0, 1.0).permute(0, 2, 3, 1).contiguous()
+
+
+@dataclass
+class PaintPlan:
+    """One painting run: per item (pairs of image + mask, each repeated ``batch_size`` times)
+    the original pixels [B, H, W, 3], their codes [B, N], the tokens to regenerate [B, N], the
+    prompt of each pair and a note for items with nothing to regenerate."""
+
+    images: torch.Tensor
+    codes: torch.Tensor
+    region: torch.Tensor
+    prompts: list[str]
+    grid: tuple[int, int]
+    options: PaintOptions
+    note: str = ""
+
+    @property
+    def width(self) -> int:
+        return self.images.shape[2]
+
+    @property
+    def height(self) -> int:
+        return self.images.shape[1]
+
+    @property
+    def known(self) -> KnownTokens | None:
+        """The sampler's starting state; None when every token is regenerated (text-to-image)."""
+        return None if bool(self.region.all()) else KnownTokens(self.codes, self.region)
+
+    @property
+    def nothing_to_do(self) -> bool:
+        return not bool(self.region.any())
+
+    def n_generate(self) -> list[int]:
+        """Each item's count of tokens to regenerate: its ML-Cache schedule runs over it."""
+        return [max(1, int(c)) for c in self.region.sum(dim=1).tolist()]
+
+    def finish(self, images: torch.Tensor) -> torch.Tensor:
+        """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked)."""
+        if not self.options.paste:
+            return images
+        return paste_original(images, self.images, self.region, self.grid, self.options.feather)
+
+
+def _pairs(images: int, masks: int, prompts: list[str]) -> int:
+    """How many image + mask pairs run: one per image (or mask); one image and one mask serve
+    every prompt. ValueError when the prompts fit neither."""
+    pairs = max(images, masks)
+    if pairs == 1:
+        return len(prompts)
+    if len(prompts) not in (1, pairs):
+        raise ValueError(f"prompt: {len(prompts)} prompts for a batch of {pairs} images; give "
+                         "one prompt for all images, or one per image")
+    return pairs
+
+
+def _empty_note(region: torch.Tensor, coverage: torch.Tensor, mask: torch.Tensor,
+                options: PaintOptions) -> str:
+    """Which items regenerate nothing, and why (an empty mask, or below the threshold)."""
+    idle = [i for i in range(region.shape[0]) if not bool(region[i].any())]
+    if not idle:
+        return ""
+    if not bool(mask.any()):
+        why = "the mask is empty"
+    else:
+        why = (f"the mask covers no token beyond mask_threshold={options.threshold:g} (largest "
+               f"token coverage {float(coverage.max()):.2f}; lower it or grow the mask)")
+    which = "every item" if len(idle) == region.shape[0] else f"items {idle}"
+    return f"{why}: nothing regenerated for {which}, returned unchanged"
+
+
+def plan_painting(pipe: object, prompts: list[str], init_image: object, mask: object,
+                  options: PaintOptions | None, batch_size: int, width: int | None,
+                  height: int | None) -> PaintPlan:
+    """Validate the image and mask, encode the image and choose the tokens to regenerate.
+
+    Batches: B images and B or 1 masks (or 1 image and B masks) make B pairs; prompts are one
+    for all pairs or one per pair; each pair runs ``batch_size`` items (seed + i as usual).
+    width / height, when given, must be the image's."""
+    options = PaintOptions() if options is None else options
+    if not isinstance(options, PaintOptions):
+        raise ValueError(f"paint must be a PaintOptions or None; got {type(options).__name__}")
+    if init_image is None:
+        raise ValueError("init_image: a mask needs the image it masks (float [B, H, W, 3])")
+    factor = pipe.vq_factor  # type: ignore[attr-defined]
+    image = check_image(init_image, factor)
+    if mask is None:
+        raise ValueError("mask: inpainting needs a mask (float [B, H, W], 1 = regenerate); "
+                         "give a full mask to regenerate everything")
+    masks = check_mask(mask, image)
+    for name, asked, real in (("width", width, image.shape[2]), ("height", height, image.shape[1])):
+        if asked is not None and asked != real:
+            raise ValueError(f"{name}={asked} but init_image is {real} px; leave {name} unset "
+                             "with an init_image (the image sets the size)")
+    pairs = _pairs(image.shape[0], masks.shape[0], prompts)
+    codes = pipe.encode_image(image)  # type: ignore[attr-defined]  # once per distinct image
+    region, coverage = token_mask(masks, factor, options.threshold, options.grow)
+    grid = (image.shape[1] // factor, image.shape[2] // factor)
+
+    def items(t: torch.Tensor) -> torch.Tensor:  # [1 or pairs, ...] -> [pairs * batch_size, ...]
+        t = t.expand(pairs, *t.shape[1:])
+        return t.repeat_interleave(batch_size, dim=0).contiguous()
+
+    region = items(region)
+    return PaintPlan(items(image), items(codes), region,
+                     prompts * pairs if len(prompts) == 1 else list(prompts), grid, options,
+                     _empty_note(region, coverage, masks, options))

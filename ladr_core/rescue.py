@@ -1,0 +1,184 @@
+"""LADR's neighbour rescue (paper Algorithm 1 lines 21-31): the frontier, the filter, the budget
+and the pick, for the paper's Eq. 10 and for the self-calibrating variant.
+
+Frontier (Eq. 9), applied to M_std, the mask left by standard selection:
+
+    M_grid     = Phi(M)                        (row-major reshape [B, N] -> [B, H, W])
+    M_frontier = M_grid AND (NOT M_grid (+) K)  ((+) = dilation by the k x k kernel K)
+    C_t        = { i | Phi^-1(M_frontier)[i] = 1 }
+
+Dilation is a stride-1 max-pool with padding k // 2 (borders pad with "not decoded"), one
+batched kernel on the mask's device.
+
+Eq. 10: R_t = TopK_Delta({i in C_t | Delta_i > tau_t}, floor(|C_t| alpha_t)).
+
+The self-calibrating rescue (`LADRPolicy.adaptive`, settings `AdaptiveRescue`) keeps the
+frontier and the pick and replaces Eq. 10's absolute constants with quantities the run produces:
+
+* threshold from the schedule's own picks: a frontier candidate is valid when its margin is at
+  least the `anchor_quantile` quantile of the margins of the tokens standard selection commits
+  in the same step (and > 0: a token with no preference at all is never rescued), so a sharper
+  model raises the bar by itself;
+* budget from the schedule's pace: the rescue may bring an item's masked count down to the
+  schedule's count `pace` steps further on, floor(N * gamma(t_eff + (1 + pace) / T)); one
+  forward pass never advances the schedule by more than 1 + pace of its own steps.
+Degenerate margins (all equal) make the anchor equal to that value: every candidate is valid
+and the budget alone decides. Uniform logits (all margins 0) rescue nothing. It never stalls:
+standard selection still commits its tokens and the last step commits everything.
+
+Every function is a pure, batched function of tensors ([B, N] masks and scores) with no host
+synchronisation; per-phase policy values come from small cached device tables.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .policy import NO_TAU, LADRPolicy
+from .schedules import Schedule, count_at
+from .select import phase_table, take_highest
+
+
+# ---------------------------------------------------------------- the frontier (Eq. 9)
+def dilate(decoded: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) -> torch.Tensor:
+    """Dilate a token set by a k x k square kernel on the H x W grid.
+
+    decoded: BoolTensor [B, N] with N = H * W (row-major). Returns BoolTensor [B, N]: positions
+    within Chebyshev distance k // 2 of any True position (including the positions themselves).
+    """
+    h, w = grid
+    b, n = decoded.shape
+    if n != h * w:
+        raise ValueError(f"grid {grid} does not match N={n} tokens (need H * W == N)")
+    if kernel_size == 1:
+        return decoded.clone()
+    x = decoded.view(b, 1, h, w).to(torch.float32)
+    pooled = F.max_pool2d(x, kernel_size=kernel_size, stride=1, padding=kernel_size // 2)
+    return pooled.view(b, n) > 0
+
+
+def frontier(masked: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) -> torch.Tensor:
+    """Generation frontier (Eq. 9): masked positions with a decoded position in their k x k window.
+
+    masked: BoolTensor [B, N] (True = still masked). Returns BoolTensor [B, N].
+    """
+    return masked & dilate(~masked, grid, kernel_size)
+
+
+def rescue_candidates(m_std: torch.Tensor, masked_before: torch.Tensor, grid: tuple[int, int],
+                      kernel_size: int, seen_only: bool) -> torch.Tensor:
+    """Frontier candidates C_t [B, N] (Alg. 1 lines 22-24): Eq. 9 on M_std, or with `seen_only`
+    neighbours of tokens decoded before this step (the ones the prediction was conditioned on),
+    away from this step's standard picks, which the prediction could not know."""
+    if not seen_only:
+        return frontier(m_std, grid, kernel_size)
+    fresh = masked_before & ~m_std
+    return m_std & frontier(masked_before, grid, kernel_size) & ~dilate(fresh, grid, kernel_size)
+
+
+# ---------------------------------------------------------------- the pick (lines 29-30)
+def pick_rescued(policy: LADRPolicy, cand: torch.Tensor, valid: torch.Tensor, m_std: torch.Tensor,
+                 top1: torch.Tensor, margin: torch.Tensor, uniform: torch.Tensor | None,
+                 k_res: torch.Tensor) -> torch.Tensor:
+    """Which k_res[b] tokens are rescued (Alg. 1 lines 29-30, and the paper's ablations).
+
+    cand: the frontier C_t [B, N]; valid: the candidates that pass the threshold; m_std:
+    BoolTensor [B, N] after standard selection; top1 / margin: [B, N]; uniform: [B, N] U[0, 1)
+    for a random ablation. "margin" takes the k_res valid candidates with the largest Delta;
+    the ablations keep k_res and change only which tokens (Fig. 5 candidates, Fig. 6 metric).
+    """
+    if policy.candidates == "random":
+        return take_highest(uniform, m_std, k_res)
+    if policy.metric == "margin":
+        score, pool = margin, valid
+    elif policy.metric == "confidence":
+        score, pool = top1, valid
+    else:  # "random": uniform over the whole neighbourhood, ignoring certainty (Fig. 6)
+        score, pool = uniform, cand
+    if policy.candidates == "non_neighbors":
+        # Off-frontier masked tokens first (score + 2 beats any score in [0, 1]), then the
+        # frontier.
+        score, pool = score + 2.0 * (m_std & ~cand), m_std
+    return take_highest(score, pool, k_res)
+
+
+# ---------------------------------------------------------------- Eq. 10
+def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.Tensor:
+    """values[phase[b]] per item: [B] of `dtype` (one gather from a cached per-phase table)."""
+    return phase_table(tuple(values), dtype, phase.device)[phase]
+
+
+def paper_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.Tensor,
+                 top1: torch.Tensor, margin: torch.Tensor, phase: torch.Tensor,
+                 grid: tuple[int, int], uniform: torch.Tensor | None) -> torch.Tensor:
+    """Rescue set R_t of Eq. 10 (lines 22-31), plus the paper's ablations: BoolTensor [B, N],
+    a subset of m_std.
+
+    m_std / masked_before: BoolTensor [B, N] after / before standard selection; top1 / margin:
+    [B, N] top-1 probability and Delta; phase: LongTensor [B]; uniform: [B, N] in [0, 1) for a
+    random ablation, else None. Ablations keep k_res and change only which tokens are rescued.
+    """
+    cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
+    # Line 25 (|C| > 0) needs no branch: an empty C gives k_res = 0 below.
+    tau = _per_phase(phase, tuple(NO_TAU if v is None else v for v in policy.tau), torch.float32)
+    valid = cand & (margin > tau.unsqueeze(1))  # line 27: C_valid = {Delta > tau}
+    num, den = zip(*policy.alpha_fractions(), strict=True)  # alpha as an exact fraction
+    budget = (cand.sum(dim=1) * _per_phase(phase, num, torch.long)
+              // _per_phase(phase, den, torch.long))  # floor(|C| * alpha)
+    k_res = torch.minimum(budget, valid.sum(dim=1))  # line 28
+    return pick_rescued(policy, cand, valid, m_std, top1, margin, uniform, k_res)
+
+
+# ---------------------------------------------------------------- the self-calibrating rescue
+def subset_quantile(values: torch.Tensor, subset: torch.Tensor, q: float) -> torch.Tensor:
+    """Per-row lower quantile q of values[b, subset[b]]: FloatTensor [B] (+inf for an empty row).
+
+    values: [B, N]; subset: BoolTensor [B, N]. The element of rank floor(q * (count - 1)) in
+    ascending order, as numpy.quantile(..., method="lower"); batched, no host sync.
+    """
+    count = subset.sum(dim=1)
+    ordered = torch.sort(values.masked_fill(~subset, math.inf), dim=1).values
+    rank = torch.floor(q * (count - 1).clamp_min(0).to(torch.float64)).long()
+    return ordered.gather(1, rank.unsqueeze(1)).squeeze(1).masked_fill(count == 0, math.inf)
+
+
+def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
+             schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
+    """Most tokens the rescue may add this step: LongTensor [B].
+
+    |M_std| - floor(N_total * gamma(clamp(t_eff + (1 + pace) / T, 0, 1))), at least 0 (t_eff:
+    [B] in schedule precision, at the start of the step; the guarded floor of
+    `schedules.count_at`; total: N_total, int or [B], None = N).
+    """
+    total = m_std.shape[1] if total is None else total
+    t_far = (t_eff + (1.0 + pace) / steps).clamp(0.0, 1.0)
+    return (m_std.sum(dim=1) - count_at(schedule, total, t_far)).clamp_min(0)
+
+
+def adaptive_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.Tensor,
+                    top1: torch.Tensor, margin: torch.Tensor, uniform: torch.Tensor | None,
+                    t_eff: torch.Tensor, steps: int, schedule: Schedule,
+                    grid: tuple[int, int], total: int | torch.Tensor | None = None
+                    ) -> torch.Tensor:
+    """Rescued positions R_t [B, N] (a subset of m_std) under `policy.adaptive`.
+
+    valid = C_t with Delta >= anchor and Delta > 0; k_res = min(|valid|, pace cap). "margin"
+    rescues the k_res valid candidates with the largest Delta; the ablations keep k_res and
+    change only which tokens (`pick_rescued`, shared with Eq. 10). The policy's kernel_size,
+    seen_only, metric and candidates apply as in Eq. 10. total: N_total of the pace cap.
+    """
+    cfg = policy.adaptive
+    assert cfg is not None
+    cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
+    anchor = subset_quantile(margin, masked_before & ~m_std, cfg.anchor_quantile)
+    valid = cand & (margin >= anchor.unsqueeze(1)) & (margin > 0)
+    cap = pace_cap(m_std, t_eff, steps, cfg.pace, schedule, total)
+    k_res = torch.minimum(valid.sum(dim=1), cap)
+    return pick_rescued(policy, cand, valid, m_std, top1, margin, uniform, k_res)
+
+
+__all__ = ["adaptive_rescue", "dilate", "frontier", "pace_cap", "paper_rescue", "pick_rescued",
+           "rescue_candidates", "subset_quantile"]

@@ -1,0 +1,86 @@
+"""Selection primitives shared by the strategies: ranked picks, the inverse-scheduled time and
+the official noisy-confidence score.
+
+Per-phase / per-progress values enter kernels through `phase_table`, small device tables made
+once per process. Every function is batched tensor work on the inputs' device with no host synchronisation and no
+host -> device copy: per-item counts are [B] tensors, selections use a stable sort plus a rank
+comparison (never boolean-mask indexing, nonzero() or Python loops over items).
+
+Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor [B, N] (True = still
+masked); scores are FloatTensors [B, N].
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from .noise import StepNoise
+from .step import RunInfo, Stats
+
+
+def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
+    """Boolean [B, N]: the `count[b]` positions of row b that come first in a stable sort.
+
+    score: [B, N]; count: LongTensor [B]. Ties keep index order, so selections are
+    deterministic and exactly `count[b]` positions are chosen (clamped to N).
+    """
+    order = torch.argsort(score, dim=1, descending=descending, stable=True)
+    ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
+    chosen_sorted = ranks < count.unsqueeze(1)
+    return torch.zeros_like(chosen_sorted).scatter_(1, order, chosen_sorted)
+
+
+def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask.
+
+    Decoded positions never compete (they sort last with +inf) and can never be re-selected.
+    """
+    score = score.masked_fill(~masked, math.inf)
+    return _select_by_rank(score, count, descending=False) & masked
+
+
+def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    """The `count[b]` positions of `pool` with the highest score (count <= |pool| expected)."""
+    score = score.masked_fill(~pool, -math.inf)
+    return _select_by_rank(score, count, descending=True) & pool
+
+
+def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
+    """t_eff = gamma^-1(masked count / N_total) per item: [B] in schedule precision (Prop. 2).
+
+    N_total = `run.generated()`: N, or with known tokens (inpainting) the count each item
+    generates, so t_eff starts at 0 there too, as the official painting mode's schedule does."""
+    total = run.generated()
+    if isinstance(total, torch.Tensor):
+        total = total.to(run.sched_dtype)
+    return run.schedule.gamma_inv(masked.sum(dim=1).to(run.sched_dtype) / total)
+
+
+def noisy_confidence(stats: Stats, noise: StepNoise, temperature: float) -> torch.Tensor:
+    """The official DiMOO ranking score [B, N]: log p(sampled) + temperature * Gumbel (no noise
+    at temperature 0)."""
+    if noise.remask is None:
+        return stats.log_conf
+    return stats.log_conf + temperature * noise.remask
+
+
+@functools.lru_cache(maxsize=64)
+def phase_table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """values as a tensor on `device`, made once per process by fills (Python scalars enter
+    kernels as arguments: no host -> device copy, no sync)."""
+    out = torch.empty(len(values), dtype=dtype, device=device)
+    for i, v in enumerate(values):
+        out[i].fill_(v)
+    return out
+
+
+def no_phase(t_eff: torch.Tensor) -> torch.Tensor:
+    """Phase -1 per item (strategies without LADR's phases)."""
+    return torch.full_like(t_eff, -1, dtype=torch.long)
+
+
+__all__ = ["effective_time", "keep_lowest", "no_phase", "noisy_confidence", "phase_table",
+           "take_highest"]
