@@ -10,7 +10,10 @@ re-masking variant (``VARIANTS``: passes, block side, fraction; cached per varia
 (``ladr_core.dimoo.selfscore.KINDS`` plus ``COMBOS``):
 
 * ``spearman``: rank correlation, over settings, of the mean self-score with the evaluator's
-  overall score (mean of the six GenEval categories);
+  overall score (mean of the six GenEval categories); ``spearman_working`` the same without
+  the broken settings (evaluator below ``BROKEN``);
+* ``matched``: each non-baseline setting against the swept baseline nearest its NFE, the
+  evaluator's and the self-score's differences and whether their signs agree;
 * per setting against ``baseline-64``: the paired difference of the self-score with a 95 %
   bootstrap interval (``ladr_core.calibrate.stats.paired_mean_ci``, resampling prompts) next
   to the evaluator's paired difference (stratified bootstrap, ``benchmarks.paired_stats``);
@@ -61,6 +64,7 @@ COMBOS = {"cond+adh": ("cond", 1.0), "cond+3adh": ("cond", 3.0), "guided+adh": (
 """name -> (component, w): component + w * adherence."""
 BASE = "baseline-64"
 DROP, NEAR = 0.05, 0.02
+BROKEN = 0.35  # evaluator overall below this: a broken setting (spearman_working leaves them out)
 
 
 def stored_runs(folder: Path, names: list[str], prompts: int, batch: int
@@ -127,13 +131,17 @@ def analyse(values: dict[str, np.ndarray], runs: dict[str, dict[str, np.ndarray]
                    "flagged": bool(ci is not None and ci["hi"] < 0),
                    "evaluator": evaluator[n]["overall"], "evaluator_vs_base": evaluator[n]["diff"]}
     rho = spearman([rows[n]["self_score"] for n in names], [rows[n]["evaluator"] for n in names])
+    working = [n for n in names if rows[n]["evaluator"] >= BROKEN]
+    rho_working = spearman([rows[n]["self_score"] for n in working],
+                           [rows[n]["evaluator"] for n in working])
     drops = [n for n in names if n != BASE and (e := rows[n]["evaluator_vs_base"])["diff"] <= -DROP
              and e["hi"] < 0]
     near = [n for n in names if n != BASE and abs(rows[n]["evaluator_vs_base"]["diff"]) <= NEAR]
     pooled = np.concatenate([values[n] for n in names])
     passed = np.concatenate([runs[n]["passed"] for n in names])
     within = [auroc(values[n], runs[n]["passed"]) for n in names]
-    return {"spearman": rho, "settings": rows, "evaluator_drops": drops,
+    return {"spearman": rho, "spearman_working": rho_working, "working": working,
+            "settings": rows, "evaluator_drops": drops,
             "missed": [n for n in drops if not rows[n]["flagged"]], "near": near,
             "false_flags": [n for n in near if rows[n]["flagged"]],
             "auroc_pooled": auroc(pooled, passed),
@@ -174,7 +182,9 @@ def _ci(d: dict | None, digits: int = 3) -> str:
 
 
 def markdown(result: dict[str, Any], evaluator: dict[str, dict], label: str) -> str:
-    lines = [f"Self-score `{label}`: Spearman {result['spearman']:.3f}; AUROC pooled "
+    lines = [f"Self-score `{label}`: Spearman {result['spearman']:.3f} "
+             f"({result['spearman_working']:.3f} over the {len(result['working'])} settings "
+             f"the evaluator scores >= {BROKEN}); AUROC pooled "
              f"{result['auroc_pooled']:.3f}, within a setting (median) "
              f"{result['auroc_within_median']:.3f}.", "",
              "| setting | NFE | evaluator overall | evaluator - baseline-64 | self-score | "
