@@ -221,3 +221,13 @@ def test_settings_that_would_overrun_the_budget_are_skipped(folder) -> None:
     assert {s["reason"] for s in cal.skipped} == {"budget"}
     report = build_report(runs, config.groups, "baseline-4")
     assert report["recommended"] == "baseline-4"
+
+
+def test_reports_are_written_with_the_users_permissions(tmp_path) -> None:
+    """Written through a temporary file (mkstemp: 0600), the result gets the umask's mode."""
+    from ladr_core.calibrate import state
+
+    state.write_json_atomic(tmp_path / "r.json", {"a": 1})
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o666 & ~state._UMASK
+    assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]

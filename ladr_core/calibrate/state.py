@@ -31,6 +31,16 @@ class CalibrationError(ValueError):
     """A calibration input or file is wrong; the message names it and the fix."""
 
 
+def _read_umask() -> int:
+    """The process umask (read once, at import: os.umask can only be read by setting it)."""
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
+
+
+_UMASK = _read_umask()
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """JSON to a temporary file in ``path``'s folder, then renamed over ``path``."""
     path = Path(path)
@@ -43,6 +53,7 @@ def write_json_atomic(path: Path, data: Any) -> None:
             f.write("\n")
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes it 0600; a report is the user's file
         os.replace(tmp, path)
         done = True
     finally:  # whatever stopped it (an interrupt included), no temporary file is left
