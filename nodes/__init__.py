@@ -10,6 +10,7 @@ from __future__ import annotations
 def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
     from .cache import MLCacheOptions
+    from .calibrate import LADRCalibrate
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .loader import LoadDiMOOModel
@@ -17,7 +18,7 @@ def node_classes() -> list[type]:
     from .sampler import DiMOOSampler
 
     return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO]
+            DiMOOVQDecode, CompileDiMOO, LADRCalibrate]
 
 
 def extension_class() -> type:

@@ -157,7 +157,7 @@ def stats_dict(result: Any, strategy: str) -> dict:
     items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)
     saved = 0.0 if full <= 0 else round(100.0 * (1.0 - used / full), 1)
-    return {
+    out = {
         "strategy": strategy,
         "steps": int(result.steps),
         "nfe": int(result.nfe),
@@ -167,6 +167,11 @@ def stats_dict(result: Any, strategy: str) -> dict:
         "forwards_saved_pct": saved,
         "nfe_per_image": round(sum(items) / len(items), 2) if items else float(result.nfe),
     }
+    scored = getattr(result, "self_score", None)
+    if scored is not None:  # opt-in: generate(self_score=...), its passes are extra forwards
+        out["self_score"] = [round(float(v), 4) for v in scored.score.tolist()]
+        out["self_score_passes"] = int(scored.config.passes)
+    return out
 
 
 def stats_text(stats: dict) -> str:
@@ -179,6 +184,10 @@ def stats_text(stats: dict) -> str:
     if stats.get("images", 1) > 1:
         text += (f"; {stats['images']} images, {stats['in_flight']} in flight, "
                  f"{stats['nfe_per_image']:.1f} NFE per image")
+    if "self_score" in stats:
+        scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
+        text += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
+                 f"{stats['self_score_passes']} extra passes per image)")
     return text
 
 

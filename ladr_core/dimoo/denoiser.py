@@ -287,6 +287,26 @@ class DiMOODenoiser:
             cond, uncond = logits[:a], logits[a:]
             return (1.0 + self.cfg) * cond - self.cfg * uncond
 
+    def masked_logits(self, tokens: torch.Tensor, masked: torch.Tensor
+                      ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One full pass over all B items, no cache: codebook logits (float32) at the masked
+        slots only, per branch: (cond [M, K], uncond [M, K] or None without CFG), in the
+        row-major order of ``masked.nonzero()``. Counted in the stats as a sampling call."""
+        with torch.no_grad():
+            items = self.all_items
+            pack = self.pack(items)
+            seq = self._sequence(pack, self._codes(tokens, masked, items))
+            hidden = self._run("full", seq, pack.rows, None)
+            m = masked.to(self.device)
+            pos = pack.code_pos[m.repeat(self.table.branches, 1)]
+            logits = self._project(hidden[pos]).float()
+            self._count(items, [sum(pack.rows.lengths[r] for r in self._item_rows(pack, a))
+                                for a in range(len(items))])
+            self.stats.nfe += 1
+            self.stats.token_forwards_full += pack.real_tokens
+        count = int(m.sum())
+        return logits[:count], (logits[count:] if self.table.branches == 2 else None)
+
     def item(self, index: int) -> Any:
         """The ML-Cache of item `index` (cache.BranchCache), or None without a cache."""
         return None if self.caches is None else self.caches[index]

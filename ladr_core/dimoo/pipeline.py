@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -43,6 +43,9 @@ from .vq import (
     load_preview_table,
     preview_from_table,
 )
+
+if TYPE_CHECKING:
+    from .selfscore import SelfScore, SelfScoreConfig
 
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
@@ -88,6 +91,7 @@ class GenerationResult:
     note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
     item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
     item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
+    self_score: SelfScore | None = None  # generate(self_score=...): opt-in, its passes extra
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -260,12 +264,15 @@ class DiMOOPipeline:
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True, init_image: Any = None,
                  mask: Any = None, paint: PaintOptions | None = None,
-                 max_batch: int | None = None) -> GenerationResult:
+                 max_batch: int | None = None,
+                 self_score: SelfScoreConfig | None = None) -> GenerationResult:
         """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
         LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
         nano preset carries 128), else DiMOO's 64. ``decode=False`` skips the VQ decoder
-        (images None), e.g. when decoding elsewhere.
+        (images None), e.g. when decoding elsewhere. ``self_score``: also score the final tokens
+        (``self_score()``, same seed), which costs ``self_score.passes`` extra denoiser passes
+        per image; None (default) = no score.
 
         ``max_batch``: images in flight at once (None = all of them). The images of a batch
         leave the transformer passes as they finish; below the batch's size the batch rolls:
@@ -310,11 +317,46 @@ class DiMOOPipeline:
         if images is not None and plan is not None:
             images = plan.finish(images)
         decode_seconds = time.perf_counter() - start
+        scored = None
+        if self_score is not None:
+            items = [p for p in _prompt_list(prompt) for _ in range(batch_size)]
+            scored = self.self_score(result.tokens, items, negative_prompt, width, height, cfg,
+                                     seed, self_score)
         return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
                                 denoise.stats.compile_seconds, plan.note if plan else "",
-                                result.item_nfe, list(denoise.stats.item_token_forwards))
+                                result.item_nfe, list(denoise.stats.item_token_forwards), scored)
+
+    def self_score(self, tokens: torch.Tensor, prompt: str | Sequence[str],
+                   negative_prompt: str | None = None, width: int | None = None,
+                   height: int | None = None, cfg: float | None = None, seed: int = 0,
+                   config: SelfScoreConfig | None = None, chunk: int = 8) -> SelfScore:
+        """How plausible this model finds final image tokens [B, h*w] under their prompt(s)
+        (selfscore.py): ``config.passes`` packed passes per image, re-masked blocks drawn from
+        a CPU generator seeded ``seed + i`` for image i. ``prompt``: one string for every image
+        or one per image; size and ``cfg`` as in ``generate`` (the run's, for the guided
+        score). ``chunk``: images per packed pass."""
+        from .selfscore import SelfScoreConfig, score_tokens
+
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
+            raise ValueError("tokens must be a LongTensor [B, h*w] of image codes "
+                             "(GenerationResult.tokens)")
+        prompts = _prompt_list(prompt)
+        prompts = prompts * tokens.shape[0] if len(prompts) == 1 else prompts
+        _positive_int("seed", seed, minimum=0)
+        layout = self.layout(self.default_size if width is None else width,
+                             self.default_size if height is None else height, prompts,
+                             negative_prompt)
+        k = self.ids.codebook_size
+        if tokens.numel() and not 0 <= int(tokens.min()) <= int(tokens.max()) < k:
+            raise ValueError(f"tokens must be image codes in [0, {k}) of this checkpoint")
+        generators = [item_generator(seed + i, torch.device("cpu"))
+                      for i in range(tokens.shape[0])]
+        return score_tokens(
+            lambda items: self.make_denoiser(items, negative_prompt, width, height, cfg),
+            tokens.long(), prompts, (layout.h, layout.w), generators,
+            SelfScoreConfig() if config is None else config, chunk)
 
     def encode_image(self, image: torch.Tensor) -> torch.Tensor:
         """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official

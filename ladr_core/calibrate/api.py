@@ -1,0 +1,161 @@
+"""``calibrate()``: measure LADR against the official sampler on the model you run, and keep the
+verdict beside the checkpoint; ``calibrated_strategy()``: read it back for those weights.
+
+Files written by a finished calibration (all atomically, state.py):
+  OUT                         the report (JSON): ``candidates`` (name, nfe, token_forwards,
+                              wall_s, self_score, paired intervals), ``recommended``, the rule,
+                              the conditions and the checkpoint's fingerprint;
+  OUT with suffix .png        the Pareto plot (report.py);
+  <checkpoint>/ladr_calibration.json   the same report, keyed to the checkpoint's fingerprint
+                              (``calibration_file`` overrides the place; a read-only folder is
+                              reported in ``calibration_file_error``, the run still succeeds).
+While it runs, ``OUT.partial.json`` holds the finished chunks; it is removed at the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .candidates import Candidate, strategy_from_spec
+from .prompts import BUILTIN_PROMPTS
+from .report import build_report, plot_report, report_text
+from .runner import CALIBRATION_SELF_SCORE, Calibration, CalibrationConfig, Progress
+from .state import (
+    CALIBRATION_FILE,
+    FORMAT,
+    CalibrationError,
+    fingerprint,
+    load_calibration,
+    partial_path,
+    write_json_atomic,
+)
+
+__all__ = ["calibrate", "calibrated_strategy", "default_prompts",
+           "read_prompts"]
+
+CHECKPOINT_PROMPTS = "calibration_prompts.txt"
+"""A checkpoint folder may ship its own prompt list (the built-in DiMOO-nano does)."""
+
+
+def read_prompts(path: str | Path) -> list[str]:
+    """One prompt per non-empty line (surrounding spaces stripped); CalibrationError naming the
+    file when it is missing, unreadable or holds no prompt."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CalibrationError(f"--prompts {p}: file not found; give a text file with one prompt "
+                               "per line, or leave --prompts out for the built-in list") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CalibrationError(f"--prompts {p}: cannot read it ({exc}); give a UTF-8 text file "
+                               "with one prompt per line") from None
+    prompts = [line.strip() for line in text.splitlines() if line.strip()]
+    if not prompts:
+        raise CalibrationError(f"--prompts {p}: the file holds no prompt; write one prompt per "
+                               "line (like the images you make)")
+    return prompts
+
+
+def default_prompts(folder: str | Path) -> tuple[list[str], str]:
+    """(prompts, where from): the checkpoint's own calibration_prompts.txt, else the built-in
+    list for Lumina-DiMOO."""
+    own = Path(folder) / CHECKPOINT_PROMPTS
+    if own.is_file():
+        return read_prompts(own), str(own)
+    return list(BUILTIN_PROMPTS), "built-in (ladr_core.calibrate.prompts)"
+
+
+def _weights_desc(pipe: Any, weight_dtype: str | None) -> str:
+    dtype = str(next(pipe.transformer.parameters()).dtype).removeprefix("torch.")
+    return f"{dtype}/{weight_dtype or 'default'}"
+
+
+def calibrate(pipe: Any, folder: str | Path, out: str | Path,
+              prompts: Sequence[str] | None = None, *, seeds: int = 1, size: int | None = None,
+              steps: int = 64, cfg: float | None = None, batch: int = 8,
+              budget_minutes: float | None = None, weight_dtype: str | None = None,
+              calibration_file: str | Path | None = None, restart: bool = False,
+              progress: Progress | None = None, check: Callable[[], None] | None = None,
+              prompt_source: str = "given",
+              candidates: list[Candidate] | None = None) -> dict[str, Any]:
+    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module docstring).
+
+    prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
+    every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state
+    stays for a resume). ``restart`` ignores a stored partial state. ``candidates``: the
+    settings to run (default ``default_candidates(steps)``; the first is the reference).
+    Returns the report.
+    """
+    fp = fingerprint(folder)
+    if prompts is None:
+        prompts, prompt_source = default_prompts(folder)
+    budget = None if budget_minutes is None else float(budget_minutes) * 60.0
+    if budget is not None and not budget > 0:
+        raise CalibrationError(f"--budget-minutes must be > 0; got {budget_minutes!r}")
+    config = CalibrationConfig(tuple(prompts), seeds, size, steps, cfg, batch, budget,
+                               CALIBRATION_SELF_SCORE)
+    out = Path(out)
+    state = partial_path(out)
+    if restart:
+        state.unlink(missing_ok=True)
+    start = time.perf_counter()
+    cal = Calibration(pipe, config, state, config.key(fp, _weights_desc(pipe, weight_dtype)),
+                      progress, check, candidates)
+    runs = cal.run()
+    report = build_report(runs, config.groups, next(iter(runs)))
+    report = {"format": FORMAT, **report, "skipped": cal.skipped,
+              "checkpoint": {"folder": str(Path(folder).resolve()), "fingerprint": fp},
+              "conditions": {"prompts": len(config.prompts), "prompt_texts": list(prompts),
+                             "seeds": seeds,
+                             "images": len(config.items), "prompt_source": prompt_source,
+                             "size": size or pipe.default_size, "steps": steps,
+                             "cfg": pipe.default_cfg if cfg is None else cfg,
+                             "weights": _weights_desc(pipe, weight_dtype),
+                             "device": str(pipe.device), "self_score": repr(config.self_score),
+                             "self_score_passes_per_image": config.self_score.passes},
+              "seconds": time.perf_counter() - start, "resumed_chunks": cal.resumed,
+              "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    _write_outputs(report, out, Path(folder), calibration_file)
+    state.unlink(missing_ok=True)
+    return report
+
+
+def _write_outputs(report: dict[str, Any], out: Path, folder: Path,
+                   calibration_file: str | Path | None) -> None:
+    """The plot, OUT and the checkpoint's calibration file (each atomic)."""
+    png = out.with_suffix(".png")
+    tmp = png.with_name(png.name + ".tmp.png")
+    plot_report(report).save(tmp)
+    tmp.replace(png)
+    report["plot"] = str(png)
+    report["text"] = report_text(report)
+    beside = Path(calibration_file) if calibration_file else folder / CALIBRATION_FILE
+    report["calibration_file"] = str(beside)
+    if beside.resolve() != out.resolve():
+        try:
+            write_json_atomic(beside, report)
+        except OSError as exc:
+            report["calibration_file"] = None
+            report["calibration_file_error"] = (f"could not write {beside} ({exc}); copy {out} "
+                                                "there to use it as this checkpoint's calibration")
+    write_json_atomic(out, report)
+
+
+def calibrated_strategy(folder: str | Path, calibration_file: str | Path | None = None
+                        ) -> tuple[Any, int, dict[str, Any]]:
+    """(strategy object, its T, the report) of the recommended setting for the checkpoint in
+    ``folder``. CalibrationError when the file is missing, damaged, or made for other weights
+    (the message names the file, the field and the fix)."""
+    path = Path(calibration_file) if calibration_file else Path(folder) / CALIBRATION_FILE
+    data = load_calibration(path, fingerprint(folder))
+    entry = next(c for c in data["candidates"] if c["name"] == data["recommended"])
+    try:
+        strategy, steps = strategy_from_spec(entry.get("strategy"),
+                                             f"candidates[{data['recommended']!r}].strategy")
+    except ValueError as exc:
+        raise CalibrationError(f"{path}: field {exc}; delete the file and calibrate again") \
+            from None
+    return strategy, steps, data

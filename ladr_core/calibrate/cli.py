@@ -1,0 +1,137 @@
+"""Command line: ``python -m ladr_core.calibrate MODEL_FOLDER --prompts FILE --json OUT``.
+
+Runs the official sampler at T (``--steps``, default 64), the LADR candidates
+(ladr_core.calibrate.candidates) and the official sampler at each candidate's NFE on the same
+prompts and seeds, scores every image with the model's own self-score and prints, for each
+setting, NFE, token-forwards, wall time and the self-score with paired 95 % intervals against
+T steps and against the baseline at the same NFE. Writes OUT (JSON), OUT's .png (Pareto plot)
+and ``ladr_calibration.json`` beside the checkpoint. Interrupted (Ctrl-C), it resumes from
+``OUT.partial.json`` when run again with the same arguments.
+
+Exit status: 0 done, 2 bad input (one line naming the file or option and the fix), 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+__all__ = ["TextProgress", "main", "parse"]
+
+WEIGHT_DTYPES = ("default", "fp8_e4m3fn", "fp8_e5m2")
+DTYPES = ("auto", "bf16", "fp16", "fp32")
+
+
+class TextProgress:
+    """A plain-text progress bar: redrawn in place on a terminal, one line per 10 % otherwise."""
+
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
+        self.stream, self.width = stream, width
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.start = time.perf_counter()
+        self._shown = -1.0
+        self._last_decile = -1
+
+    def __call__(self, fraction: float, message: str) -> None:
+        fraction = max(self._shown, fraction)  # never moves backwards
+        self._shown = fraction
+        done = int(self.width * fraction)
+        bar = "#" * done + "." * (self.width - done)
+        line = (f"[{bar}] {100 * fraction:5.1f}% {time.perf_counter() - self.start:6.0f}s "
+                f"{message}")
+        if self.tty:
+            self.stream.write("\r" + line[:119].ljust(119))
+            if fraction >= 1.0:
+                self.stream.write("\n")
+        elif int(fraction * 10) != self._last_decile:
+            self._last_decile = int(fraction * 10)
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m ladr_core.calibrate", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout); "
+                    "'nano' = the built-in DiMOO-nano")
+    ap.add_argument("--prompts", default=None,
+                    help="text file, one prompt per line (default: the checkpoint's "
+                    "calibration_prompts.txt, else 16 built-in prompts for Lumina-DiMOO)")
+    ap.add_argument("--json", default="ladr_calibration_report.json",
+                    help="report to write (its .png: the Pareto plot)")
+    ap.add_argument("--size", type=int, default=None,
+                    help="image side in px (default: the checkpoint's default size)")
+    ap.add_argument("--steps", type=int, default=64, help="official T (default 64)")
+    ap.add_argument("--seeds", type=int, default=1, help="images per prompt (default 1)")
+    ap.add_argument("--cfg", type=float, default=None,
+                    help="guidance scale (default: the checkpoint's)")
+    ap.add_argument("--device", default=None, help="cpu, cuda, cuda:1, mps (default: cuda "
+                    "when available, else cpu)")
+    ap.add_argument("--dtype", choices=DTYPES, default="auto",
+                    help="compute dtype (auto: bf16 on a GPU, fp32 on a CPU)")
+    ap.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="default",
+                    help="store the block weights in fp8 (as the loader node's weight_dtype)")
+    ap.add_argument("--batch", type=int, default=8, help="images per call (lower it if memory "
+                    "runs out)")
+    ap.add_argument("--budget-minutes", type=float, default=None,
+                    help="stop starting new settings when they would not finish in time")
+    ap.add_argument("--calibration-file", default=None,
+                    help="where to write the checkpoint's calibration (default: "
+                    "MODEL_FOLDER/ladr_calibration.json)")
+    ap.add_argument("--restart", action="store_true", help="ignore a stored partial run")
+    return ap.parse_args(argv)
+
+
+def _device_and_dtype(device: str | None, dtype: str) -> tuple[str, object]:
+    import torch
+
+    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype == "auto":
+        return dev, torch.float32 if dev == "cpu" else torch.bfloat16
+    return dev, {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit status (module docstring)."""
+    from ..dimoo.checkpoint import CheckpointError
+    from .api import calibrate, read_prompts
+    from .state import CalibrationError, fingerprint
+
+    a = parse(argv)
+    if a.model_folder == "nano" and not Path("nano").exists():
+        from ..assets import nano_model_path
+
+        a.model_folder = str(nano_model_path())
+    try:
+        prompts = read_prompts(a.prompts) if a.prompts is not None else None
+        fingerprint(a.model_folder)  # a folder without weights fails before any loading
+        from ..dimoo.pipeline import load_dimoo
+
+        device, dtype = _device_and_dtype(a.device, a.dtype)
+        weight_dtype = None if a.weight_dtype == "default" else a.weight_dtype
+        pipe = load_dimoo(a.model_folder, device=device, dtype=dtype, weight_dtype=weight_dtype)
+        report = calibrate(pipe, a.model_folder, a.json, prompts, seeds=a.seeds, size=a.size,
+                           steps=a.steps, cfg=a.cfg, batch=a.batch,
+                           budget_minutes=a.budget_minutes, weight_dtype=weight_dtype,
+                           calibration_file=a.calibration_file, restart=a.restart,
+                           progress=TextProgress(), prompt_source=a.prompts or "default")
+    except (CalibrationError, CheckpointError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # the pipeline's own input checks (size, cfg, seeds)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished chunks are kept in {Path(a.json).name}.partial.json; "
+              "run the same command again to resume", file=sys.stderr)
+        return 130
+    print(report["text"], end="")
+    print(f"wrote {a.json}, {report['plot']}"
+          + (f", {report['calibration_file']}" if report.get("calibration_file") else ""))
+    if report.get("calibration_file_error"):
+        print(f"warning: {report['calibration_file_error']}", file=sys.stderr)
+    return 0

@@ -1,0 +1,206 @@
+"""LADR Calibrate node: which setting is cheapest on the connected checkpoint without losing
+quality by the model's own self-score (ladr_core.calibrate), as a policy for the sampler.
+
+Why a node of its own and not a `calibrated` preset on LADR Policy: a calibration belongs to
+a checkpoint (its file is keyed to the weights' fingerprint) and the policy node has no model
+input; running one takes minutes and needs a progress bar, a Cancel that works, and a report
+to look at. This node takes the model, loads the checkpoint's `ladr_calibration.json` when it
+was made for these weights and these settings (or runs the calibration and writes it), and
+outputs the recommended strategy (LADR_POLICY, for DiMOO Sampler's `policy`), the Pareto plot
+and the report's text.
+
+Files: beside the checkpoint (`ladr_calibration.json`, `.png`, and while running
+`ladr_calibration.json.partial.json`, from which an interrupted run resumes); when that folder
+is read-only, in the system's temporary folder under `ladr_calibration/`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ladr_core.calibrate.api import calibrate, calibrated_strategy, default_prompts
+from ladr_core.calibrate.state import CALIBRATION_FILE, CalibrationError, fingerprint
+
+from . import host, threads
+from .handles import MODEL_TYPE, POLICY_TYPE, DiMOOModel
+from .validate import input_error
+
+io, _ = host.v3()
+
+NODE = "LADR Calibrate"
+MODES = ["load or run", "run", "load"]
+PROGRESS_TOTAL = 1000
+
+
+def checkpoint_folder(model: DiMOOModel) -> Path:
+    """The folder the connected model was loaded from (ValueError when it has none)."""
+    folder = getattr(model.pipe, "source_folder", None)
+    if folder is None:
+        raise input_error(NODE, "model", "was not loaded from a checkpoint folder",
+                          "connect Load DiMOO Model")
+    return Path(folder)
+
+
+def calibration_path(folder: Path) -> Path:
+    """`<folder>/ladr_calibration.json`, or a temporary-folder twin when it is read-only."""
+    if os.access(folder, os.W_OK):
+        return folder / CALIBRATION_FILE
+    key = fingerprint(folder)[:16]
+    return Path(tempfile.gettempdir()) / "ladr_calibration" / f"{key}.json"
+
+
+def wanted_conditions(model: DiMOOModel, prompts: list[str], seeds: int, size: int,
+                      steps: int) -> dict[str, Any]:
+    """The stored conditions a reusable calibration must have."""
+    pipe = model.pipe
+    return {"prompt_texts": prompts, "seeds": seeds, "size": size or pipe.default_size,
+            "steps": steps}
+
+
+def _matches(report: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    got = report.get("conditions") or {}
+    return all(got.get(k) == v for k, v in wanted.items())
+
+
+def resolve_prompts(folder: Path, prompts: str) -> list[str]:
+    """The prompts widget (one per line; empty = the checkpoint's list, else the built-in)."""
+    lines = [p.strip() for p in prompts.splitlines() if p.strip()]
+    return lines or default_prompts(folder)[0]
+
+
+def image_tensor(pil: Any) -> torch.Tensor:
+    """PIL RGB -> IMAGE [1, H, W, 3] float32 in [0, 1]."""
+    import numpy as np
+
+    return torch.from_numpy(np.asarray(pil.convert("RGB"), dtype=np.float32) / 255.0)[None]
+
+
+def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int, steps: int,
+                budget_minutes: float, batch: int) -> tuple[Any, Any, str]:
+    """(strategy, plot PIL image, report text) for the node (module docstring)."""
+    if mode not in MODES:
+        raise input_error(NODE, "mode", f"is {mode!r}", f"use one of {MODES}")
+    folder = checkpoint_folder(model)
+    path = calibration_path(folder)
+    wanted = wanted_conditions(model, resolve_prompts(folder, prompts), seeds, size, steps)
+    note = ""
+    if mode != "run":
+        try:
+            strategy, _, report = calibrated_strategy(folder, path)
+            if _matches(report, wanted) or mode == "load":
+                return strategy, _plot(report), _text(report, "loaded " + str(path))
+            note = "the stored calibration was made with other prompts/size/steps: ran again\n"
+        except CalibrationError as exc:
+            if mode == "load":
+                raise ValueError(f"{NODE}: {exc}") from None
+            note = f"{exc}\n-> calibrated again\n" if path.exists() else ""
+    report = _run(model, folder, path, wanted, budget_minutes, batch)
+    strategy, _, report = calibrated_strategy(folder, path)
+    return strategy, _plot(report), note + _text(report, "wrote " + str(path))
+
+
+def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
+         budget_minutes: float, batch: int) -> dict[str, Any]:
+    host.load_to_device(model.patcher)
+    bar = host.Progress.start(PROGRESS_TOTAL)
+    shown = [0]
+
+    def progress(fraction: float, _message: str) -> None:
+        value = max(shown[0], round(PROGRESS_TOTAL * fraction))
+        if value != shown[0]:
+            shown[0] = value
+            bar.update(value)
+
+    weights = model.key[4] if len(model.key) > 4 else None
+    size = wanted["size"] if wanted["size"] != model.pipe.default_size else None
+    try:
+        with threads.torch_threads():
+            return calibrate(model.pipe, folder, path, wanted["prompt_texts"],
+                             seeds=wanted["seeds"], size=size, steps=wanted["steps"],
+                             batch=batch, budget_minutes=budget_minutes or None,
+                             weight_dtype=weights, calibration_file=path, progress=progress,
+                             check=host.check_interrupt, prompt_source="node")
+    except CalibrationError as exc:
+        raise ValueError(f"{NODE}: {exc}") from None
+
+
+def _plot(report: dict[str, Any]) -> torch.Tensor:
+    from ladr_core.calibrate.report import plot_report
+
+    return image_tensor(plot_report(report))
+
+
+def _text(report: dict[str, Any], where: str) -> str:
+    from ladr_core.calibrate.report import report_text
+
+    rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
+    hint = ("" if rec["strategy"]["kind"] == "ladr" else
+            f"\nThe recommendation is the official sampler at {rec['strategy']['steps']} steps: "
+            "set DiMOO Sampler's strategy to 'baseline' to use it.")
+    return report_text(report) + hint + f"\n({where})"
+
+
+class LADRCalibrate(io.ComfyNode):
+    """Calibrate LADR on the connected checkpoint and output the recommended policy."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_Calibrate",
+            display_name="LADR Calibrate",
+            category="LADR",
+            search_aliases=["calibrate", "self-score", "which preset", "ladr calibration"],
+            description="Measures the LADR presets against the official sampler on this "
+            "checkpoint (the model scores its own images) and outputs the cheapest setting "
+            "that is not measurably worse than 64 steps. Takes minutes; the result is saved "
+            "beside the checkpoint and reused.",
+            inputs=_inputs(),
+            outputs=[
+                io.Custom(POLICY_TYPE).Output("policy", tooltip="The recommended strategy with "
+                                              "its T, for DiMOO Sampler's policy input."),
+                io.Image.Output("report_image", tooltip="Pareto plot: self-score difference "
+                                "to 64 steps (95 % CI) against forwards per image."),
+                io.String.Output("report", tooltip="Every setting's NFE, forwards, time and "
+                                 "self-score with paired intervals; the recommendation."),
+            ],
+        )
+
+    @classmethod
+    def execute(cls, model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int,
+                steps: int, budget_minutes: float, batch: int) -> io.NodeOutput:
+        strategy, image, text = load_or_run(model, mode, prompts, seeds, size, steps,
+                                            budget_minutes, batch)
+        return io.NodeOutput(strategy, image, text)
+
+
+def _inputs() -> list:
+    return [
+        io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model: the checkpoint "
+                                    "(and weight dtype) to calibrate."),
+        io.Combo.Input("mode", options=MODES, default="load or run",
+                       tooltip="load or run: reuse the checkpoint's saved calibration when it "
+                       "was made for these weights and these inputs, else run one. run: always "
+                       "run again. load: only load (error if there is none)."),
+        io.String.Input("prompts", multiline=True, default="",
+                        tooltip="One prompt per line, like the images you make. Empty: the "
+                        "checkpoint's calibration_prompts.txt, else 16 built-in prompts."),
+        io.Int.Input("seeds", default=1, min=1, max=16,
+                     tooltip="Images per prompt; more narrows the intervals (and takes longer)."),
+        io.Int.Input("size", default=0, min=0, max=2048, step=16,
+                     tooltip="Image side in px (multiple of 16); 0 = the checkpoint's default. "
+                     "512 calibrates the 8B model about 4x faster than 1024."),
+        io.Int.Input("steps", default=64, min=1, max=1000,
+                     tooltip="The official schedule length T every setting is compared with "
+                     "(Lumina-DiMOO: 64)."),
+        io.Float.Input("budget_minutes", default=0.0, min=0.0, max=1440.0, step=1.0,
+                       tooltip="Stop starting new settings when they would not finish in time; "
+                       "0 = no limit. Too small for one setting: an error says how much is "
+                       "needed."),
+        io.Int.Input("batch", default=8, min=1, max=64,
+                     tooltip="Images per forward pass; lower it if memory runs out."),
+    ]

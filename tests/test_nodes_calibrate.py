@@ -1,0 +1,92 @@
+"""LADR Calibrate node: runs or loads the checkpoint's calibration, outputs the recommended
+strategy, the plot and the text; Cancel propagates and leaves only a resumable partial state."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+import ladr_core
+from ladr_core.calibrate import CALIBRATION_FILE, fingerprint
+from ladr_core.calibrate.state import partial_path
+from ladr_core.step import Strategy
+from nodes import host
+from nodes.calibrate import LADRCalibrate
+from nodes.handles import DiMOOModel
+
+ARGS = {"prompts": "a red circle\na blue square", "seeds": 1, "size": 32, "steps": 4,
+        "budget_minutes": 0.0, "batch": 2}
+
+
+@pytest.fixture(autouse=True)
+def few_candidates(monkeypatch) -> None:
+    """The node's flow with three settings (the CLI test runs the whole default list)."""
+    import ladr_core.calibrate.runner as runner
+
+    full = runner.default_candidates
+    monkeypatch.setattr(runner, "default_candidates", lambda steps: full(steps)[:3])
+
+
+@pytest.fixture()
+def model(tmp_path: Path) -> DiMOOModel:
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
+
+    folder = write_tiny_checkpoint(tmp_path / "ckpt")
+    pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
+    return DiMOOModel(pipe=pipe, key=(str(folder), 0.0, "torch.float32", "cpu"), name="tiny")
+
+
+def test_runs_then_loads_the_saved_calibration(model, monkeypatch) -> None:
+    strategy, image, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
+    folder = model.pipe.source_folder
+    saved = json.loads((folder / CALIBRATION_FILE).read_text())
+    assert isinstance(strategy, Strategy) and f"recommended: {saved['recommended']}" in text
+    assert image.shape == (1, 560, 900, 3) and image.dtype == torch.float32
+    assert saved["checkpoint"]["fingerprint"] == fingerprint(folder)
+
+    import nodes.calibrate as node
+
+    monkeypatch.setattr(node, "calibrate", lambda *a, **k: pytest.fail("ran again"))
+    again, _, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
+    assert "loaded" in text and again == strategy
+    # "load" takes what is saved even when it was made with other inputs
+    _, _, text = LADRCalibrate.execute(model=model, mode="load", **{**ARGS, "seeds": 3}).args
+    assert "loaded" in text
+
+
+def test_other_inputs_run_again(model) -> None:
+    LADRCalibrate.execute(model=model, mode="run", **ARGS)
+    _, _, text = LADRCalibrate.execute(model=model, mode="load or run",
+                                       **{**ARGS, "prompts": "the circle\nthe square"}).args
+    assert "other prompts/size/steps: ran again" in text
+    saved = json.loads((model.pipe.source_folder / CALIBRATION_FILE).read_text())
+    assert saved["conditions"]["prompt_texts"] == ["the circle", "the square"]
+
+
+def test_load_mode_names_the_missing_file(model) -> None:
+    with pytest.raises(ValueError, match=r"LADR Calibrate: .*ladr_calibration.json: no "
+                       "calibration file"):
+        LADRCalibrate.execute(model=model, mode="load", **ARGS)
+
+
+def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> None:
+    real = host.check_interrupt
+    count = {"n": 0}
+
+    def cancel_later() -> None:
+        count["n"] += 1
+        if count["n"] == 9:
+            host.request_interrupt()
+        real()
+
+    monkeypatch.setattr(host, "check_interrupt", cancel_later)
+    with pytest.raises(host.FallbackInterrupt):
+        LADRCalibrate.execute(model=model, mode="run", **ARGS)
+    path = model.pipe.source_folder / CALIBRATION_FILE
+    assert not path.exists() and partial_path(path).is_file()
+    monkeypatch.setattr(host, "check_interrupt", real)
+    _, _, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
+    assert path.is_file() and not partial_path(path).exists() and "recommended:" in text
