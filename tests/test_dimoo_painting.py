@@ -225,3 +225,15 @@ def test_one_image_serves_every_prompt_and_batch_item(pipe: DiMOOPipeline) -> No
     assert res.tokens.shape == (4, 64)
     one = pipe.generate("green", steps=4, seed=3, init_image=image, mask=mask, decode=False)
     assert torch.equal(res.tokens[3], one.tokens[0])  # item i uses seed + i, prompt-major
+
+
+def test_default_feather_is_half_a_token(pipe: DiMOOPipeline) -> None:
+    image = _float(_image(8))
+    mask = rectangle(32, 32, 0.5, 0.5, "inpainting")
+    kw = dict(steps=6, seed=4, strategy="baseline", init_image=image, mask=mask)
+    half = pipe.vq_factor // 2
+    default = pipe.generate(PROMPT, **kw)
+    explicit = pipe.generate(PROMPT, paint=PaintOptions(feather=half), **kw)
+    hard = pipe.generate(PROMPT, paint=PaintOptions(feather=0), **kw)
+    assert torch.equal(default.images, explicit.images)
+    assert half > 1 and not torch.equal(default.images, hard.images)
