@@ -213,7 +213,10 @@ class PaintPlan:
         return [max(1, int(c)) for c in self.region.sum(dim=1).tolist()]
 
     def finish(self, images: torch.Tensor) -> torch.Tensor:
-        """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked)."""
+        """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked);
+        the originals themselves when nothing was regenerated (no VQ round trip)."""
+        if self.nothing_to_do:
+            return self.images
         if not self.options.paste:
             return images
         feather = self.options.feather

@@ -88,6 +88,7 @@ class GenerationResult:
     note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
     item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
     item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
+    paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -290,7 +291,7 @@ class DiMOOPipeline:
                                  _positive_int("batch_size", batch_size), width, height)
             if plan.nothing_to_do:
                 return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0,
-                                        0, 0, plan.grid, note=plan.note)
+                                        0, 0, plan.grid, note=plan.note, paint=plan)
             prompt, width, height = plan.prompts, plan.width, plan.height
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
                                      batch_size, plan.n_generate() if plan else None)
@@ -314,7 +315,7 @@ class DiMOOPipeline:
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
                                 denoise.stats.compile_seconds, plan.note if plan else "",
-                                result.item_nfe, list(denoise.stats.item_token_forwards))
+                                result.item_nfe, list(denoise.stats.item_token_forwards), plan)
 
     def encode_image(self, image: torch.Tensor) -> torch.Tensor:
         """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official
