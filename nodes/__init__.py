@@ -14,11 +14,12 @@ def node_classes() -> list[type]:
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .loader import LoadDiMOOModel
+    from .paint import PaintOptionsNode
     from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
     return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO, LADRCalibrate]
+            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode]
 
 
 def extension_class() -> type:

@@ -11,7 +11,8 @@ io, _ = host.v3()
 
 
 def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
-    """`pipe.decode(tokens [B, h*w], grid)` on the model's device -> CPU float [B, H, W, 3]."""
+    """`pipe.decode(tokens [B, h*w], grid)` on the model's device -> CPU float [B, H, W, 3];
+    inpainted / outpainted tokens get the original pixels pasted back (their PaintPlan)."""
     if tokens.model_key != model.key:
         raise ValueError(
             f"tokens: they were sampled with another checkpoint/dtype than {model.name!r} "
@@ -21,6 +22,8 @@ def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
     with torch.inference_mode(), threads.torch_threads():
         images = model.pipe.decode(tokens.tokens, tokens.grid)
     images = images.detach().float().clamp(0.0, 1.0).cpu()
+    if tokens.paint is not None:  # inpaint / outpaint: the original pixels back, if asked
+        images = tokens.paint.finish(images).float().cpu()
     expected = (tokens.tokens.shape[0], tokens.height, tokens.width, 3)
     if tuple(images.shape) != expected:
         raise RuntimeError(f"VQ decode returned {tuple(images.shape)}, expected {expected}")

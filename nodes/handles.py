@@ -6,6 +6,7 @@ Socket type names are part of saved workflows and must never change:
                        brings its T), Prophet(policy) from Prophet Policy
   LADR_MLCACHE      -> ladr_core.MLCacheConfig
   LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
+  LADR_PAINT        -> ladr_core.dimoo.painting.PaintOptions (Paint Options -> Sampler)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ MODEL_TYPE = "LADR_DIMOO_MODEL"
 POLICY_TYPE = "LADR_POLICY"
 CACHE_TYPE = "LADR_MLCACHE"
 TOKENS_TYPE = "LADR_TOKENS"
+PAINT_TYPE = "LADR_PAINT"
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,7 +39,10 @@ class DiMOOModel:
 
 @dataclass(frozen=True, eq=False)
 class DiMOOTokens:
-    """Sampled image tokens: `tokens` LongTensor [B, h*w] on CPU, row-major over `grid` (h, w)."""
+    """Sampled image tokens: `tokens` LongTensor [B, h*w] on CPU, row-major over `grid` (h, w).
+
+    `paint`: the PaintPlan of an inpaint / outpaint run (original pixels, regenerated tokens,
+    paste-back options) that VQ Decode applies after decoding; None for text-to-image."""
 
     tokens: torch.Tensor
     grid: tuple[int, int]
@@ -45,3 +50,4 @@ class DiMOOTokens:
     height: int
     model_key: tuple
     stats: dict = field(default_factory=dict)
+    paint: Any = None

@@ -14,8 +14,17 @@ import ladr_core
 from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strategy_names
 
 from . import batching, events, host, threads
+from . import paint as paint_module
 from . import policy as policy_node
-from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
+from .handles import (
+    CACHE_TYPE,
+    MODEL_TYPE,
+    PAINT_TYPE,
+    POLICY_TYPE,
+    TOKENS_TYPE,
+    DiMOOModel,
+    DiMOOTokens,
+)
 from .validate import input_error
 
 io, _ = host.v3()
@@ -132,23 +141,30 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
 def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
                 negative_prompt: str | None, width: int, height: int, steps: int | None,
                 cfg: float, temperature: float, seed: int, strategy: Strategy,
-                cache: object | None, batch_size: int,
-                max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict]:
+                cache: object | None, batch_size: int, max_batch: int = batching.AUTO,
+                image: object | None = None, mask: object | None = None,
+                paint_options: object | None = None) -> tuple[DiMOOTokens, dict]:
     """Host-aware generate: memory load, progress, events; returns tokens + stats.
 
     width / height: widget values (SIZE_AUTO = the checkpoint's default); cfg: the widget value
     (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T; max_batch: images
-    in flight (batching.AUTO: from the device and its free memory), the rest roll in."""
+    in flight (batching.AUTO: from the device and its free memory), the rest roll in.
+    image + mask (IMAGE, MASK 1 = regenerate): inpaint / outpaint; the image sets the size."""
     pipe = model.pipe
+    paint_module.check_painting(image, mask, paint_options, pipe.vq_factor)
     sizes = {}
     for name, value in (("width", width), ("height", height)):
-        err = check_size(name, int(value), max(SIZE_STEP, pipe.vq_factor))
+        err = None if image is not None else check_size(name, int(value),
+                                                          max(SIZE_STEP, pipe.vq_factor))
         if err:
             raise ValueError(f"{NODE}: {err}")
-        sizes[name] = resolve_size(value)
+        sizes[name] = None if image is not None else resolve_size(value)
     host.load_to_device(model.patcher)
-    images = len(prompts) * batch_size
-    flying = batching.in_flight(max_batch, pipe, images, sizes["width"], sizes["height"], cache)
+    images = len(prompts) * batch_size * (1 if image is None else max(image.shape[0],
+                                                                        mask.shape[0]))
+    size = {} if image is None else {"width": image.shape[2], "height": image.shape[1]}
+    flying = batching.in_flight(max_batch, pipe, images, size.get("width", sizes["width"]),
+                                size.get("height", sizes["height"]), cache)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():  # decode=False: VQ Decode is its own node
@@ -156,15 +172,18 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
                             cfg=resolve_cfg(cfg), temperature=temperature, seed=seed,
                             strategy=strategy, cache=cache, batch_size=batch_size,
                             callback=make_callback(pipe, node_id, progress, last),
-                            decode=False, max_batch=flying, **sizes)
+                            decode=False, max_batch=flying, init_image=image, mask=mask,
+                            paint=paint_options, **sizes)
     progress.update(progress.total)
     stats = events.stats_dict(res, strategy.name)
-    stats.update(images=images, in_flight=flying)
+    stats.update(images=int(res.tokens.shape[0]), in_flight=flying)
+    if res.note:
+        stats["note"] = res.note
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
                          width=w * pipe.vq_factor, height=h * pipe.vq_factor,
-                         model_key=model.key, stats=stats)
+                         model_key=model.key, stats=stats, paint=res.paint)
     return tokens, stats
 
 
@@ -211,7 +230,8 @@ class DiMOOSampler(io.ComfyNode):
                 height: int, steps: int, cfg: float, temperature: float, seed: int,
                 batch_size: int, strategy: str, one_prompt_per_line: bool,
                 policy: object | None = None, cache: object | None = None,
-                max_batch: int = batching.AUTO) -> io.NodeOutput:
+                max_batch: int = batching.AUTO, image: object | None = None,
+                mask: object | None = None, paint: object | None = None) -> io.NodeOutput:
         check_options(policy, cache)
         chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
@@ -221,7 +241,11 @@ class DiMOOSampler(io.ComfyNode):
         tokens, stats = run_sampler(
             model, prompts, node_id, negative_prompt=negative_prompt or None, width=width,
             height=height, steps=steps, cfg=cfg, temperature=temperature, seed=seed,
-            strategy=chosen, cache=cache, batch_size=batch_size, max_batch=max_batch)
+            strategy=chosen, cache=cache, batch_size=batch_size, max_batch=max_batch,
+            image=image, mask=mask, paint_options=paint)
+        note += paint_module.size_note(image, width, height, SIZE_AUTO)
+        if stats.get("note"):
+            note += f"; {stats['note']}"
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 
@@ -278,4 +302,15 @@ def _inputs() -> list:
                      "next. Images are identical whatever the value; it trades speed for "
                      "memory. 0 = automatic: what the GPU's free memory holds (up to 8), 4 on "
                      "a CPU."),
+        # inpainting / outpainting, appended last so saved workflows keep their links
+        io.Image.Input("image", optional=True,
+                       tooltip="Optional: the image to inpaint / outpaint (with mask). It sets "
+                       "the size (width/height not used); sides must be multiples of 16."),
+        io.Mask.Input("mask", optional=True,
+                      tooltip="Optional, with image: 1 = regenerate (Load Image's mask editor, "
+                      "Pad Image for Outpainting). Known tokens never change; an empty mask "
+                      "returns the image unchanged, a full one is text-to-image."),
+        io.Custom(PAINT_TYPE).Input("paint", optional=True,
+                                    tooltip="Optional LADR Paint Options (default: threshold "
+                                    "0.5, no grow, paste back with a half-token feather)."),
     ]

@@ -19,6 +19,7 @@ import ladr_core
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, sample
 from ladr_core.dimoo.painting import PaintOptions, fit_image, plan_painting, token_mask
 from ladr_core.dimoo.pipeline import DiMOOPipeline
+from ladr_core.registry import preset_names
 
 PROMPT = "a red circle left of a blue square"
 
@@ -82,21 +83,26 @@ def test_batch_items_equal_the_official_script_one_by_one(pipe: DiMOOPipeline) -
         assert torch.equal(res.tokens[i:i + 1], ref)
 
 
-STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("nano"),
-              "ladr-adaptive": LADR.preset("adaptive"), "prophet": Prophet()}
+# every strategy and every LADR preset of the registry (a new preset is covered automatically)
+STRATEGIES = {"baseline": Baseline(), "prophet": Prophet(),
+              **{f"ladr-{name}": LADR.preset(name) for name in preset_names()}}
 CACHES = {"none": None, "official": MLCacheConfig(warmup_ratio=0.1, refresh_interval=2),
           "ladr": MLCacheConfig.ladr()}
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 @pytest.mark.parametrize("cache", list(CACHES))
-def test_known_tokens_never_change(pipe: DiMOOPipeline, strategy: str, cache: str) -> None:
-    image = torch.cat([_float(_image(4)), _float(_image(5))])
+@pytest.mark.parametrize("max_batch", [None, 2])  # 2 of 3 in flight: the third rolls in
+def test_known_tokens_never_change(pipe: DiMOOPipeline, strategy: str, cache: str,
+                                   max_batch: int | None) -> None:
+    image = torch.cat([_float(_image(4)), _float(_image(5)), _float(_image(6))])
     mask = torch.cat([rectangle(32, 32, 0.5, 0.5, "inpainting"),
-                      rectangle(32, 32, 1.0, 0.25, "outpainting")])
+                      rectangle(32, 32, 1.0, 0.25, "outpainting"),
+                      rectangle(32, 32, 0.5, 1.0, "outpainting")])
     plan = plan_painting(pipe, [PROMPT], image, mask, None, 1, None, None)
     res = pipe.generate(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy],
-                        cache=CACHES[cache], init_image=image, mask=mask, decode=False)
+                        cache=CACHES[cache], init_image=image, mask=mask, decode=False,
+                        max_batch=max_batch)
     known = ~plan.region
     assert torch.equal(res.tokens[known], plan.codes[known])
     assert res.nfe >= 1 and res.images is None
@@ -225,3 +231,15 @@ def test_one_image_serves_every_prompt_and_batch_item(pipe: DiMOOPipeline) -> No
     assert res.tokens.shape == (4, 64)
     one = pipe.generate("green", steps=4, seed=3, init_image=image, mask=mask, decode=False)
     assert torch.equal(res.tokens[3], one.tokens[0])  # item i uses seed + i, prompt-major
+
+
+def test_default_feather_is_half_a_token(pipe: DiMOOPipeline) -> None:
+    image = _float(_image(8))
+    mask = rectangle(32, 32, 0.5, 0.5, "inpainting")
+    kw = dict(steps=6, seed=4, strategy="baseline", init_image=image, mask=mask)
+    half = pipe.vq_factor // 2
+    default = pipe.generate(PROMPT, **kw)
+    explicit = pipe.generate(PROMPT, paint=PaintOptions(feather=half), **kw)
+    hard = pipe.generate(PROMPT, paint=PaintOptions(feather=0), **kw)
+    assert torch.equal(default.images, explicit.images)
+    assert half > 1 and not torch.equal(default.images, hard.images)

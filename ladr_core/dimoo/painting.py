@@ -28,10 +28,9 @@ import torch.nn.functional as F
 from ..validation import KnownTokens
 from .prompt import size_problem
 
-__all__ = ["DEFAULT_FEATHER", "PaintOptions", "PaintPlan", "check_image", "check_mask",
+__all__ = ["PaintOptions", "PaintPlan", "check_image", "check_mask",
            "fit_image", "paste_original", "plan_painting", "token_mask"]
 
-DEFAULT_FEATHER = 8  # px of blend inside the regenerated area (half a token of Lumina-DiMOO)
 FIT_MODES = ("exact", "crop", "resize")
 
 
@@ -46,20 +45,24 @@ class PaintOptions:
     threshold: a token is regenerated when the mask covers more than this share of its patch
     (official 0.5, strict ``>``); in [0, 1). grow: dilate the token mask by this many tokens
     (official ``dilate_latent_k``). paste: take the original pixels back outside the regenerated
-    tokens; feather: px of linear blend inside them (0 = a hard edge on the token grid)."""
+    tokens; feather: px of linear blend inside them (0 = a hard edge on the token grid; None =
+    half a token: 8 px for Lumina-DiMOO, 2 px for DiMOO-nano)."""
 
     threshold: float = 0.5
     grow: int = 0
     paste: bool = True
-    feather: int = DEFAULT_FEATHER
+    feather: int | None = None
 
     def __post_init__(self) -> None:
         if not _real(self.threshold) or not 0.0 <= float(self.threshold) < 1.0:
             raise ValueError(f"mask_threshold must be in [0, 1) (share of a token's patch the "
                              f"mask must exceed; official 0.5); got {self.threshold!r}")
         for name, value in (("mask_grow", self.grow), ("feather", self.feather)):
+            if value is None and name == "feather":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+                raise ValueError(f"{name} must be an int >= 0{' or None' * (name == 'feather')}"
+                                 f"; got {value!r}")
         if not isinstance(self.paste, bool):
             raise ValueError(f"paste must be True or False; got {self.paste!r}")
 
@@ -210,10 +213,16 @@ class PaintPlan:
         return [max(1, int(c)) for c in self.region.sum(dim=1).tolist()]
 
     def finish(self, images: torch.Tensor) -> torch.Tensor:
-        """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked)."""
+        """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked);
+        the originals themselves when nothing was regenerated (no VQ round trip)."""
+        if self.nothing_to_do:
+            return self.images
         if not self.options.paste:
             return images
-        return paste_original(images, self.images, self.region, self.grid, self.options.feather)
+        feather = self.options.feather
+        if feather is None:
+            feather = self.images.shape[1] // self.grid[0] // 2
+        return paste_original(images, self.images, self.region, self.grid, feather)
 
 
 def _pairs(images: int, masks: int, prompts: list[str]) -> int:

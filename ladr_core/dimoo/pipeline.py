@@ -92,6 +92,7 @@ class GenerationResult:
     item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
     item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
     self_score: SelfScore | None = None  # generate(self_score=...): opt-in, its passes extra
+    paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -297,7 +298,7 @@ class DiMOOPipeline:
                                  _positive_int("batch_size", batch_size), width, height)
             if plan.nothing_to_do:
                 return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0,
-                                        0, 0, plan.grid, note=plan.note)
+                                        0, 0, plan.grid, note=plan.note, paint=plan)
             prompt, width, height = plan.prompts, plan.width, plan.height
         denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
                                      batch_size, plan.n_generate() if plan else None)
@@ -326,7 +327,8 @@ class DiMOOPipeline:
                                 denoise.stats.token_forwards, denoise.stats.token_forwards_full,
                                 (layout.h, layout.w), decode_seconds,
                                 denoise.stats.compile_seconds, plan.note if plan else "",
-                                result.item_nfe, list(denoise.stats.item_token_forwards), scored)
+                                result.item_nfe, list(denoise.stats.item_token_forwards), scored,
+                                plan)
 
     def self_score(self, tokens: torch.Tensor, prompt: str | Sequence[str],
                    negative_prompt: str | None = None, width: int | None = None,
