@@ -37,7 +37,6 @@ from benchmarks.common import (
     write_result,
 )
 from ladr_core import LADR, Baseline, Prophet, sample
-from ladr_core.registry import register_strategy
 from ladr_core.select import effective_time, no_phase
 from ladr_core.step import Commit, Needs, RunInfo, Stats, StepRule, Strategy
 
@@ -103,7 +102,6 @@ def _generators(pipe: Any, seed: int, first: int, count: int) -> list[torch.Gene
 
 
 # ---------------------------------------------------------------- the GPU replay
-@register_strategy
 @dataclass(frozen=True)
 class Replay(Strategy):
     """Benchmark-only: item b unmasks its tokens evenly and finishes on its step
