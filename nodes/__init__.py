@@ -12,12 +12,13 @@ def node_classes() -> list[type]:
     from .cache import MLCacheOptions
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
+    from .edit import DiMOOEdit
     from .loader import LoadDiMOOModel
     from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
     return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO]
+            DiMOOVQDecode, CompileDiMOO, DiMOOEdit]
 
 
 def extension_class() -> type:

@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", "execution"}
 # Shipped node ids: saved workflows reference them, so this list only ever grows.
 NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
-            "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_CompileDiMOO"]
+            "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_CompileDiMOO",
+            "LADR_DiMOOEdit"]
 
 ENTRY = r"""
 import importlib.util, sys, asyncio
