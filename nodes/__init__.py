@@ -13,13 +13,14 @@ def node_classes() -> list[type]:
     from .calibrate import LADRCalibrate
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
+    from .edit import DiMOOEdit
     from .loader import LoadDiMOOModel
     from .paint import PaintOptionsNode
     from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
     return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode]
+            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode, DiMOOEdit]
 
 
 def extension_class() -> type:

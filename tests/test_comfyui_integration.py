@@ -34,7 +34,8 @@ pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
 NANO_READY = (ROOT / "ladr_core" / "assets" / "dimoo_nano" / "config.json").is_file()
 OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
-        "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_Calibrate", "LADR_PaintOptions"]
+        "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_Calibrate", "LADR_PaintOptions",
+        "LADR_DiMOOEdit"]
 
 
 class WS:

@@ -77,19 +77,27 @@ class DiMOODenoiser:
 
     def __init__(self, model: LLaDAModel, batch: PromptBatch, ids: DiMOOIds, cfg: float,
                  cache: MLCacheConfig | None = None, steps: int | None = None,
-                 n_generate: int | list[int] | None = None) -> None:
+                 n_generate: int | list[int] | None = None, image_cfg: float | None = None
+                 ) -> None:
         if not valid_cfg(cfg):
             raise ValueError(f"cfg must be a finite number >= 0 (got {cfg!r}); 0 disables guidance")
         if cache is not None and not isinstance(cache, MLCacheConfig):
             raise ValueError(f"cache must be an MLCacheConfig or None (got {type(cache).__name__})")
         if cache is not None and (not isinstance(steps, int) or steps < 1):
             raise ValueError("steps (the sampler's planned step count) is required with an ML-Cache")
+        if image_cfg is not None and not valid_cfg(image_cfg):
+            raise ValueError(f"image_cfg must be a finite number >= 0 (got {image_cfg!r}); 0 "
+                             "disables image guidance")
         rows = batch.input_ids.shape[0]
-        branches = 2 if cfg > 0 else 1
+        if image_cfg is None:
+            branches = 2 if cfg > 0 else 1
+        else:  # editing (editing.py): cond, text-uncond and image-uncond rows
+            branches = 3 if (cfg > 0 or image_cfg > 0) else 1
         if rows != batch.batch * branches:
             raise ValueError(f"prompt batch has {rows} rows; cfg={cfg} needs "
                              f"{batch.batch * branches} (build it with_uncond={cfg > 0})")
         self.model, self.ids, self.cfg = model, ids, float(cfg)
+        self.image_cfg = None if image_cfg is None else float(image_cfg)
         self.cache_config, self.steps = cache, steps
         self.device = model.compute_device()
         self.batch, self.layout = batch.batch, batch.layout
@@ -174,7 +182,7 @@ class DiMOODenoiser:
         return logits
 
     def _item_rows(self, pack: Pack, a: int) -> list[int]:
-        """Rows of the a-th item of `pack`: its cond row, then its uncond row."""
+        """Rows of the a-th item of `pack`: its cond row, then its uncond row(s)."""
         return [a + b * len(pack.items) for b in range(self.table.branches)]
 
     def _kv_sink(self, pack: Pack) -> Any:
@@ -282,8 +290,11 @@ class DiMOODenoiser:
             self.stats.nfe += 1
             self.stats.token_forwards_full += self.pack(chosen).real_tokens
             a = len(chosen)
-            if self.cfg == 0:
+            if self.table.branches == 1:
                 return logits
+            if self.image_cfg is not None:  # official image-to-image guidance
+                cond, text, image = logits[:a], logits[a:2 * a], logits[2 * a:]
+                return cond + self.cfg * (cond - text) + self.image_cfg * (cond - image)
             cond, uncond = logits[:a], logits[a:]
             return (1.0 + self.cfg) * cond - self.cfg * uncond
 

@@ -25,6 +25,7 @@ from .cache import MLCacheConfig
 from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
 from .config import DiMOOIds, LLaDAConfig
 from .denoiser import DiMOODenoiser, valid_cfg
+from .editing import make_edit_denoiser, plan_edit
 from .model import LLaDAModel
 from .painting import PaintOptions, check_image, plan_painting
 from .prompt import (
@@ -266,7 +267,8 @@ class DiMOOPipeline:
                  batch_size: int = 1, decode: bool = True, init_image: Any = None,
                  mask: Any = None, paint: PaintOptions | None = None,
                  max_batch: int | None = None,
-                 self_score: SelfScoreConfig | None = None) -> GenerationResult:
+                 self_score: SelfScoreConfig | None = None, reference: Any = None,
+                 edit_type: str = "edit", image_cfg: float | None = None) -> GenerationResult:
         """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
         LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
@@ -286,7 +288,12 @@ class DiMOOPipeline:
         ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every image);
         ``paint`` (PaintOptions): coverage threshold, grow, paste-back and feather. The image
         sets the size; known tokens never change; nothing to regenerate returns the input
-        unchanged (``res.note`` says why)."""
+        unchanged (``res.note`` says why).
+
+        Editing (editing.py): ``reference`` float [B, H, W, 3] in [0, 1] (the image to edit,
+        which sets the size), ``prompt`` the instruction, ``edit_type`` one of
+        ``editing.EDIT_TYPES``; ``cfg`` (text, None = 2.5) and ``image_cfg`` (None = 4.0) are
+        the official image-to-image guidance scales. No ML-Cache."""
         from ..sampling import sample
 
         chosen = resolve_strategy(strategy)
@@ -300,8 +307,20 @@ class DiMOOPipeline:
                 return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0,
                                         0, 0, plan.grid, note=plan.note, paint=plan)
             prompt, width, height = plan.prompts, plan.width, plan.height
-        denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache, steps,
-                                     batch_size, plan.n_generate() if plan else None)
+        if reference is not None:
+            if plan is not None:
+                raise ValueError("reference: editing cannot be combined with init_image / mask "
+                                 "(painting); pass one or the other")
+            if self_score is not None:
+                raise ValueError("self_score: the self-score judges text-to-image tokens under "
+                                 "their prompt; it is not defined for an edit (reference=...). "
+                                 "Leave self_score=None when editing")
+            edit = plan_edit(self, _prompt_list(prompt), reference, edit_type,
+                             _positive_int("batch_size", batch_size))
+            denoise = make_edit_denoiser(self, edit, cfg, image_cfg, cache, steps)
+        else:
+            denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache,
+                                         steps, batch_size, plan.n_generate() if plan else None)
         layout = denoise.layout
         check_seed(seed, denoise.batch)
         generators = [item_generator(seed + i, self.device) for i in range(denoise.batch)]

@@ -1,0 +1,159 @@
+"""Lumina-DiMOO image-to-image editing: prompt templates, prompt rows and the edit plan.
+
+Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
+``inference/inference_i2i.py``, ``generators/image_to_image_generator.generate_i2i``):
+
+* the edit type picks a system prompt and the user text (the instruction, or a fixed text);
+* the reference image enters as ``[BOI] + h rows of (w codes + NEWLINE) + [EOI]`` inserted
+  before the LAST token of the tokenized prompt;
+* three rows per item, each followed by the image part to generate (prompt.ImageLayout):
+  cond = prompt with the image, text-uncond = ``<uncondition>`` prompt with the image,
+  image-uncond = the prompt alone;
+* guidance ``cond + cfg * (cond - text_uncond) + image_cfg * (cond - image_uncond)`` (official
+  text 2.5, image 4.0); both 0 runs the cond row only;
+* the output has the reference image's size.
+
+Not covered: style transfer from a second reference image (two image inputs) and the official
+random centre crop of the input to a 512 px-area bucket (the caller sizes the image).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from .config import DiMOOIds
+from .prompt import Encode, ImageLayout, PromptBatch
+
+__all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "EditPlan", "edit_texts",
+           "build_edit_batch", "check_edit_type"]
+
+DEFAULT_EDIT_CFG = 2.5  # official text guidance of image-to-image
+DEFAULT_IMAGE_CFG = 4.0  # official image guidance of image-to-image
+
+_EDIT = "Generate an image applying the following editing instruction based on the original image."
+_CONTROL = "Generate an image according to the text prompt and the given control image."
+_SUBJECT = "Generate an image according to the text prompt and the given object image."
+_DENSE = "Perform dense prediction on the given images."
+_MAPS = {"canny": "canny edge map", "hed": "hed edge map", "normal": "normal map",
+         "sam2mask": "sam2 mask", "depth": "depth map", "openpose": "pose estimation map"}
+
+#: edit type -> (system prompt, user text or None = the instruction)
+EDIT_TYPES: dict[str, tuple[str, str | None]] = {
+    "edit": (_EDIT, None),
+    "control": (_CONTROL, None),
+    "subject": (_SUBJECT, None),
+    **{f"dense_{k}": (_DENSE, f"Generate a {v} according to the image.") for k, v in _MAPS.items()},
+}
+
+
+def check_edit_type(edit_type: object) -> str:
+    if not isinstance(edit_type, str) or edit_type not in EDIT_TYPES:
+        raise ValueError(f"edit_type {edit_type!r} is not a known edit type; use one of "
+                         f"{', '.join(EDIT_TYPES)}")
+    return edit_type
+
+
+def edit_texts(instruction: str, edit_type: str) -> tuple[str, str]:
+    """(cond text, text-uncond text) of an edit type; ValueError for an unknown type or an
+    empty instruction where the type needs one."""
+    system, user = EDIT_TYPES[check_edit_type(edit_type)]
+    if user is None:
+        if not isinstance(instruction, str) or not instruction.strip():
+            raise ValueError(f"prompt (the instruction) is empty; edit type {edit_type!r} needs "
+                             "one, e.g. 'make the sky red'")
+        user = instruction
+    return (f"<system>{system}</system><user>{user}</user>",
+            f"<system>{system}</system><user><uncondition></user>")
+
+
+def image_part(codes: torch.Tensor, layout: ImageLayout, ids: DiMOOIds) -> list[int]:
+    """[BOI] + rows of (code + image_offset) + NEWLINE + [EOI] of one image's codes [h*w]."""
+    grid = (codes.view(layout.h, layout.w) + ids.image_offset).tolist()
+    return [ids.boi] + [t for row in grid for t in row + [ids.newline]] + [ids.eoi]
+
+
+def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
+                     edit_type: str, codes: torch.Tensor, layout: ImageLayout,
+                     guided: bool) -> PromptBatch:
+    """Rows of B items (item j edits codes[j], instruction j): cond rows, then with `guided`
+    the text-uncond rows, then the image-uncond rows; left-padded (prompt.PromptBatch)."""
+    target = layout.tokens(ids)
+    conds, texts, plain = [], [], []
+    for text, item_codes in zip(instructions, codes, strict=True):
+        cond, uncond = (encode(t) for t in edit_texts(text, edit_type))
+        image = image_part(item_codes, layout, ids)
+        conds.append(cond[:-1] + image + cond[-1:] + target)
+        texts.append(uncond[:-1] + image + uncond[-1:] + target)
+        plain.append(cond + target)
+    rows = conds + (texts + plain if guided else [])
+    length = max(len(r) for r in rows)
+    input_ids = torch.zeros(len(rows), length, dtype=torch.long)
+    mask = torch.zeros(len(rows), length, dtype=torch.long)
+    for i, row in enumerate(rows):
+        input_ids[i, length - len(row):] = torch.tensor(row, dtype=torch.long)
+        mask[i, length - len(row):] = 1
+    code_index = (length - layout.length) + layout.code_offsets()
+    return PromptBatch(input_ids, mask, code_index, layout, len(conds))
+
+
+@dataclass(frozen=True)
+class EditPlan:
+    """A validated edit: one instruction and reference codes [B, h*w] per item."""
+
+    instructions: list[str]
+    codes: torch.Tensor
+    layout: ImageLayout
+    edit_type: str
+
+    @property
+    def width_height(self) -> tuple[int, int]:
+        return self.layout.w, self.layout.h
+
+
+def plan_edit(pipe, prompts: list[str], reference: object, edit_type: object,
+              batch_size: int) -> EditPlan:
+    """Validate an edit for `pipe` (pipeline.DiMOOPipeline): B = len(prompts) * batch_size
+    items, item i edits reference i (one reference may serve every item). The output grid is
+    the reference's; the longest row must fit the model's context."""
+    from .painting import check_image
+    from .prompt import check_image_size
+
+    edit_type = check_edit_type(edit_type)
+    image = check_image(reference, pipe.vq_factor, "reference")
+    items = [p for p in prompts for _ in range(batch_size)]
+    if image.shape[0] not in (1, len(items)):
+        raise ValueError(f"reference has {image.shape[0]} images for {len(items)} items; give "
+                         "one image, or one per item")
+    for text in set(prompts):
+        edit_texts(text, edit_type)  # an empty instruction is refused here, once
+    height, width = int(image.shape[1]), int(image.shape[2])
+    grid = ImageLayout(height // pipe.vq_factor, width // pipe.vq_factor)
+    longest = max(len(pipe.encode(t)) for p in set(prompts) for t in edit_texts(p, edit_type))
+    # the longest row: its text, the reference's image part (BOI .. EOI), the part to generate
+    layout = check_image_size(width, height, pipe.vq_factor, pipe.context_length,
+                              longest + grid.length - 2, "prompt")
+    codes = pipe.encode_image(image)
+    codes = codes.expand(len(items), -1) if codes.shape[0] == 1 else codes
+    return EditPlan(items, codes, layout, edit_type)
+
+
+def make_edit_denoiser(pipe, plan: EditPlan, cfg: float | None, image_cfg: float | None,
+                       cache: object, steps: int | None):
+    """The ``denoise`` callable of an edit (denoiser.DiMOODenoiser with three branches)."""
+    from .denoiser import DiMOODenoiser
+
+    if cache is not None:
+        raise ValueError("cache: ML-Cache is not available for image editing; set cache to "
+                         "None (off)")
+    cfg = DEFAULT_EDIT_CFG if cfg is None else cfg
+    image_cfg = DEFAULT_IMAGE_CFG if image_cfg is None else image_cfg
+    guided = any(isinstance(v, (int, float)) and v > 0 for v in (cfg, image_cfg))
+    batch = build_edit_batch(pipe.encode, pipe.ids, plan.instructions, plan.edit_type,
+                             plan.codes, plan.layout, guided)
+    denoiser = DiMOODenoiser(pipe.transformer, batch, pipe.ids, cfg, None, steps,
+                             image_cfg=image_cfg)
+    denoiser.forward_hook = pipe.compiled
+    return denoiser

@@ -1,0 +1,144 @@
+"""DiMOO Edit node: reference image + instruction -> edited image tokens (image-to-image).
+
+The official Lumina-DiMOO editing path (ladr_core/dimoo/editing.py): the edit type's prompt
+template, the reference image's tokens in the prompt, text and image guidance. Any strategy
+runs it through the same sampler loop; progress, previews and stats as the DiMOO Sampler.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import ladr_core
+from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES
+from ladr_core.dimoo.painting import check_image
+
+from . import events, host, threads
+from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
+from .sampler import (
+    PROGRESS_TOTAL,
+    SEED_MAX,
+    STRATEGIES,
+    check_options,
+    make_callback,
+    pick_strategy,
+)
+from .validate import input_error
+
+io, _ = host.v3()
+
+NODE = "DiMOO Edit"
+NANO_CANNOT_EDIT = ("is the built-in dimoo-nano, which was trained for text-to-image only and "
+                    "cannot edit")
+
+
+def is_nano(pipe: object) -> bool:
+    folder = getattr(pipe, "source_folder", None)
+    return folder is not None and Path(folder).resolve() == ladr_core.nano_model_path().resolve()
+
+
+def check_request(model: DiMOOModel, image: object, instruction: str, edit_type: str,
+                  cache: object | None) -> int:
+    """One message per mistake, on its input, before anything runs; returns the image count."""
+    if is_nano(model.pipe):
+        raise input_error(NODE, "model", NANO_CANNOT_EDIT,
+                          "load the Lumina-DiMOO checkpoint (models/lumina_dimoo/) in Load DiMOO "
+                          "Model")
+    if edit_type not in EDIT_TYPES:
+        raise input_error(NODE, "edit_type", f"{edit_type!r} is not a known edit type",
+                          f"use one of {', '.join(EDIT_TYPES)}")
+    if EDIT_TYPES[edit_type][1] is None and not instruction.strip():
+        raise input_error(NODE, "instruction", "is empty",
+                          "write the edit, e.g. 'make the sky red'")
+    if cache is not None:
+        raise input_error(NODE, "cache", "is connected, but ML-Cache does not support editing",
+                          "disconnect the ML-Cache Options node")
+    try:
+        images = check_image(image, model.pipe.vq_factor, "image")
+    except ValueError as exc:
+        raise ValueError(f"{NODE}: {exc}") from None
+    return int(images.shape[0])
+
+
+class DiMOOEdit(io.ComfyNode):
+    """Image-to-image editing with Lumina-DiMOO, accelerated by LADR."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_DiMOOEdit",
+            display_name="DiMOO Edit (LADR)",
+            category="LADR",
+            search_aliases=["lumina", "dimoo", "ladr", "image to image", "edit", "instruct"],
+            description="Edits an image by instruction with Lumina-DiMOO (image-to-image). The "
+            "output has the reference image's size. The built-in nano model cannot edit.",
+            inputs=_inputs(),
+            outputs=[
+                io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
+                io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
+            ],
+            hidden=[io.Hidden.unique_id],
+        )
+
+    @classmethod
+    def execute(cls, model: DiMOOModel, image: object, instruction: str, edit_type: str,
+                cfg: float, image_cfg: float, steps: int, temperature: float, seed: int,
+                strategy: str, policy: object | None = None, cache: object | None = None
+                ) -> io.NodeOutput:
+        check_options(policy, cache)
+        count = check_request(model, image, instruction, edit_type, cache)
+        chosen, steps, note = pick_strategy(strategy, policy, steps)
+        node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
+        pipe = model.pipe
+        host.load_to_device(model.patcher)
+        progress = host.Progress.start(PROGRESS_TOTAL)
+        last: list[dict] = []
+        with threads.torch_threads():
+            res = pipe.generate(instruction, steps=steps, cfg=cfg, image_cfg=image_cfg,
+                                temperature=temperature, seed=seed, strategy=chosen,
+                                reference=image, edit_type=edit_type, batch_size=count,
+                                decode=False,
+                                callback=make_callback(pipe, node_id, progress, last))
+        progress.update(progress.total)
+        stats = events.stats_dict(res, chosen.name)
+        host.send_event(events.EVENT, events.final_payload(node_id, stats,
+                                                           last[0] if last else None))
+        h, w = res.grid
+        tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
+                             width=w * pipe.vq_factor, height=h * pipe.vq_factor,
+                             model_key=model.key, stats=stats)
+        return io.NodeOutput(tokens, events.stats_text(stats) + note)
+
+
+def _inputs() -> list:
+    return [
+        io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model: the Lumina-DiMOO "
+                                    "checkpoint (the built-in nano cannot edit)."),
+        io.Image.Input("image", tooltip="The image to edit (sets the output size; width and "
+                       "height multiples of the VQ factor, 16 for Lumina-DiMOO)."),
+        io.String.Input("instruction", multiline=True, default="make the sky a warm sunset",
+                        tooltip="The edit, in words (for dense_* types the text is fixed and "
+                        "this is not used)."),
+        io.Combo.Input("edit_type", options=list(EDIT_TYPES), default="edit",
+                       tooltip="The official template: edit (instruction edits), control "
+                       "(prompt + control map), subject (prompt + object image), dense_* "
+                       "(predict a map from the image)."),
+        io.Float.Input("cfg", default=DEFAULT_EDIT_CFG, min=0.0, max=30.0, step=0.05, round=0.01,
+                       tooltip="Text guidance: cond + cfg*(cond - text-uncond). Official 2.5."),
+        io.Float.Input("image_cfg", default=DEFAULT_IMAGE_CFG, min=0.0, max=30.0, step=0.05,
+                       round=0.01, tooltip="Image guidance: + image_cfg*(cond - prompt without "
+                       "the image). Official 4.0. Both 0 = one branch, a third of the compute."),
+        io.Int.Input("steps", default=64, min=1, max=1000,
+                     tooltip="Schedule length T. LADR usually finishes in far fewer steps."),
+        io.Float.Input("temperature", default=1.0, min=0.0, max=5.0, step=0.05, round=0.01,
+                       tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
+        io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,
+                     tooltip="Random seed; batch item i uses seed + i."),
+        io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
+                       tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
+                       "official cosine schedule. prophet: early-commit comparison."),
+        io.Custom(POLICY_TYPE).Input("policy", optional=True,
+                                     tooltip="Optional LADR Policy or Prophet Policy."),
+        io.Custom(CACHE_TYPE).Input("cache", optional=True,
+                                    tooltip="Not supported for editing: leave unconnected."),
+    ]

@@ -1,0 +1,78 @@
+"""DiMOO Edit node without ComfyUI (host fallbacks): runs the tiny random official-layout
+checkpoint end to end and equals the Python API; refuses the built-in nano (trained for
+text-to-image only) and each bad input with one message naming it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+import ladr_core
+from nodes import host
+from nodes.decode import DiMOOVQDecode
+from nodes.edit import DiMOOEdit
+from nodes.handles import DiMOOModel
+
+ARGS = dict(instruction="make the circle green", edit_type="edit", cfg=2.5, image_cfg=4.0,
+            steps=8, temperature=1.0, seed=3, strategy="ladr")
+
+
+@pytest.fixture(scope="module")
+def tiny(dimoo_checkpoint: Path) -> DiMOOModel:
+    pipe = ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)
+    return DiMOOModel(pipe=pipe, key=("tiny",), name="tiny")
+
+
+@pytest.fixture(autouse=True)
+def quiet(monkeypatch) -> None:
+    monkeypatch.setattr(host, "send_event", lambda e, p: None)
+
+
+def _image(n: int = 1, h: int = 32, w: int = 32) -> torch.Tensor:
+    rng = np.random.default_rng(0)
+    return torch.from_numpy(rng.integers(0, 256, (n, h, w, 3), dtype=np.uint8)).float() / 255
+
+
+def test_edit_node_equals_the_python_api_and_decodes(tiny: DiMOOModel) -> None:
+    image = _image(2)
+    tokens, stats = DiMOOEdit.execute(model=tiny, image=image, **ARGS).args
+    ref = tiny.pipe.generate(ARGS["instruction"], steps=8, seed=3, strategy="ladr",
+                             reference=image, batch_size=2, decode=False)
+    assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (8, 8)
+    assert "NFE" in stats or "nfe" in stats.lower()
+    (out,) = DiMOOVQDecode.execute(model=tiny, tokens=tokens).args
+    assert out.shape == (2, 32, 32, 3)
+
+
+def test_edit_node_refuses_nano_on_the_model_input() -> None:
+    nano = DiMOOModel(pipe=ladr_core.load_dimoo(ladr_core.nano_model_path(),
+                                                dtype=torch.float32), key=("nano",), name="nano")
+    with pytest.raises(ValueError, match="DiMOO Edit: model is the built-in dimoo-nano, which "
+                                         "was trained for text-to-image only and cannot edit"):
+        DiMOOEdit.execute(model=nano, image=_image(1, 48, 48), **ARGS)
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    (dict(edit_type="recolour"), "DiMOO Edit: edit_type 'recolour' is not a known edit type; "
+                                 "use one of edit, control, subject, dense_canny"),
+    (dict(instruction="   "), "DiMOO Edit: instruction is empty; write the edit"),
+    (dict(image=_image(1, 30, 32)), "DiMOO Edit: image: width=32 .*|DiMOO Edit: image: "
+                                    "height=30 is not a multiple of 4.*nearest valid height: "
+                                    "28 or 32"),
+    (dict(cache=ladr_core.MLCacheConfig()), "DiMOO Edit: cache is connected, but ML-Cache "
+                                            "does not support editing"),
+])
+def test_edit_node_refuses_bad_input_naming_it(tiny: DiMOOModel, kw: dict, needle: str) -> None:
+    args = {**ARGS, "image": _image(), **kw}
+    with pytest.raises(ValueError, match=needle):
+        DiMOOEdit.execute(model=tiny, **args)
+
+
+def test_dense_types_need_no_instruction(tiny: DiMOOModel) -> None:
+    tokens, _ = DiMOOEdit.execute(model=tiny, image=_image(),
+                                  **{**ARGS, "instruction": "", "edit_type": "dense_depth",
+                                     "steps": 2}).args
+    assert tokens.tokens.shape == (1, 64)
