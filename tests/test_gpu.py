@@ -92,20 +92,16 @@ GRAPH_CASES = [None, "nano", "adaptive", "delayed", "ablation_random_candidates"
 @pytest.mark.parametrize("preset", GRAPH_CASES)
 @pytest.mark.parametrize(("batch", "temperature"), [(1, 1.0), (2, 1.0), (2, 0.0)])
 def test_graphed_rule_gives_the_eager_tokens(preset: str | None, batch: int,
-                                             temperature: float,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                             temperature: float) -> None:
     """LADR's middle steps replay one CUDA graph (ladr_core.graphs): same tokens, same steps,
     same records as the eager rule, and no extra sync."""
-    from ladr_core import graphs
-
     base = logits_for(batch, 256, 64).cuda()
 
     def run(enabled: bool) -> tuple:
-        monkeypatch.setattr(graphs, "ENABLED", enabled)
         gens = [torch.Generator(device="cuda").manual_seed(i) for i in range(batch)]
         records: list = []
         res = sample(varied(base), shape=(batch, 16, 16), steps=24, strategy=strategy_from("ladr", PRESETS[preset].policy if preset else None),
-                     temperature=temperature, generator=gens,
+                     temperature=temperature, generator=gens, cuda_graph=enabled,
                      callback=lambda r: records.append((r["masked"], r["rescued"], r["tokens"])))
         return res, records
 
@@ -118,9 +114,6 @@ def test_graphed_rule_gives_the_eager_tokens(preset: str | None, batch: int,
 
 
 def test_graphed_run_keeps_one_sync_per_step() -> None:
-    from ladr_core import graphs
-
-    assert graphs.ENABLED
     denoise = varied(logits_for(1, 256, 64).cuda())
     out: list = []
 
