@@ -101,9 +101,9 @@ class PaintOptionsNode(io.ComfyNode):
                                  "regenerated tokens (the VQ round trip otherwise softens "
                                  "them)."),
                 io.Int.Input("feather", default=FEATHER_AUTO, min=FEATHER_AUTO, max=256,
-                             tooltip="Pixels of blend inside the regenerated region's edge when "
-                             "pasting back; 0 = a hard edge, -1 = half a token (8 px for "
-                             "Lumina-DiMOO, 2 px for dimoo-nano)."),
+                             tooltip="Pixels of blend just outside the regenerated region when "
+                             "pasting back (the region stays as generated); 0 = a hard edge, "
+                             "-1 = half a token (8 px for Lumina-DiMOO, 2 px for dimoo-nano)."),
             ],
             outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler's paint.")],
         )

@@ -136,7 +136,8 @@ def test_full_mask_is_text_to_image_and_empty_mask_returns_the_input(pipe: DiMOO
     assert faint.nfe == 0 and "largest token coverage 0.30" in faint.note
 
 
-def test_paste_keeps_the_original_outside_and_feathers_inside(pipe: DiMOOPipeline) -> None:
+def test_paste_keeps_the_generated_hole_and_feathers_into_the_known_side(
+        pipe: DiMOOPipeline) -> None:
     image = _float(_image(8))
     mask = rectangle(32, 32, 0.5, 0.5, "inpainting")  # tokens 2..5 of 8 in both directions
     kw = dict(steps=6, seed=4, strategy="baseline", init_image=image, mask=mask)
@@ -146,13 +147,14 @@ def test_paste_keeps_the_original_outside_and_feathers_inside(pipe: DiMOOPipelin
     inside = mask[0].bool()
     assert torch.equal(hard.images[0, ~inside], image[0, ~inside])
     assert torch.equal(hard.images[0, inside], raw.images[0, inside])
-    assert torch.equal(soft.images[0, ~inside], image[0, ~inside])
-    deep = torch.zeros(32, 32, dtype=torch.bool)
-    deep[10:22, 10:22] = True  # >= 2 px away from the edge: weight 1
-    assert torch.equal(soft.images[0, deep], raw.images[0, deep])
-    edge = 1.0 / 3.0  # the first pixel inside: weight 1 / feather
-    expect = raw.images[0, 8, 16] * edge + image[0, 8, 16] * (1 - edge)
-    torch.testing.assert_close(soft.images[0, 8, 16], expect)
+    assert torch.equal(soft.images[0, inside], raw.images[0, inside])  # the hole: all generated
+    far = torch.ones(32, 32, dtype=torch.bool)
+    far[5:27, 5:27] = False  # > 3 px away from the hole (rows / columns 8..23): the original
+    assert torch.equal(soft.images[0, far], image[0, far])
+    near = 3.0 / 4.0  # 1 px outside: weight (feather + 1 - 1) / (feather + 1)
+    expect = raw.images[0, 7, 16] * near + image[0, 7, 16] * (1 - near)
+    torch.testing.assert_close(soft.images[0, 7, 16], expect)
+    assert not torch.equal(raw.images[0, 7, 16], image[0, 7, 16])  # the blend is visible
 
 
 def test_token_mask_follows_the_official_threshold_and_grow() -> None:

@@ -14,7 +14,7 @@ Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --paint
 The official script builds only a centred rectangle (``mask_h_ratio`` x ``mask_w_ratio``;
 outpainting is its complement); here any mask works, for a batch of images. Extension: the
 decoded image can take the original pixels back outside the regenerated tokens, with a ramp of
-``feather`` pixels inside them (``paste_original``), as ComfyUI inpainting nodes do.
+``feather`` pixels outside them (``paste_original``), as ComfyUI inpainting nodes do.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ class PaintOptions:
     threshold: a token is regenerated when the mask covers more than this share of its patch
     (official 0.5, strict ``>``); in [0, 1). grow: dilate the token mask by this many tokens
     (official ``dilate_latent_k``). paste: take the original pixels back outside the regenerated
-    tokens; feather: px of linear blend inside them (0 = a hard edge on the token grid; None =
+    tokens; feather: px of linear blend outside them (0 = a hard edge on the token grid; None =
     half a token: 8 px for Lumina-DiMOO, 2 px for DiMOO-nano)."""
 
     threshold: float = 0.5
@@ -133,23 +133,26 @@ def token_mask(mask: torch.Tensor, vq_factor: int, threshold: float = 0.5, grow:
 
 def paste_original(generated: torch.Tensor, original: torch.Tensor, region: torch.Tensor,
                    grid: tuple[int, int], feather: int) -> torch.Tensor:
-    """Original pixels outside the regenerated tokens, a linear ramp of ``feather`` px inside.
+    """The generated pixels on the regenerated tokens, the original pixels elsewhere, blended
+    over ``feather`` px OUTSIDE the regenerated region.
 
     generated / original: float [B, H, W, 3]; region: BoolTensor [B, h*w] (regenerated tokens).
-    The weight of the generated pixel is 1 deep inside the region and k / feather at k px from
-    its edge (image borders are no edge), 0 outside; feather 0 = a hard edge on the token grid.
-    """
+    The weight of the generated pixel is 1 on the region and (feather + 1 - k) / (feather + 1)
+    at k px (chessboard distance) outside it, 0 beyond; feather 0 = a hard edge on the token
+    grid. The ramp lies on the known side, where the decode shows the known tokens' own
+    content: what lies under the mask (the object being replaced, Pad Image for Outpainting's
+    grey) never bleeds into the result."""
     b, hh, ww, _ = generated.shape
     f = hh // grid[0]
     m = region.view(b, 1, *grid).to(generated.device, torch.float32)
     m = m.repeat_interleave(f, dim=2).repeat_interleave(f, dim=3)  # [B, 1, H, W]
     weight = m
     if feather > 0:
-        ramp, eroded = m.clone(), m
-        for _ in range(feather - 1):  # each 3x3 min-pool peels one px off the region's edge
-            eroded = -F.max_pool2d(-eroded, 3, stride=1, padding=1)
-            ramp += eroded
-        weight = m * ramp / feather
+        ramp, grown = m.clone(), m
+        for _ in range(feather):  # each 3x3 max-pool grows the region by one px
+            grown = F.max_pool2d(grown, 3, stride=1, padding=1)
+            ramp += grown
+        weight = ramp / (feather + 1)
     weight = weight.permute(0, 2, 3, 1)
     return generated * weight + original.to(generated.device, generated.dtype) * (1 - weight)
 
