@@ -2,8 +2,9 @@
 match across links, widget values are in range / in the options, links are consistent, and each
 UI workflow (example_workflows/) has its API twin (workflows/api/) and a thumbnail.
 
-Our nodes' schemas come from `define_schema()`; the three core nodes used are described below
-from ComfyUI 0.33 (nodes.py SaveImage, comfy_extras PreviewAny / ImageStitch). The integration
+Our nodes' schemas come from `define_schema()`; the core nodes used are described below from
+ComfyUI 0.33 (nodes.py SaveImage / LoadImage / ImagePadForOutpaint, comfy_extras PreviewAny /
+ImageStitch). The integration
 test re-checks the same files against a live server's /object_info.
 """
 
@@ -46,6 +47,18 @@ CORE = {
 # the frontend gives an INT input named "seed" a control_after_generate widget.
 _SEED = W("seed", "INT", min=0, max=1125899906842624)
 _SEED.control_after_generate = True
+# Load Image (nodes.py LoadImage): the file COMBO lists ComfyUI's input/ folder (the examples'
+# files are in workflows/inputs/); the frontend adds an upload button whose widget value
+# ("image") is saved in the UI format only (UI_ONLY: no API input). Pad Image for Outpainting
+# (nodes.py ImagePadForOutpaint): MAX_RESOLUTION 16384.
+UI_ONLY = "UI_ONLY"
+INPUT_FILES = sorted(p.name for p in (ROOT / "workflows" / "inputs").glob("*.png"))
+_PAD = [W(side, "INT", min=0, max=16384) for side in ("left", "top", "right", "bottom")]
+CORE.update({
+    "LoadImage": ([W("image", "COMBO", INPUT_FILES), W("upload", UI_ONLY)], ["IMAGE", "MASK"]),
+    "ImagePadForOutpaint": ([W("image", "IMAGE"), *_PAD, W("feathering", "INT", min=0,
+                                                           max=16384)], ["IMAGE", "MASK"]),
+})
 CORE.update({
     "DistributedSeed": ([_SEED], ["INT"]),
     "DistributedCollector": ([W("images", "IMAGE"), W("load_balance", "BOOLEAN"),
@@ -71,6 +84,9 @@ def schemas() -> dict[str, tuple[list, list[str]]]:
 
 def check_value(where: str, spec, value) -> None:
     t = spec.io_type
+    if t == UI_ONLY:  # Load Image's upload button
+        assert value == "image", f"{where}: {value!r}"
+        return
     if t == "COMBO":
         assert value in spec.options, f"{where}: {value!r} not in {spec.options}"
         return
@@ -112,8 +128,8 @@ def test_ui_workflow_matches_schemas(path: Path) -> None:
     for n in wf["nodes"]:
         assert n["type"] in sch, f"unknown node type {n['type']}"
         inputs, outputs = sch[n["type"]]
-        sockets = [i for i in inputs if i.io_type not in WIDGETS]
-        widgets = [i for i in inputs if i.io_type in WIDGETS]
+        sockets = [i for i in inputs if i.io_type not in WIDGETS | {UI_ONLY}]
+        widgets = [i for i in inputs if i.io_type in WIDGETS | {UI_ONLY}]
         fed = [(slot, i) for slot, i in enumerate(n["inputs"]) if "widget" in i]
         socket_ins = [i for i in n["inputs"] if "widget" not in i]
         assert [i["name"] for i in socket_ins] == [s.id for s in sockets], n["type"]
@@ -147,7 +163,9 @@ def ui_to_api(ui: dict) -> dict:
         inputs: dict = {}
         values = list(n["widgets_values"])
         for spec in sch[n["type"]][0]:
-            if spec.io_type in WIDGETS:
+            if spec.io_type == UI_ONLY:
+                values.pop(0)
+            elif spec.io_type in WIDGETS:
                 inputs[spec.id] = values.pop(0)
                 if getattr(spec, "control_after_generate", None):
                     values.pop(0)
@@ -168,6 +186,9 @@ def test_api_workflow_is_the_ui_workflow_and_valid(path: Path) -> None:
     sch = schemas()
     for key, node in api.items():
         for spec in sch[node["class_type"]][0]:
+            if spec.io_type == UI_ONLY:
+                assert spec.id not in node["inputs"]
+                continue
             value = node["inputs"][spec.id] if spec.io_type in WIDGETS else None
             if isinstance(value, list):  # a widget fed by a link
                 assert sch[api[value[0]]["class_type"]][1][value[1]] == spec.io_type

@@ -29,6 +29,7 @@ if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare th
     comfy_stand_in.install()
 
 from ladr_core import PRESETS  # noqa: E402
+from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
 
@@ -69,7 +70,16 @@ CORE = {
     "ImageStitch": ([("image1", "IMAGE", False), ("image2", "IMAGE", True)],
                     ["direction", "match_image_size", "spacing_width", "spacing_color"],
                     [("IMAGE", "IMAGE")]),
+    # "upload" is the frontend's upload button: a UI widget value, no API input (UI_ONLY)
+    "LoadImage": ([], ["image", "upload"], [("IMAGE", "IMAGE"), ("MASK", "MASK")]),
+    "ImagePadForOutpaint": ([("image", "IMAGE", False)],
+                            ["left", "top", "right", "bottom", "feathering"],
+                            [("IMAGE", "IMAGE"), ("MASK", "MASK")]),
 }
+UI_ONLY = {("LoadImage", "upload")}
+INPUTS_DIR = ROOT / "workflows" / "inputs"
+"""The examples' input images, written by this script; the pack copies them into ComfyUI's
+input/ folder when it loads (nodes/host.py install_example_inputs)."""
 # ComfyUI-Distributed (robertvoy/ComfyUI-Distributed 1.4) nodes, with the names that get a
 # control_after_generate widget in the frontend: (sockets, widgets, outputs, cag).
 ENGINE = {
@@ -107,7 +117,7 @@ class Node:
 def to_api(nodes: list[Node], schemas: dict) -> dict:
     api = {}
     for n in nodes:
-        inputs = dict(n.widgets)
+        inputs = {k: v for k, v in n.widgets.items() if (n.type, k) not in UI_ONLY}
         inputs.update({k: [str(src), slot] for k, (src, slot) in n.links.items()})
         api[str(n.id)] = {"class_type": n.type, "inputs": inputs,
                           "_meta": {"title": n.title or n.type}}
@@ -244,6 +254,90 @@ def workflows() -> dict[str, list[Node]]:
             "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
 
 
+INPAINT_INPUT = "ladr_inpaint_circle_square.png"
+OUTPAINT_INPUT = "ladr_outpaint_triangle_top.png"
+EDIT_INPUT = "ladr_edit_reference_512.png"
+INPAINT_PROMPT = "a red circle to the left of a blue square"
+OUTPAINT_PROMPT = "a green triangle above a purple square"
+EDIT_INSTRUCTION = "Replace the blue square with a yellow star."
+
+
+def input_images() -> dict[str, object]:
+    """The example inputs, drawn from the nano test scenes (testbed.scenes, layout seed 0):
+    inpainting: RGBA, alpha 0 over the blue square and one token around it (what Load Image's
+    mask editor saves: Load Image's MASK = 1 - alpha); outpainting: the top half of a scene;
+    editing (real model): the inpainting scene drawn at 512 x 512."""
+    import numpy as np
+    from PIL import Image
+
+    from testbed import scenes
+
+    def layout(spec: object) -> tuple:
+        return scenes.layout_scene(spec, np.random.default_rng(0))
+
+    objs = layout(scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of"))
+    img = scenes.render(objs)
+    square, cell = objs[1], scenes.CELL
+    top, left = int(square.cy - square.size / 2) - cell, int(square.cx - square.size / 2) - cell
+    alpha = np.full(img.shape[:2], 255, np.uint8)
+    alpha[max(0, top):top + square.size + 2 * cell, max(0, left):left + square.size + 2 * cell] = 0
+    top_half = scenes.render(layout(scenes.Spec(
+        "position", (("triangle", "green"), ("square", "purple")), "above")))
+    k = 512 / img.shape[0]
+    big = tuple(scenes.Obj(o.shape, o.color, o.cx * k, o.cy * k, round(o.size * k)) for o in objs)
+    return {INPAINT_INPUT: Image.fromarray(np.dstack([img, alpha]), "RGBA"),
+            OUTPAINT_INPUT: Image.fromarray(top_half[:24], "RGB"),
+            EDIT_INPUT: Image.fromarray(scenes.render(big, 512), "RGB")}
+
+
+def painting_workflows() -> dict[str, list[Node]]:
+    """Inpainting with Load Image's mask editor; outpainting with Pad Image for Outpainting;
+    an instruction edit with the real model (nano cannot edit)."""
+    t, s = PRESETS["nano"].steps, nano_cfg()
+    links = {"model": (1, 0), "policy": (2, 0), "image": (5, 0), "mask": (5, 1)}
+    inpaint = [loader(1), policy(2, (20, 180), "nano"),
+               sampler(3, (360, 40), INPAINT_PROMPT, 0, t, "ladr", links,
+                       "DiMOO Sampler (inpaint the masked area)", cfg=s),
+               decode(4, (800, 40), 3),
+               Node(5, "LoadImage", (20, 710), {"image": INPAINT_INPUT, "upload": "image"},
+                    title="Load Image (Open in MaskEditor)", size=(320, 330)),
+               Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/inpaint"},
+                    {"images": (4, 0)}, size=(320, 360)),
+               Node(7, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats",
+                    (320, 130))]
+    outpaint = [loader(1), policy(2, (20, 180), "nano"),
+                sampler(3, (700, 40), OUTPAINT_PROMPT, 0, t, "ladr",
+                        {**links, "image": (6, 0), "mask": (6, 1)},
+                        "DiMOO Sampler (outpaint the padding)", cfg=s),
+                decode(4, (1140, 40), 3),
+                # the picture's column between the options and the sampler: links run left
+                # to right
+                Node(5, "LoadImage", (360, 40), {"image": OUTPAINT_INPUT, "upload": "image"},
+                     title="Load Image", size=(300, 330)),
+                Node(6, "ImagePadForOutpaint", (360, 410), {"left": 0, "top": 0, "right": 0,
+                                                            "bottom": 24, "feathering": 0},
+                     {"image": (5, 0)}, "Pad Image for Outpainting", (300, 190)),
+                # short save and stats boxes: clear of the minimap at the bottom right
+                Node(7, "SaveImage", (1140, 150), {"filename_prefix": "ladr/outpaint"},
+                     {"images": (4, 0)}, size=(320, 270)),
+                Node(8, "PreviewAny", (1140, 460), {}, {"source": (3, 1)}, "LADR stats",
+                     (320, 130))]
+    edit = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 180)),
+            Node(3, "LADR_DiMOOEdit", (360, 40), dict(
+                instruction=EDIT_INSTRUCTION, edit_type="edit", cfg=DEFAULT_EDIT_CFG,
+                image_cfg=DEFAULT_IMAGE_CFG, steps=64, temperature=1.0, seed=42,
+                strategy="ladr"), {"model": (1, 0), "image": (5, 0), "policy": (2, 0)},
+                 "DiMOO Edit (LADR)", (400, 560)),
+            decode(4, (800, 40), 3),
+            Node(5, "LoadImage", (20, 710), {"image": EDIT_INPUT, "upload": "image"},
+                 title="Load Image (the image to edit)", size=(320, 330)),
+            Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/edit"},
+                 {"images": (4, 0)}, size=(420, 460)),
+            Node(7, "PreviewAny", (800, 660), {}, {"source": (3, 1)}, "LADR stats", (420, 130))]
+    return {"ladr_nano_inpaint_mask_editor": inpaint,
+            "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
+
+
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
     t = PRESETS["nano"].steps
@@ -266,10 +360,17 @@ def render_all() -> dict[Path, str]:
     schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler"][2])
     files = {}
-    for name, nodes in {**workflows(), **distributed_workflows()}.items():
+    for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows()}.items():
         files[UI_DIR / f"{name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"
     return files
+
+
+def _same_pixels(path: Path, image: object) -> bool:
+    from PIL import Image
+
+    with Image.open(path) as im:
+        return im.mode == image.mode and im.tobytes() == image.tobytes()
 
 
 def main() -> int:
@@ -277,6 +378,14 @@ def main() -> int:
     ap.add_argument("--check", action="store_true", help="fail if a file is out of date")
     args = ap.parse_args()
     stale = []
+    for name, image in input_images().items():
+        path = INPUTS_DIR / name
+        if args.check:
+            if not path.is_file() or not _same_pixels(path, image):
+                stale.append(str(path.relative_to(ROOT)))
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        image.save(path)
     for path, text in render_all().items():
         if args.check:
             if not path.is_file() or path.read_text() != text:

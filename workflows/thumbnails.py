@@ -1,6 +1,6 @@
 """Draw the Browse-Templates thumbnails (example_workflows/*.jpg) with the real pipeline.
 
-    .venv/bin/python workflows/thumbnails.py
+    .venv/bin/python workflows/thumbnails.py [names...]   # all examples, or those named
 
 For each API workflow, every DiMOO Sampler's settings (and its linked LADR Policy / Prophet
 Policy / ML-Cache Options values) are read from the JSON and run through the node's own helpers
@@ -10,6 +10,7 @@ here: running the workflows themselves is tests/test_comfyui_integration.py, on 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
@@ -19,17 +20,76 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
+    # ComfyUI (and outside the tests, which install it themselves): the nodes' helpers run
+    sys.path.insert(0, str(ROOT / "tests"))  # against the tests' strict stand-in of its V3 API
+    import comfy_stand_in  # noqa: E402
+
+    comfy_stand_in.install()
 
 import ladr_core  # noqa: E402
 from nodes import policy as policy_nodes  # noqa: E402
 from nodes.cache import build_cache  # noqa: E402
+from nodes.paint import build_options  # noqa: E402
 from nodes.sampler import pick_strategy, split_prompts  # noqa: E402
 
 API_DIR = ROOT / "workflows" / "api"
 UI_DIR = ROOT / "example_workflows"
+INPUTS_DIR = ROOT / "workflows" / "inputs"
 BUILDERS = {"LADR_Policy": lambda kw: policy_nodes.build_strategy(**kw),
             "LADR_ProphetPolicy": lambda kw: policy_nodes.build_prophet(**kw),
-            "LADR_MLCacheOptions": lambda kw: build_cache(**kw)}
+            "LADR_MLCacheOptions": lambda kw: build_cache(**kw),
+            "LADR_PaintOptions": lambda kw: build_options(**kw)}
+
+
+def load_image(name: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """A workflows/inputs file as ComfyUI's Load Image gives it: IMAGE [1, H, W, 3] and MASK
+    [1, H, W] = 1 - alpha (an image without alpha: an empty mask of its size)."""
+    import numpy as np
+    from PIL import Image  # noqa: PLC0415
+
+    with Image.open(INPUTS_DIR / name) as im:
+        rgba = np.asarray(im.convert("RGBA"), dtype=np.float32) / 255.0
+    t = torch.from_numpy(rgba)[None]
+    return t[..., :3].contiguous(), 1.0 - t[..., 3]
+
+
+def pad_for_outpainting(image: torch.Tensor, left: int, top: int, right: int, bottom: int,
+                        feathering: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What ComfyUI's Pad Image for Outpainting gives without feathering: the image on grey 0.5,
+    mask 1 on the padding and 0 on the image."""
+    if feathering:
+        raise ValueError("the thumbnails model Pad Image for Outpainting with feathering 0 only")
+    b, h, w, c = image.shape
+    out = torch.full((b, h + top + bottom, w + left + right, c), 0.5)
+    out[:, top:top + h, left:left + w] = image
+    mask = torch.ones(b, h + top + bottom, w + left + right)
+    mask[:, top:top + h, left:left + w] = 0.0
+    return out, mask
+
+
+def _source(wf: dict, value: object) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The (IMAGE, MASK) outputs of the node a sampler's image / mask socket links to."""
+    if not isinstance(value, list):
+        return None
+    node = wf[str(value[0])]
+    kw = node["inputs"]
+    if node["class_type"] == "LoadImage":
+        return load_image(kw["image"])
+    if node["class_type"] == "ImagePadForOutpaint":
+        image = _source(wf, kw["image"])[0]
+        return pad_for_outpainting(image, kw["left"], kw["top"], kw["right"], kw["bottom"],
+                                   kw["feathering"])
+    raise ValueError(f"image / mask from {node['class_type']}: not modelled here")
+
+
+def _painting(wf: dict, kw: dict) -> dict:
+    """generate()'s init_image / mask / paint for a sampler's image / mask / paint (none: {})."""
+    image, mask = _source(wf, kw.get("image")), _source(wf, kw.get("mask"))
+    if image is None and mask is None:
+        return {}
+    return {"init_image": image[0], "mask": mask[int(kw["mask"][1])],
+            "paint": _option(wf, kw.get("paint")), "width": None, "height": None}
 
 
 def _option(wf: dict, value: object) -> object:
@@ -60,11 +120,14 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
         kw = node["inputs"]
         strategy, steps, _ = pick_strategy(kw["strategy"], _option(wf, kw.get("policy")),
                                            kw["steps"])
+        size = {"width": kw["width"] or None, "height": kw["height"] or None,
+                **_painting(wf, kw)}
         res = pipe.generate(split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0],
-                            negative_prompt=kw["negative_prompt"] or None, width=kw["width"],
-                            height=kw["height"], steps=steps, cfg=kw["cfg"],
-                            temperature=kw["temperature"], seed=_seed(wf, kw["seed"]), strategy=strategy,
-                            cache=_option(wf, kw.get("cache")), batch_size=kw["batch_size"])
+                            negative_prompt=kw["negative_prompt"] or None, steps=steps,
+                            cfg=kw["cfg"], temperature=kw["temperature"],
+                            seed=_seed(wf, kw["seed"]), strategy=strategy,
+                            cache=_option(wf, kw.get("cache")), batch_size=kw["batch_size"],
+                            **size)
         out.append((res.images.float().cpu(), f"{strategy.name}: {res.steps} steps, NFE {res.nfe}"))
     return out
 
@@ -105,14 +168,34 @@ TITLES = {
     "ladr_vs_baseline_side_by_side": "LADR | baseline, same seed",
     "ladr_dimoo_1024_real_model": "Real Lumina-DiMOO 1024px + ML-Cache",
     "ladr_batch_of_prompts": "Batch of prompts (one per line)",
+    "ladr_nano_inpaint_mask_editor": "Inpaint: input | mask | LADR",
+    "ladr_nano_outpaint_pad_image": "Outpaint: padded input | mask | LADR",
+    "ladr_dimoo_edit_real_model": "Edit with real Lumina-DiMOO: input",
 }
 
 
-def thumbnails() -> list[Path]:
-    """Run each example on the nano model (the real-model one at 48 px) and write its .jpg."""
+def inputs_shown(wf: dict) -> list[torch.Tensor]:
+    """Tiles shown before a workflow's results: each painting sampler's input image and mask
+    (white = regenerate), and each edit node's reference image."""
+    tiles = []
+    for node in wf.values():
+        kw = node["inputs"]
+        if node["class_type"] == "LADR_DiMOOSampler" and isinstance(kw.get("image"), list):
+            image, mask = _source(wf, kw["image"])[0], _source(wf, kw["mask"])[1]
+            tiles += [image, mask[..., None].expand(*mask.shape, 3)]
+        if node["class_type"] == "LADR_DiMOOEdit":
+            tiles.append(_source(wf, kw["image"])[0])
+    return tiles
+
+
+def thumbnails(names: list[str] | None = None) -> list[Path]:
+    """Run each example (or those named) on the nano model (the real-model text-to-image one at
+    48 px; the edit one shows its input only: nano cannot edit) and write its .jpg."""
     pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
     written = []
     for path in sorted(API_DIR.glob("*.json")):
+        if names and path.stem not in names:
+            continue
         wf = json.loads(path.read_text())
         real = path.stem == "ladr_dimoo_1024_real_model"
         if real:  # no 8B checkpoint here: show the same graph on the nano model
@@ -120,10 +203,15 @@ def thumbnails() -> list[Path]:
                 if node["class_type"] == "LADR_DiMOOSampler":
                     node["inputs"].update(width=48, height=48, prompt="a blue square above a red circle")
         runs = run_samplers(wf, pipe)
-        images = torch.cat([im for im, _ in runs])
+        shown = inputs_shown(wf)
+        size = max(max(im.shape[1:3]) for im in [*shown, *(im for im, _ in runs)])
+        images = torch.cat([_fit(im, size) for im in [*shown, *(im for im, _ in runs)]])
         lines = [text for _, text in runs]
         if real:
             lines = ["needs models/lumina_dimoo/Lumina-DiMOO", *lines]
+        if any(n["class_type"] == "LADR_DiMOOEdit" for n in wf.values()):
+            lines = [f"\"{_edit_text(wf)}\"", "needs models/lumina_dimoo/Lumina-DiMOO",
+                     "(the built-in nano cannot edit)", *lines]
         card = _card(TITLES.get(path.stem, path.stem), images, lines)
         target = UI_DIR / f"{path.stem}.jpg"
         card.save(target, "JPEG", quality=88)
@@ -131,6 +219,28 @@ def thumbnails() -> list[Path]:
     return written
 
 
+def _fit(images: torch.Tensor, size: int) -> torch.Tensor:
+    """[B, H, W, 3] on a [B, size, size, 3] dark tile (smaller ones centred, larger ones
+    reduced by area averaging), so inputs and results of different sizes share one grid."""
+    b, h, w, _ = images.shape
+    if max(h, w) > size:
+        scale = size / max(h, w)
+        images = torch.nn.functional.interpolate(
+            images.permute(0, 3, 1, 2), size=(round(h * scale), round(w * scale)),
+            mode="area").permute(0, 2, 3, 1)
+        b, h, w, _ = images.shape
+    tile = torch.full((b, size, size, 3), 27 / 255)
+    top, left = (size - h) // 2, (size - w) // 2
+    tile[:, top:top + h, left:left + w] = images
+    return tile
+
+
+def _edit_text(wf: dict) -> str:
+    text = next(n["inputs"]["instruction"] for n in wf.values()
+                if n["class_type"] == "LADR_DiMOOEdit")
+    return text if len(text) <= 44 else text[:41] + "..."
+
+
 if __name__ == "__main__":
-    for written_path in thumbnails():
+    for written_path in thumbnails(sys.argv[1:] or None):
         print(written_path.relative_to(ROOT))
