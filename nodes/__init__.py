@@ -32,6 +32,7 @@ def extension_class() -> type:
     class LADRExtension(base):
         async def on_load(self) -> None:
             host.register_model_folder()
+            host.install_example_inputs()
 
         async def get_node_list(self) -> list[type]:
             return node_classes()

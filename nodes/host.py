@@ -13,9 +13,12 @@ version is kept as an adapter when the API evolves, so saved workflows keep thei
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -94,6 +97,32 @@ def register_model_folder() -> None:
         return
     default = os.path.join(fp.models_dir, MODEL_FOLDER)
     fp.add_model_folder_path(MODEL_FOLDER, default, is_default=False)
+
+
+EXAMPLE_INPUTS = Path(__file__).resolve().parents[1] / "workflows" / "inputs"
+
+
+def install_example_inputs(source: Path = EXAMPLE_INPUTS) -> list[str]:
+    """Copy the example workflows' input images into ComfyUI's input/ folder, so the templates
+    run as opened. A file of that name already there is never replaced (the user's own, or an
+    edited copy); a folder we cannot write is a warning, not a failed load. Returns the names
+    copied."""
+    fp = _comfy_module("folder_paths")
+    if fp is None or not source.is_dir():
+        return []
+    copied = []
+    try:
+        target = Path(fp.get_input_directory())
+        target.mkdir(parents=True, exist_ok=True)
+        for png in sorted(source.glob("*.png")):
+            dest = target / png.name
+            if not dest.exists():
+                shutil.copyfile(png, dest)
+                copied.append(png.name)
+    except OSError as exc:
+        logging.warning("ComfyUI-LADR: could not copy the example input images into ComfyUI's "
+                        "input folder (%s); copy %s/*.png there by hand", exc, source)
+    return copied
 
 
 def model_folder_paths() -> list[str]:

@@ -102,10 +102,35 @@ def test_extension_registers_the_model_folder_on_load(monkeypatch) -> None:
 
     called = []
     monkeypatch.setattr(host, "register_model_folder", lambda: called.append(1))
+    monkeypatch.setattr(host, "install_example_inputs", lambda: called.append(2))
     ext = extension_class()()
     asyncio.run(ext.on_load())
-    assert called == [1]
+    assert called == [1, 2]
     assert [n.define_schema().node_id for n in asyncio.run(ext.get_node_list())] == NODE_IDS
+
+
+def test_example_inputs_are_copied_once_and_never_over_a_users_file(monkeypatch,
+                                                                      tmp_path) -> None:
+    import types
+
+    from nodes import host
+
+    shipped = sorted(p.name for p in host.EXAMPLE_INPUTS.glob("*.png"))
+    assert shipped  # the examples' Load Image files
+    inputs = tmp_path / "input"
+    fake = types.SimpleNamespace(get_input_directory=lambda: str(inputs))
+    monkeypatch.setattr(host, "_comfy_module", lambda name: fake if name == "folder_paths" else None)
+    (inputs).mkdir()
+    (inputs / shipped[0]).write_bytes(b"the user's own picture")
+    assert host.install_example_inputs() == shipped[1:]
+    assert (inputs / shipped[0]).read_bytes() == b"the user's own picture"
+    for name in shipped[1:]:
+        assert (inputs / name).read_bytes() == (host.EXAMPLE_INPUTS / name).read_bytes()
+    assert host.install_example_inputs() == []  # a second start copies nothing
+    # an input folder that cannot be written is a warning, and the pack still loads
+    fake.get_input_directory = lambda: str(tmp_path / "a-file" / "input")
+    (tmp_path / "a-file").write_text("not a folder")
+    assert host.install_example_inputs() == []
 
 
 def test_cfg_tooltip_names_the_scale_the_nano_model_was_tuned_for() -> None:
