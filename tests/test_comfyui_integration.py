@@ -180,6 +180,39 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
         p.stem for p in (ROOT / "example_workflows").glob("*.json"))
 
 
+def _live_options(spec: list) -> list | None:
+    """A COMBO's choices from /object_info: V1 nodes list them first, V3 nodes as "options"."""
+    if isinstance(spec[0], list):
+        return spec[0]
+    return spec[1].get("options") if spec[0] == "COMBO" and len(spec) > 1 else None
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "workflows" / "api").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_api_workflow_matches_the_live_schemas(server, path) -> None:
+    """Every input of every node the host knows is one the live node has, in range / among its
+    choices (Load Image's file among the input/ folder's, which the pack filled on load). The
+    checkpoint name of the real-model examples is the one exception: the test host has none."""
+    port, _ = server
+    _, info = http(port, "/object_info")
+    for key, node in json.loads(path.read_text()).items():
+        if node["class_type"].startswith("Distributed"):  # not installed in this host
+            continue
+        live = info[node["class_type"]]["input"]
+        specs = {**live.get("required", {}), **live.get("optional", {})}
+        assert set(live.get("required", {})) <= set(node["inputs"]), (key, node["class_type"])
+        for name, value in node["inputs"].items():
+            assert name in specs, f"{path.stem} node {key}: {name} is not a live input"
+            if isinstance(value, list):  # a link
+                continue
+            options = _live_options(specs[name])
+            if options is not None and (name, value) != ("model_name", "Lumina-DiMOO"):
+                assert value in options, f"{path.stem} node {key}: {name}={value!r}"
+            bounds = specs[name][1] if len(specs[name]) > 1 else {}
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                assert bounds.get("min", value) <= value <= bounds.get("max", value), (key, name)
+
+
 def _workflow(name: str) -> dict:
     wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
     if not NANO_READY:  # run the same graph on the fixture checkpoint (VQ factor 4, ctx 256)
