@@ -14,13 +14,15 @@ def node_classes() -> list[type]:
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .edit import DiMOOEdit
+    from .encode import DiMOOVQEncode
     from .loader import LoadDiMOOModel
     from .paint import PaintOptionsNode
     from .policy import LADRPolicyNode, ProphetPolicyNode
     from .sampler import DiMOOSampler
 
     return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode, DiMOOEdit]
+            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode, DiMOOEdit,
+            DiMOOVQEncode]
 
 
 def extension_class() -> type:

@@ -54,7 +54,8 @@ def check_request(model: DiMOOModel, image: object, instruction: str, edit_type:
         raise input_error(NODE, "cache", "is connected, but ML-Cache does not support editing",
                           "disconnect the ML-Cache Options node")
     try:
-        images = check_image(image, model.pipe.vq_factor, "image")
+        images = check_image(image, model.pipe.vq_factor, "image",
+                             fix="resize or crop it first (Upscale Image, crop: center)")
     except ValueError as exc:
         raise ValueError(f"{NODE}: {exc}") from None
     return int(images.shape[0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core.dimoo.painting import PaintOptions, check_image, check_mask
+from ladr_core.dimoo.painting import FIT_MODES, PaintOptions, fit_painting
 
 from . import host
 from .handles import PAINT_TYPE
@@ -23,12 +23,13 @@ FEATHER_AUTO = -1  # widget value: half a token (8 px for Lumina-DiMOO, 2 px for
 
 
 def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
-                  feather: int) -> PaintOptions:
+                  feather: int, fit: str = "exact") -> PaintOptions:
     """Widget values -> PaintOptions (its own checks name the bad input)."""
     try:
         return PaintOptions(threshold=float(mask_threshold), grow=int(mask_grow),
                             paste=bool(paste_back),
-                            feather=None if int(feather) == FEATHER_AUTO else int(feather))
+                            feather=None if int(feather) == FEATHER_AUTO else int(feather),
+                            fit=fit)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"LADR Paint Options: {exc}") from exc
 
@@ -53,8 +54,9 @@ def check_painting(image: Any, mask: Any, paint: Any, vq_factor: int) -> None:
                          "64x64 empty mask when nothing was painted); paint the region to "
                          "regenerate in Load Image's mask editor, or disconnect image and mask")
     try:
-        checked = check_image(image, vq_factor, "image")
-        check_mask(mask, checked, "mask")
+        fit_painting(image, mask, vq_factor, paint.fit if paint is not None else "exact",
+                     "image", "set fit to crop or resize in LADR Paint Options (connected to "
+                     "paint), or resize the image first (Upscale Image)")
     except ValueError as exc:
         raise ValueError(f"{NODE}: {exc}") from exc
 
@@ -104,6 +106,11 @@ class PaintOptionsNode(io.ComfyNode):
                              tooltip="Pixels of blend just outside the regenerated region when "
                              "pasting back (the region stays as generated); 0 = a hard edge, "
                              "-1 = half a token (8 px for Lumina-DiMOO, 2 px for dimoo-nano)."),
+                io.Combo.Input("fit", options=list(FIT_MODES), default="exact",
+                               tooltip="An image whose sides are not multiples of 16 px (4 on "
+                               "dimoo-nano): exact = refuse it, naming the nearest sizes; crop "
+                               "= centre crop; resize = to the nearest valid size. The mask "
+                               "follows the image."),
             ],
             outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler's paint.")],
         )
@@ -112,5 +119,5 @@ class PaintOptionsNode(io.ComfyNode):
 
     @classmethod
     def execute(cls, mask_threshold: float, mask_grow: int, paste_back: bool,
-                feather: int) -> io.NodeOutput:
-        return io.NodeOutput(build_options(mask_threshold, mask_grow, paste_back, feather))
+                feather: int, fit: str = "exact") -> io.NodeOutput:
+        return io.NodeOutput(build_options(mask_threshold, mask_grow, paste_back, feather, fit))

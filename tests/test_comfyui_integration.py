@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.comfyui,
 NANO_READY = (ROOT / "ladr_core" / "assets" / "dimoo_nano" / "config.json").is_file()
 OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
         "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_Calibrate", "LADR_PaintOptions",
-        "LADR_DiMOOEdit"]
+        "LADR_DiMOOEdit", "LADR_DiMOOVQEncode"]
 
 
 class WS:

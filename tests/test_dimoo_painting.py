@@ -221,9 +221,40 @@ def test_bad_painting_input_gets_one_clear_error(pipe: DiMOOPipeline) -> None:
             else:
                 run(**kw)
     for bad in ({"threshold": 1.0}, {"threshold": -0.1}, {"grow": -1}, {"feather": 1.5},
-                {"paste": 1}):
-        with pytest.raises(ValueError, match="mask_threshold|mask_grow|feather|paste"):
+                {"paste": 1}, {"fit": "stretch"}):
+        with pytest.raises(ValueError, match="mask_threshold|mask_grow|feather|paste|fit"):
             PaintOptions(**bad)
+
+
+@pytest.mark.parametrize("fit", ["crop", "resize"])
+def test_an_off_grid_image_is_fitted_with_its_mask(pipe: DiMOOPipeline, fit: str) -> None:
+    """fit= crops (or resizes) the image and its mask together: the run equals one given the
+    fitted pair, known tokens are the fitted image's, and the note says what happened."""
+    image = _float(_image(13, h=34, w=31))
+    mask = torch.zeros(1, 34, 31)
+    mask[:, 9:25, 9:25] = 1.0
+    res = pipe.generate(PROMPT, steps=4, seed=5, init_image=image, mask=mask,
+                        paint=PaintOptions(fit=fit), decode=False)
+    fitted_image = fit_image(image, 4, fit)
+    fitted_mask = fit_image(mask[..., None].expand(1, 34, 31, 3), 4, fit)[..., 0].clamp(0, 1)
+    same = pipe.generate(PROMPT, steps=4, seed=5, init_image=fitted_image, mask=fitted_mask,
+                         decode=False)
+    assert torch.equal(res.tokens, same.tokens) and res.grid == same.grid
+    assert res.grid == ((8, 7) if fit == "crop" else (8, 8))
+    region, _ = token_mask(fitted_mask, 4)
+    known = pipe.encode_image(fitted_image)
+    assert torch.equal(res.tokens[~region], known[~region]) and region.any()
+    done = "cropped to 28x32" if fit == "crop" else "resized to 32x32"
+    assert f"image 31x34 px {done} (fit={fit})" in res.note and not same.note
+    # values and sizes are still checked on the inputs as given
+    with pytest.raises(ValueError, match=r"mask is 30x34 px but the image is 31x34 px"):
+        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask[..., :30],
+                      paint=PaintOptions(fit=fit))
+    with pytest.raises(ValueError, match=r"mask values must be in \[0, 1\]"):
+        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask * 3,
+                      paint=PaintOptions(fit=fit))
+    with pytest.raises(ValueError, match=r"width=31 is not a multiple .*paint=PaintOptions"):
+        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask)
 
 
 def test_one_image_serves_every_prompt_and_batch_item(pipe: DiMOOPipeline) -> None:

@@ -19,7 +19,7 @@ HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", 
 # Shipped node ids: saved workflows reference them, so this list only ever grows.
 NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
             "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate",
-            "LADR_PaintOptions", "LADR_DiMOOEdit"]
+            "LADR_PaintOptions", "LADR_DiMOOEdit", "LADR_DiMOOVQEncode"]
 
 ENTRY = r"""
 import importlib.util, sys, asyncio

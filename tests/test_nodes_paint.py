@@ -125,7 +125,8 @@ def test_paint_options_node_reaches_the_core(fake_model, sent) -> None:
 @pytest.mark.parametrize(("kw", "needle"), [
     (dict(image=_image(0, batch=1)), "mask is not connected but image is"),
     (dict(mask=_box(0, 0, 8)), "image is not connected but mask is"),
-    (dict(image=_image(0)[:, :42], mask=_box(0, 0, 8)[:, :42]), "image: height=42"),
+    (dict(image=_image(0)[:, :42], mask=_box(0, 0, 8)[:, :42]),
+     "image: height=42 .*; set fit to crop or resize in LADR Paint Options"),
     (dict(image=_image(0), mask=torch.ones(1, 32, 32)), "mask is 32x32 px but the image is 48x48"),
     (dict(image=_image(0), mask=torch.zeros(1, 64, 64)), "Load Image gives a 64x64 empty mask"),
     (dict(image=_image(0, batch=2), mask=_box(0, 0, 8, batch=3)), "mask: a batch of 3 masks"),
@@ -141,9 +142,54 @@ def test_bad_painting_inputs_are_refused_naming_the_input(fake_model, sent, monk
     assert not loads and not sent  # nothing ran
 
 
+def test_paint_options_fit_crops_an_off_grid_image_and_its_mask(fake_model, sent) -> None:
+    image, mask = _image(6)[:, :42], _box(8, 8, 16)[:, :42]  # 48 x 42 px: off nano's 4 px grid
+    paint = PaintOptionsNode.execute(mask_threshold=0.5, mask_grow=0, paste_back=True,
+                                     feather=FEATHER_AUTO, fit="crop").args[0]
+    tokens, stats = run(fake_model, image=image, mask=mask, paint=paint, width=0, height=0)
+    assert tokens.grid == (10, 12) and (tokens.width, tokens.height) == (48, 40)
+    assert "image 48x42 px cropped to 48x40 (fit=crop)" in stats
+    out = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args[0]
+    assert out.shape == (1, 40, 48, 3)
+    known = ~mask[:, 1:41].bool()  # the crop window; far from the hole: the original pixels
+    known[:, 4:28, 4:28] = False
+    assert torch.allclose(out[known], image[:, 1:41][known], atol=1e-6)
+
+
 def test_image_sets_the_size_and_the_note_says_when_widgets_differ(fake_model, sent) -> None:
     image = _image(5)[:, :32]  # 32 x 48 px: 8 x 12 tokens
     tokens, stats = run(fake_model, image=image, mask=_box(0, 0, 16)[:, :32], width=64,
                         height=64)
     assert tokens.grid == (8, 12) and (tokens.width, tokens.height) == (48, 32)
     assert "size 48x32 from the image" in stats
+
+
+def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -> None:
+    from nodes.encode import DiMOOVQEncode
+
+    loads: list[bool] = []
+    monkeypatch.setattr(host, "load_to_device", lambda *a, **k: loads.append(True))
+    from testbed import scenes
+
+    spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
+    pictures = [scenes.render(scenes.layout_scene(spec, np.random.default_rng(k))) for k in (0, 1)]
+    image = torch.from_numpy(np.stack(pictures)).float() / 255  # nano's kind of picture
+    (tokens,) = DiMOOVQEncode.execute(model=fake_model, image=image, fit="exact").args
+    assert torch.equal(tokens.tokens, fake_model.pipe.encode_image(image))
+    assert tokens.grid == (12, 12) and tokens.paint is None and len(loads) == 1
+    (out,) = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args
+    assert torch.equal(out, fake_model.pipe.decode(tokens.tokens, (12, 12)).clamp(0, 1))
+    assert (out - image).abs().mean() < 0.1  # the VQ's view of the picture, not noise
+    # off the grid: refused with the nearest sizes, before the VQ loads; or fitted
+    before = len(loads)
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: image: width=50 .*48 or 52"):
+        DiMOOVQEncode.execute(model=fake_model, image=torch.rand(1, 48, 50, 3), fit="exact")
+    assert len(loads) == before
+    off = torch.rand(1, 47, 51, 3)
+    (cropped,) = DiMOOVQEncode.execute(model=fake_model, image=off, fit="crop").args
+    assert (cropped.height, cropped.width) == (44, 48) and cropped.tokens.shape == (1, 132)
+    assert torch.equal(cropped.tokens, fake_model.pipe.encode_image(off[:, 1:45, 1:49]))
+    (resized,) = DiMOOVQEncode.execute(model=fake_model, image=off, fit="resize").args
+    assert (resized.height, resized.width) == (48, 52)
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: fit 'stretch' is not one of"):
+        DiMOOVQEncode.execute(model=fake_model, image=image, fit="stretch")

@@ -29,7 +29,7 @@ from ..validation import KnownTokens
 from .prompt import size_problem
 
 __all__ = ["PaintOptions", "PaintPlan", "check_image", "check_mask",
-           "fit_image", "paste_original", "plan_painting", "token_mask"]
+           "fit_image", "fit_painting", "paste_original", "plan_painting", "token_mask"]
 
 FIT_MODES = ("exact", "crop", "resize")
 
@@ -46,12 +46,15 @@ class PaintOptions:
     (official 0.5, strict ``>``); in [0, 1). grow: dilate the token mask by this many tokens
     (official ``dilate_latent_k``). paste: take the original pixels back outside the regenerated
     tokens; feather: px of linear blend outside them (0 = a hard edge on the token grid; None =
-    half a token: 8 px for Lumina-DiMOO, 2 px for DiMOO-nano)."""
+    half a token: 8 px for Lumina-DiMOO, 2 px for DiMOO-nano). fit: an image whose sides are
+    not multiples of the VQ factor is refused ("exact", naming the nearest sizes), centre
+    cropped ("crop") or resized ("resize") together with its mask (``fit_image``)."""
 
     threshold: float = 0.5
     grow: int = 0
     paste: bool = True
     feather: int | None = None
+    fit: str = "exact"
 
     def __post_init__(self) -> None:
         if not _real(self.threshold) or not 0.0 <= float(self.threshold) < 1.0:
@@ -65,11 +68,17 @@ class PaintOptions:
                                  f"; got {value!r}")
         if not isinstance(self.paste, bool):
             raise ValueError(f"paste must be True or False; got {self.paste!r}")
+        if self.fit not in FIT_MODES:
+            raise ValueError(f"fit must be one of {list(FIT_MODES)}; got {self.fit!r}")
 
 
-def check_image(image: object, vq_factor: int, name: str = "init_image") -> torch.Tensor:
+def check_image(image: object, vq_factor: int, name: str = "init_image",
+                on_grid: bool = True, fix: str = "crop or resize the image to a valid size"
+                ) -> torch.Tensor:
     """A ComfyUI IMAGE: float [B, H, W, 3] (or [H, W, 3]) in [0, 1], H and W multiples of the VQ
-    factor (the pack's one size rule, with the nearest valid sizes). Returns float32 [B, H, W, 3]."""
+    factor (the pack's one size rule, with the nearest valid sizes; ``on_grid=False``: any size,
+    for an image about to be fitted; ``fix``: what the size message tells the user to do).
+    Returns float32 [B, H, W, 3]."""
     if not isinstance(image, torch.Tensor) or not image.is_floating_point():
         raise ValueError(f"{name} must be a float tensor [B, H, W, 3] in [0, 1] (a ComfyUI "
                          f"IMAGE); got {type(image).__name__}")
@@ -77,10 +86,9 @@ def check_image(image: object, vq_factor: int, name: str = "init_image") -> torc
     if image.dim() != 4 or image.shape[-1] != 3 or image.shape[0] < 1:
         raise ValueError(f"{name} must be [B, H, W, 3] (RGB); got shape {tuple(image.shape)}")
     for side, value in (("width", image.shape[2]), ("height", image.shape[1])):
-        problem = size_problem(side, int(value), vq_factor)
+        problem = size_problem(side, int(value), vq_factor) if on_grid else None
         if problem:
-            raise ValueError(f"{name}: {problem}; crop or resize the image to a valid size "
-                             "(DiMOO VQ Encode's fit option, or ComfyUI's Upscale Image)")
+            raise ValueError(f"{name}: {problem}; {fix}")
     lo, hi = torch.aminmax(image.detach())
     if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 0.0 and hi <= 1.0):
         raise ValueError(f"{name} values must be finite and in [0, 1]; got min {float(lo):.3g}, "
@@ -269,11 +277,10 @@ def plan_painting(pipe: object, prompts: list[str], init_image: object, mask: ob
     if init_image is None:
         raise ValueError("init_image: a mask needs the image it masks (float [B, H, W, 3])")
     factor = pipe.vq_factor  # type: ignore[attr-defined]
-    image = check_image(init_image, factor)
     if mask is None:
         raise ValueError("mask: inpainting needs a mask (float [B, H, W], 1 = regenerate); "
                          "give a full mask to regenerate everything")
-    masks = check_mask(mask, image)
+    image, masks, fitted = fit_painting(init_image, mask, factor, options.fit)
     for name, asked, real in (("width", width, image.shape[2]), ("height", height, image.shape[1])):
         if asked is not None and asked != real:
             raise ValueError(f"{name}={asked} but init_image is {real} px; leave {name} unset "
@@ -288,6 +295,28 @@ def plan_painting(pipe: object, prompts: list[str], init_image: object, mask: ob
         return t.repeat_interleave(batch_size, dim=0).contiguous()
 
     region = items(region)
+    note = "; ".join(n for n in (fitted, _empty_note(region, coverage, masks, options)) if n)
     return PaintPlan(items(image), items(codes), region,
                      prompts * pairs if len(prompts) == 1 else list(prompts), grid, options,
-                     _empty_note(region, coverage, masks, options))
+                     note)
+
+
+def fit_painting(init_image: object, mask: object, vq_factor: int, fit: str = "exact",
+                 image_name: str = "init_image",
+                 fix: str = "crop or resize the image to a valid size, or pass "
+                 "paint=PaintOptions(fit='crop' or 'resize')"
+                 ) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """Check an image and its mask, and fit both to the VQ grid the same way (``fit_image``:
+    the same crop window, or the same resize; a resized mask stays in [0, 1]). Values and sizes
+    are checked on the inputs as given, so a message names the sizes the user sees. Returns
+    (image [B, H, W, 3], masks [B', H, W], a note saying what was fitted, or "")."""
+    image = check_image(init_image, vq_factor, image_name, on_grid=fit == "exact", fix=fix)
+    masks = check_mask(mask, image)
+    h, w = image.shape[1:3]
+    if h % vq_factor == 0 and w % vq_factor == 0:
+        return image, masks, ""
+    image = fit_image(image, vq_factor, fit)
+    masks = fit_image(masks[..., None].expand(*masks.shape, 3), vq_factor, fit)[..., 0]
+    done = "cropped" if fit == "crop" else "resized"
+    return (image, masks.clamp(0.0, 1.0).contiguous(),
+            f"image {w}x{h} px {done} to {image.shape[2]}x{image.shape[1]} (fit={fit})")
