@@ -38,7 +38,7 @@ def is_nano(pipe: object) -> bool:
 
 
 def check_request(model: DiMOOModel, image: object, instruction: str, edit_type: str,
-                  cache: object | None) -> int:
+                  cache: object | None, style_image: object | None = None) -> int:
     """One message per mistake, on its input, before anything runs; returns the image count."""
     if is_nano(model.pipe):
         raise input_error(NODE, "model", NANO_CANNOT_EDIT,
@@ -53,12 +53,26 @@ def check_request(model: DiMOOModel, image: object, instruction: str, edit_type:
     if cache is not None:
         raise input_error(NODE, "cache", "is connected, but ML-Cache does not support editing",
                           "disconnect the ML-Cache Options node")
-    try:
-        images = check_image(image, model.pipe.vq_factor, "image",
-                             fix="resize or crop it first (Upscale Image, crop: center)")
-    except ValueError as exc:
-        raise ValueError(f"{NODE}: {exc}") from None
-    return int(images.shape[0])
+    if edit_type == "style" and style_image is None:
+        raise input_error(NODE, "style_image", "is not connected, but edit_type 'style' needs "
+                          "it", "connect the image whose style to copy (e.g. a Load Image)")
+    if edit_type != "style" and style_image is not None:
+        raise input_error(NODE, "style_image", f"is connected, but edit_type {edit_type!r} "
+                          "does not use it", "set edit_type to style, or disconnect it")
+    counts = []
+    for name, value in (("image", image), ("style_image", style_image)):
+        if value is None:
+            continue
+        try:
+            checked = check_image(value, model.pipe.vq_factor, name,
+                                  fix="resize or crop it first (Upscale Image, crop: center)")
+        except ValueError as exc:
+            raise ValueError(f"{NODE}: {exc}") from None
+        counts.append(int(checked.shape[0]))
+    if len(counts) == 2 and 1 not in counts and counts[0] != counts[1]:
+        raise input_error(NODE, "style_image", f"is a batch of {counts[1]} for {counts[0]} "
+                          "images", "give one style image, or one per image")
+    return max(counts)
 
 
 class DiMOOEdit(io.ComfyNode):
@@ -84,10 +98,10 @@ class DiMOOEdit(io.ComfyNode):
     @classmethod
     def execute(cls, model: DiMOOModel, image: object, instruction: str, edit_type: str,
                 cfg: float, image_cfg: float, steps: int, temperature: float, seed: int,
-                strategy: str, policy: object | None = None, cache: object | None = None
-                ) -> io.NodeOutput:
+                strategy: str, policy: object | None = None, cache: object | None = None,
+                style_image: object | None = None) -> io.NodeOutput:
         check_options(policy, cache)
-        count = check_request(model, image, instruction, edit_type, cache)
+        count = check_request(model, image, instruction, edit_type, cache, style_image)
         chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         pipe = model.pipe
@@ -97,7 +111,8 @@ class DiMOOEdit(io.ComfyNode):
         with threads.torch_threads():
             res = pipe.generate(instruction, steps=steps, cfg=cfg, image_cfg=image_cfg,
                                 temperature=temperature, seed=seed, strategy=chosen,
-                                reference=image, edit_type=edit_type, batch_size=count,
+                                reference=image, style=style_image, edit_type=edit_type,
+                                batch_size=count,
                                 decode=False,
                                 callback=make_callback(pipe, node_id, progress, last))
         progress.update(progress.total)
@@ -122,8 +137,9 @@ def _inputs() -> list:
                         "this is not used)."),
         io.Combo.Input("edit_type", options=list(EDIT_TYPES), default="edit",
                        tooltip="The official template: edit (instruction edits), control "
-                       "(prompt + control map), subject (prompt + object image), dense_* "
-                       "(predict a map from the image)."),
+                       "(prompt + control map), subject (prompt + object image), style (take "
+                       "on style_image's style; no instruction), dense_* (predict a map from "
+                       "the image)."),
         io.Float.Input("cfg", default=DEFAULT_EDIT_CFG, min=0.0, max=30.0, step=0.05, round=0.01,
                        tooltip="Text guidance: cond + cfg*(cond - text-uncond). Official 2.5."),
         io.Float.Input("image_cfg", default=DEFAULT_IMAGE_CFG, min=0.0, max=30.0, step=0.05,
@@ -142,4 +158,7 @@ def _inputs() -> list:
                                      tooltip="Optional LADR Policy or Prophet Policy."),
         io.Custom(CACHE_TYPE).Input("cache", optional=True,
                                     tooltip="Not supported for editing: leave unconnected."),
+        io.Image.Input("style_image", optional=True,
+                       tooltip="edit_type style only: the image whose style `image` takes on. "
+                       "The output has this image's size (as the official script)."),
     ]

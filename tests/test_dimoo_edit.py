@@ -135,3 +135,36 @@ def test_bad_input_gets_one_clear_message(pipe: DiMOOPipeline) -> None:
     assert "dense_depth" in EDIT_TYPES
     # a dense-prediction type needs no instruction
     assert pipe.generate("", reference=img, edit_type="dense_depth", steps=2, decode=False).nfe
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_style_transfer_equals_the_official_generator(pipe: DiMOOPipeline,
+                                                      temperature: float) -> None:
+    """Official image_ref_transfer: the image to transform first, the style image second, the
+    output the style image's size (here 16 x 24 px, the content 16 x 16)."""
+    content, style = _image(7, 16, 16), _image(8, 16, 24)
+    ref = edit_generate(pipe.transformer, pipe.encode, pipe.vq, pipe.ids,
+                        "Transform the current image into the style of the provided image.",
+                        "image_ref_transfer", to_pil(content), to_pil(style), 6, 2.5, 4.0,
+                        temperature, torch.Generator().manual_seed(4))
+    res = pipe.generate("", steps=6, cfg=2.5, image_cfg=4.0, temperature=temperature, seed=4,
+                        strategy="baseline", reference=_float(content), style=_float(style),
+                        edit_type="style")
+    assert torch.equal(res.tokens, ref) and res.grid == (4, 6)
+    assert res.images.shape == (1, 16, 24, 3)
+
+
+def test_style_transfer_needs_its_two_images(pipe: DiMOOPipeline) -> None:
+    img = _float(_image(9, 16, 16))
+    with pytest.raises(ValueError, match="style: edit type 'style' needs the style image"):
+        pipe.generate("", reference=img, edit_type="style", steps=2)
+    with pytest.raises(ValueError, match="style: a style image is only used by edit type "
+                                         "'style'"):
+        pipe.generate(INSTRUCTION, reference=img, style=img, edit_type="edit", steps=2)
+    with pytest.raises(ValueError, match="style: a style image needs the image to transform"):
+        pipe.generate(INSTRUCTION, style=img, steps=2)
+    with pytest.raises(ValueError, match=r"style: width=18 is not a multiple of 4"):
+        pipe.generate("", reference=img, style=torch.rand(1, 16, 18, 3), edit_type="style")
+    with pytest.raises(ValueError, match="style has 2 images for 3 items"):
+        pipe.generate("", reference=img, style=img.expand(2, -1, -1, -1), edit_type="style",
+                      batch_size=3)

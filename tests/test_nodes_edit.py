@@ -57,13 +57,21 @@ def test_edit_node_refuses_nano_on_the_model_input() -> None:
 
 @pytest.mark.parametrize(("kw", "needle"), [
     (dict(edit_type="recolour"), "DiMOO Edit: edit_type 'recolour' is not a known edit type; "
-                                 "use one of edit, control, subject, dense_canny"),
+                                 "use one of edit, control, subject, style, dense_canny"),
     (dict(instruction="   "), "DiMOO Edit: instruction is empty; write the edit"),
     (dict(image=_image(1, 30, 32)), "DiMOO Edit: image: width=32 .*|DiMOO Edit: image: "
                                     "height=30 is not a multiple of 4.*nearest valid height: "
                                     "28 or 32"),
     (dict(cache=ladr_core.MLCacheConfig()), "DiMOO Edit: cache is connected, but ML-Cache "
                                             "does not support editing"),
+    (dict(edit_type="style"), "DiMOO Edit: style_image is not connected, but edit_type 'style' "
+                              "needs it; connect the image whose style to copy"),
+    (dict(style_image=_image()), "DiMOO Edit: style_image is connected, but edit_type 'edit' "
+                                 "does not use it; set edit_type to style, or disconnect it"),
+    (dict(edit_type="style", style_image=_image(1, 32, 30)),
+     "DiMOO Edit: style_image: width=30 is not a multiple of 4"),
+    (dict(edit_type="style", image=_image(2), style_image=_image(3)),
+     "DiMOO Edit: style_image is a batch of 3 for 2 images; give one style image, or one per"),
 ])
 def test_edit_node_refuses_bad_input_naming_it(tiny: DiMOOModel, kw: dict, needle: str) -> None:
     args = {**ARGS, "image": _image(), **kw}
@@ -76,3 +84,13 @@ def test_dense_types_need_no_instruction(tiny: DiMOOModel) -> None:
                                   **{**ARGS, "instruction": "", "edit_type": "dense_depth",
                                      "steps": 2}).args
     assert tokens.tokens.shape == (1, 64)
+
+
+def test_style_transfer_through_the_node_equals_the_python_api(tiny: DiMOOModel) -> None:
+    content, style = _image(2), _image(1, 16, 32)
+    tokens, _ = DiMOOEdit.execute(model=tiny, image=content, style_image=style,
+                                  **{**ARGS, "instruction": "", "edit_type": "style"}).args
+    ref = tiny.pipe.generate("", steps=8, seed=3, strategy="ladr", reference=content,
+                             style=style, edit_type="style", batch_size=2, decode=False)
+    assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (4, 8)
+    assert (tokens.width, tokens.height) == (32, 16)  # the style image's size, as official

@@ -11,10 +11,15 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   image-uncond = the prompt alone;
 * guidance ``cond + cfg * (cond - text_uncond) + image_cfg * (cond - image_uncond)`` (official
   text 2.5, image 4.0); both 0 runs the cond row only;
-* the output has the reference image's size.
+* the output has the reference image's size;
+* style transfer (official ``image_ref_transfer``): the image to transform enters first, the
+  style image second, and the output has the STYLE image's size (the official script sizes
+  the output from ``--ref_image_path``); the text-uncond row keeps both images, the
+  image-uncond row has neither.
 
-Not covered: style transfer from a second reference image (two image inputs) and the official
-random centre crop of the input to a 512 px-area bucket (the caller sizes the image).
+Not covered: the official centre crop of the input to a 512 px-area bucket (the caller sizes
+the image), and the official ``*_pred`` strings, which select no template (a generic system
+prompt with the user's text); ``dense_*`` here is the official ``<map>_dense`` template.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ _EDIT = "Generate an image applying the following editing instruction based on t
 _CONTROL = "Generate an image according to the text prompt and the given control image."
 _SUBJECT = "Generate an image according to the text prompt and the given object image."
 _DENSE = "Perform dense prediction on the given images."
+_STYLE = "Transform the current image into the style of the provided image."
 _MAPS = {"canny": "canny edge map", "hed": "hed edge map", "normal": "normal map",
          "sam2mask": "sam2 mask", "depth": "depth map", "openpose": "pose estimation map"}
 
@@ -45,6 +51,7 @@ EDIT_TYPES: dict[str, tuple[str, str | None]] = {
     "edit": (_EDIT, None),
     "control": (_CONTROL, None),
     "subject": (_SUBJECT, None),
+    "style": (_STYLE, _STYLE),
     **{f"dense_{k}": (_DENSE, f"Generate a {v} according to the image.") for k, v in _MAPS.items()},
 }
 
@@ -77,14 +84,19 @@ def image_part(codes: torch.Tensor, layout: ImageLayout, ids: DiMOOIds) -> list[
 
 def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
                      edit_type: str, codes: torch.Tensor, layout: ImageLayout,
-                     guided: bool) -> PromptBatch:
+                     guided: bool, first: tuple[torch.Tensor, ImageLayout] | None = None
+                     ) -> PromptBatch:
     """Rows of B items (item j edits codes[j], instruction j): cond rows, then with `guided`
-    the text-uncond rows, then the image-uncond rows; left-padded (prompt.PromptBatch)."""
+    the text-uncond rows, then the image-uncond rows; left-padded (prompt.PromptBatch).
+    ``first``: codes [B, n] and layout of an image whose part comes before codes[j]'s (style
+    transfer: the image to transform, then the style image)."""
     target = layout.tokens(ids)
     conds, texts, plain = [], [], []
-    for text, item_codes in zip(instructions, codes, strict=True):
+    for j, (text, item_codes) in enumerate(zip(instructions, codes, strict=True)):
         cond, uncond = (encode(t) for t in edit_texts(text, edit_type))
         image = image_part(item_codes, layout, ids)
+        if first is not None:
+            image = image_part(first[0][j], first[1], ids) + image
         conds.append(cond[:-1] + image + cond[-1:] + target)
         texts.append(uncond[:-1] + image + uncond[-1:] + target)
         plain.append(cond + target)
@@ -101,12 +113,14 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
 
 @dataclass(frozen=True)
 class EditPlan:
-    """A validated edit: one instruction and reference codes [B, h*w] per item."""
+    """A validated edit: one instruction and reference codes [B, h*w] per item (style
+    transfer: the style image's codes, with the image to transform in ``first``)."""
 
     instructions: list[str]
     codes: torch.Tensor
     layout: ImageLayout
     edit_type: str
+    first: tuple[torch.Tensor, ImageLayout] | None = None
 
     @property
     def width_height(self) -> tuple[int, int]:
@@ -114,30 +128,50 @@ class EditPlan:
 
 
 def plan_edit(pipe, prompts: list[str], reference: object, edit_type: object,
-              batch_size: int) -> EditPlan:
+              batch_size: int, style: object = None) -> EditPlan:
     """Validate an edit for `pipe` (pipeline.DiMOOPipeline): B = len(prompts) * batch_size
     items, item i edits reference i (one reference may serve every item). The output grid is
-    the reference's; the longest row must fit the model's context."""
+    the reference's (style transfer: the ``style`` image's); the longest row must fit the
+    model's context."""
     from .painting import check_image
     from .prompt import check_image_size
 
     edit_type = check_edit_type(edit_type)
-    image = check_image(reference, pipe.vq_factor, "reference")
+    if (edit_type == "style") != (style is not None):
+        raise ValueError("style: edit type 'style' needs the style image (style=...), and only "
+                         "it takes one" if style is None else "style: a style image is only "
+                         "used by edit type 'style'; set edit_type='style' or drop style=")
     items = [p for p in prompts for _ in range(batch_size)]
-    if image.shape[0] not in (1, len(items)):
-        raise ValueError(f"reference has {image.shape[0]} images for {len(items)} items; give "
-                         "one image, or one per item")
+    image = _per_item(check_image(reference, pipe.vq_factor, "reference"), "reference", items)
+    first = None
+    if style is not None:  # official order: the image to transform, then the style image
+        content, image = image, _per_item(check_image(style, pipe.vq_factor, "style"),
+                                          "style", items)
+        first = (_codes(pipe, content, len(items)),
+                 ImageLayout(content.shape[1] // pipe.vq_factor,
+                             content.shape[2] // pipe.vq_factor))
     for text in set(prompts):
         edit_texts(text, edit_type)  # an empty instruction is refused here, once
     height, width = int(image.shape[1]), int(image.shape[2])
     grid = ImageLayout(height // pipe.vq_factor, width // pipe.vq_factor)
     longest = max(len(pipe.encode(t)) for p in set(prompts) for t in edit_texts(p, edit_type))
-    # the longest row: its text, the reference's image part (BOI .. EOI), the part to generate
+    extra = 0 if first is None else first[1].length - 2  # BOI .. EOI of the first image
+    # the longest row: its text, the image parts (BOI .. EOI), the part to generate
     layout = check_image_size(width, height, pipe.vq_factor, pipe.context_length,
-                              longest + grid.length - 2, "prompt")
+                              longest + extra + grid.length - 2, "prompt")
+    return EditPlan(items, _codes(pipe, image, len(items)), layout, edit_type, first)
+
+
+def _per_item(image: torch.Tensor, name: str, items: list[str]) -> torch.Tensor:
+    if image.shape[0] not in (1, len(items)):
+        raise ValueError(f"{name} has {image.shape[0]} images for {len(items)} items; give "
+                         "one image, or one per item")
+    return image
+
+
+def _codes(pipe, image: torch.Tensor, n: int) -> torch.Tensor:
     codes = pipe.encode_image(image)
-    codes = codes.expand(len(items), -1) if codes.shape[0] == 1 else codes
-    return EditPlan(items, codes, layout, edit_type)
+    return codes.expand(n, -1) if codes.shape[0] == 1 else codes
 
 
 def make_edit_denoiser(pipe, plan: EditPlan, cfg: float | None, image_cfg: float | None,
@@ -152,7 +186,7 @@ def make_edit_denoiser(pipe, plan: EditPlan, cfg: float | None, image_cfg: float
     image_cfg = DEFAULT_IMAGE_CFG if image_cfg is None else image_cfg
     guided = any(isinstance(v, (int, float)) and v > 0 for v in (cfg, image_cfg))
     batch = build_edit_batch(pipe.encode, pipe.ids, plan.instructions, plan.edit_type,
-                             plan.codes, plan.layout, guided)
+                             plan.codes, plan.layout, guided, plan.first)
     denoiser = DiMOODenoiser(pipe.transformer, batch, pipe.ids, cfg, None, steps,
                              image_cfg=image_cfg)
     denoiser.forward_hook = pipe.compiled

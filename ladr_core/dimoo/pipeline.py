@@ -268,7 +268,8 @@ class DiMOOPipeline:
                  mask: Any = None, paint: PaintOptions | None = None,
                  max_batch: int | None = None,
                  self_score: SelfScoreConfig | None = None, reference: Any = None,
-                 edit_type: str = "edit", image_cfg: float | None = None) -> GenerationResult:
+                 edit_type: str = "edit", image_cfg: float | None = None,
+                 style: Any = None) -> GenerationResult:
         """Text -> images. ``strategy``: a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a strategy name or an
         LADR preset name (ladr_core.registry). ``steps`` None = the strategy's tuned T (the
@@ -293,7 +294,9 @@ class DiMOOPipeline:
         Editing (editing.py): ``reference`` float [B, H, W, 3] in [0, 1] (the image to edit,
         which sets the size), ``prompt`` the instruction, ``edit_type`` one of
         ``editing.EDIT_TYPES``; ``cfg`` (text, None = 2.5) and ``image_cfg`` (None = 4.0) are
-        the official image-to-image guidance scales. No ML-Cache."""
+        the official image-to-image guidance scales. No ML-Cache. ``edit_type="style"``:
+        ``reference`` is the image to transform and ``style`` the style image, which sets the
+        output size (as the official script)."""
         from ..sampling import sample
 
         chosen = resolve_strategy(strategy)
@@ -316,9 +319,12 @@ class DiMOOPipeline:
                                  "their prompt; it is not defined for an edit (reference=...). "
                                  "Leave self_score=None when editing")
             edit = plan_edit(self, _prompt_list(prompt), reference, edit_type,
-                             _positive_int("batch_size", batch_size))
+                             _positive_int("batch_size", batch_size), style=style)
             denoise = make_edit_denoiser(self, edit, cfg, image_cfg, cache, steps)
         else:
+            if style is not None:
+                raise ValueError("style: a style image needs the image to transform: pass "
+                                 "reference=<image> with edit_type='style'")
             denoise = self.make_denoiser(prompt, negative_prompt, width, height, cfg, cache,
                                          steps, batch_size, plan.n_generate() if plan else None)
         layout = denoise.layout
