@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import ladr_core
+from ladr_core.dimoo.edit_size import official_edit_size
 from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES
 from ladr_core.dimoo.painting import check_image
 
@@ -28,6 +29,8 @@ from .validate import input_error
 io, _ = host.v3()
 
 NODE = "DiMOO Edit"
+OFFICIAL_SIZE, AS_IS = "official 512 px area", "as is"
+SIZES = [OFFICIAL_SIZE, AS_IS]
 NANO_CANNOT_EDIT = ("is the built-in dimoo-nano, which was trained for text-to-image only and "
                     "cannot edit")
 
@@ -38,8 +41,10 @@ def is_nano(pipe: object) -> bool:
 
 
 def check_request(model: DiMOOModel, image: object, instruction: str, edit_type: str,
-                  cache: object | None, style_image: object | None = None) -> int:
-    """One message per mistake, on its input, before anything runs; returns the image count."""
+                  cache: object | None, style_image: object | None = None,
+                  size: str = AS_IS) -> int:
+    """One message per mistake, on its input, before anything runs; returns the image count.
+    ``size`` OFFICIAL_SIZE: any image size is fine (it will be brought to its bucket)."""
     if is_nano(model.pipe):
         raise input_error(NODE, "model", NANO_CANNOT_EDIT,
                           "load the Lumina-DiMOO checkpoint (models/lumina_dimoo/) in Load DiMOO "
@@ -53,6 +58,9 @@ def check_request(model: DiMOOModel, image: object, instruction: str, edit_type:
     if cache is not None:
         raise input_error(NODE, "cache", "is connected, but ML-Cache does not support editing",
                           "disconnect the ML-Cache Options node")
+    if size not in SIZES:
+        raise input_error(NODE, "size", f"{size!r} is not a size choice",
+                          f"use one of {', '.join(SIZES)}")
     if edit_type == "style" and style_image is None:
         raise input_error(NODE, "style_image", "is not connected, but edit_type 'style' needs "
                           "it", "connect the image whose style to copy (e.g. a Load Image)")
@@ -64,8 +72,9 @@ def check_request(model: DiMOOModel, image: object, instruction: str, edit_type:
         if value is None:
             continue
         try:
-            checked = check_image(value, model.pipe.vq_factor, name,
-                                  fix="resize or crop it first (Upscale Image, crop: center)")
+            checked = check_image(value, model.pipe.vq_factor, name, on_grid=size == AS_IS,
+                                  fix=f"set size to {OFFICIAL_SIZE!r}, or resize or crop it "
+                                  "first (Upscale Image, crop: center)")
         except ValueError as exc:
             raise ValueError(f"{NODE}: {exc}") from None
         counts.append(int(checked.shape[0]))
@@ -85,8 +94,10 @@ class DiMOOEdit(io.ComfyNode):
             display_name="DiMOO Edit (LADR)",
             category="LADR",
             search_aliases=["lumina", "dimoo", "ladr", "image to image", "edit", "instruct"],
-            description="Edits an image by instruction with Lumina-DiMOO (image-to-image). The "
-            "output has the reference image's size. The built-in nano model cannot edit.",
+            description="Edits an image by instruction with Lumina-DiMOO (image-to-image). By "
+            "default the image is brought to the official editing size (about 512 x 512 px in "
+            "area, its shape kept); the output has that size. The built-in nano model cannot "
+            "edit.",
             inputs=_inputs(),
             outputs=[
                 io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
@@ -99,10 +110,18 @@ class DiMOOEdit(io.ComfyNode):
     def execute(cls, model: DiMOOModel, image: object, instruction: str, edit_type: str,
                 cfg: float, image_cfg: float, steps: int, temperature: float, seed: int,
                 strategy: str, policy: object | None = None, cache: object | None = None,
-                style_image: object | None = None) -> io.NodeOutput:
+                style_image: object | None = None, size: str = OFFICIAL_SIZE
+                ) -> io.NodeOutput:
         check_options(policy, cache)
-        count = check_request(model, image, instruction, edit_type, cache, style_image)
-        chosen, steps, note = pick_strategy(strategy, policy, steps)
+        count = check_request(model, image, instruction, edit_type, cache, style_image, size)
+        note = ""
+        if size == OFFICIAL_SIZE:
+            image, note = _official(image, "image")
+            if style_image is not None:
+                style_image, more = _official(style_image, "style_image")
+                note += more
+        chosen, steps, picked = pick_strategy(strategy, policy, steps)
+        note = picked + note
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         pipe = model.pipe
         host.load_to_device(model.patcher)
@@ -124,6 +143,15 @@ class DiMOOEdit(io.ComfyNode):
                              width=w * pipe.vq_factor, height=h * pipe.vq_factor,
                              model_key=model.key, stats=stats)
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
+
+
+def _official(image: object, name: str) -> tuple[object, str]:
+    """An IMAGE at its official 512 px-area bucket, and a stats note when that changed it."""
+    sized = official_edit_size(image)
+    if sized is image:
+        return image, ""
+    (h, w), (nh, nw) = image.shape[1:3], sized.shape[1:3]
+    return sized, f"; {name} {w}x{h} -> {nw}x{nh} ({OFFICIAL_SIZE})"
 
 
 def _inputs() -> list:
@@ -161,4 +189,9 @@ def _inputs() -> list:
         io.Image.Input("style_image", optional=True,
                        tooltip="edit_type style only: the image whose style `image` takes on. "
                        "The output has this image's size (as the official script)."),
+        io.Combo.Input("size", options=SIZES, default=OFFICIAL_SIZE,
+                       tooltip="official 512 px area: scale and centre-crop each image to the "
+                       "official editing size closest to its shape (about 512 x 512 px in "
+                       "area, e.g. 576 x 448), what the model was trained on. as is: keep the "
+                       "size (a multiple of 16 px; larger costs more tokens)."),
     ]

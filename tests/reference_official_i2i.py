@@ -248,3 +248,23 @@ def edit_generate(model, encode, vq, ids, prompt: str, edit_type: str, img: Imag
 def to_pil(image: np.ndarray) -> Image.Image:
     """uint8 [H, W, 3] -> PIL RGB."""
     return Image.fromarray(image, "RGB")
+
+
+def crop_size_list(num_patches: int = (512 // 32) ** 2, patch_size: int = 32,
+                   max_ratio: float = 4.0) -> list[tuple[int, int]]:
+    """utils/image_utils.generate_crop_size_list, transcribed."""
+    sizes, wp, hp = [], num_patches, 1
+    while wp > 0:
+        if max(wp, hp) / min(wp, hp) <= max_ratio:
+            sizes.append((wp * patch_size, hp * patch_size))
+        if (hp + 1) * wp <= num_patches:
+            hp += 1
+        else:
+            wp -= 1
+    return sizes
+
+
+def var_crop_size(w: int, h: int, sizes: list[tuple[int, int]]) -> tuple[int, int]:
+    """utils/image_utils.var_center_crop's choice with random_top_k=1 (the official call)."""
+    rem = [min(cw / w, ch / h) / max(cw / w, ch / h) for cw, ch in sizes]
+    return sorted(zip(rem, sizes, strict=True), reverse=True)[0][1]

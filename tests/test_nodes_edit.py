@@ -16,8 +16,9 @@ from nodes.decode import DiMOOVQDecode
 from nodes.edit import DiMOOEdit
 from nodes.handles import DiMOOModel
 
+# size "as is": the tiny checkpoint's context holds 32 px images, not the official 512 px area
 ARGS = dict(instruction="make the circle green", edit_type="edit", cfg=2.5, image_cfg=4.0,
-            steps=8, temperature=1.0, seed=3, strategy="ladr")
+            steps=8, temperature=1.0, seed=3, strategy="ladr", size="as is")
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +95,32 @@ def test_style_transfer_through_the_node_equals_the_python_api(tiny: DiMOOModel)
                              style=style, edit_type="style", batch_size=2, decode=False)
     assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (4, 8)
     assert (tokens.width, tokens.height) == (32, 16)  # the style image's size, as official
+
+
+def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeypatch) -> None:
+    """size 'official 512 px area' (the default): any image size is accepted and the images
+    reach the pipeline at their official buckets (the tiny context cannot run those, so the
+    call is stopped there)."""
+    seen: dict = {}
+
+    class Reached(Exception):
+        pass
+
+    def generate(*args, **kw):
+        seen.update(kw)
+        raise Reached
+
+    monkeypatch.setattr(tiny.pipe, "generate", generate)
+    with pytest.raises(Reached):
+        DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), style_image=_image(1, 64, 64),
+                          **{**ARGS, "edit_type": "style", "size": "official 512 px area"})
+    from ladr_core.dimoo.edit_size import pick_bucket
+
+    w, h = pick_bucket(401, 300)
+    assert tuple(seen["reference"].shape) == (1, h, w, 3) and w * h <= 512 * 512
+    assert tuple(seen["style"].shape) == (1, 512, 512, 3)
+    with pytest.raises(ValueError, match="DiMOO Edit: image: width=401 is not a multiple of 4.*; "
+                                         "set size to 'official 512 px area'"):
+        DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), **ARGS)
+    with pytest.raises(ValueError, match="DiMOO Edit: size 'huge' is not a size choice"):
+        DiMOOEdit.execute(model=tiny, image=_image(), **{**ARGS, "size": "huge"})

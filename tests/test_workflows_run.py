@@ -66,6 +66,8 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
                                                 mode="area").permute(0, 2, 3, 1)
         policy = _option(wf, kw.pop("policy", None))
         kw.pop("model")
-        tokens, stats = DiMOOEdit.execute(model=model, image=small, policy=policy,
-                                          **{**kw, "steps": min(kw["steps"], 8)}).args
+        assert kw["size"] == "official 512 px area"  # the shipped choice; the tiny context
+        tokens, stats = DiMOOEdit.execute(model=model, image=small, policy=policy,  # needs 32 px
+                                          **{**kw, "steps": min(kw["steps"], 8),
+                                             "size": "as is"}).args
         assert tokens.grid == (8, 8) and stats.startswith(kw["strategy"] + ": ")

@@ -326,7 +326,8 @@ def painting_workflows() -> dict[str, list[Node]]:
             Node(3, "LADR_DiMOOEdit", (360, 40), dict(
                 instruction=EDIT_INSTRUCTION, edit_type="edit", cfg=DEFAULT_EDIT_CFG,
                 image_cfg=DEFAULT_IMAGE_CFG, steps=64, temperature=1.0, seed=42,
-                strategy="ladr"), {"model": (1, 0), "image": (5, 0), "policy": (2, 0)},
+                strategy="ladr", size="official 512 px area"),
+                {"model": (1, 0), "image": (5, 0), "policy": (2, 0)},
                  "DiMOO Edit (LADR)", (400, 560)),
             decode(4, (800, 40), 3),
             Node(5, "LoadImage", (20, 710), {"image": EDIT_INPUT, "upload": "image"},

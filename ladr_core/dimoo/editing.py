@@ -17,9 +17,10 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   the output from ``--ref_image_path``); the text-uncond row keeps both images, the
   image-uncond row has neither.
 
-Not covered: the official centre crop of the input to a 512 px-area bucket (the caller sizes
-the image), and the official ``*_pred`` strings, which select no template (a generic system
-prompt with the user's text); ``dense_*`` here is the official ``<map>_dense`` template.
+The caller sizes the images (the official 512 px-area buckets: edit_size.official_edit_size,
+which the DiMOO Edit node applies by default). Not covered: the official ``*_pred`` strings,
+which select no template (a generic system prompt with the user's text); ``dense_*`` here is
+the official ``<map>_dense`` template.
 """
 
 from __future__ import annotations

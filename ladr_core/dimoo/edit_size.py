@@ -1,0 +1,67 @@
+"""The official size of an image to edit: a 512 px-area bucket (Lumina-DiMOO image-to-image).
+
+The official script (``inference/inference_i2i.py``) sizes every input image before encoding it:
+it lists the crop sizes of at most (512 / 32)^2 = 256 patches of 32 px with a side ratio of at
+most 4 (``generate_crop_size_list``), picks the one whose aspect ratio is closest to the image's
+(``var_center_crop``), scales the image to cover it (halving with a box filter while twice as
+large, then bicubic) and crops it. The model was trained on such images, so an edit of a
+1024 px photo as it is runs four times the tokens on a size it has not seen.
+
+Here: the same bucket list and choice; resampling in torch (area halving, antialiased bicubic),
+close to but not bit-equal with PIL's; the crop is centred where the official one is random.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+EDIT_AREA_SIDE = 512  # px: the official buckets hold (512 / 32)^2 patches
+PATCH = 32  # px per bucket step
+MAX_RATIO = 4.0
+
+
+def buckets(area_side: int = EDIT_AREA_SIDE, patch: int = PATCH,
+            max_ratio: float = MAX_RATIO) -> list[tuple[int, int]]:
+    """(width, height) crop sizes, in the official order: widest first."""
+    patches = (area_side // patch) ** 2
+    out, wp, hp = [], patches, 1
+    while wp > 0:
+        if max(wp, hp) / min(wp, hp) <= max_ratio:
+            out.append((wp * patch, hp * patch))
+        if (hp + 1) * wp <= patches:
+            hp += 1
+        else:
+            wp -= 1
+    return out
+
+
+def pick_bucket(width: int, height: int, sizes: list[tuple[int, int]] | None = None
+                ) -> tuple[int, int]:
+    """The bucket whose aspect ratio is closest to width x height (the official top-1: the
+    largest (match, size) pair, so among equal matches the larger size)."""
+    sizes = buckets() if sizes is None else sizes
+
+    def match(size: tuple[int, int]) -> float:
+        a, b = size[0] / width, size[1] / height
+        return min(a, b) / max(a, b)
+
+    return max(sizes, key=lambda s: (match(s), s))
+
+
+def official_edit_size(image: torch.Tensor) -> torch.Tensor:
+    """IMAGE float [B, H, W, 3] in [0, 1] -> [B, h, w, 3] at its official bucket (see above).
+    An image already at a bucket size is returned as it is."""
+    _, h, w, _ = image.shape
+    cw, ch = pick_bucket(w, h)
+    if (w, h) == (cw, ch):
+        return image
+    x = image.permute(0, 3, 1, 2).float()
+    while x.shape[3] >= 2 * cw and x.shape[2] >= 2 * ch:  # the official BOX halving
+        x = F.avg_pool2d(x[..., : x.shape[2] // 2 * 2, : x.shape[3] // 2 * 2], 2)
+    scale = max(cw / x.shape[3], ch / x.shape[2])
+    size = (max(ch, round(x.shape[2] * scale)), max(cw, round(x.shape[3] * scale)))
+    x = F.interpolate(x, size=size, mode="bicubic", antialias=True, align_corners=False)
+    top, left = (size[0] - ch) // 2, (size[1] - cw) // 2
+    x = x[..., top:top + ch, left:left + cw].clamp(0.0, 1.0)
+    return x.permute(0, 2, 3, 1).contiguous()
