@@ -166,8 +166,9 @@ def _inputs() -> list:
         io.Combo.Input("edit_type", options=list(EDIT_TYPES), default="edit",
                        tooltip="The official template: edit (instruction edits), control "
                        "(prompt + control map), subject (prompt + object image), style (take "
-                       "on style_image's style; no instruction), dense_* (predict a map from "
-                       "the image)."),
+                       "on style_image's style; no instruction), pred (the official *_pred: "
+                       "your text, e.g. 'Generate a canny edge map according to the image.'), "
+                       "dense_* (predict a map from the image, fixed text)."),
         io.Float.Input("cfg", default=DEFAULT_EDIT_CFG, min=0.0, max=30.0, step=0.05, round=0.01,
                        tooltip="Text guidance: cond + cfg*(cond - text-uncond). Official 2.5."),
         io.Float.Input("image_cfg", default=DEFAULT_IMAGE_CFG, min=0.0, max=30.0, step=0.05,

@@ -23,7 +23,7 @@ from ladr_core.dimoo.pipeline import DiMOOPipeline
 INSTRUCTION = "make the circle green"
 # our edit type -> an official edit-type string that selects the same template
 OFFICIAL = {"edit": "image_edit", "control": "canny_control", "subject": "subject_driven",
-            "dense_depth": "depth_dense"}
+            "dense_depth": "depth_dense", "pred": "canny_pred"}
 
 
 @pytest.fixture(scope="module")

@@ -58,7 +58,7 @@ def test_edit_node_refuses_nano_on_the_model_input() -> None:
 
 @pytest.mark.parametrize(("kw", "needle"), [
     (dict(edit_type="recolour"), "DiMOO Edit: edit_type 'recolour' is not a known edit type; "
-                                 "use one of edit, control, subject, style, dense_canny"),
+                                 "use one of edit, control, subject, style, pred, dense_canny"),
     (dict(instruction="   "), "DiMOO Edit: instruction is empty; write the edit"),
     (dict(image=_image(1, 30, 32)), "DiMOO Edit: image: width=32 .*|DiMOO Edit: image: "
                                     "height=30 is not a multiple of 4.*nearest valid height: "

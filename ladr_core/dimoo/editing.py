@@ -18,9 +18,10 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   image-uncond row has neither.
 
 The caller sizes the images (the official 512 px-area buckets: edit_size.official_edit_size,
-which the DiMOO Edit node applies by default). Not covered: the official ``*_pred`` strings,
-which select no template (a generic system prompt with the user's text); ``dense_*`` here is
-the official ``<map>_dense`` template.
+which the DiMOO Edit node applies by default). ``pred`` is what the official README's
+``canny_pred`` / ``depth_pred`` / ... strings select in the official code: no task template,
+the generic system prompt with the user's text (e.g. "Generate a canny edge map according to
+the image."); ``dense_*`` is the official ``<map>_dense`` template with its fixed text.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ _EDIT = "Generate an image applying the following editing instruction based on t
 _CONTROL = "Generate an image according to the text prompt and the given control image."
 _SUBJECT = "Generate an image according to the text prompt and the given object image."
 _DENSE = "Perform dense prediction on the given images."
+_GENERIC = "Generate an image according to the prompt and image."
 _STYLE = "Transform the current image into the style of the provided image."
 _MAPS = {"canny": "canny edge map", "hed": "hed edge map", "normal": "normal map",
          "sam2mask": "sam2 mask", "depth": "depth map", "openpose": "pose estimation map"}
@@ -53,6 +55,7 @@ EDIT_TYPES: dict[str, tuple[str, str | None]] = {
     "control": (_CONTROL, None),
     "subject": (_SUBJECT, None),
     "style": (_STYLE, _STYLE),
+    "pred": (_GENERIC, None),
     **{f"dense_{k}": (_DENSE, f"Generate a {v} according to the image.") for k, v in _MAPS.items()},
 }
 
