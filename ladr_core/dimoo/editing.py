@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import torch
 
 from .config import DiMOOIds
-from .prompt import Encode, ImageLayout, PromptBatch
+from .prompt import Encode, ImageLayout, PromptBatch, pad_rows
 
 __all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "EditPlan", "edit_texts",
            "build_edit_batch", "check_edit_type"]
@@ -104,15 +104,7 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
         conds.append(cond[:-1] + image + cond[-1:] + target)
         texts.append(uncond[:-1] + image + uncond[-1:] + target)
         plain.append(cond + target)
-    rows = conds + (texts + plain if guided else [])
-    length = max(len(r) for r in rows)
-    input_ids = torch.zeros(len(rows), length, dtype=torch.long)
-    mask = torch.zeros(len(rows), length, dtype=torch.long)
-    for i, row in enumerate(rows):
-        input_ids[i, length - len(row):] = torch.tensor(row, dtype=torch.long)
-        mask[i, length - len(row):] = 1
-    code_index = (length - layout.length) + layout.code_offsets()
-    return PromptBatch(input_ids, mask, code_index, layout, len(conds))
+    return pad_rows(conds + (texts + plain if guided else []), layout, len(conds))
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,12 @@ def build_prompt_batch(encode: Encode, ids: DiMOOIds, prompts: Sequence[str],
     rows = [encode(cond_text(p)) + image for p in prompts]
     if with_uncond:
         rows += [encode(uncond_text(negative_prompt)) + image for _ in prompts]
+    return pad_rows(rows, layout, len(prompts))
+
+
+def pad_rows(rows: Sequence[Sequence[int]], layout: ImageLayout, n_cond: int) -> PromptBatch:
+    """Token rows that each end with ``layout``'s image part -> a left-padded PromptBatch (the
+    first ``n_cond`` rows are the cond rows)."""
     length = max(len(r) for r in rows)
     input_ids = torch.zeros(len(rows), length, dtype=torch.long)
     mask = torch.zeros(len(rows), length, dtype=torch.long)
@@ -178,4 +184,4 @@ def build_prompt_batch(encode: Encode, ids: DiMOOIds, prompts: Sequence[str],
         input_ids[i, length - len(row):] = torch.tensor(row, dtype=torch.long)
         mask[i, length - len(row):] = 1
     code_index = (length - layout.length) + layout.code_offsets()
-    return PromptBatch(input_ids, mask, code_index, layout, len(prompts))
+    return PromptBatch(input_ids, mask, code_index, layout, n_cond)
