@@ -14,16 +14,9 @@ from ladr_core.dimoo.edit_size import official_edit_size
 from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES
 from ladr_core.dimoo.painting import check_image
 
-from . import events, host, threads
-from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
-from .sampler import (
-    PROGRESS_TOTAL,
-    SEED_MAX,
-    STRATEGIES,
-    check_options,
-    make_callback,
-    pick_strategy,
-)
+from . import events, host
+from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel
+from .sampler import SEED_MAX, STRATEGIES, check_options, generate_tokens, pick_strategy
 from .validate import input_error
 
 io, _ = host.v3()
@@ -123,25 +116,11 @@ class DiMOOEdit(io.ComfyNode):
         chosen, steps, picked = pick_strategy(strategy, policy, steps)
         note = picked + note
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
-        pipe = model.pipe
         host.load_to_device(model.patcher)
-        progress = host.Progress.start(PROGRESS_TOTAL)
-        last: list[dict] = []
-        with threads.torch_threads():
-            res = pipe.generate(instruction, steps=steps, cfg=cfg, image_cfg=image_cfg,
-                                temperature=temperature, seed=seed, strategy=chosen,
-                                reference=image, style=style_image, edit_type=edit_type,
-                                batch_size=count,
-                                decode=False,
-                                callback=make_callback(pipe, node_id, progress, last))
-        progress.update(progress.total)
-        stats = events.stats_dict(res, chosen.name)
-        host.send_event(events.EVENT, events.final_payload(node_id, stats,
-                                                           last[0] if last else None))
-        h, w = res.grid
-        tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
-                             width=w * pipe.vq_factor, height=h * pipe.vq_factor,
-                             model_key=model.key, stats=stats)
+        tokens, stats = generate_tokens(model, node_id, chosen, None, instruction, steps=steps,
+                                        cfg=cfg, image_cfg=image_cfg, temperature=temperature,
+                                        seed=seed, reference=image, style=style_image,
+                                        edit_type=edit_type, batch_size=count)
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 

@@ -165,20 +165,34 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
     size = {} if image is None else {"width": image.shape[2], "height": image.shape[1]}
     flying = batching.in_flight(max_batch, pipe, images, size.get("width", sizes["width"]),
                                 size.get("height", sizes["height"]), cache)
+
+    def more(res: object) -> dict:
+        return {"images": int(res.tokens.shape[0]), "in_flight": flying,
+                **({"note": res.note} if res.note else {})}
+
+    return generate_tokens(model, node_id, strategy, more, prompts,
+                           negative_prompt=negative_prompt, steps=steps, cfg=resolve_cfg(cfg),
+                           temperature=temperature, seed=seed, cache=cache,
+                           batch_size=batch_size, max_batch=flying, init_image=image, mask=mask,
+                           paint=paint_options, **sizes)
+
+
+def generate_tokens(model: DiMOOModel, node_id: str | None, strategy: Strategy,
+                    more_stats: Callable[[object], dict] | None, *args: object,
+                    **kwargs: object) -> tuple[DiMOOTokens, dict]:
+    """``pipe.generate(*args, **kwargs)`` without decoding (VQ Decode is its own node), with
+    the host's progress bar and previews, the per-step and final events: tokens + stats. The
+    sampler and DiMOO Edit share it; ``more_stats(res)`` adds a node's own stats fields."""
+    pipe = model.pipe
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
-    with threads.torch_threads():  # decode=False: VQ Decode is its own node
-        res = pipe.generate(prompts, negative_prompt=negative_prompt, steps=steps,
-                            cfg=resolve_cfg(cfg), temperature=temperature, seed=seed,
-                            strategy=strategy, cache=cache, batch_size=batch_size,
-                            callback=make_callback(pipe, node_id, progress, last),
-                            decode=False, max_batch=flying, init_image=image, mask=mask,
-                            paint=paint_options, **sizes)
+    with threads.torch_threads():
+        res = pipe.generate(*args, strategy=strategy, decode=False,
+                            callback=make_callback(pipe, node_id, progress, last), **kwargs)
     progress.update(progress.total)
     stats = events.stats_dict(res, strategy.name)
-    stats.update(images=int(res.tokens.shape[0]), in_flight=flying)
-    if res.note:
-        stats["note"] = res.note
+    if more_stats is not None:
+        stats.update(more_stats(res))
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
