@@ -2,10 +2,8 @@
 //   node tests/web/frontend_screenshot.mjs http://127.0.0.1:8188 example_workflows/x.json out.png [model_name] [size]
 // Loads the UI workflow into the app, queues it, waits for every sampler's final "ladr.step"
 // event and screenshots the canvas with the live preview widget.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { readFileSync } from "node:fs";
+import { withComfyPage } from "./comfy_page.mjs";
 
 const [url, workflowFile, shot, modelName, size] = process.argv.slice(2);
 const workflow = JSON.parse(readFileSync(workflowFile, "utf8"));
@@ -17,22 +15,8 @@ for (const n of workflow.nodes) {
     n.widgets_values[3] = Number(size);
   }
 }
-const profile = mkdtempSync(join(tmpdir(), "ladr-frontend-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1600, height: 900 },
-});
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("console", (m) => { if (m.type() === "error") console.error("page:", m.text()); });
-  await page.goto(url, { waitUntil: "load" });
-  await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph, null, { timeout: 120000 });
-  await page.waitForTimeout(3000);
-  await page.keyboard.press("Escape"); // first-run template dialog
-  await page.waitForTimeout(500);
+await withComfyPage(url, { name: "frontend", viewport: { width: 1600, height: 900 },
+                         afterEscape: 500 }, async (page) => {
   await page.evaluate(async (wf) => {
     const app = window.comfyAPI.app.app;
     window.__ladrEvents = [];
@@ -68,7 +52,4 @@ try {
   await page.waitForTimeout(1500);
   console.log(JSON.stringify({ mid }));
   await page.screenshot({ path: shot.replace(/\.png$/, "_mid.png") });
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});

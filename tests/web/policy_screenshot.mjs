@@ -4,28 +4,11 @@
 // prints which widgets show and what their labels say, and screenshots the node per preset
 // (out_prefix_<preset>.png). Presets default to: paper adaptive off custom custom+adaptive
 // ("+adaptive": the adaptive toggle switched on under custom).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { withComfyPage } from "./comfy_page.mjs";
 
 const [url, prefix, ...asked] = process.argv.slice(2);
 const choices = asked.length ? asked : ["paper", "adaptive", "off", "custom", "custom+adaptive"];
-const profile = mkdtempSync(join(tmpdir(), "ladr-policy-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 900, height: 900 },
-});
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on("console", (m) => { if (m.type() === "error") console.error("page:", m.text()); });
-  await page.goto(url, { waitUntil: "load" });
-  await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph, null, { timeout: 120000 });
-  await page.waitForTimeout(3000);
-  await page.keyboard.press("Escape"); // first-run template dialog
+await withComfyPage(url, { name: "policy", viewport: { width: 900, height: 900 } }, async (page) => {
   await page.evaluate(() => {
     const app = window.comfyAPI.app.app;
     app.graph.clear();
@@ -56,7 +39,4 @@ try {
     await page.waitForTimeout(800);
     await page.screenshot({ path: `${prefix}_${choice.replace("+", "_")}.png` });
   }
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});

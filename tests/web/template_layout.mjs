@@ -4,28 +4,14 @@
 // size next to the size the file declares, and every pair of node boxes (title bar included)
 // that overlap; writes out_dir/<name>.png of the whole graph. Exit code 1 if any overlap or
 // any node the frontend had to grow beyond its declared size.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { chromium } from "playwright-core";
+import { withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, ...files] = process.argv.slice(2);
-const profile = mkdtempSync(join(tmpdir(), "ladr-layout-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1900, height: 1000 },
-});
 let bad = 0;
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  await page.goto(url, { waitUntil: "load" });
-  await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph, null, { timeout: 120000 });
-  await page.waitForTimeout(5000);
-  await page.keyboard.press("Escape"); // first-run template dialog
-  await page.waitForTimeout(1000);
+await withComfyPage(url, { name: "layout", viewport: { width: 1900, height: 1000 },
+                         settle: 5000, afterEscape: 1000 }, async (page) => {
   for (const file of files) {
     const wf = JSON.parse(readFileSync(file, "utf8"));
     const report = await page.evaluate(async (wf) => {
@@ -59,8 +45,5 @@ try {
       sizes: report.nodes.map((n) => [n.title, n.size.map(Math.round), n.min.map(Math.ceil)]) }));
     if (report.overlaps.length || report.grown.length) bad = 1;
   }
-} finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
 process.exit(bad);

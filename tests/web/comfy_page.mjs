@@ -1,0 +1,32 @@
+// Shared by the local real-frontend checks (policy_screenshot, frontend_screenshot,
+// template_layout): a throw-away headless Chromium profile, the ComfyUI app at `url` loaded
+// and settled, the first-run template dialog dismissed; `fn(page)` runs, then the browser and
+// its profile are removed, whatever happens.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export async function withComfyPage(url, { name, viewport, settle = 3000, afterEscape = 0 }, fn) {
+  const profile = mkdtempSync(join(tmpdir(), `ladr-${name}-`));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH || "/usr/bin/chromium",
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+           "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    viewport,
+  });
+  try {
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on("console", (m) => { if (m.type() === "error") console.error("page:", m.text()); });
+    await page.goto(url, { waitUntil: "load" });
+    await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph, null, { timeout: 120000 });
+    await page.waitForTimeout(settle);
+    await page.keyboard.press("Escape"); // first-run template dialog
+    if (afterEscape) await page.waitForTimeout(afterEscape);
+    return await fn(page);
+  } finally {
+    await context.close();
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
