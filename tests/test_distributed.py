@@ -224,23 +224,27 @@ def test_distributed_jobs_pin_seeds_and_switch_on_load_balance():
 
 class FakeMaster:
     """A stand-in master on 127.0.0.1: /distributed/queue + /history, where the first attempt of
-    the seeds in `lose_once` ends 'success' with no image (as the engine reports a dead worker)
-    and seeds in `fail` end with an execution error."""
+    the seeds in `lose_once` ends 'success' with no image (as the engine reports a dead worker),
+    seeds in `fail` end with an execution error, and the first queueing of a seed in
+    `refuse_once` is answered with HTTP 500 and that message (as the master answers when a
+    worker dies while the job is sent to it, or when it rejects a workflow)."""
 
-    def __init__(self, lose_once: set[int], fail: set[int] = frozenset()) -> None:
+    def __init__(self, lose_once: set[int], fail: set[int] = frozenset(),
+                 refuse_once: dict[int, str] | None = None) -> None:
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.entries: dict[str, dict] = {}
         self.queued: list[int] = []
+        self.refused: list[int] = []
         master = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args) -> None:
                 pass
 
-            def _send(self, body: dict) -> None:
+            def _send(self, body: dict, code: int = 200) -> None:
                 data = json.dumps(body).encode()
-                self.send_response(200)
+                self.send_response(code)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -248,6 +252,10 @@ class FakeMaster:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 seed = body["prompt"]["3"]["inputs"]["seed"]
+                if seed in (refuse_once or {}) and seed not in master.refused:
+                    master.refused.append(seed)
+                    self._send({"error": refuse_once[seed]}, 500)
+                    return
                 pid = f"p{len(master.queued)}"
                 lost = seed in lose_once and seed not in master.queued
                 master.queued.append(seed)
@@ -289,6 +297,33 @@ def test_run_distributed_requeues_a_job_that_came_back_without_an_image():
     assert [len(r["prompt_ids"]) for r in records] == [1, 2, 1, 1]
     assert [r["images"][0]["filename"] for r in records] == [f"{s}.png" for s in range(300, 304)]
     assert log == ["  job 1 attempt 1: finished without an image (worker lost or failed)"]
+
+
+def test_a_job_refused_because_a_worker_just_died_is_queued_again():
+    """A worker that dies while the batch is being queued: the master answers 'Cannot connect
+    to host' for the job it was sending there; that attempt is lost, not the whole run."""
+    batch = qp.distributed_jobs(example(), prompts(3), seed=300)
+    log: list[str] = []
+    gone = "Cannot connect to host 127.0.0.1:5 ssl:default [Connect call failed]"
+    with FakeMaster(lose_once=set(), refuse_once={301: gone}) as master:
+        records = qp.run_distributed(master.url, batch, ["1"], timeout=60, retries=1,
+                                     log=log.append)
+    assert master.refused == [301] and master.queued == [300, 302, 301]
+    assert [r["error"] for r in records] == [None] * 3
+    assert [len(r["prompt_ids"]) for r in records] == [1, 1, 1]
+    assert log == [f"  job 1 attempt 1: not queued: {gone}"]
+    with FakeMaster(lose_once=set(), refuse_once={300: gone}) as master:  # out of retries
+        records = qp.run_distributed(master.url, batch[:1], ["1"], timeout=60, retries=0,
+                                     log=lambda _: None)
+    assert records[0]["error"] == f"not queued: {gone}" and not records[0]["prompt_ids"]
+
+
+def test_a_workflow_the_master_rejects_still_stops_the_run():
+    batch = qp.distributed_jobs(example(), prompts(2), seed=300)
+    with FakeMaster(lose_once=set(), refuse_once={301: "Prompt outputs failed validation"}) \
+            as master, pytest.raises(ValueError, match="Prompt outputs failed validation"):
+        qp.run_distributed(master.url, batch, ["1"], timeout=60, retries=2, log=lambda _: None)
+    assert master.queued == [300]
 
 
 def test_run_distributed_reports_what_never_produced_an_image():

@@ -168,10 +168,34 @@ def saved_images(entry: dict, workflow: dict) -> list[dict]:
     return [img for k in saves for img in entry.get("outputs", {}).get(k, {}).get("images", [])]
 
 
+WORKER_UNREACHABLE = "Cannot connect to host"
+"""The master's answer when a worker it had found online is gone as the job is sent to it (a
+worker dying while a batch is being queued): a lost attempt, not a rejected workflow."""
+
+
+def _queue_all(server: str, batch: list[dict], todo: list[int], client_id: str,
+               worker_ids: list[str], records: list[dict], attempt: int, log
+               ) -> tuple[list[tuple[int, str]], list[int]]:
+    """Queue the jobs in `todo`: (index, prompt id) of those queued, and the indices the master
+    could not hand to a worker (tried again next attempt, when the engine skips the dead
+    worker). Any other refusal (a workflow the master rejects) raises ValueError."""
+    queued, again = [], []
+    for i in todo:
+        try:
+            queued.append((i, queue_distributed(server, batch[i], client_id, worker_ids)))
+        except ValueError as err:
+            if WORKER_UNREACHABLE not in str(err):
+                raise
+            records[i]["error"] = f"not queued: {err}"
+            again.append(i)
+            log(f"  job {i} attempt {attempt + 1}: {records[i]['error']}")
+    return queued, again
+
+
 def run_distributed(server: str, batch: list[dict], worker_ids: list[str], timeout: float,
                     retries: int = 2, log=print) -> list[dict]:
     """Queue every job on the master, wait for all, re-queue those that came back without an
-    image (at most `retries` times). Returns one record per job: index, prompt_ids (one per
+    image or that the master could not hand to a worker (at most `retries` times). Returns one record per job: index, prompt_ids (one per
     attempt), images (of the last attempt), error (None when it produced images)."""
     client_id = str(uuid.uuid4())
     records = [{"index": i, "prompt_ids": [], "images": [], "error": None}
@@ -179,8 +203,8 @@ def run_distributed(server: str, batch: list[dict], worker_ids: list[str], timeo
     todo = list(range(len(batch)))
     deadline = time.monotonic() + timeout
     for attempt in range(retries + 1):
-        queued = [(i, queue_distributed(server, batch[i], client_id, worker_ids)) for i in todo]
-        todo = []
+        queued, todo = _queue_all(server, batch, todo, client_id, worker_ids, records, attempt,
+                                  log)
         for i, pid in queued:
             rec = records[i]
             rec["prompt_ids"].append(pid)
