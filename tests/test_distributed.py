@@ -299,12 +299,14 @@ def test_run_distributed_requeues_a_job_that_came_back_without_an_image():
     assert log == ["  job 1 attempt 1: finished without an image (worker lost or failed)"]
 
 
-def test_a_job_refused_because_a_worker_just_died_is_queued_again():
-    """A worker that dies while the batch is being queued: the master answers 'Cannot connect
-    to host' for the job it was sending there; that attempt is lost, not the whole run."""
+@pytest.mark.parametrize("marker", qp.WORKER_LOST)
+def test_a_job_refused_because_a_worker_just_died_is_queued_again(marker):
+    """A worker that dies while the batch is being queued: the master answers that it cannot
+    connect, or that the socket closed before the worker acknowledged the job, for the job it
+    was sending there; that attempt is lost, not the whole run."""
     batch = qp.distributed_jobs(example(), prompts(3), seed=300)
     log: list[str] = []
-    gone = "Cannot connect to host 127.0.0.1:5 ssl:default [Connect call failed]"
+    gone = f"{marker} (127.0.0.1:5)"
     with FakeMaster(lose_once=set(), refuse_once={301: gone}) as master:
         records = qp.run_distributed(master.url, batch, ["1"], timeout=60, retries=1,
                                      log=log.append)

@@ -168,9 +168,14 @@ def saved_images(entry: dict, workflow: dict) -> list[dict]:
     return [img for k in saves for img in entry.get("outputs", {}).get(k, {}).get("images", [])]
 
 
-WORKER_UNREACHABLE = "Cannot connect to host"
-"""The master's answer when a worker it had found online is gone as the job is sent to it (a
-worker dying while a batch is being queued): a lost attempt, not a rejected workflow."""
+WORKER_LOST = ("Cannot connect to host",
+               "Worker websocket closed before dispatch_ack was received",
+               "Worker websocket closed unexpectedly")
+"""The master's answers (ComfyUI-Distributed's websocket dispatch) when a worker it had found
+online is gone as the job is sent to it (a worker dying while a batch is being queued): the
+connection is refused, or the socket closes before the worker acknowledged the job. A lost
+attempt, not a rejected workflow (a rejection arrives as the worker's acknowledgement with its
+error)."""
 
 
 def _queue_all(server: str, batch: list[dict], todo: list[int], client_id: str,
@@ -184,7 +189,7 @@ def _queue_all(server: str, batch: list[dict], todo: list[int], client_id: str,
         try:
             queued.append((i, queue_distributed(server, batch[i], client_id, worker_ids)))
         except ValueError as err:
-            if WORKER_UNREACHABLE not in str(err):
+            if not any(marker in str(err) for marker in WORKER_LOST):
                 raise
             records[i]["error"] = f"not queued: {err}"
             again.append(i)
