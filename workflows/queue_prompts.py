@@ -168,14 +168,18 @@ def saved_images(entry: dict, workflow: dict) -> list[dict]:
     return [img for k in saves for img in entry.get("outputs", {}).get(k, {}).get("images", [])]
 
 
-WORKER_LOST = ("Cannot connect to host",
-               "Worker websocket closed before dispatch_ack was received",
-               "Worker websocket closed unexpectedly")
-"""The master's answers (ComfyUI-Distributed's websocket dispatch) when a worker it had found
-online is gone as the job is sent to it (a worker dying while a batch is being queued): the
-connection is refused, or the socket closes before the worker acknowledged the job. A lost
-attempt, not a rejected workflow (a rejection arrives as the worker's acknowledgement with its
-error)."""
+REJECTED = ("validation", "Worker rejected", "node_errors")
+"""What the master's refusal of a workflow says (ComfyUI-Distributed: its own or a worker's
+validation failure, or a worker's negative acknowledgement). Any other refusal of a job (a
+worker it had found online is gone as the job is sent: 'Cannot connect to host', 'Connection
+reset by peer', 'Worker websocket closed before dispatch_ack was received', ...) is a lost
+attempt, tried again on the next attempt, when the engine skips the dead worker."""
+
+
+def is_rejection(message: str) -> bool:
+    """True when the master refused the workflow itself (REJECTED), not just lost a worker."""
+    low = message.lower()
+    return any(marker.lower() in low for marker in REJECTED)
 
 
 def _queue_all(server: str, batch: list[dict], todo: list[int], client_id: str,
@@ -189,7 +193,7 @@ def _queue_all(server: str, batch: list[dict], todo: list[int], client_id: str,
         try:
             queued.append((i, queue_distributed(server, batch[i], client_id, worker_ids)))
         except ValueError as err:
-            if not any(marker in str(err) for marker in WORKER_LOST):
+            if is_rejection(str(err)):
                 raise
             records[i]["error"] = f"not queued: {err}"
             again.append(i)
