@@ -221,7 +221,7 @@ class SyncCounter:
     apart from a harmless ``.to(x.device)``. A torch factory called with no ``device`` or with the
     string ``"cpu"`` (``torch.tensor(ids)``) makes a host tensor, as on a GPU run. Copying a
     device tensor into a host tensor is a sync unless ``non_blocking=True``: the asynchronous
-    copy into a pinned buffer that ``ladr_core.dimoo.hostlag.HostLag`` makes (into pageable
+    copy into a pinned buffer that ``ladr_core.dimoo.denoise.hostlag.HostLag`` makes (into pageable
     memory it would wait; nothing in the project does that). Use as a context manager; ``counts`` maps op name ->
     number of calls, ``total`` is their sum.
     """

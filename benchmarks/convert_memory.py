@@ -8,7 +8,7 @@ baseline of:
 * ``gguf_q4_k_m``: ``write_gguf(folder, out, "Q4_K_M")`` (the output goes to disk);
 * ``comfy_int8`` / ``comfy_fp8`` / ``fp8``: ``convert_folder`` into ComfyUI's int8 and fp8
   (without calibration) and the pack's per-channel fp8 (each output shard is streamed to disk);
-* ``calibrate``: ``calibrate_folder`` on two prompts at 32 px (weights read per linear).
+* ``calibrate``: ``measure_input_ranges`` on two prompts at 32 px (weights read per linear).
 
 Figures: peak / largest source tensor and peak / total weights. "About one layer": a ratio to
 the largest tensor near 1-3 (the tensor in its source dtype, its converted bytes, a chunk of
@@ -33,16 +33,14 @@ from benchmarks.loader_memory import BIG, TINY, ensure_checkpoint, layer_shapes
 
 IMPORTS = ("import tempfile, torch, ladr_core, safetensors.torch, tokenizers, gguf\n"
            "from pathlib import Path\n"
-           "from ladr_core.dimoo.save import Conversion, convert_folder\n"
-           "from ladr_core.dimoo.gguf_write import write_gguf\n"
-           "from ladr_core.dimoo.input_scale import calibrate_folder\n"
+           "from ladr_core.dimoo import Conversion, convert_folder, measure_input_ranges, write_gguf\n"
            "out = Path(tempfile.mkdtemp())\n")
 CASES = {
     "gguf_q4_k_m": "write_gguf(FOLDER, out / 'm.gguf', 'Q4_K_M')\n",
     "comfy_int8": "convert_folder(FOLDER, out / 'i8', Conversion('comfy_int8'))\n",
     "comfy_fp8": "convert_folder(FOLDER, out / 'f8', Conversion('comfy_fp8_e4m3fn'))\n",
     "fp8": "convert_folder(FOLDER, out / 'p8', Conversion('fp8_e4m3fn'))\n",
-    "calibrate": "calibrate_folder(FOLDER, ['a red circle', 'the blue square'], size=32)\n",
+    "calibrate": "measure_input_ranges(FOLDER, ['a red circle', 'the blue square'], size=32)\n",
 }
 CLEAN = ("import shutil\n"
          "extra['output_bytes'] = sum(p.stat().st_size for p in out.rglob('*') if p.is_file())\n"

@@ -46,11 +46,16 @@ from benchmarks.common import (
     sync_device,
     write_result,
 )
-from ladr_core.dimoo.cache import MLCacheConfig
-from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
-from ladr_core.dimoo.denoiser import DiMOODenoiser
-from ladr_core.dimoo.model import LLaDAModel
-from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch, cond_text
+from ladr_core.dimoo import (
+    DiMOODenoiser,
+    DiMOOIds,
+    ImageLayout,
+    LLaDAConfig,
+    LLaDAModel,
+    MLCacheConfig,
+    build_prompt_batch,
+    cond_text,
+)
 from ladr_core.policy import PRESETS
 from ladr_core.sampling import sample
 
@@ -207,10 +212,10 @@ def memory_rows(b: Bench) -> dict[str, Any]:
 
 def variant_peak(b: Bench, mode: str) -> dict[str, Any]:
     """Peak of two sampled steps, the same with a lean ML-Cache, and ms per full call for a
-    layout of ``ladr_core.dimoo.variants.build_variant(config, device, mode)`` (VARIANT_MODES)
+    layout of ``testbed.variants.build_variant(config, device, mode)`` (VARIANT_MODES)
     when this build has it. Runs last: the bf16 model is released first."""
     try:
-        from ladr_core.dimoo import variants  # type: ignore[attr-defined]
+        from testbed import variants
 
         build = variants.build_variant
     except (ImportError, AttributeError) as exc:

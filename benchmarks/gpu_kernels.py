@@ -173,7 +173,7 @@ def prompt_lengths(items: int, seed: int) -> list[int]:
 
 
 def attention_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
-    from ladr_core.dimoo.packed import PackedRows, _attend
+    from ladr_core.dimoo import PackedRows, attend
 
     heads, hd = (4, 16) if tiny else (HEADS, HD)
     rows = []
@@ -187,7 +187,7 @@ def attention_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str
             g = torch.Generator(device=device).manual_seed(1)
             q, k, v = (torch.randn(t, heads, hd, device=device, generator=g, dtype=torch.bfloat16)
                        for _ in range(3))
-            cases = {"per_run_sdpa": partial(_attend, q, k, v, packed, None),
+            cases = {"per_run_sdpa": partial(attend, q, k, v, packed, None),
                      "padded_sdpa": _padded(q, k, v, lengths),
                      "nested_jagged": _nested(q, k, v, lengths),
                      "flex_document": _flex(q, k, v, lengths)}
@@ -270,7 +270,7 @@ _MODEL: dict[str, Any] = {}
 def _model(device: torch.device, tiny: bool) -> tuple[Any, Any]:
     """The 8B-shaped bf16 model (tiny on a CPU), built once per process, and its ids."""
     from benchmarks.gpu import SHAPE_8B, SHAPE_TINY, TINY_IDS, build_model
-    from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
+    from ladr_core.dimoo import DiMOOIds, LLaDAConfig
 
     if "model" not in _MODEL:
         dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
@@ -281,8 +281,7 @@ def _model(device: torch.device, tiny: bool) -> tuple[Any, Any]:
 
 def _denoiser(model: Any, ids: Any, px: int, items: int, tiny: bool) -> tuple[Any, Any, Any]:
     """A CFG denoiser for ``items`` prompts of varied lengths and a half-masked state."""
-    from ladr_core.dimoo.denoiser import DiMOODenoiser
-    from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch, cond_text
+    from ladr_core.dimoo import DiMOODenoiser, ImageLayout, build_prompt_batch, cond_text
 
     layout = ImageLayout(4, 4) if tiny else ImageLayout(px // 16, px // 16)
     lengths = dict(zip([f"p{i}" for i in range(items)], prompt_lengths(items, items), strict=True))
@@ -322,7 +321,7 @@ def rows_in_flight(device: torch.device, tiny: bool, reps: int) -> list[dict[str
 
 def compile_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
     """One full call eager vs ``pipe.compile()``'s passes (inductor, default mode), B = 1."""
-    from ladr_core.dimoo.compile import CompiledPasses
+    from ladr_core.dimoo import CompiledPasses
 
     model, ids = _model(device, tiny)
     out = []

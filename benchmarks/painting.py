@@ -44,7 +44,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
-from ladr_core.dimoo.painting import plan_painting  # noqa: E402
+from ladr_core.dimoo import plan_painting  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 

@@ -42,7 +42,7 @@ from benchmarks.common import (
     write_result,
 )
 from benchmarks.sampler_overhead import make_logits, sampler_case
-from ladr_core.dimoo.vq import preview_from_table
+from ladr_core.dimoo import preview_from_table
 
 TARGET = 0.02
 

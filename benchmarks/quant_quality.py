@@ -55,9 +55,7 @@ MARGIN = 2.0
 
 def build(name: str, work: Path, calibration: list[str]) -> Any:
     """The nano pipeline of variant ``name`` (float32 compute), converted into ``work``."""
-    from ladr_core.dimoo.gguf_write import write_gguf
-    from ladr_core.dimoo.input_scale import calibrate_folder
-    from ladr_core.dimoo.save import Conversion, convert_folder
+    from ladr_core.dimoo import Conversion, convert_folder, measure_input_ranges, write_gguf
 
     nano = Path(nano_model_path())
     if name == "fp32":
@@ -74,7 +72,7 @@ def build(name: str, work: Path, calibration: list[str]) -> Any:
     if not folder.exists():
         conv = Conversion(fmt, torch.float32)
         if fmt != "comfy_int8":
-            amax = calibrate_folder(nano, calibration)
+            amax = measure_input_ranges(nano, calibration)
             conv.input_amax = {k: MARGIN * v for k, v in amax.items()}
         convert_folder(nano, folder, conv)
     pipe = load_dimoo(folder, dtype=torch.float32)

@@ -96,7 +96,7 @@ def best_of(reps: int, measure: Any) -> list[dict[str, Any]]:
 
 
 def _generators(pipe: Any, seed: int, first: int, count: int) -> list[torch.Generator]:
-    from ladr_core.dimoo.pipeline import item_generator
+    from ladr_core.dimoo import item_generator
 
     return [item_generator(seed + first + i, pipe.device) for i in range(count)]
 
@@ -136,8 +136,7 @@ def replay_modes(bench: Any, prompts: int, finish: tuple[int, ...], in_flight: l
                  ) -> list[dict[str, Any]]:
     """The modes of `run_modes` on the 8B-shaped random model: every item runs `Replay`."""
     from benchmarks.gpu import CFG, PROMPT
-    from ladr_core.dimoo.denoiser import DiMOODenoiser
-    from ladr_core.dimoo.prompt import build_prompt_batch
+    from ladr_core.dimoo import DiMOODenoiser, build_prompt_batch
 
     strategy, lay = Replay(finish=finish), bench.layout
 
@@ -189,7 +188,7 @@ def replay_main(args: Any) -> dict[str, Any]:
 
     from benchmarks.common import device_slug, result_name
     from benchmarks.gpu import Bench
-    from ladr_core.dimoo.prompt import ImageLayout
+    from ladr_core.dimoo import ImageLayout
 
     device = torch.device(args.device)
     if device.type != "cuda" and not args.tiny:

@@ -7,7 +7,7 @@ Reads the final tokens and evaluator verdicts stored by ``benchmarks.self_score_
 setting, complete chunks only), scores every image with ``DiMOOPipeline.self_score`` for each
 re-masking variant (``VARIANTS``: passes, block side, fraction; cached per variant in
 ``<runs>/<set>/_scores/``) and reports, per variant and per self-score component
-(``ladr_core.dimoo.selfscore.KINDS`` plus ``COMBOS``):
+(``ladr_core.dimoo.tasks.selfscore.KINDS`` plus ``COMBOS``):
 
 * ``spearman``: rank correlation, over settings, of the mean self-score with the evaluator's
   overall score (mean of the six GenEval categories); ``spearman_working`` the same without
@@ -47,7 +47,7 @@ from benchmarks.paired_stats import group_index, paired_bootstrap, scores  # noq
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E402
-from ladr_core.dimoo.selfscore import KINDS, SelfScoreConfig  # noqa: E402
+from ladr_core.dimoo import KINDS, SelfScoreConfig  # noqa: E402
 from testbed import scenes  # noqa: E402
 
 VARIANTS = {

@@ -7,15 +7,23 @@ from collections.abc import Callable
 from typing import Any
 
 
-def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str]
+def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str],
+                 modules: dict[str, str] | None = None
                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """(__getattr__, __dir__) for `package`: name -> relative module, imported on first use.
+    """(__getattr__, __dir__) for `package`: name -> relative module, imported on first use;
+    `modules`: name -> relative module exported as the module itself (a namespace).
 
     The resolved value is cached in `namespace` (the package's globals), so each name is looked
     up once and a missing optional piece fails only where it is used.
     """
 
+    whole = modules or {}
+
     def __getattr__(name: str) -> Any:
+        if name in whole:
+            value = importlib.import_module(whole[name], package)
+            namespace[name] = value
+            return value
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
@@ -24,6 +32,6 @@ def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str
         return value
 
     def __dir__() -> list[str]:
-        return sorted(set(namespace) | set(exports))
+        return sorted(set(namespace) | set(exports) | set(whole))
 
     return __getattr__, __dir__

@@ -4,7 +4,7 @@ Max-Logit Cache of the official Lumina-DiMOO sampler (generators/image_generatio
 after the first `warmup_ratio` of the schedule (by progress, so it also engages under LADR),
 only the `1 - cache_ratio` least certain image tokens are recomputed each step, with a full
 refresh every `refresh_interval` steps and after a large share of the image was committed
-(`MLCacheConfig.refresh_commit`, its default; see ladr_core/dimoo/cache.py).
+(`MLCacheConfig.refresh_commit`, its default; see ladr_core/dimoo/denoise/cache.py).
 
 `preset` (the last input, so workflows saved before it load unchanged as "custom"):
 "custom" builds the cache from the three fields; "official" is Lumina-DiMOO's defaults;

@@ -1,6 +1,6 @@
 """DiMOO Edit node: reference image + instruction -> edited image tokens (image-to-image).
 
-The official Lumina-DiMOO editing path (ladr_core/dimoo/editing.py): the edit type's prompt
+The official Lumina-DiMOO editing path (ladr_core/dimoo/tasks/editing.py): the edit type's prompt
 template, the reference image's tokens in the prompt, text and image guidance. Any strategy
 runs it through the same sampler loop; progress, previews and stats as the DiMOO Sampler.
 """
@@ -10,9 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import ladr_core
-from ladr_core.dimoo.edit_size import official_edit_size
-from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES
-from ladr_core.dimoo.painting import check_image
+from ladr_core.dimoo import (
+    DEFAULT_EDIT_CFG,
+    DEFAULT_IMAGE_CFG,
+    EDIT_TYPES,
+    check_image,
+    official_edit_size,
+)
 
 from . import events, host
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel

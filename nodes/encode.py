@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core.dimoo.painting import FIT_MODES, check_image, fit_image
+from ladr_core.dimoo import FIT_MODES, check_image, fit_image
 
 from . import host, threads
 from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens

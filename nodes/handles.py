@@ -6,7 +6,7 @@ Socket type names are part of saved workflows and must never change:
                        brings its T), Prophet(policy) from Prophet Policy
   LADR_MLCACHE      -> ladr_core.MLCacheConfig
   LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
-  LADR_PAINT        -> ladr_core.dimoo.painting.PaintOptions (Paint Options -> Sampler)
+  LADR_PAINT        -> ladr_core.dimoo.tasks.painting.PaintOptions (Paint Options -> Sampler)
 """
 
 from __future__ import annotations

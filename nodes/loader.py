@@ -21,8 +21,7 @@ from pathlib import Path
 import torch
 
 import ladr_core
-from ladr_core.dimoo.quant_load import is_quantized_folder
-from ladr_core.dimoo.staging import INCOMPLETE_MARKER
+from ladr_core.dimoo import INCOMPLETE_MARKER, is_quantized_folder
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
@@ -31,7 +30,7 @@ io, _ = host.v3()
 
 NANO = "dimoo-nano (built-in)"
 DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
-WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.fp8.WEIGHT_DTYPES
+WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.weights.fp8.WEIGHT_DTYPES
 _CACHE: dict[tuple, DiMOOModel] = {}
 
 

@@ -1,5 +1,5 @@
 """Inpainting / outpainting on the nodes' side: the LADR Paint Options node (LADR_PAINT socket ->
-`ladr_core.dimoo.painting.PaintOptions`) and the sampler's checks of its `image` + `mask`.
+`ladr_core.dimoo.tasks.painting.PaintOptions`) and the sampler's checks of its `image` + `mask`.
 
 The sampler's optional `image` (IMAGE) and `mask` (MASK, 1 = regenerate) come through links, so
 their values are checked in execute, before the model loads, each message naming the input that
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core.dimoo.painting import FIT_MODES, PaintOptions, fit_painting
+from ladr_core.dimoo import FIT_MODES, PaintOptions, fit_painting
 
 from . import host
 from .handles import PAINT_TYPE

@@ -72,7 +72,7 @@ def resolve_cfg(value: float) -> float | None:
 
 def check_size(name: str, value: int, multiple: int = SIZE_STEP) -> str | None:
     """Error text for a bad width/height (SIZE_AUTO is fine), None when fine: the core's one size
-    rule (ladr_core.dimoo.prompt.size_problem) with the checkpoint's VQ factor."""
+    rule (ladr_core.dimoo.denoise.prompt.size_problem) with the checkpoint's VQ factor."""
     if value == SIZE_AUTO:
         return None
     if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)

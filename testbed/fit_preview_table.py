@@ -2,7 +2,7 @@
 
 Generates images with the checkpoint (training-style captions for the nano model, every
 palette colour x shape plus random GenEval-style specs), decodes them with the VQ decoder, and
-writes the per-code mean decoded patch (``ladr_core.dimoo.vq.fit_preview_table``) to
+writes the per-code mean decoded patch (``ladr_core.dimoo.model.vq.fit_preview_table``) to
 ``<checkpoint>/vqvae/preview_table.safetensors``, which ``load_dimoo`` then uses for previews.
 Codes no generated image used keep the decoder-probe value.
 
@@ -31,7 +31,7 @@ def captions(n_random: int, seed: int = 11) -> list[str]:
 
 def fit(model: Path, seeds: int, steps: int, n_random: int) -> dict:
     from ladr_core import load_dimoo
-    from ladr_core.dimoo.vq import (
+    from ladr_core.dimoo import (
         PREVIEW_TABLE_FILE,
         build_preview_table,
         fit_preview_table,

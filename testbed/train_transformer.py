@@ -13,7 +13,7 @@ on the masked positions, and the model takes no timestep input (LLaDA). Logits a
 the codebook rows only (the sampler reads only those). Rows of a batch are left-padded with a
 key-padding mask, the same layout the runtime uses, so positions match inference exactly.
 
-The model is `ladr_core.dimoo.model.LLaDAModel`, so the saved state_dict carries the official
+The model is `ladr_core.dimoo.model.transformer.LLaDAModel`, so the saved state_dict carries the official
 parameter names and `load_dimoo(nano_model_path())` loads it like the real checkpoint.
 """
 
@@ -29,8 +29,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 
-from ladr_core.dimoo.config import DiMOOIds, LLaDAConfig
-from ladr_core.dimoo.model import LLaDAModel
+from ladr_core.dimoo import DiMOOIds, LLaDAConfig, LLaDAModel
 from testbed.tokenizer import special_ids, t2i_prompts
 
 UNCOND_PROB = 0.1

@@ -14,9 +14,7 @@ import torch
 
 from benchmarks.common import SyncCounter, sampler_reads
 from ladr_core import LADR, sample
-from ladr_core.dimoo.cache import MLCacheConfig
-from ladr_core.dimoo.hostlag import HostLag
-from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
+from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
 
 PROMPTS = ["a red circle left of a blue square", "green"]
 CACHES = {

@@ -41,17 +41,14 @@ from comfy.cli_args import args
 args.cpu = True
 import torch, comfy.ops, comfy.utils, comfy.quant_ops
 import ladr_core
-from ladr_core.dimoo.input_scale import calibrate_folder
-from ladr_core.dimoo.checkpoint import read_config
-from ladr_core.dimoo.gguf_write import write_gguf
-from ladr_core.dimoo.quant_load import load_quantized_transformer
-from ladr_core.dimoo.save import Conversion, convert_folder
+from ladr_core.dimoo import (Conversion, convert_folder, load_quantized_transformer,
+                             measure_input_ranges, read_config, write_gguf)
 from nodes import loader
 
 ids = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1, 100, 200, 17]])
 tmp = Path(tempfile.mkdtemp())
 nano = ladr_core.nano_model_path()
-amax = calibrate_folder(nano, ["a red circle", "two blue squares left of a green triangle"])
+amax = measure_input_ranges(nano, ["a red circle", "two blue squares left of a green triangle"])
 folders = {
     "fp8": convert_folder(nano, tmp / "fp8", Conversion(
         "comfy_fp8_e4m3fn", torch.float32, input_amax={k: 2 * v for k, v in amax.items()})),

@@ -12,7 +12,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from ladr_core.dimoo.checkpoint import CheckpointError, load_checkpoint
+from ladr_core.dimoo import CheckpointError, load_checkpoint
 from testbed.tiny_checkpoint import MARKER
 
 

@@ -7,9 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo.cache import MLCacheConfig
-from ladr_core.dimoo.compile import CompiledPasses
-from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
+from ladr_core.dimoo import CompiledPasses, DiMOOPipeline, MLCacheConfig, load_dimoo
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo.cache import MLCacheConfig
-from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
-from ladr_core.dimoo.prompt import ImageLayout, cond_text, uncond_text
+from ladr_core.dimoo import (
+    DiMOOPipeline,
+    ImageLayout,
+    MLCacheConfig,
+    cond_text,
+    load_dimoo,
+    uncond_text,
+)
 
 PROMPTS = ["a red circle left of a blue square", "green"]  # different lengths -> padding
 

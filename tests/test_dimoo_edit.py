@@ -17,8 +17,7 @@ from reference_official_i2i import edit_generate, to_pil
 
 import ladr_core
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet
-from ladr_core.dimoo.editing import EDIT_TYPES, build_edit_batch, edit_texts
-from ladr_core.dimoo.pipeline import DiMOOPipeline
+from ladr_core.dimoo import EDIT_TYPES, DiMOOPipeline, build_edit_batch, edit_texts
 
 INSTRUCTION = "make the circle green"
 # our edit type -> an official edit-type string that selects the same template
@@ -103,7 +102,7 @@ def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
 
 def test_rows_hold_the_reference_before_the_last_prompt_token(pipe: DiMOOPipeline) -> None:
     codes = pipe.encode_image(_float(_image(7)))
-    layout = ladr_core.dimoo.prompt.ImageLayout(8, 8)
+    layout = ladr_core.dimoo.denoise.prompt.ImageLayout(8, 8)
     batch = build_edit_batch(pipe.encode, pipe.ids, [INSTRUCTION], "edit", codes, layout, True)
     cond_text, _ = edit_texts(INSTRUCTION, "edit")
     cond = pipe.encode(cond_text)

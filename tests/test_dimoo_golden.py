@@ -14,8 +14,7 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from ladr_core.dimoo.config import LLaDAConfig
-from ladr_core.dimoo.model import LLaDAModel
+from ladr_core.dimoo import LLaDAConfig, LLaDAModel
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from ladr_core.dimoo.checkpoint import CheckpointError, load_checkpoint
-from ladr_core.dimoo.config import ConfigError, DiMOOIds
+from ladr_core.dimoo import CheckpointError, ConfigError, DiMOOIds, load_checkpoint
 from testbed.tiny_checkpoint import write_tiny_checkpoint
 
 OFFICIAL_WIDTH = 126356 + 8192  # official image utilities' offset + the 8192-code VQ

@@ -1,4 +1,4 @@
-"""Block streaming (ladr_core.dimoo.offload): the copy-ahead logic, run with device "cpu" (the
+"""Block streaming (ladr_core.dimoo.model.offload): the copy-ahead logic, run with device "cpu" (the
 copies are real clones, no CUDA stream), gives identical logits and keeps <= 2 blocks resident."""
 
 from __future__ import annotations
@@ -9,9 +9,7 @@ import pytest
 import torch
 
 from ladr_core import load_dimoo
-from ladr_core.dimoo.config import LLaDAConfig
-from ladr_core.dimoo.model import LLaDAModel
-from ladr_core.dimoo.offload import stream_blocks, unstream_blocks
+from ladr_core.dimoo import LLaDAConfig, LLaDAModel, stream_blocks, unstream_blocks
 
 CFG = LLaDAConfig(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, mlp_hidden_size=48,
                   vocab_size=96, max_sequence_length=64, rope_theta=500000.0)

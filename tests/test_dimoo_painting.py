@@ -17,8 +17,7 @@ from reference_official_i2i import paint_generate, paint_tokens, to_pil
 
 import ladr_core
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, sample
-from ladr_core.dimoo.painting import PaintOptions, fit_image, plan_painting, token_mask
-from ladr_core.dimoo.pipeline import DiMOOPipeline
+from ladr_core.dimoo import DiMOOPipeline, PaintOptions, fit_image, plan_painting, token_mask
 from ladr_core.registry import preset_names
 
 PROMPT = "a red circle left of a blue square"

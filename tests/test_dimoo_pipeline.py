@@ -9,8 +9,7 @@ import pytest
 import torch
 
 import ladr_core
-from ladr_core.dimoo.cache import MLCacheConfig
-from ladr_core.dimoo.pipeline import DiMOOPipeline, GenerationResult
+from ladr_core.dimoo import DiMOOPipeline, GenerationResult, MLCacheConfig
 from testbed.tiny_checkpoint import MARKER
 
 
@@ -84,7 +83,7 @@ def test_ml_cache_works_with_every_strategy(pipe: DiMOOPipeline, strategy: str) 
 def test_default_cfg_comes_from_config_json(tmp_path: Path) -> None:
     import json
 
-    from ladr_core.dimoo.checkpoint import CheckpointError
+    from ladr_core.dimoo import CheckpointError
     from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")

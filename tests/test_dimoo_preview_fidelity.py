@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import ladr_core
-from ladr_core.dimoo.vq import build_preview_table, fit_preview_table, preview_from_table
+from ladr_core.dimoo import build_preview_table, fit_preview_table, preview_from_table
 from testbed.scenes import BACKGROUND, COLORS
 
 pytestmark = pytest.mark.skipif(

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo.config import DIMOO_DEFAULT_IDS as IDS
-from ladr_core.dimoo.pipeline import load_dimoo
-from ladr_core.dimoo.prompt import (
+from ladr_core.dimoo import DIMOO_DEFAULT_IDS as IDS
+from ladr_core.dimoo import (
     ImageLayout,
     build_prompt_batch,
     check_image_size,
     cond_text,
+    load_dimoo,
     uncond_text,
 )
 

@@ -12,9 +12,13 @@ import torch.nn.functional as F
 from safetensors import safe_open
 
 from ladr_core import load_dimoo, nano_model_path, save_dimoo
-from ladr_core.dimoo import quant
-from ladr_core.dimoo.input_scale import calibrate_folder, record_input_amax
-from ladr_core.dimoo.save import Conversion, convert_folder
+from ladr_core.dimoo import (
+    Conversion,
+    convert_folder,
+    measure_input_ranges,
+    quant,
+    record_input_amax,
+)
 
 E4M3 = torch.float8_e4m3fn
 IDS = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1]])
@@ -97,7 +101,7 @@ def test_a_plain_layer_without_comfy_quant_is_an_ordinary_linear() -> None:
 @pytest.fixture(scope="module")
 def comfy_fp8(tmp_path_factory) -> Path:
     """The shipped nano model (trained weights) in ComfyUI fp8 with calibrated input scales."""
-    amax = calibrate_folder(nano_model_path(), ["a red circle", "two green squares"])
+    amax = measure_input_ranges(nano_model_path(), ["a red circle", "two green squares"])
     conv = Conversion("comfy_fp8_e4m3fn", torch.float32, input_amax={k: 2 * v for k, v in
                                                                      amax.items()})
     return convert_folder(nano_model_path(), tmp_path_factory.mktemp("q") / "fp8", conv)
@@ -158,15 +162,13 @@ def test_streaming_pack_fp8_conversion_equals_converting_while_loading(
 
 
 def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
-    from ladr_core.dimoo.denoiser import DiMOODenoiser
-    from ladr_core.dimoo.input_scale import _items
-    from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch
+    from ladr_core.dimoo import DiMOODenoiser, ImageLayout, build_prompt_batch, range_items
 
     prompts = ["a red circle", "two green squares"]
-    lazy = calibrate_folder(nano_model_path(), prompts)
+    lazy = measure_input_ranges(nano_model_path(), prompts)
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
     layout = ImageLayout(48 // pipe.vq_factor, 48 // pipe.vq_factor)
-    items, tokens, masked = _items(pipe.ids, layout.n_codes, prompts, 0)
+    items, tokens, masked = range_items(pipe.ids, layout.n_codes, prompts, 0)
     batch = build_prompt_batch(pipe.encode, pipe.ids, items, None, layout, True)
     denoise = DiMOODenoiser(pipe.transformer, batch, pipe.ids, pipe.default_cfg)
     with torch.no_grad(), record_input_amax(pipe.transformer) as full:
@@ -177,15 +179,15 @@ def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3fn", "comfy_fp8_e4m3fn", "comfy_int8"])
 def test_row_chunked_conversion_equals_converting_whole_matrices(fmt: str, monkeypatch) -> None:
-    from ladr_core.dimoo import save
+    from ladr_core.dimoo import staging
 
     g = torch.Generator().manual_seed(3)
     w = (torch.randn(50, 64, generator=g) * torch.logspace(-2, 0, 50)[:, None]).bfloat16()
     conv = Conversion(fmt, input_amax={"model.transformer.blocks.0.q_proj": 3.0})
     key = "model.transformer.blocks.0.q_proj.weight"
     whole = conv.convert(key, w, True)
-    monkeypatch.setattr(save, "CHUNK", 7 * 64)  # 8 chunks of 7 rows, the last one short
-    assert len(save.row_chunks(w.shape)) == 8
+    monkeypatch.setattr(staging, "CHUNK", 7 * 64)  # 8 chunks of 7 rows, the last one short
+    assert len(staging.row_chunks(w.shape)) == 8
     chunked = conv.convert(key, w, True)
     assert whole.keys() == chunked.keys()
     for name in whole:

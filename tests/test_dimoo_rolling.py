@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ladr_core import LADR, PRESETS, Baseline, MLCacheConfig, Prophet, load_dimoo
-from ladr_core.dimoo.pipeline import DiMOOPipeline
+from ladr_core.dimoo import DiMOOPipeline
 
 PROMPTS = ["a red circle", "two blue squares left of a green circle", "the circle",
            "a red square on the left", "blue"]

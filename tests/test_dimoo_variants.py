@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core.dimoo.config import LLaDAConfig
-from ladr_core.dimoo.fp8 import dequantize
-from ladr_core.dimoo.variants import build_variant
+from ladr_core.dimoo import LLaDAConfig, fp8
+from testbed.variants import build_variant
 
 TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
             embedding_size=96, max_sequence_length=64)
@@ -22,7 +21,7 @@ def test_fp8_variant_stores_block_linears_in_fp8_and_runs() -> None:
     q = model.model.transformer.blocks[0].ff_proj
     assert q.weight.dtype == torch.float8_e4m3fn and q.weight_scale.dtype == torch.float32
     assert model.model.transformer.wte.weight.dtype == torch.float32
-    w = dequantize(q.weight, q.weight_scale)
+    w = fp8.dequantize(q.weight, q.weight_scale)
     assert 0.01 < w.std().item() < 0.03  # N(0, 0.02) survived the quantization
     ids = torch.randint(0, 96, (2, 10))
     with torch.no_grad():
@@ -31,7 +30,7 @@ def test_fp8_variant_stores_block_linears_in_fp8_and_runs() -> None:
 
 
 def test_low_vram_variant_streams_blocks_and_matches_the_same_weights_resident() -> None:
-    from ladr_core.dimoo.offload import unstream_blocks
+    from ladr_core.dimoo import unstream_blocks
 
     model = build_variant(_config(), "cpu", "low_vram", dtype=torch.float32, seed=3)
     assert model._block_stream is not None and model.device == torch.device("cpu")

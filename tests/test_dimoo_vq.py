@@ -8,8 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from ladr_core.dimoo.pipeline import DiMOOPipeline, load_dimoo
-from ladr_core.dimoo.vq import MASK_GREY, build_preview_table
+from ladr_core.dimoo import MASK_GREY, DiMOOPipeline, build_preview_table, load_dimoo
 
 
 class CountingDecoder(nn.Module):

@@ -1,4 +1,4 @@
-"""The official editing size (ladr_core/dimoo/edit_size.py): the same 512 px-area buckets and
+"""The official editing size (ladr_core/dimoo/tasks/edit_size.py): the same 512 px-area buckets and
 the same bucket choice as the official image-to-image script, and the image scaled to cover
 its bucket and centre-cropped."""
 
@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from reference_official_i2i import crop_size_list, var_crop_size
 
-from ladr_core.dimoo.edit_size import buckets, official_edit_size, pick_bucket
+from ladr_core.dimoo import buckets, official_edit_size, pick_bucket
 
 
 def test_buckets_and_choice_equal_the_official_ones() -> None:

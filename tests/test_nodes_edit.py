@@ -114,7 +114,7 @@ def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeyp
     with pytest.raises(Reached):
         DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), style_image=_image(1, 64, 64),
                           **{**ARGS, "edit_type": "style", "size": "official 512 px area"})
-    from ladr_core.dimoo.edit_size import pick_bucket
+    from ladr_core.dimoo import pick_bucket
 
     w, h = pick_bucket(401, 300)
     assert tuple(seen["reference"].shape) == (1, h, w, 3) and w * h <= 512 * 512

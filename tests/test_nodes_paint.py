@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from ladr_core.dimoo.painting import PaintOptions, token_mask
+from ladr_core.dimoo import PaintOptions, token_mask
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel

@@ -27,7 +27,7 @@ from safetensors.torch import load_file, save_file
 
 import ladr_core
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, sample
-from ladr_core.dimoo.checkpoint import CheckpointError
+from ladr_core.dimoo import CheckpointError
 from testbed.tiny_checkpoint import MARKER
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import ladr_core.sampling
-from ladr_core.dimoo.pipeline import generator_seed, item_generator, load_dimoo
+from ladr_core.dimoo import generator_seed, item_generator, load_dimoo
 from testbed.tiny_checkpoint import write_tiny_checkpoint
 
 FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 42, 2**64 - 2]

@@ -1,4 +1,4 @@
-"""The self-score (ladr_core/dimoo/selfscore.py): re-mask patterns, agreement with the
+"""The self-score (ladr_core/dimoo/tasks/selfscore.py): re-mask patterns, agreement with the
 denoiser's own forward path, determinism, batching, cost, and what it must tell apart."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 import ladr_core
 from ladr_core import Baseline
-from ladr_core.dimoo.selfscore import KINDS, SelfScoreConfig, block_masks
+from ladr_core.dimoo import KINDS, SelfScoreConfig, block_masks
 
 PROMPTS = ["a red circle", "a blue square left of a green circle", "the square", "a circle"]
 

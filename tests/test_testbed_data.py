@@ -99,7 +99,7 @@ def test_cfg_stage_writes_the_best_scale_into_config_json(tmp_path, monkeypatch)
     import json
 
     import ladr_core
-    from ladr_core.dimoo.pipeline import DiMOOPipeline
+    from ladr_core.dimoo import DiMOOPipeline
     from testbed import tune_cfg
     from testbed.tiny_checkpoint import write_tiny_checkpoint
 

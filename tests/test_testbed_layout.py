@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core.dimoo.prompt import ImageLayout, build_prompt_batch
+from ladr_core.dimoo import ImageLayout, build_prompt_batch
 from testbed.tokenizer import build_tokenizer, t2i_prompts
 from testbed.train_transformer import build_ids, code_positions, image_part, make_batch
 

@@ -29,7 +29,7 @@ if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare th
     comfy_stand_in.install()
 
 from ladr_core import PRESETS  # noqa: E402
-from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG  # noqa: E402
+from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
 

@@ -29,9 +29,13 @@ import torch
 from benchmarks.quality import prompt_set
 from benchmarks.quant_quality import logit_calls, logit_errors
 from ladr_core import Baseline, load_dimoo, nano_model_path
-from ladr_core.dimoo import quant
-from ladr_core.dimoo.input_scale import calibrate_folder, record_input_amax
-from ladr_core.dimoo.save import Conversion, convert_folder
+from ladr_core.dimoo import (
+    Conversion,
+    convert_folder,
+    measure_input_ranges,
+    quant,
+    record_input_amax,
+)
 from testbed import scenes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     calib = [scenes.caption_for(s) for s in scenes.validation_specs(a.prompts)]
     specs, seed0 = prompt_set("test", a.prompts)
     test = [scenes.caption_for(s) for s in specs]
-    random_amax = calibrate_folder(nano, calib)
+    random_amax = measure_input_ranges(nano, calib)
     out: dict[str, Any] = {
         "test_over_random": ratios(sampled_amax(test, seed0), random_amax),
         "sampled_over_random": ratios(sampled_amax(calib, 0), random_amax)}

@@ -32,9 +32,7 @@ import torch
 from benchmarks.quality import prompt_set
 from benchmarks.quant_quality import logit_calls, logit_errors
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import ggml, quant
-from ladr_core.dimoo.fp8 import BLOCK_LINEARS
-from ladr_core.dimoo.input_scale import calibrate_folder
+from ladr_core.dimoo import fp8, ggml, measure_input_ranges, quant
 from testbed import scenes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,14 +42,14 @@ FORMATS = ("fp8", "int8", "Q8_0", "Q4_K", "A8")
 def groups(n_layers: int) -> dict[str, Callable[[str], bool]]:
     """Group name -> predicate over parameter names (official, model.transformer....)."""
     def linear(name: str) -> bool:
-        return ".blocks." in name and name.split(".")[-2] in BLOCK_LINEARS
+        return ".blocks." in name and name.split(".")[-2] in fp8.BLOCK_LINEARS
 
     out: dict[str, Callable[[str], bool]] = {
         "block linears": linear,
         "embedding": lambda n: n.endswith("wte.weight"),
         "head": lambda n: n == "model.transformer.ff_out.weight",
         "norms": lambda n: "norm" in n or "ln_f" in n}
-    for kind in BLOCK_LINEARS:
+    for kind in fp8.BLOCK_LINEARS:
         out[kind] = lambda n, k=kind: linear(n) and n.split(".")[-2] == k
     for i in range(n_layers):
         out[f"block {i}"] = lambda n, i=i: linear(n) and f".blocks.{i}." in n
@@ -134,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     specs, _ = prompt_set("test", a.logit_prompts)
     captions = [scenes.caption_for(s) for s in specs]
     calib = [scenes.caption_for(s) for s in scenes.validation_specs(16)]
-    amax = calibrate_folder(nano_model_path(), calib)
+    amax = measure_input_ranges(nano_model_path(), calib)
     amax["head"] = head_input_amax(calib)
     ref = logit_calls(load_dimoo(nano_model_path(), dtype=torch.float32), captions)
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)

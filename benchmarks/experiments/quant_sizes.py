@@ -19,8 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ladr_core.dimoo import ggml
-from ladr_core.dimoo.gguf_write import tensor_type
+from ladr_core.dimoo import ggml, tensor_type
 
 ROOT = Path(__file__).resolve().parents[2]
 D, LAYERS, MLP, VOCAB, CODEBOOK = 4096, 32, 12288, 134656, 8192

@@ -1,5 +1,5 @@
 """Calibration: measure LADR against the official sampler on the checkpoint you run, judged by
-the model's own self-score (ladr_core.dimoo.selfscore), and keep the verdict beside it.
+the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it.
 
     python -m ladr_core.calibrate MODEL_FOLDER [--prompts FILE] [--json OUT] ...
 

@@ -97,7 +97,7 @@ def _device_and_dtype(device: str | None, dtype: str) -> tuple[str, object]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status (module docstring)."""
-    from ..dimoo.checkpoint import CheckpointError
+    from ..dimoo import CheckpointError
     from .api import calibrate, read_prompts
     from .state import CalibrationError, fingerprint
 
@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prompts = read_prompts(a.prompts) if a.prompts is not None else None
         fingerprint(a.model_folder)  # a folder without weights fails before any loading
-        from ..dimoo.pipeline import load_dimoo
+        from ..dimoo import load_dimoo
 
         device, dtype = _device_and_dtype(a.device, a.dtype)
         weight_dtype = None if a.weight_dtype == "default" else a.weight_dtype

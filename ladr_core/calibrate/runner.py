@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from ..dimoo.selfscore import KINDS, SelfScoreConfig
+from ..dimoo import KINDS, SelfScoreConfig
 from .candidates import Candidate, default_candidates, matched_baseline
 from .state import CalibrationError, load_partial, write_json_atomic
 

@@ -21,14 +21,9 @@ import torch
 from ..registry import resolve_strategy
 from ..step import Strategy
 from ..validation import check_steps_arg
-from .cache import MLCacheConfig
-from .checkpoint import CheckpointError, LoadedCheckpoint, load_checkpoint, resolve_device
-from .config import DiMOOIds, LLaDAConfig
-from .denoiser import DiMOODenoiser, valid_cfg
-from .editing import make_edit_denoiser, plan_edit
-from .model import LLaDAModel
-from .painting import PaintOptions, check_image, plan_painting
-from .prompt import (
+from .denoise.cache import MLCacheConfig
+from .denoise.denoiser import DiMOODenoiser, valid_cfg
+from .denoise.prompt import (
     SIZE_STEP,
     ImageLayout,
     build_prompt_batch,
@@ -36,7 +31,9 @@ from .prompt import (
     cond_text,
     uncond_text,
 )
-from .vq import (
+from .model.config import DiMOOIds, LLaDAConfig
+from .model.transformer import LLaDAModel
+from .model.vq import (
     PREVIEW_TABLE_FILE,
     build_preview_table,
     decode_codes,
@@ -44,9 +41,13 @@ from .vq import (
     load_preview_table,
     preview_from_table,
 )
+from .tasks.editing import make_edit_denoiser, plan_edit
+from .tasks.painting import PaintOptions, check_image, plan_painting
+from .weights.checkpoint import load_checkpoint
+from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device
 
 if TYPE_CHECKING:
-    from .selfscore import SelfScore, SelfScoreConfig
+    from .tasks.selfscore import SelfScore, SelfScoreConfig
 
 __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
@@ -185,7 +186,7 @@ class DiMOOPipeline:
         """
         import copy
 
-        from .compile import CompiledPasses
+        from .model.compile import CompiledPasses
 
         key = (backend, mode, dynamic)
         if key not in self._compiled_views:
@@ -364,7 +365,7 @@ class DiMOOPipeline:
         a CPU generator seeded ``seed + i`` for image i. ``prompt``: one string for every image
         or one per image; size and ``cfg`` as in ``generate`` (the run's, for the guided
         score). ``chunk``: images per packed pass."""
-        from .selfscore import SelfScoreConfig, score_tokens
+        from .tasks.selfscore import SelfScoreConfig, score_tokens
 
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:
             raise ValueError("tokens must be a LongTensor [B, h*w] of image codes "
@@ -438,7 +439,7 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
                                  fp8_scale=fp8_scale, operations=operations,
                                  weights_device="cpu" if offload_blocks else None)
     if offload_blocks:
-        from .offload import stream_blocks
+        from .model.offload import stream_blocks
 
         stream_blocks(checkpoint.transformer, resolve_device(device))
     pipe = DiMOOPipeline(checkpoint)

@@ -33,22 +33,21 @@ from typing import Any
 
 import torch
 
-from . import fp8, quant
-from .checkpoint import (
+from .weights import fp8, quant
+from .weights.files import (
     INDEX_FILE,
     PICKLE_SUFFIXES,
-    _get,
-    _open,
+    get_tensor,
+    open_shard,
     read_config,
     resolve_dtype,
     shard_files,
 )
-from .staging import check_target, staged_folder, write_safetensors
+from .weights.staging import check_target, row_chunks, staged_folder, write_safetensors
 
-__all__ = ["save_dimoo", "convert_folder", "main", "FORMATS", "row_chunks", "by_rows"]
+__all__ = ["save_dimoo", "convert_folder", "main", "FORMATS", "by_rows"]
 
 SHARD_BYTES = 4 * 2**30
-CHUNK = 1 << 24  # weights converted at a time (bounds the float32 temporaries)
 GGUF_RECIPES = ("Q8_0", "Q5_K_M", "Q4_K_M")
 FORMATS = (*fp8.FP8_FORMATS, *quant.WEIGHT_DTYPES, *GGUF_RECIPES)
 Entry = tuple[str, torch.dtype, list[int]]
@@ -201,12 +200,6 @@ class Conversion:
         return {f"{layer}.{name}": t for name, t in parts.items()}
 
 
-def row_chunks(shape: torch.Size | list[int], weights: int | None = None) -> list[slice]:
-    """Slices of about ``weights`` (default CHUNK) elements over the rows of ``shape``."""
-    step = max(1, (weights or CHUNK) // max(1, int(shape[1]) if len(shape) > 1 else 1))
-    return [slice(i, min(i + step, int(shape[0]))) for i in range(0, int(shape[0]), step)]
-
-
 def by_rows(tensor: torch.Tensor, fn: Callable[[torch.Tensor], dict[str, torch.Tensor]]
             ) -> dict[str, torch.Tensor]:
     """``fn`` over row chunks of ``tensor``; outputs with a row dimension are gathered into
@@ -234,7 +227,7 @@ def convert_folder(source: str | Path, out: str | Path, conversion: Conversion,
     biased = config.include_bias or bool(config.include_qkv_bias)
     plan: list[tuple[Path, str, bool]] = []
     for shard in shard_files(src):
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             for key in list(handle.keys()):
                 is_q = fp8.is_block_linear_weight(key) and not biased
                 if handle.get_slice(key).get_dtype().startswith("F8"):
@@ -247,8 +240,8 @@ def convert_folder(source: str | Path, out: str | Path, conversion: Conversion,
     def produce(name: str) -> torch.Tensor:
         if name not in cache:
             shard, key, is_q = sources[name]
-            with _open(shard) as handle:
-                tensor = _get(handle, shard, key).to(device)
+            with open_shard(shard) as handle:
+                tensor = get_tensor(handle, shard, key).to(device)
             cache.clear()  # the previous layer's outputs are written by now
             cache.update({k: v.cpu() for k, v in conversion.convert(key, tensor, is_q).items()})
             del tensor
@@ -267,7 +260,7 @@ def _entries(plan: list[tuple[Path, str, bool]], conversion: Conversion
     entries: list[Entry] = []
     sources: dict[str, tuple[Path, str, bool]] = {}
     for shard, key, is_q in plan:
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             shape = list(handle.get_slice(key).get_shape())
         for entry in conversion.outputs(key, shape, is_q):
             entries.append(entry)
@@ -304,15 +297,15 @@ def _main(argv: list[str] | None) -> Path:
     ap.add_argument("--device", default="cpu", help="where to convert / calibrate (cpu, cuda)")
     a = ap.parse_args(argv)
     if a.weight_dtype in GGUF_RECIPES:
-        from .gguf_write import write_gguf
+        from .weights.gguf_write import write_gguf
 
         out = write_gguf(a.source, a.out, a.weight_dtype, device=a.device)
     else:
         conversion = Conversion(a.weight_dtype, resolve_dtype(a.dtype), a.fp8_scale, a.int8_scale)
         if conversion.comfy and conversion.comfy.startswith("float8") and a.input_scale != "none":
-            from .input_scale import calibrate_folder, read_prompts
+            from .input_ranges import measure_input_ranges, range_prompts
 
-            amax = calibrate_folder(a.source, read_prompts(a.calibration_prompts),
+            amax = measure_input_ranges(a.source, range_prompts(a.calibration_prompts),
                                     a.calibration_size, device=a.device)
             conversion.input_amax = {k: v * a.margin for k, v in amax.items()}
         out = convert_folder(a.source, a.out, conversion, a.device)

@@ -22,10 +22,8 @@ from typing import Any
 
 import torch
 
-from .config import LLaDAConfig
-from .fp8 import BLOCK_LINEARS, check_fp8_support, quantize, use_fp8_linears
-from .model import LLaDAModel
-from .offload import stream_blocks
+from ladr_core.dimoo import LLaDAConfig, LLaDAModel, quant, stream_blocks
+from ladr_core.dimoo import fp8 as fp8_weights
 
 __all__ = ["VARIANTS", "build_variant"]
 
@@ -64,7 +62,7 @@ def _quantize_blocks(model: LLaDAModel, fp8: torch.dtype, dtype: torch.dtype,
                 if not hasattr(module, "weight_scale"):
                     continue
                 w = torch.empty(module.weight.shape, dtype=dtype, device=module.weight_scale.device)
-                q, scale = quantize(w.normal_(0.0, 0.02, generator=generator), fp8)
+                q, scale = fp8_weights.quantize(w.normal_(0.0, 0.02, generator=generator), fp8)
                 del w
                 module.weight = torch.nn.Parameter(q, requires_grad=False)
                 module.weight_scale.copy_(scale)
@@ -85,15 +83,14 @@ def _chunks(shape: tuple[int, ...]) -> list[slice]:
 def _comfy_blocks(model: LLaDAModel, fmt: str, dtype: torch.dtype, device: torch.device,
                   generator: torch.Generator) -> None:
     """Each block linear quantized to ``fmt`` (quant.quantize_layer), one matrix at a time."""
-    from .quant import quantize_layer
 
     with torch.no_grad():
         for block in model.model.transformer.blocks:
-            for attr in BLOCK_LINEARS:
+            for attr in fp8_weights.BLOCK_LINEARS:
                 module = getattr(block, attr)
                 shape = (module.out_features, module.in_features)
                 w = _random_rows(shape, dtype, device, generator, slice(0, shape[0]))
-                parts = quantize_layer(w, fmt)
+                parts = quant.quantize_layer(w, fmt)
                 del w
                 module.quant_format = fmt
                 module.weight = torch.nn.Parameter(parts["weight"], requires_grad=False)
@@ -103,8 +100,7 @@ def _comfy_blocks(model: LLaDAModel, fmt: str, dtype: torch.dtype, device: torch
 def _gguf_layers(model: LLaDAModel, recipe: str, dtype: torch.dtype, device: torch.device,
                  generator: torch.Generator) -> None:
     """Every linear / embedding quantized by ``recipe``'s type for its name, in row chunks."""
-    from . import ggml
-    from .gguf_write import tensor_type
+    from ladr_core.dimoo import ggml, tensor_type
 
     n_layers = model.config.n_layers
     with torch.no_grad():
@@ -132,9 +128,7 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
     """The comfy / GGUF modes: meta model of the right classes, then each weight made once."""
     generator = torch.Generator(device=device).manual_seed(seed)
     if mode in ("comfy_fp8", "int8"):
-        from .quant import QuantOps
-
-        model = _meta_model(config, dtype, QuantOps)
+        model = _meta_model(config, dtype, quant.QuantOps)
         for name, p in list(model.named_parameters()):  # QuantLinear has no weight yet
             owner = model.get_submodule(name.rsplit(".", 1)[0])
             setattr(owner, name.rsplit(".", 1)[1], torch.nn.Parameter(
@@ -142,7 +136,7 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
         _fill(model, generator)
         fmt = "float8_e4m3fn" if mode == "comfy_fp8" else "int8_tensorwise"
         if fmt.startswith("float8"):
-            check_fp8_support("fp8_e4m3fn", device, dtype)
+            fp8_weights.check_fp8_support("fp8_e4m3fn", device, dtype)
         _comfy_blocks(model, fmt, dtype, device, generator)
         head = model.model.transformer.ff_out
         if head.weight is None:  # the head is a plain QuantLinear: random bf16 rows
@@ -150,7 +144,7 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
                 (head.out_features, head.in_features), dtype, device, generator,
                 slice(0, head.out_features)), requires_grad=False)
     else:
-        from .gguf import gguf_ops
+        from ladr_core.dimoo import gguf_ops
 
         model = _meta_model(config, dtype, gguf_ops(None, dtype))
         for name, p in list(model.named_parameters()):
@@ -179,8 +173,8 @@ def build_variant(config: LLaDAConfig, device: torch.device | str, mode: str,
     home = torch.device("cpu") if mode == "low_vram" else device
     fp8 = None
     if mode == "fp8":
-        fp8 = check_fp8_support("fp8_e4m3fn", device, dtype)
-        use_fp8_linears(model)
+        fp8 = fp8_weights.check_fp8_support("fp8_e4m3fn", device, dtype)
+        fp8_weights.use_fp8_linears(model)
         for module in model.modules():  # allocate fp8, never a bf16 copy of the blocks
             if hasattr(module, "weight_scale"):
                 module.weight = torch.nn.Parameter(

@@ -1,7 +1,7 @@
 """Input ranges of the block linears, for ComfyUI fp8's ``input_scale`` (quant.py).
 
 ComfyUI's fast fp8 layer quantizes its input with a fixed per-tensor scale, so the converter
-must know how large each linear's input gets. ``calibrate_folder`` runs the model once on
+must know how large each linear's input gets. ``measure_input_ranges`` runs the model once on
 sample prompts: one batched denoiser call (CFG rows included) over every (prompt, masked
 fraction) item, the image codes drawn uniformly at random with a fixed generator, and records
 ``max |input|`` per block linear with forward hooks (``record_input_amax``).
@@ -22,15 +22,22 @@ from typing import Any
 import torch
 from torch import nn
 
-from .checkpoint import _get, _open, _read_json, load_tokenizer, read_config, shard_files
-from .config import DiMOOIds
-from .denoiser import DiMOODenoiser
-from .fp8 import BLOCK_LINEARS
-from .model import LLaDAModel
-from .prompt import ImageLayout, build_prompt_batch
+from .denoise.denoiser import DiMOODenoiser
+from .denoise.prompt import ImageLayout, build_prompt_batch
+from .model.config import DiMOOIds
+from .model.transformer import LLaDAModel
+from .weights.files import (
+    get_tensor,
+    load_tokenizer,
+    open_shard,
+    read_config,
+    read_json,
+    shard_files,
+)
+from .weights.fp8 import BLOCK_LINEARS
 
-__all__ = ["DEFAULT_PROMPTS", "FRACTIONS", "read_prompts", "record_input_amax",
-           "calibrate_folder", "block_linears"]
+__all__ = ["DEFAULT_PROMPTS", "FRACTIONS", "range_prompts", "record_input_amax",
+           "measure_input_ranges", "block_linears"]
 
 DEFAULT_PROMPTS = (
     "A photograph of a red fox sitting in a snowy forest at dawn.",
@@ -45,7 +52,7 @@ DEFAULT_PROMPTS = (
 FRACTIONS = (1.0, 0.5, 0.1)  # masked share of the image codes per calibration item
 
 
-def read_prompts(path: str | None) -> list[str]:
+def range_prompts(path: str | None) -> list[str]:
     """Prompts from a text file (one per line, blank lines skipped), or DEFAULT_PROMPTS."""
     if path is None:
         return list(DEFAULT_PROMPTS)
@@ -90,7 +97,7 @@ class _LazyWeights:
                  dtype: torch.dtype) -> None:
         self.where: dict[str, Path] = {}
         for shard in shard_files(folder):
-            with _open(shard) as h:
+            with open_shard(shard) as h:
                 self.where.update({k: shard for k in list(h.keys())})
         self.device, self.dtype = device, dtype
         lazy = set(block_linears(model).values())
@@ -105,8 +112,8 @@ class _LazyWeights:
 
     def read(self, key: str, rows: slice | None = None) -> torch.Tensor:
         shard = self.where[key]
-        with _open(shard) as h:
-            t = h.get_slice(key)[rows] if rows is not None else _get(h, shard, key)
+        with open_shard(shard) as h:
+            t = h.get_slice(key)[rows] if rows is not None else get_tensor(h, shard, key)
         return t.to(self.device, self.dtype)
 
     def _load(self, module: nn.Module, name: str) -> None:
@@ -118,7 +125,7 @@ class _LazyWeights:
                                      requires_grad=False)
 
 
-def _items(ids: DiMOOIds, n_codes: int, prompts: Sequence[str], seed: int
+def range_items(ids: DiMOOIds, n_codes: int, prompts: Sequence[str], seed: int
            ) -> tuple[list[str], torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     items, tokens, masked = [], [], []
@@ -130,14 +137,14 @@ def _items(ids: DiMOOIds, n_codes: int, prompts: Sequence[str], seed: int
     return items, torch.stack(tokens), torch.stack(masked)
 
 
-def calibrate_folder(source: str | Path, prompts: Sequence[str], size: int | None = None,
+def measure_input_ranges(source: str | Path, prompts: Sequence[str], size: int | None = None,
                      device: str | torch.device = "cpu", seed: int = 0) -> dict[str, float]:
     """{layer: max |input|} over one batched denoiser call (module docstring); ``size`` None =
     min(256, the checkpoint's default image size). Computes in float32 (bfloat16 on CUDA)."""
     folder, device = Path(source).expanduser(), torch.device(device)
     config, ids, raw = read_config(folder)
     tokenizer = load_tokenizer(folder, ids)
-    vq_channels = _read_json(folder / "vqvae" / "config.json", "the VQ-VAE config").get(
+    vq_channels = read_json(folder / "vqvae" / "config.json", "the VQ-VAE config").get(
         "block_out_channels", [0])
     factor = 2 ** (len(vq_channels) - 1)
     size = size or min(256, int(raw.get("default_image_size", 1024)))
@@ -157,7 +164,7 @@ def calibrate_folder(source: str | Path, prompts: Sequence[str], size: int | Non
     if size % factor:
         raise ValueError(f"calibration size {size} is not a multiple of the VQ factor {factor}")
     layout = ImageLayout(size // factor, size // factor)
-    items, tokens, masked = _items(ids, layout.n_codes, prompts, seed)
+    items, tokens, masked = range_items(ids, layout.n_codes, prompts, seed)
     cfg = float(raw.get("default_cfg", 4.0))
     batch = build_prompt_batch(encode, ids, items, None, layout, with_uncond=cfg > 0)
     denoise = DiMOODenoiser(model.eval(), batch, ids, cfg)

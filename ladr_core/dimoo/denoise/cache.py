@@ -38,8 +38,8 @@ from dataclasses import dataclass
 
 import torch
 
-from ..schedules import get_schedule
-from .model import LayerKV
+from ...schedules import get_schedule
+from ..model.transformer import LayerKV
 
 __all__ = ["MLCacheConfig", "BranchCache", "CacheSchedule"]
 

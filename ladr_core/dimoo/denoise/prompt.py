@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import DiMOOIds
+from ..model.config import DiMOOIds
 
 __all__ = ["SYSTEM_PROMPT", "cond_text", "uncond_text", "ImageLayout", "PromptBatch",
            "check_image_size", "suggest_size", "build_prompt_batch"]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from .packed import PackedRows
+from ..model.packed import PackedRows
 from .prompt import PromptBatch
 
 __all__ = ["Pack", "RowTable"]

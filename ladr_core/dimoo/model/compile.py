@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from .model import LayerKV, LLaDAModel
 from .packed import KVSink, PackedRows, full_pass, partial_pass
+from .transformer import LayerKV, LLaDAModel
 
 __all__ = ["CompiledPasses", "COMPILE_BACKENDS", "COMPILE_MODES"]
 

@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 
 __all__ = ["INCOMPLETE_MARKER", "check_target", "staged_folder", "staged_file", "check_complete",
-           "write_safetensors", "SAFETENSORS_DTYPES", "nbytes"]
+           "write_safetensors", "SAFETENSORS_DTYPES", "nbytes", "row_chunks", "CHUNK"]
 
+CHUNK = 1 << 24  # weights converted at a time (bounds the float32 temporaries)
 INCOMPLETE_MARKER = "LADR_CONVERSION_INCOMPLETE"
 SAFETENSORS_DTYPES = {torch.float64: "F64", torch.float32: "F32", torch.float16: "F16",
                       torch.bfloat16: "BF16", torch.int64: "I64", torch.int32: "I32",
@@ -123,3 +124,9 @@ def write_safetensors(path: Path, entries: Sequence[tuple[str, torch.dtype, Sequ
             data = tensor.detach().to("cpu").contiguous().reshape(-1).view(torch.uint8)
             f.write(memoryview(data.numpy()))
     return offset
+
+
+def row_chunks(shape: torch.Size | list[int], weights: int | None = None) -> list[slice]:
+    """Slices of about ``weights`` (default CHUNK) elements over the rows of ``shape``."""
+    step = max(1, (weights or CHUNK) // max(1, int(shape[1]) if len(shape) > 1 else 1))
+    return [slice(i, min(i + step, int(shape[0]))) for i in range(0, int(shape[0]), step)]

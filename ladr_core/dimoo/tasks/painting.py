@@ -25,8 +25,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from ..validation import KnownTokens
-from .prompt import size_problem
+from ...validation import KnownTokens
+from ..denoise.prompt import size_problem
 
 __all__ = ["PaintOptions", "PaintPlan", "check_image", "check_mask",
            "fit_image", "fit_painting", "paste_original", "plan_painting", "token_mask"]

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import DiMOOIds
-from .prompt import Encode, ImageLayout, PromptBatch, pad_rows
+from ..denoise.prompt import Encode, ImageLayout, PromptBatch, pad_rows
+from ..model.config import DiMOOIds
 
 __all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "EditPlan", "edit_texts",
            "build_edit_batch", "check_edit_type"]
@@ -129,8 +129,8 @@ def plan_edit(pipe, prompts: list[str], reference: object, edit_type: object,
     items, item i edits reference i (one reference may serve every item). The output grid is
     the reference's (style transfer: the ``style`` image's); the longest row must fit the
     model's context."""
+    from ..denoise.prompt import check_image_size
     from .painting import check_image
-    from .prompt import check_image_size
 
     edit_type = check_edit_type(edit_type)
     if (edit_type == "style") != (style is not None):
@@ -173,7 +173,7 @@ def _codes(pipe, image: torch.Tensor, n: int) -> torch.Tensor:
 def make_edit_denoiser(pipe, plan: EditPlan, cfg: float | None, image_cfg: float | None,
                        cache: object, steps: int | None):
     """The ``denoise`` callable of an edit (denoiser.DiMOODenoiser with three branches)."""
-    from .denoiser import DiMOODenoiser
+    from ..denoise.denoiser import DiMOODenoiser
 
     if cache is not None:
         raise ValueError("cache: ML-Cache is not available for image editing; set cache to "

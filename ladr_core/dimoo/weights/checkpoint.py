@@ -16,131 +16,33 @@ is never used and no ``.py`` in the folder is imported (config ``auto_map`` is i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ..model.config import DiMOOIds, LLaDAConfig
+from ..model.transformer import LLaDAModel
 from . import fp8
-from .config import ConfigError, DiMOOIds, LLaDAConfig
-from .model import LLaDAModel
+from .files import (
+    HUB_HINT,
+    INDEX_FILE,
+    PICKLE_SUFFIXES,
+    CheckpointError,
+    LoadedCheckpoint,
+    get_tensor,
+    load_tokenizer,
+    open_shard,
+    read_config,
+    read_json,
+    resolve_device,
+    resolve_dtype,
+    shard_files,
+)
 from .staging import check_complete
 
-__all__ = ["CheckpointError", "LoadedCheckpoint", "load_checkpoint", "load_transformer",
-           "load_tokenizer", "load_vqvae", "resolve_dtype", "TEMPLATE_TOKENS"]
-
-PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
-INDEX_FILE = "model.safetensors.index.json"
-SINGLE_FILE = "model.safetensors"
-HUB_HINT = "download the full Alpha-VLLM/Lumina-DiMOO repository (huggingface-cli download)"
-#: tokens the official template writes literally (prompt_utils.generate_text_to_image_prompt)
-TEMPLATE_TOKENS = ("<system>", "</system>", "<user>", "</user>", "<uncondition>")
-DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16,
-          "float16": torch.float16, "fp32": torch.float32, "float32": torch.float32}
-
-
-class CheckpointError(RuntimeError):
-    """The model folder is incomplete or invalid; the message names the file and the fix."""
-
-
-@dataclass
-class LoadedCheckpoint:
-    transformer: LLaDAModel
-    config: LLaDAConfig
-    ids: DiMOOIds
-    tokenizer: Any  # tokenizers.Tokenizer
-    vq: Any  # diffusers.VQModel
-    vq_factor: int
-    raw_config: dict[str, Any]
-    folder: Path | None = None  # where it was loaded from (save_dimoo copies the other files)
-
-
-def resolve_dtype(dtype: torch.dtype | str) -> torch.dtype:
-    """torch.bfloat16 / float16 / float32 or their names ("bf16", "fp16", "fp32")."""
-    if isinstance(dtype, str):
-        if dtype.lower() not in DTYPES:
-            raise ValueError(f"dtype {dtype!r} is not supported; use one of {sorted(DTYPES)}")
-        return DTYPES[dtype.lower()]
-    if dtype not in (torch.bfloat16, torch.float16, torch.float32):
-        raise ValueError(f"dtype {dtype} is not supported; use torch.bfloat16, float16 or float32")
-    return dtype
-
-
-def _read_json(path: Path, what: str) -> dict[str, Any]:
-    if not path.is_file():
-        raise CheckpointError(f"{path} is missing ({what}); {HUB_HINT}")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{path} is not valid JSON ({exc}); re-download it") from None
-    if not isinstance(data, dict):
-        raise CheckpointError(f"{path} must hold a JSON object; re-download it")
-    return data
-
-
-def read_config(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
-    """Parse config.json: LLaDA architecture + DiMOO ids (ARCHITECTURE.md section 2 rule)."""
-    path = folder / "config.json"
-    raw = _read_json(path, "the LLaDA model config")
-    config, ids = parse_config(raw, str(path))
-    return config, ids, raw
-
-
-def parse_config(raw: dict[str, Any], source: str) -> tuple[LLaDAConfig, DiMOOIds]:
-    """A config.json dict -> (LLaDAConfig, DiMOOIds); CheckpointError naming ``source``."""
-    try:
-        config = LLaDAConfig.from_dict(raw, source=source)
-        ids = DiMOOIds.from_config_dict(raw, source=source)
-        ids.validate_against(config.n_embeddings, source=source)
-    except ConfigError as exc:
-        raise CheckpointError(str(exc)) from None
-    return config, ids
-
-
-def shard_files(folder: Path) -> dict[Path, list[str] | None]:
-    """Shard path -> parameter names it must hold (None for a single un-indexed file)."""
-    index = folder / INDEX_FILE
-    if index.is_file():
-        weight_map = _read_json(index, "the shard index").get("weight_map")
-        if not isinstance(weight_map, dict) or not weight_map:
-            raise CheckpointError(f"{index} has no 'weight_map'; re-download it")
-        shards: dict[Path, list[str] | None] = {}
-        for name, fname in weight_map.items():
-            shards.setdefault(folder / fname, []).append(name)  # type: ignore[union-attr]
-        for shard in shards:
-            if not shard.is_file():
-                raise CheckpointError(f"{shard} is listed in {index.name} but missing; {HUB_HINT}")
-        return shards
-    if (folder / SINGLE_FILE).is_file():
-        return {folder / SINGLE_FILE: None}
-    pickles = sorted(p.name for p in folder.iterdir() if p.suffix in PICKLE_SUFFIXES)
-    if pickles:
-        raise CheckpointError(
-            f"{folder} holds pickle weights ({', '.join(pickles)}), which are refused because "
-            "loading them can run arbitrary code; use the .safetensors files of the release "
-            "(or convert them once with safetensors.torch.save_file)")
-    loose = sorted(p.name for p in folder.glob("*.safetensors"))
-    hint = f" (found {', '.join(loose)} without {INDEX_FILE})" if loose else ""
-    raise CheckpointError(f"{folder} has no {INDEX_FILE} or {SINGLE_FILE}{hint}; {HUB_HINT}")
-
-
-def _get(handle: Any, shard: Path, key: str) -> torch.Tensor:
-    try:
-        return handle.get_tensor(key)
-    except Exception as exc:
-        raise CheckpointError(f"{shard}: tensor {key} cannot be read ({exc}); the file is "
-                              "truncated or corrupt, re-download it") from None
-
-
-def _open(shard: Path) -> Any:
-    from safetensors import safe_open
-
-    try:
-        return safe_open(str(shard), framework="pt", device="cpu")
-    except Exception as exc:  # safetensors raises its own SafetensorError on bad headers
-        raise CheckpointError(f"{shard} is truncated or corrupt ({exc}); re-download this file") from None
+__all__ = ["load_checkpoint", "load_transformer", "load_vqvae"]
 
 
 @dataclass
@@ -181,7 +83,7 @@ def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] |
     Tensors converted to fp8 are read through their own short-lived handle, so the bf16 pages
     are released after each layer (peak = the result + one tensor); the rest stay zero-copy.
     """
-    handle = _open(shard)
+    handle = open_shard(shard)
     unexpected: list[str] = []
     with handle:
         keys = list(handle.keys())
@@ -195,7 +97,7 @@ def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] |
                 continue
             origin[key] = shard
             if scale_of is not None:
-                out[key] = _get(handle, shard, key).to(device=target.device, dtype=torch.float32)
+                out[key] = get_tensor(handle, shard, key).to(device=target.device, dtype=torch.float32)
                 continue
             if handle.get_slice(key).get_shape() != list(expected[key]):
                 raise CheckpointError(
@@ -206,7 +108,7 @@ def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] |
                     and key.removesuffix("weight") + "bias" not in expected):
                 _convert_one(shard, key, target, out)
                 continue
-            tensor = _get(handle, shard, key)
+            tensor = get_tensor(handle, shard, key)
             out[key] = (_stored_fp8(shard, key, tensor, target) if _fp8_format(tensor)
                         else tensor.to(device=target.device, dtype=target.dtype))
     return unexpected
@@ -214,8 +116,8 @@ def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] |
 
 def _convert_one(shard: Path, key: str, target: _Target, out: dict[str, torch.Tensor]) -> None:
     """Quantize one block linear weight (own handle: its pages go when it closes)."""
-    with _open(shard) as handle:
-        tensor = _get(handle, shard, key)
+    with open_shard(shard) as handle:
+        tensor = get_tensor(handle, shard, key)
         if _fp8_format(tensor):
             out[key] = _stored_fp8(shard, key, tensor, target)
             return
@@ -281,36 +183,10 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
     return _build(config, state, operations, origin)
 
 
-def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
-    """``tokenizers.Tokenizer`` from tokenizer.json (no remote code), template tokens checked."""
-    from tokenizers import Tokenizer
-
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise CheckpointError(f"{path} is missing (the fast tokenizer); {HUB_HINT}")
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:
-        raise CheckpointError(f"{path} cannot be parsed ({exc}); re-download it") from None
-    return check_tokenizer(tokenizer, ids, path)
-
-
-def check_tokenizer(tokenizer: Any, ids: DiMOOIds, path: Any) -> Any:
-    """The tokenizer if it encodes the DiMOO template tokens, else CheckpointError."""
-    for text in TEMPLATE_TOKENS:
-        got = tokenizer.encode(text, add_special_tokens=False).ids
-        if not got or (text == "<uncondition>" and got != [ids.uncondition]):
-            raise CheckpointError(
-                f"{path} encodes {text!r} as {got}, but the DiMOO template needs "
-                f"{'[' + str(ids.uncondition) + '] (uncondition_token_id)' if text == '<uncondition>' else 'a token'}; "
-                "use the tokenizer shipped with the checkpoint or fix uncondition_token_id in config.json")
-    return tokenizer
-
-
 def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, int]:
     """diffusers ``VQModel`` from ``vqvae/`` (safetensors only, float32) and its VQ factor."""
     vq_dir = folder / "vqvae"
-    vq_config = _read_json(vq_dir / "config.json", "the VQ-VAE config")
+    vq_config = read_json(vq_dir / "config.json", "the VQ-VAE config")
     weights = vq_dir / "diffusion_pytorch_model.safetensors"
     if not weights.is_file():
         pickles = sorted(p.name for p in vq_dir.glob("*") if p.suffix in PICKLE_SUFFIXES)
@@ -332,22 +208,6 @@ def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, 
         raise CheckpointError(f"{vq_dir} cannot be loaded by diffusers VQModel ({exc}); "
                               "re-download the vqvae/ folder") from None
     return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
-
-
-def resolve_device(device: str | torch.device) -> torch.device:
-    """A usable torch device, or ValueError naming it and the fix (checked before any loading:
-    a CPU-only torch would otherwise fail deep inside with "Torch not compiled with CUDA")."""
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"device {device!r} is not a torch device (use 'cpu', 'cuda', 'cuda:1', "
-                         f"'mps', ...): {e}") from None
-    try:
-        torch.empty(1, device=dev)
-    except Exception as e:  # AssertionError / RuntimeError from torch, by backend
-        raise ValueError(f"device {str(dev)!r} is not available here ({e}); use device='cpu' or a "
-                         f"torch build and machine with that device") from None
-    return dev
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",

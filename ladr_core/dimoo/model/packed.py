@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .model import LayerKV, LLaDABlock, LLaDAModel, _apply_rope, rope_tables
+from .transformer import LayerKV, LLaDABlock, LLaDAModel, _apply_rope, rope_tables
 
 __all__ = ["PackedRows", "full_pass", "partial_pass"]
 
@@ -78,7 +78,7 @@ def _qkv(block: LLaDABlock, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tenso
     return _apply_rope(q, cos, sin, full), _apply_rope(k, cos, sin, full), v
 
 
-def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
+def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
             queries_per_row: int | None) -> torch.Tensor:
     """Per-row bidirectional attention; q [Tq, H, hd], k/v [T, Hkv, hd] -> [Tq, H * hd].
 
@@ -120,7 +120,7 @@ def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
         q, k, v = _qkv(block, x, cos, sin)
         if kv_sink is not None:
             kv_sink(i, k, v)
-        x = _mlp_residual(block, x, _attend(q, k, v, rows, None))
+        x = _mlp_residual(block, x, attend(q, k, v, rows, None))
     return x
 
 

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = ["WEIGHT_DTYPES", "FP8_FORMATS", "SCALE_KINDS", "CastLinear", "parse_weight_dtype",
-           "check_fp8_support", "quantize", "dequantize", "scaled_linear_class",
+           "check_fp8_support", "round_trip_problem", "quantize", "dequantize", "scaled_linear_class",
            "use_fp8_linears", "is_block_linear_weight", "SCALE_SUFFIX", "scale_problem"]
 
 #: loader choices: "default" keeps the checkpoint's storage (bf16 folder -> ``dtype``, fp8 folder
@@ -56,18 +56,30 @@ def fp8_torch_dtype(name: str) -> torch.dtype:
     return dtype
 
 
+def round_trip_problem(storage: torch.dtype, device: torch.device, compute: torch.dtype
+                       ) -> Exception | bool | None:
+    """Can ``device`` hold weights stored as ``storage`` and computed in ``compute``? None when
+    it can; the exception of a failed store-and-cast probe; False when the round trip gives
+    wrong values. The one device probe of every 8-bit storage format (this module's fp8 and
+    ComfyUI's quantized format, quant_load.py)."""
+    try:
+        probe = torch.ones(2, device=device, dtype=compute).to(storage)
+        ok = bool(torch.equal(probe.to(compute).cpu(), torch.ones(2, dtype=compute)))
+    except Exception as exc:  # backends raise TypeError / RuntimeError / NotImplementedError
+        return exc
+    return None if ok else False
+
+
 def check_fp8_support(name: str, device: torch.device, compute: torch.dtype) -> torch.dtype:
     """The fp8 torch dtype if ``device`` can store it and cast it to ``compute``; else a
     RuntimeError naming the torch version, the device and what failed."""
     dtype = fp8_torch_dtype(name)
-    try:
-        probe = torch.ones(2, device=device, dtype=compute).to(dtype)
-        ok = bool(torch.equal(probe.to(compute).cpu(), torch.ones(2, dtype=compute)))
-    except Exception as exc:  # backends raise TypeError / RuntimeError / NotImplementedError
+    problem = round_trip_problem(dtype, device, compute)
+    if isinstance(problem, Exception):
         raise RuntimeError(f"weight_dtype {name!r}: device {device} cannot store or cast "
-                           f"torch.{FP8_FORMATS[name]} with torch {torch.__version__} ({exc}); "
-                           "use weight_dtype='default' or a CUDA/CPU device") from None
-    if not ok:
+                           f"torch.{FP8_FORMATS[name]} with torch {torch.__version__} ({problem}); "
+                           "use weight_dtype='default' or a CUDA/CPU device")
+    if problem is False:
         raise RuntimeError(f"weight_dtype {name!r}: torch.{FP8_FORMATS[name]} round trip is wrong "
                            f"on {device} (torch {torch.__version__}); use weight_dtype='default'")
     return dtype

@@ -30,10 +30,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..model.config import LLaDAConfig
+from ..model.transformer import LLaDAModel
 from . import ggml
-from .checkpoint import CheckpointError, LoadedCheckpoint, check_tokenizer, parse_config
-from .config import LLaDAConfig
-from .model import LLaDAModel
+from .files import CheckpointError, LoadedCheckpoint, check_tokenizer, parse_config
 
 __all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
            "TRANSFORMER_PREFIX"]
@@ -85,41 +85,38 @@ class GGUFLayer:
 _CLASSES: dict[tuple[type, type, torch.dtype], type] = {}
 
 
-def _linear_class(base: type, dtype: torch.dtype) -> type:
-    key = (base, nn.Linear, dtype)
-    if key not in _CLASSES:
-        def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
-            w = self.dequantized(None, x.device, x.dtype, self.in_features)
-            bias = self.bias.to(x.device, x.dtype) if self.bias is not None else None
-            return F.linear(x, w, bias)
+def _linear_forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+    w = self.dequantized(None, x.device, x.dtype, self.in_features)
+    bias = self.bias.to(x.device, x.dtype) if self.bias is not None else None
+    return F.linear(x, w, bias)
 
-        def weight_rows(self: Any, rows: Any, device: torch.device, dtype: torch.dtype
+
+def _embedding_forward(self: Any, ids: torch.Tensor) -> torch.Tensor:
+    rows = self.dequantized(ids.reshape(-1).to(self.weight.device), ids.device,
+                            self.compute_dtype, self.embedding_dim)
+    return rows.view(*ids.shape, self.embedding_dim)
+
+
+# kind -> (forward, attribute: width of a row, attribute: number of rows, what is dequantized)
+_KINDS = {nn.Linear: (_linear_forward, "in_features", "out_features", "weights dequantized at use"),
+          nn.Embedding: (_embedding_forward, "embedding_dim", "num_embeddings", "rows dequantized at lookup")}
+
+
+def _layer_class(base: type, kind: type, dtype: torch.dtype) -> type:
+    """``base`` (the host's Linear or Embedding) holding GGML bytes: one class per (base,
+    kind, dtype), made once."""
+    key = (base, kind, dtype)
+    if key not in _CLASSES:
+        forward, width, rows, what = _KINDS[kind]
+
+        def weight_rows(self: Any, rows_: Any, device: torch.device, dtype_: torch.dtype
                         ) -> torch.Tensor:
-            return self.dequantized(rows, device, dtype, self.in_features)
+            return self.dequantized(rows_, device, dtype_, getattr(self, width))
 
         _CLASSES[key] = type(f"GGUF{base.__name__}", (GGUFLayer, base), {
             "forward": forward, "weight_rows": weight_rows, "compute_dtype": dtype,
-            "_rows": lambda self: self.out_features,
-            "__doc__": f"{base.__name__} with GGML weights dequantized at use (gguf.py)."})
-    return _CLASSES[key]
-
-
-def _embedding_class(base: type, dtype: torch.dtype) -> type:
-    key = (base, nn.Embedding, dtype)
-    if key not in _CLASSES:
-        def forward(self: Any, ids: torch.Tensor) -> torch.Tensor:
-            rows = self.dequantized(ids.reshape(-1).to(self.weight.device), ids.device,
-                                    self.compute_dtype, self.embedding_dim)
-            return rows.view(*ids.shape, self.embedding_dim)
-
-        def weight_rows(self: Any, rows: Any, device: torch.device, dtype: torch.dtype
-                        ) -> torch.Tensor:
-            return self.dequantized(rows, device, dtype, self.embedding_dim)
-
-        _CLASSES[key] = type(f"GGUF{base.__name__}", (GGUFLayer, base), {
-            "forward": forward, "weight_rows": weight_rows, "compute_dtype": dtype,
-            "_rows": lambda self: self.num_embeddings,
-            "__doc__": f"{base.__name__} with GGML rows dequantized at lookup (gguf.py)."})
+            "_rows": lambda self: getattr(self, rows),
+            "__doc__": f"{base.__name__} with GGML {what} (gguf.py)."})
     return _CLASSES[key]
 
 
@@ -127,8 +124,8 @@ def gguf_ops(operations: Any, dtype: torch.dtype) -> Any:
     """Namespace whose Linear / Embedding hold GGML bytes, derived from ``operations``
     (None = ``torch.nn``); ``dtype``: what the embedding returns."""
     base = nn if operations is None else operations
-    return type("GGUFOps", (), {"Linear": _linear_class(base.Linear, dtype),
-                                "Embedding": _embedding_class(base.Embedding, dtype)})
+    return type("GGUFOps", (), {"Linear": _layer_class(base.Linear, nn.Linear, dtype),
+                                "Embedding": _layer_class(base.Embedding, nn.Embedding, dtype)})
 
 
 class GGUFFile:

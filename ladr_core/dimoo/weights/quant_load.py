@@ -18,10 +18,10 @@ from typing import Any
 
 import torch
 
+from ..model.config import LLaDAConfig
+from ..model.transformer import LLaDAModel
 from . import fp8, quant
-from .checkpoint import CheckpointError, _get, _open, shard_files
-from .config import LLaDAConfig
-from .model import LLaDAModel
+from .files import CheckpointError, get_tensor, open_shard, shard_files
 
 __all__ = ["quantized_layers", "is_quantized_folder", "load_quantized_transformer", "check_format_support"]
 
@@ -33,7 +33,7 @@ def quantized_layers(folder: Path) -> dict[str, tuple[str, Path]]:
     """{layer: (format, shard)} from the shards' ``_quantization_metadata`` ({} when none)."""
     layers: dict[str, tuple[str, Path]] = {}
     for shard in shard_files(folder):
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             text = (handle.metadata() or {}).get(quant.METADATA_KEY)
         try:
             parsed = quant.parse_metadata(text, str(shard))
@@ -60,14 +60,12 @@ def check_format_support(fmt: str, device: torch.device, dtype: torch.dtype, sou
         storage = quant.storage_dtype(fmt)
     except RuntimeError as exc:
         raise RuntimeError(f"{source}: {exc}") from None
-    try:
-        probe = torch.ones(2, device=device, dtype=dtype).to(storage)
-        ok = bool(torch.equal(probe.to(dtype).cpu(), torch.ones(2, dtype=dtype)))
-    except Exception as exc:  # backends raise TypeError / RuntimeError / NotImplementedError
+    problem = fp8.round_trip_problem(storage, device, dtype)
+    if isinstance(problem, Exception):
         raise RuntimeError(f"{source} holds {fmt} weights, which device {device} cannot store "
-                           f"or cast with torch {torch.__version__} ({exc}); load it on a CUDA "
-                           f"or CPU device, {alternative}") from None
-    if not ok:
+                           f"or cast with torch {torch.__version__} ({problem}); load it on a CUDA "
+                           f"or CPU device, {alternative}")
+    if problem is False:
         raise RuntimeError(f"{source} holds {fmt} weights, but torch.{quant.COMFY_FORMATS[fmt]} "
                            f"does not round-trip on {device}; {alternative}")
 
@@ -107,7 +105,7 @@ def _headers(folder: Path) -> tuple[dict[str, Path], dict[str, tuple[list[int], 
     origin: dict[str, Path] = {}
     shapes: dict[str, tuple[list[int], str]] = {}
     for shard in shard_files(folder):
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             for key in list(handle.keys()):
                 sl = handle.get_slice(key)
                 origin[key], shapes[key] = shard, (list(sl.get_shape()), sl.get_dtype())
@@ -149,9 +147,9 @@ def _read(origin: dict[str, Path], layers: dict[str, tuple[str, Path]], dtype: t
     for key, shard in origin.items():
         by_shard.setdefault(shard, []).append(key)
     for shard, keys in by_shard.items():
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             for key in keys:
-                tensor = _get(handle, shard, key)
+                tensor = get_tensor(handle, shard, key)
                 layer = key.rsplit(".", 1)[0]
                 if key.endswith(("weight_scale", "input_scale")):
                     tensor = tensor.float()

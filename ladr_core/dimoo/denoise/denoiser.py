@@ -32,13 +32,13 @@ from typing import Any
 
 import torch
 
+from ..model.compile import CompiledPasses
+from ..model.config import DiMOOIds
+from ..model.packed import full_pass, partial_pass
+from ..model.transformer import LLaDAModel
 from .cache import MLCacheConfig
-from .compile import CompiledPasses
-from .config import DiMOOIds
 from .itemcache import ItemCaches
 from .layout import Pack, RowTable
-from .model import LLaDAModel
-from .packed import full_pass, partial_pass
 from .prompt import PromptBatch
 
 __all__ = ["DenoiserStats", "DiMOODenoiser"]

@@ -27,10 +27,9 @@ import numpy as np
 import torch
 
 from . import ggml
-from .checkpoint import _get, _open, read_config, shard_files
+from .files import get_tensor, open_shard, read_config, shard_files
 from .gguf import ARCH, KEYS, TRANSFORMER_PREFIX
-from .save import row_chunks
-from .staging import staged_file
+from .staging import row_chunks, staged_file
 
 __all__ = ["RECIPES", "tensor_type", "plan_gguf", "write_gguf", "more_bits"]
 
@@ -74,7 +73,7 @@ def plan_gguf(source: Path, recipe: str) -> list[dict[str, Any]]:
     config, _, _ = read_config(source)
     plan: list[dict[str, Any]] = []
     for shard in shard_files(source):
-        with _open(shard) as handle:
+        with open_shard(shard) as handle:
             for key in list(handle.keys()):
                 shape = list(handle.get_slice(key).get_shape())
                 name = key.removeprefix(TRANSFORMER_PREFIX)
@@ -83,7 +82,7 @@ def plan_gguf(source: Path, recipe: str) -> list[dict[str, Any]]:
                 plan.append({"name": name, "file": shard, "key": key, "type": kind,
                              "shape": stored})
     vq = source / "vqvae" / "diffusion_pytorch_model.safetensors"
-    with _open(vq) as handle:
+    with open_shard(vq) as handle:
         for key in list(handle.keys()):
             sl = handle.get_slice(key)
             kind = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(sl.get_dtype(), "F32")
@@ -134,8 +133,8 @@ def write_gguf(source: str | Path, out: str | Path, recipe: str,
         writer.write_ti_data_to_file()
         try:
             for item in plan:
-                with _open(item["file"]) as handle:
-                    tensor = _get(handle, item["file"], item["key"]).to(device)
+                with open_shard(item["file"]) as handle:
+                    tensor = get_tensor(handle, item["file"], item["key"]).to(device)
                 rows = tensor.reshape(item["rows"], item["n"])
                 data = torch.empty((item["rows"], ggml.row_bytes(item["type"], item["n"])),
                                    dtype=torch.uint8)

@@ -1,0 +1,5 @@
+"""Weights on disk: the official folder, fp8, ComfyUI's quantized format and GGUF (read, write,
+convert), and the staging of converted folders.
+
+Imports only ``ladr_core.dimoo.model``.
+"""
