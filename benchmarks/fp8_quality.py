@@ -32,10 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.paired_stats import group_index, scores
 from benchmarks.quality import strategy_table
 from benchmarks.quant_quality import quality_row
 from ladr_core import load_dimoo, nano_model_path
+from testbed.paired_stats import group_index, scores
 from testbed.scenes import caption_for, group_of, heldout_specs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -39,7 +39,6 @@ from benchmarks.common import (
     RESULTS_DIR,
     apply_threads,
     base_parser,
-    count_syncs,
     device_slug,
     result_name,
     strategy_from,
@@ -58,6 +57,7 @@ from ladr_core.dimoo import (
 )
 from ladr_core.policy import PRESETS
 from ladr_core.sampling import sample
+from testbed.syncs import count_syncs
 
 SHAPE_8B = dict(d_model=4096, n_heads=32, n_layers=32, mlp_hidden_size=12288, vocab_size=134656,
                 embedding_size=134656, max_sequence_length=8192, rope_theta=500000.0)
@@ -157,7 +157,7 @@ def peak_bytes(b: Bench, run: Callable[[], Any]) -> int:
     """Peak bytes allocated while ``run`` runs: CUDA's allocator peak (weights included) on a
     GPU; on a CPU the region's own allocations (``LiveBytes``, weights excluded)."""
     if b.device.type != "cuda":
-        from benchmarks.live_bytes import LiveBytes
+        from testbed.live_bytes import LiveBytes
 
         with LiveBytes() as mem:
             run()

@@ -2,7 +2,7 @@
 
 A host sync is any op whose value or output shape the CPU must wait for on a GPU
 (``.item()``, ``bool(t)``, ``nonzero``, boolean-mask indexing, ``.tolist()``, ``.cpu()``...;
-see ``benchmarks.common.SyncCounter``). Counting works on CPU because it inspects which ops
+see ``testbed.syncs.SyncCounter``). Counting works on CPU because it inspects which ops
 run, not how long they wait. The sampler's contract (docs/ARCHITECTURE.md section 1) is at most
 one per step; the target here is <= 1 for every strategy, temperature and LADR policy preset,
 plus at most one tensor made from host data per run (``host_data``: on an accelerator each is
@@ -30,53 +30,23 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 import ladr_core
 from benchmarks.common import (
-    SyncCounter,
     apply_threads,
     base_parser,
-    count_syncs,
     device_slug,
     model_for_bench,
     print_table,
     result_name,
-    sampler_reads,
     strategy_from,
     write_result,
 )
 from ladr_core import PRESETS, sample
+from testbed.fakes import varied_denoiser
+from testbed.syncs import HostData, SyncCounter, count_syncs, sampler_reads
 
 TARGET = 1.0
-
-
-class HostData(TorchDispatchMode):
-    """Counts tensors made from host (Python) data (torch.tensor / new_tensor: aten.lift_fresh).
-    On an accelerator each becomes a host -> device copy from pageable memory, which waits for
-    the host: a fixed sync per run that the CPU counters above cannot see."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.count = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-        if func.overloadpacket in (torch.ops.aten.lift_fresh, torch.ops.aten.lift_fresh_copy):
-            self.count += 1
-        return func(*args, **(kwargs or {}))
-
-
-def varied_denoiser(b: int, n: int, k: int, seed: int = 0,  # noqa: ANN201
-                    device: torch.device | None = None):
-    """Fake denoiser: fixed random logits plus a token-dependent shift (no host syncs)."""
-    g = torch.Generator().manual_seed(seed)
-    base = (torch.randn(b, n, k, generator=g) * 4.0).to(device)
-    shift = torch.randn(k, generator=g).to(device)
-
-    def denoise(tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
-        return base + shift[tokens].unsqueeze(-1) * (~masked).unsqueeze(-1)
-
-    return denoise
 
 
 def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,

@@ -19,7 +19,7 @@ task, rounded (the matched-NFE comparison). Every setting generates every item w
 (TEST_IMAGE_SEED + i) in one rolling batch (``--max-batch`` images in flight; each image equals
 its own single run). Scored by ``testbed.evaluator`` on the delivered image (original pixels
 pasted back outside the regenerated tokens, the default). Per setting: NFE per image (the forward
-passes the image took part in), pass rate per group and ``overall`` (benchmarks.paired_stats),
+passes the image took part in), pass rate per group and ``overall`` (testbed.paired_stats),
 ``known_unchanged`` (items whose known tokens equal the input's codes; must be all), wall
 seconds (a shared CPU: indicative only). ``compare``: paired stratified bootstrap 95 % intervals
 of each preset against baseline-64 and against its matched-NFE baseline, and the NFE ratio.
@@ -42,50 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
 from ladr_core.dimoo import plan_painting  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
-
-TASKS = ("object", "quarter", "half")
-SIZE = scenes.IMAGE_SIZE
-
-
-def ground_truth(n: int) -> tuple[list, list[str], np.ndarray, list[tuple]]:
-    """Specs, captions, uint8 images [n, S, S, 3] and each item's objects."""
-    specs = scenes.quality_test_specs(n)
-    objects = [scenes.layout_scene(s, np.random.default_rng(scenes.TEST_IMAGE_SEED + i))
-               for i, s in enumerate(specs)]
-    images = np.stack([scenes.render(o) for o in objects])
-    return specs, [scenes.caption_for(s) for s in specs], images, objects
-
-
-def task_masks(task: str, objects: list[tuple]) -> np.ndarray:
-    """float32 [n, S, S] masks, 1 = regenerate, drawn per item from seed TEST_IMAGE_SEED + i."""
-    masks = np.zeros((len(objects), SIZE, SIZE), np.float32)
-    half = SIZE // 2
-    for i, objs in enumerate(objects):
-        rng = np.random.default_rng([scenes.TEST_IMAGE_SEED + i, TASKS.index(task)])
-        if task == "object":
-            o = objs[int(rng.integers(len(objs)))]  # its box and one token around it
-            top = int(round(o.cy - o.size / 2)) - scenes.CELL
-            left = int(round(o.cx - o.size / 2)) - scenes.CELL
-            side = o.size + 2 * scenes.CELL
-            masks[i, max(0, top):top + side, max(0, left):left + side] = 1.0
-        elif task == "quarter":
-            q = int(rng.integers(4))
-            masks[i, (q // 2) * half:(q // 2 + 1) * half, (q % 2) * half:(q % 2 + 1) * half] = 1
-        elif task == "half":
-            side = ("left", "right", "top", "bottom")[int(rng.integers(4))]
-            rows = slice(0, half) if side == "top" else slice(half, SIZE) if side == "bottom" \
-                else slice(0, SIZE)
-            cols = slice(0, half) if side == "left" else slice(half, SIZE) if side == "right" \
-                else slice(0, SIZE)
-            masks[i, rows, cols] = 1.0
-        else:
-            raise ValueError(f"unknown task {task!r}; choose from {TASKS}")
-    return masks
+from testbed.painting_tasks import SIZE, TASKS, ground_truth, task_masks  # noqa: E402
+from testbed.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 
 
 def run_setting(pipe: Any, captions: list[str], image: torch.Tensor, mask: torch.Tensor,

@@ -32,7 +32,6 @@ import torch
 
 import ladr_core
 from benchmarks.common import (
-    SyncCounter,
     apply_threads,
     base_parser,
     interleaved,
@@ -42,31 +41,10 @@ from benchmarks.common import (
     write_result,
 )
 from benchmarks.sampler_overhead import make_logits, sampler_case
-from ladr_core.dimoo import preview_from_table
+from testbed.fakes import TablePipe, fake_record
+from testbed.syncs import SyncCounter
 
 TARGET = 0.02
-
-
-def fake_record(b: int, grid: tuple[int, int], k: int, seed: int = 0) -> dict[str, Any]:
-    """A step record with half of the tokens masked and a few rescued."""
-    g = torch.Generator().manual_seed(seed)
-    n = grid[0] * grid[1]
-    masked = torch.rand(b, n, generator=g) < 0.5
-    return {"step": 3, "steps": 16, "strategy": "ladr", "nfe": 4, "grid": grid,
-            "tokens": torch.randint(0, k, (b, n), generator=g), "masked": masked,
-            "rescued": torch.rand(b, n, generator=g) < 0.05, "unmasked": ~masked,
-            "phase": torch.ones(b, dtype=torch.long), "t_eff": torch.full((b,), 0.4)}
-
-
-class _TablePipe:
-    """The one method of DiMOOPipeline the node callback uses, over a given preview table."""
-
-    def __init__(self, table: torch.Tensor) -> None:
-        self.table = table
-
-    def preview(self, tokens: torch.Tensor, masked: torch.Tensor | None,
-                grid: tuple[int, int]) -> torch.Tensor:
-        return preview_from_table(self.table, tokens, masked, grid)
 
 
 def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
@@ -129,7 +107,7 @@ def dimoo_rows(reps: int, grid: tuple[int, int], k: int) -> list[dict[str, Any]]
         run()
         return log[-1][0]
 
-    pipe = _TablePipe(table)
+    pipe = TablePipe(table)
     callback = node_callback(pipe)
     return share_rows(f"{grid[0]}x{grid[1]} tokens, K={k} (sampler-only step)", step,
                       lambda: pipe.preview(record["tokens"], record["masked"], grid),

@@ -20,7 +20,7 @@ strategy: ``nfe_mean`` (per image: the steps in which it still had masked tokens
 the measured count with one; the batch's own count would overstate LADR, whose finished items
 ride along), ``wall_s``, ``score`` (group -> pass rate), ``score_overall`` (mean of the six
 categories, colour attribution on seen pairs; unseen pairs reported apart) and ``passed``.
-``compare`` holds paired, stratified bootstrap 95 % intervals (``benchmarks.paired_stats``) for
+``compare`` holds paired, stratified bootstrap 95 % intervals (``testbed.paired_stats``) for
 every strategy against baseline-64, LADR-adaptive against the baseline at its NFE, and each
 ablation against its full policy. ``baseline@X`` reruns the baseline with T = X's mean NFE
 rounded. Generated images and per-item NFE are kept in ``--runs`` (npz per set and strategy);
@@ -47,7 +47,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import strategy_from  # noqa: E402
-from benchmarks.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
     AdaptiveRescue,
@@ -59,6 +58,8 @@ from ladr_core import (  # noqa: E402
 )
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
+from testbed.paired_stats import group_index, paired_bootstrap, ratio_ci, scores  # noqa: E402
+from testbed.scenes import prompt_set, separation  # noqa: E402
 
 BUDGET_TARGETS = ("ladr", "ladr-nano", "ladr-adaptive", "ladr-adaptive-strict")
 ABLATIONS = {"non-neighbors": {"candidates": "non_neighbors"},
@@ -113,24 +114,6 @@ def resolve(name: str, table: dict[str, dict[str, Any]]) -> dict[str, Any] | Non
     if name.startswith("baseline-") and t.isdigit() and int(t) >= 1:
         return {"strategy": "baseline", "steps": int(t)}
     return None
-
-
-def prompt_set(name: str, n: int) -> tuple[list, int]:
-    """(specs, seed of item 0) of the named prompt set."""
-    if name == "test":
-        return scenes.quality_test_specs(n), scenes.TEST_IMAGE_SEED
-    return scenes.validation_specs(n), 0
-
-
-def separation(specs: list, seed0: int, validation_n: int = 288) -> dict[str, Any]:
-    """How the prompts relate to the tuning set (`validation_specs(validation_n)`, seeds 0..)."""
-    val = [scenes.caption_for(s) for s in scenes.validation_specs(validation_n)]
-    caps = [scenes.caption_for(s) for s in specs]
-    shared_items = len({(c, seed0 + i) for i, c in enumerate(caps)}
-                       & {(c, i) for i, c in enumerate(val)})
-    return {"tuning_set": f"validation_specs({validation_n}), spec seed 8, image seeds 0..",
-            "shared_caption_seed_items": shared_items,
-            "captions_also_in_tuning_set": sum(c in set(val) for c in caps)}
 
 
 def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: float,

@@ -21,7 +21,7 @@ captions at masked fractions 1.0 / 0.5 / 0.1 (codes and masks from a fixed gener
 Quality: ``benchmarks.quality``'s test prompt set and ``generate`` for ``baseline-64`` and
 ``ladr-nano`` (seed of item i = TEST_IMAGE_SEED + i), scored by ``testbed.evaluator``; each
 variant is compared with fp32 on the same prompts by a paired stratified bootstrap
-(``benchmarks.paired_stats``, 95 %): "within the CI" = the interval of the difference holds 0.
+(``testbed.paired_stats``, 95 %): "within the CI" = the interval of the difference holds 0.
 """
 
 from __future__ import annotations
@@ -37,12 +37,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.paired_stats import group_index, paired_bootstrap, scores
 from benchmarks.quality import generate, prompt_set, strategy_table
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.dimoo import quant
 from testbed import scenes
 from testbed.evaluator import score_images
+from testbed.paired_stats import group_index, paired_bootstrap, scores
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("fp32", "fp8", "comfy_fp8", "comfy_fp8_w8a16", "comfy_int8", "Q8_0", "Q5_K_M",

@@ -16,7 +16,7 @@ re-masking variant (``VARIANTS``: passes, block side, fraction; cached per varia
   evaluator's and the self-score's differences and whether their signs agree;
 * per setting against ``baseline-64``: the paired difference of the self-score with a 95 %
   bootstrap interval (``ladr_core.calibrate.stats.paired_mean_ci``, resampling prompts) next
-  to the evaluator's paired difference (stratified bootstrap, ``benchmarks.paired_stats``);
+  to the evaluator's paired difference (stratified bootstrap, ``testbed.paired_stats``);
   ``flagged`` = the self-score's interval lies below 0 ("measurably below baseline-64");
 * the issue's two targets: every setting the evaluator puts >= 0.05 below baseline-64 with an
   interval excluding 0 is flagged (``missed`` lists those that are not), and no setting within
@@ -43,12 +43,12 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.paired_stats import group_index, paired_bootstrap, scores  # noqa: E402
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E402
 from ladr_core.dimoo import KINDS, SelfScoreConfig  # noqa: E402
 from testbed import scenes  # noqa: E402
+from testbed.paired_stats import group_index, paired_bootstrap, scores  # noqa: E402
 
 VARIANTS = {
     "b1p4": SelfScoreConfig(passes=4, block=1, fraction=0.25),

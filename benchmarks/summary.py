@@ -148,6 +148,19 @@ def to_markdown(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def main(argv: list[str] | None = None) -> str:
+    import argparse
+    from pathlib import Path
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", type=Path, default=RESULTS_DIR,
+                    help="folder of the scripts' JSON files (default benchmarks/results)")
+    folder = ap.parse_args(argv).results
+    docs = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    table = to_markdown(summary_rows(docs))
+    print(table)
+    return table
+
+
 if __name__ == "__main__":
-    docs = {p.stem: json.loads(p.read_text()) for p in RESULTS_DIR.glob("*.json")}
-    print(to_markdown(summary_rows(docs)))
+    main()

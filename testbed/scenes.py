@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -352,3 +353,21 @@ def part_catalogue() -> np.ndarray:
                 c = MARGIN + size / 2
                 out.append(render((Obj(shape, color, c, c, size),)))
     return np.stack(out)
+
+
+def prompt_set(name: str, n: int) -> tuple[list, int]:
+    """(specs, seed of item 0) of the named prompt set."""
+    if name == "test":
+        return quality_test_specs(n), TEST_IMAGE_SEED
+    return validation_specs(n), 0
+
+
+def separation(specs: list, seed0: int, validation_n: int = 288) -> dict[str, Any]:
+    """How the prompts relate to the tuning set (`validation_specs(validation_n)`, seeds 0..)."""
+    val = [caption_for(s) for s in validation_specs(validation_n)]
+    caps = [caption_for(s) for s in specs]
+    shared_items = len({(c, seed0 + i) for i, c in enumerate(caps)}
+                       & {(c, i) for i, c in enumerate(val)})
+    return {"tuning_set": f"validation_specs({validation_n}), spec seed 8, image seeds 0..",
+            "shared_caption_seed_items": shared_items,
+            "captions_also_in_tuning_set": sum(c in set(val) for c in caps)}

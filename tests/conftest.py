@@ -1,4 +1,9 @@
-"""Shared pytest fixtures (keep small; helpers may append their own).
+"""Shared pytest fixtures and the test layout.
+
+Tests live by area: core/ (the sampler and strategies), dimoo/ (the runtime), calibrate/,
+nodes/ (nodes against the stand-in or the real V3 API), host/ (a real ComfyUI server), web/ (the
+real frontend), testbed/, bench/ (the benchmark scripts, run as programs), docs/ (documents
+against the code). What they share is the package support/.
 
 Without ComfyUI, the strict stand-in for its V3 API (comfy_stand_in.py) is installed before
 any test imports the nodes; inside a real host the real `comfy_api` is used.
@@ -7,12 +12,15 @@ any test imports the nodes; inside a real host the real `comfy_api` is used.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # `support`, from every test folder
+
 if importlib.util.find_spec("comfy_api") is None:
-    import comfy_stand_in
+    from support import comfy_stand_in
 
     comfy_stand_in.install()
 

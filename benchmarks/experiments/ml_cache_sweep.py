@@ -3,7 +3,7 @@
 Each variant is ``name=MLCacheConfig keyword arguments`` (``none`` = no cache). Every prompt
 is generated at batch 1 (a user's run) with seed = its index and scored by ``testbed.evaluator``. The first variant
 is the reference: each row gets its paired, stratified bootstrap 95 % interval against it
-(benchmarks.paired_stats) and says whether its images are identical to it. Token-forwards are
+(testbed.paired_stats) and says whether its images are identical to it. Token-forwards are
 exact per image; baseline-64 costs 64 x the prompt's real tokens per image.
 
 Prompts: ``--set validation`` (the tuning set, `testbed.scenes.validation_specs`) or
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.paired_stats import group_index, paired_bootstrap
 from ladr_core import LADR, PRESETS, MLCacheConfig, load_dimoo, nano_model_path
+from testbed.paired_stats import group_index, paired_bootstrap
 
 
 def parse_variant(text: str) -> tuple[str, MLCacheConfig | None]:

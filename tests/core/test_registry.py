@@ -1,0 +1,132 @@
+"""One strategy boundary: a name, a preset or an object becomes a Strategy once, through one
+registry; a new strategy is selectable by name with no other edit."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+import torch
+
+from ladr_core import (
+    LADR,
+    PRESETS,
+    Baseline,
+    DiMOOPipeline,
+    Prophet,
+    resolve_strategy,
+    sample,
+    strategy_names,
+)
+from ladr_core.registry import _REGISTRY, register_strategy
+from ladr_core.select import effective_time, no_phase
+from ladr_core.step import Commit, Needs, RunInfo, Stats, Strategy
+from testbed.fakes import LocalityDenoiser, make_table
+
+CORE = Path(__file__).resolve().parents[2] / "ladr_core"
+
+
+def raster_step(run: RunInfo, step: int, masked: torch.Tensor, stats: Stats,
+                noise: object) -> Commit:
+    """Unmask the first ceil(N / T) still-masked positions in raster order."""
+    per_step = -(-run.n // run.steps)
+    rank = masked.long().cumsum(dim=1)
+    new_masked = masked & (rank > per_step)
+    t_eff = effective_time(masked, run)
+    return Commit(new_masked, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
+
+
+@dataclass(frozen=True)
+class Raster(Strategy):
+    """A strategy defined outside the package: raster order, a fixed count per step."""
+
+    name: ClassVar[str] = "raster-test"
+    steps: int | None = 4
+
+    def needs(self) -> Needs:
+        return Needs(frozenset())
+
+    def begin(self, run: RunInfo) -> partial:
+        return partial(raster_step, run)
+
+
+@pytest.fixture
+def raster() -> type[Raster]:
+    register_strategy(Raster)
+    yield Raster
+    _REGISTRY.pop(Raster.name, None)
+
+
+def test_a_registered_strategy_is_selected_by_name_with_no_other_edit(raster) -> None:
+    assert "raster-test" in strategy_names()
+    assert resolve_strategy("raster-test") == Raster()
+    den = LocalityDenoiser(make_table(1, 16, 8), (4, 4))
+    records: list[dict] = []
+    res = sample(den, (1, 4, 4), strategy="raster-test", temperature=0.0,
+                 callback=records.append)
+    assert res.steps == 4 and records[0]["strategy"] == "raster-test"  # its own T = 4
+    # raster order: the first 4 positions unmask at step 0, the next 4 at step 1, ...
+    assert records[0]["unmasked"][0].tolist() == [True] * 4 + [False] * 12
+    assert not records[-1]["masked"].any()
+
+
+def test_a_registered_strategy_runs_through_generate(raster, dimoo_checkpoint: Path) -> None:
+    from ladr_core import load_dimoo
+
+    pipe: DiMOOPipeline = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    res = pipe.generate("a red circle", width=16, height=16, strategy="raster-test",
+                        decode=False)
+    assert res.steps == 4 and res.nfe == 4
+
+
+def test_a_second_class_under_a_taken_name_is_refused() -> None:
+    @dataclass(frozen=True)
+    class Impostor(Baseline):
+        name: ClassVar[str] = "baseline"
+
+    with pytest.raises(ValueError, match="strategy name 'baseline' is already registered by "
+                       "ladr_core.baseline.Baseline"):
+        register_strategy(Impostor)
+
+
+def test_an_unknown_name_raises_listing_the_names() -> None:
+    with pytest.raises(ValueError) as err:
+        resolve_strategy("maskgit")
+    text = str(err.value)
+    assert "['baseline', 'ladr', 'prophet']" in text and "got 'maskgit'" in text
+    assert all(name in text for name in PRESETS)
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    ("baseline", Baseline()), ("ladr", LADR()), ("prophet", Prophet()),
+    ("nano", LADR.preset("nano")), ("paper", LADR())])
+def test_names_and_presets_resolve_to_their_objects(spec: str, expected: Strategy) -> None:
+    assert resolve_strategy(spec) == expected
+    obj = LADR.preset("adaptive")
+    assert resolve_strategy(obj) is obj  # an object passes through unchanged
+
+
+def test_one_place_chooses_the_default_t() -> None:
+    assert Baseline().run_steps() == 64 and Baseline().run_steps(12) == 12
+    assert LADR.preset("nano").run_steps() == 128 and LADR.preset("nano").run_steps(20) == 20
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            found.add(("." * node.level) + (node.module or ""))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_generic_loop_imports_no_concrete_strategy() -> None:
+    concrete = {".baseline", ".ladr", ".prophet", ".rescue"}
+    for module in ("sampling.py", "validation.py", "registry.py", "graphs.py", "step.py"):
+        assert not _imports(CORE / module) & concrete, module

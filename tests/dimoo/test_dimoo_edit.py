@@ -1,0 +1,169 @@
+"""Image-to-image editing on the tiny official-layout checkpoint (float32, CPU).
+
+Parity: the pipeline's tokens equal a transcription of the official image-to-image generator
+(tests/support/official_i2i.py `edit_generate`) at temperature 0 and 1, at batch 1 and item by
+item in a batch. Every strategy runs editing through the same loop; bad input gets one clear
+error naming the input.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from support.official_i2i import edit_generate, to_pil
+
+import ladr_core
+from ladr_core import LADR, Baseline, MLCacheConfig, Prophet
+from ladr_core.dimoo import EDIT_TYPES, DiMOOPipeline, build_edit_batch, edit_texts
+
+INSTRUCTION = "make the circle green"
+# our edit type -> an official edit-type string that selects the same template
+OFFICIAL = {"edit": "image_edit", "control": "canny_control", "subject": "subject_driven",
+            "dense_depth": "depth_dense", "pred": "canny_pred"}
+
+
+@pytest.fixture(scope="module")
+def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
+    return ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)
+
+
+def _image(seed: int, h: int = 32, w: int = 32) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (h, w, 3), dtype=np.uint8)
+
+
+def _float(img: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(img).float().div(255.0)[None]
+
+
+def _official(pipe: DiMOOPipeline, img: np.ndarray, edit_type: str, steps: int, cfg: float,
+              image_cfg: float, temperature: float, seed: int,
+              instruction: str = INSTRUCTION) -> torch.Tensor:
+    return edit_generate(pipe.transformer, pipe.encode, pipe.vq, pipe.ids, instruction,
+                         OFFICIAL[edit_type], to_pil(img), None, steps, cfg, image_cfg,
+                         temperature, torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("edit_type", list(OFFICIAL))
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_edit_equals_the_official_generator(pipe: DiMOOPipeline, edit_type: str,
+                                            temperature: float) -> None:
+    img = _image(1)
+    ref = _official(pipe, img, edit_type, 10, 2.5, 4.0, temperature, 5)
+    res = pipe.generate(INSTRUCTION, steps=10, cfg=2.5, image_cfg=4.0, temperature=temperature,
+                        seed=5, strategy="baseline", reference=_float(img), edit_type=edit_type)
+    assert torch.equal(res.tokens, ref)
+    assert res.nfe == res.steps == 10 and res.images.shape == (1, 32, 32, 3)
+
+
+@pytest.mark.parametrize(("cfg", "image_cfg"), [(0.0, 0.0), (2.5, 0.0), (0.0, 4.0), (1.5, 2.0)])
+def test_guidance_scales_equal_the_official_generator(pipe: DiMOOPipeline, cfg: float,
+                                                      image_cfg: float) -> None:
+    img = _image(2)
+    ref = _official(pipe, img, "edit", 8, cfg, image_cfg, 1.0, 3)
+    res = pipe.generate(INSTRUCTION, steps=8, cfg=cfg, image_cfg=image_cfg, seed=3,
+                        strategy="baseline", reference=_float(img), decode=False)
+    assert torch.equal(res.tokens, ref)
+
+
+def test_batch_items_equal_the_official_generator_one_by_one(pipe: DiMOOPipeline) -> None:
+    imgs = [_image(3), _image(4)]
+    prompts = [INSTRUCTION, "remove the blue square and add a yellow star"]
+    res = pipe.generate(prompts, steps=8, seed=11, strategy="baseline",
+                        reference=torch.cat([_float(i) for i in imgs]), decode=False)
+    assert res.tokens.shape == (2, 64)
+    for i, (img, text) in enumerate(zip(imgs, prompts, strict=True)):
+        ref = _official(pipe, img, "edit", 8, 2.5, 4.0, 1.0, 11 + i, text)
+        assert torch.equal(res.tokens[i:i + 1], ref)
+
+
+def test_a_rolling_batch_gives_each_item_its_single_run(pipe: DiMOOPipeline) -> None:
+    img = _float(_image(5))
+    kw = dict(steps=8, seed=7, strategy="ladr", reference=img, decode=False)
+    both = pipe.generate(INSTRUCTION, batch_size=3, max_batch=2, **kw)
+    for i in range(3):
+        single = pipe.generate(INSTRUCTION, **{**kw, "seed": 7 + i})
+        assert torch.equal(both.tokens[i], single.tokens[0])
+
+
+STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("nano"),
+              "prophet": Prophet()}
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
+    res = pipe.generate(INSTRUCTION, steps=12, seed=2, strategy=STRATEGIES[strategy],
+                        reference=_float(_image(6)), decode=False)
+    assert res.tokens.shape == (1, 64) and 1 <= res.nfe <= 12
+    assert int(res.tokens.min()) >= 0 and int(res.tokens.max()) < pipe.ids.codebook_size
+
+
+def test_rows_hold_the_reference_before_the_last_prompt_token(pipe: DiMOOPipeline) -> None:
+    codes = pipe.encode_image(_float(_image(7)))
+    layout = ladr_core.dimoo.denoise.prompt.ImageLayout(8, 8)
+    batch = build_edit_batch(pipe.encode, pipe.ids, [INSTRUCTION], "edit", codes, layout, True)
+    cond_text, _ = edit_texts(INSTRUCTION, "edit")
+    cond = pipe.encode(cond_text)
+    rows = [r[m.bool()].tolist() for r, m in zip(batch.input_ids, batch.attention_mask,
+                                                 strict=True)]
+    assert len(rows) == 3 and rows[2] == cond + layout.tokens(pipe.ids)
+    assert rows[0][:len(cond) - 1] == cond[:-1] and rows[0][len(cond) - 1] == pipe.ids.boi
+    assert rows[0][len(cond) + 72] == pipe.ids.eoi and rows[0][len(cond) + 73] == cond[-1]
+
+
+def test_bad_input_gets_one_clear_message(pipe: DiMOOPipeline) -> None:
+    img = _float(_image(8))
+    with pytest.raises(ValueError, match="edit_type 'recolour' is not a known edit type; use one "
+                                         "of edit, control"):
+        pipe.generate(INSTRUCTION, reference=img, edit_type="recolour")
+    with pytest.raises(ValueError, match=r"prompt \(the instruction\) is empty"):
+        pipe.generate("  ", reference=img)
+    with pytest.raises(ValueError, match="reference: width=30 is not a multiple of 4.*nearest "
+                                         "valid width: 28 or 32"):
+        pipe.generate(INSTRUCTION, reference=_float(_image(9, 32, 30)))
+    with pytest.raises(ValueError, match="image_cfg must be a finite number >= 0"):
+        pipe.generate(INSTRUCTION, reference=img, image_cfg=-1.0)
+    with pytest.raises(ValueError, match="ML-Cache is not available for image editing"):
+        pipe.generate(INSTRUCTION, reference=img, cache=MLCacheConfig())
+    with pytest.raises(ValueError, match="reference has 2 images for 3 items"):
+        pipe.generate(INSTRUCTION, batch_size=3, reference=img.expand(2, -1, -1, -1))
+    with pytest.raises(ValueError, match="cannot be combined with init_image"):
+        pipe.generate(INSTRUCTION, reference=img, init_image=img, mask=torch.ones(1, 32, 32))
+    assert "dense_depth" in EDIT_TYPES
+    # a dense-prediction type needs no instruction
+    assert pipe.generate("", reference=img, edit_type="dense_depth", steps=2, decode=False).nfe
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_style_transfer_equals_the_official_generator(pipe: DiMOOPipeline,
+                                                      temperature: float) -> None:
+    """Official image_ref_transfer: the image to transform first, the style image second, the
+    output the style image's size (here 16 x 24 px, the content 16 x 16)."""
+    content, style = _image(7, 16, 16), _image(8, 16, 24)
+    ref = edit_generate(pipe.transformer, pipe.encode, pipe.vq, pipe.ids,
+                        "Transform the current image into the style of the provided image.",
+                        "image_ref_transfer", to_pil(content), to_pil(style), 6, 2.5, 4.0,
+                        temperature, torch.Generator().manual_seed(4))
+    res = pipe.generate("", steps=6, cfg=2.5, image_cfg=4.0, temperature=temperature, seed=4,
+                        strategy="baseline", reference=_float(content), style=_float(style),
+                        edit_type="style")
+    assert torch.equal(res.tokens, ref) and res.grid == (4, 6)
+    assert res.images.shape == (1, 16, 24, 3)
+
+
+def test_style_transfer_needs_its_two_images(pipe: DiMOOPipeline) -> None:
+    img = _float(_image(9, 16, 16))
+    with pytest.raises(ValueError, match="style: edit type 'style' needs the style image"):
+        pipe.generate("", reference=img, edit_type="style", steps=2)
+    with pytest.raises(ValueError, match="style: a style image is only used by edit type "
+                                         "'style'"):
+        pipe.generate(INSTRUCTION, reference=img, style=img, edit_type="edit", steps=2)
+    with pytest.raises(ValueError, match="style: a style image needs the image to transform"):
+        pipe.generate(INSTRUCTION, style=img, steps=2)
+    with pytest.raises(ValueError, match=r"style: width=18 is not a multiple of 4"):
+        pipe.generate("", reference=img, style=torch.rand(1, 16, 18, 3), edit_type="style")
+    with pytest.raises(ValueError, match="style has 2 images for 3 items"):
+        pipe.generate("", reference=img, style=img.expand(2, -1, -1, -1), edit_type="style",
+                      batch_size=3)

@@ -1,0 +1,46 @@
+"""Every relative link in the project's Markdown points at a file that exists."""
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+SKIP_DIRS = {".venv", ".git", "node_modules"}
+
+
+def markdown_files():
+    return sorted(p for p in ROOT.rglob("*.md") if not SKIP_DIRS & set(p.relative_to(ROOT).parts))
+
+
+def relative_targets(page):
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if "://" in target or target.startswith(("#", "mailto:")):
+            continue
+        yield target.split("#", 1)[0]
+
+
+@pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_resolve(page):
+    missing = [t for t in relative_targets(page) if t and not (page.parent / t).exists()]
+    assert not missing, f"{page.relative_to(ROOT)} links to missing files: {missing}"
+
+
+def test_lab_reports_live_in_docs_reports():
+    guides = {"THREADS.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md"}
+    assert {p.name for p in (ROOT / "docs").glob("*.md")} <= guides
+
+
+def test_readme_quick_start_holds_the_two_commands_ci_runs():
+    """The Quick start is two commands: the main job (a real nano image on the CPU) and the
+    tests, the latter exactly what .ci/run calls."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2, commands
+    assert "demo.py" in commands[0] and commands[0].startswith("bash scripts/setup.sh")
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [commands[1]] == ["bash scripts/test.sh"]
+    assert readme.index("## Quick start") < readme.index("## Install into ComfyUI")

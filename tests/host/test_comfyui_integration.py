@@ -1,0 +1,471 @@
+"""The pack inside a REAL ComfyUI server (skipped unless COMFYUI_PATH points at a checkout).
+
+    COMFYUI_PATH=/work/comfyui COMFYUI_PYTHON=/work/comfy-venv/bin/python \
+        .venv/bin/python -m pytest -q tests/test_comfyui_integration.py
+
+Starts `main.py --cpu` on a free 127.0.0.1 port with a temporary --base-directory whose
+custom_nodes/ links this repo and whose extra_model_paths.yaml adds a `lumina_dimoo:` folder
+holding the tiny fixture checkpoint. Then: our nodes in /object_info (tooltips everywhere), every
+example workflow checked against the live schemas, each API workflow queued (on the nano model if
+shipped, else re-pointed at the fixture checkpoint) with images in /history and "ladr.step"
+events over the websocket, bad inputs rejected at validation with our message while the server
+keeps running, and Cancel mid-run followed by a run identical to a fresh one.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COMFY = os.environ.get("COMFYUI_PATH")
+pytestmark = [pytest.mark.comfyui,
+              pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
+NANO_READY = (ROOT / "ladr_core" / "assets" / "dimoo_nano" / "config.json").is_file()
+OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
+        "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_Calibrate", "LADR_PaintOptions",
+        "LADR_DiMOOEdit", "LADR_DiMOOVQEncode"]
+
+
+class WS:
+    """Minimal RFC 6455 client for ComfyUI's /ws (text frames parsed, binary previews skipped)."""
+
+    def __init__(self, port: int, client_id: str) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET /ws?clientId={client_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                           f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
+                           f"{key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)
+        assert b" 101 " in head.split(b"\r\n")[0], head
+
+    def _read(self, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("websocket closed")
+            buf += chunk
+        return buf
+
+    def recv(self) -> dict | None:
+        b0, b1 = self._read(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = int.from_bytes(self._read(2), "big")
+        elif n == 127:
+            n = int.from_bytes(self._read(8), "big")
+        data = self._read(n)
+        if b0 & 0x0F == 1:
+            return json.loads(data)
+        return _binary_preview(data) if b0 & 0x0F == 2 else None
+
+    def until_done(self, prompt_id: str, on_msg=None) -> list[dict]:
+        msgs: list[dict] = []
+        while True:
+            m = self.recv()
+            if m is None:  # a binary frame that is not a preview (e.g. text)
+                msgs.append({"type": "binary"})
+                continue
+            msgs.append(m)
+            if on_msg:
+                on_msg(m)
+            d = m.get("data", {})
+            if m["type"] in ("execution_error", "execution_interrupted") and \
+                    d.get("prompt_id") == prompt_id:
+                return msgs
+            if m["type"] == "executing" and d.get("node") is None and \
+                    d.get("prompt_id") == prompt_id:
+                return msgs
+
+
+def _binary_preview(data: bytes) -> dict | None:
+    """ComfyUI's progress-bar preview frame (protocol.BinaryEventTypes) -> {"type": "preview",
+    "data": {"image": bytes, "node": id or None}}; other binary frames -> None."""
+    event = int.from_bytes(data[:4], "big")
+    if event == 1:  # PREVIEW_IMAGE: image type (1 JPEG, 2 PNG) then the bytes
+        return {"type": "preview", "data": {"image": data[8:], "node": None}}
+    if event == 4:  # PREVIEW_IMAGE_WITH_METADATA: metadata length, JSON metadata, bytes
+        size = int.from_bytes(data[4:8], "big")
+        meta = json.loads(data[8:8 + size])
+        return {"type": "preview", "data": {"image": data[8 + size:],
+                                            "node": meta.get("node_id")}}
+    return None
+
+
+def http(port: int, route: str, payload: dict | None = None) -> tuple[int, dict]:
+    data = None if payload is None else json.dumps(payload).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{route}", data=data,
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            body = r.read()
+            return r.status, json.loads(body) if body else {}
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    base = tmp_path_factory.mktemp("comfy")
+    (base / "custom_nodes").mkdir()
+    (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
+    sys.path.insert(0, str(ROOT / "tests"))
+    from testbed.tiny_checkpoint import write_tiny_checkpoint
+
+    write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
+    yaml = base / "extra_model_paths.yaml"
+    yaml.write_text(f"ladr_test:\n  base_path: {base / 'extra_models'}\n  lumina_dimoo: dimoo/\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
+    log = open(base / "server.log", "w")  # noqa: SIM115 - closed in teardown
+    proc = subprocess.Popen([py, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
+                             "--base-directory", str(base), "--extra-model-paths-config",
+                             str(yaml), "--database-url", "sqlite:///:memory:"],
+                            cwd=COMFY, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        for _ in range(240):
+            if proc.poll() is not None:
+                break
+            try:
+                if http(port, "/object_info/LADR_DiMOOSampler")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.5)
+        assert proc.poll() is None, (base / "server.log").read_text()[-3000:]
+        yield port, base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+
+
+def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
+    port, _ = server
+    _, info = http(port, "/object_info")
+    for node_id in OURS:
+        assert node_id in info, node_id
+        assert info[node_id]["category"].startswith("LADR")
+        for group in ("required", "optional"):
+            for name, spec in info[node_id]["input"].get(group, {}).items():
+                assert spec[1].get("tooltip"), f"{node_id}.{name} has no tooltip"
+    choices = info["LADR_LoadDiMOOModel"]["input"]["required"]["model_name"][1]["options"]
+    assert choices[0] == "dimoo-nano (built-in)" and "tiny-fixture" in choices  # yaml key works
+    seed = info["LADR_DiMOOSampler"]["input"]["required"]["seed"][1]
+    assert seed.get("control_after_generate")
+    _, ext = http(port, "/extensions")
+    assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
+    for node_id in OURS:  # the frontend's node help panel fetches these (web/docs/)
+        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}.md"
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200 and r.read().decode().startswith("# ")
+    _, templates = http(port, "/workflow_templates")
+    assert sorted(templates["ComfyUI-LADR"]) == sorted(
+        p.stem for p in (ROOT / "example_workflows").glob("*.json"))
+
+
+def _live_options(spec: list) -> list | None:
+    """A COMBO's choices from /object_info: V1 nodes list them first, V3 nodes as "options"."""
+    if isinstance(spec[0], list):
+        return spec[0]
+    return spec[1].get("options") if spec[0] == "COMBO" and len(spec) > 1 else None
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "workflows" / "api").glob("*.json")),
+                         ids=lambda p: p.stem)
+def test_api_workflow_matches_the_live_schemas(server, path) -> None:
+    """Every input of every node the host knows is one the live node has, in range / among its
+    choices (Load Image's file among the input/ folder's, which the pack filled on load). The
+    checkpoint name of the real-model examples is the one exception: the test host has none."""
+    port, _ = server
+    _, info = http(port, "/object_info")
+    for key, node in json.loads(path.read_text()).items():
+        if node["class_type"].startswith("Distributed"):  # not installed in this host
+            continue
+        live = info[node["class_type"]]["input"]
+        specs = {**live.get("required", {}), **live.get("optional", {})}
+        assert set(live.get("required", {})) <= set(node["inputs"]), (key, node["class_type"])
+        for name, value in node["inputs"].items():
+            assert name in specs, f"{path.stem} node {key}: {name} is not a live input"
+            if isinstance(value, list):  # a link
+                continue
+            options = _live_options(specs[name])
+            if options is not None and (name, value) != ("model_name", "Lumina-DiMOO"):
+                assert value in options, f"{path.stem} node {key}: {name}={value!r}"
+            bounds = specs[name][1] if len(specs[name]) > 1 else {}
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                assert bounds.get("min", value) <= value <= bounds.get("max", value), (key, name)
+
+
+def _workflow(name: str) -> dict:
+    wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
+    if not NANO_READY:  # run the same graph on the fixture checkpoint (VQ factor 4, ctx 256)
+        for node in wf.values():
+            if node["class_type"] == "LADR_LoadDiMOOModel":
+                node["inputs"]["model_name"] = "tiny-fixture"
+            if node["class_type"] == "LADR_DiMOOSampler":
+                node["inputs"].update(width=32, height=32, steps=8)
+    return wf
+
+
+def _run(port: int, wf: dict, on_msg=None) -> tuple[str, list[dict]]:
+    cid = str(uuid.uuid4())
+    ws = WS(port, cid)
+    try:
+        status, body = http(port, "/prompt", {"prompt": wf, "client_id": cid})
+        assert status == 200, body
+        return body["prompt_id"], ws.until_done(body["prompt_id"], on_msg)
+    finally:
+        ws.sock.close()
+
+
+@pytest.mark.parametrize("name", ["ladr_nano_text_to_image", "ladr_vs_baseline_side_by_side",
+                                  "ladr_batch_of_prompts"])
+def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
+    port, _ = server
+    wf = _workflow(name)
+    for node in wf.values():  # a seed no other test uses: ComfyUI would serve cached outputs
+        if node["class_type"] == "LADR_DiMOOSampler":
+            node["inputs"]["seed"] = 1000 + len(name)
+    pid, msgs = _run(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    samplers = {k for k, n in wf.items() if n["class_type"] == "LADR_DiMOOSampler"}
+    steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
+    assert {s["node"] for s in steps} == samplers
+    for k in samplers:
+        mine = [s for s in steps if s["node"] == k]
+        assert mine[-1]["done"] and mine[-1]["stats"]["steps"] == len(mine) - 1
+        progress = [s["progress"] for s in mine[:-1]]  # the bar: monotone, full at the end
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert not any("preview" in s for s in mine)  # the picture: progress-bar frames only
+    # one channel for the picture: ComfyUI's progress-bar preview, about one per step
+    previews = [m for m in msgs if m["type"] == "preview"]
+    assert len(previews) >= len(steps) - 2 * len(samplers), (len(previews), len(steps))
+    _, hist = http(port, f"/history/{pid}")
+    outputs = hist[pid]["outputs"]
+    saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
+    for k in saves:
+        img = outputs[k]["images"][0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={img['filename']}"
+                                    f"&subfolder={img['subfolder']}&type=output") as r:
+            assert r.read(8) == b"\x89PNG\r\n\x1a\n"
+    if name == "ladr_batch_of_prompts":
+        assert len(outputs[saves[0]]["images"]) == 4
+
+
+def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> None:
+    """LADR + ML-Cache Options (preset ladr) in the real host: the cache engages (its counts
+    reach the host one call late, without a sync) and the sampler's stats show the saving."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["9"] = {"class_type": "LADR_MLCacheOptions",
+               "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
+                          "preset": "ladr"}}
+    wf["3"]["inputs"].update(cache=["9", 0], seed=777)
+    pid, msgs = _run(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    final = [m["data"] for m in msgs if m["type"] == "ladr.step"][-1]
+    assert final["done"] and final["stats"]["forwards_saved_pct"] > 0, final["stats"]
+    _, hist = http(port, f"/history/{pid}")
+    assert hist[pid]["outputs"]["5"]["images"]
+
+
+@pytest.mark.parametrize(("mutate", "needle"), [
+    (lambda wf: wf["1"]["inputs"].update(model_name="Lumina-DiMOO"), "models/lumina_dimoo"),
+    (lambda wf: wf["3"]["inputs"].update(prompt=""), "prompt is empty"),
+])
+def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, needle) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    mutate(wf)
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    assert needle in json.dumps(body["node_errors"]), body
+    assert http(port, "/object_info/LADR_Policy")[0] == 200
+
+
+SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (validate.py)
+
+
+@pytest.mark.parametrize(("node", "inputs", "wrong", "needle"), [
+    ("3", {"prompt": ""}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, SAMPLER_NAMED, "prompt is empty"),
+    ("3", {"width": 4096}, SAMPLER_NAMED, "width=4096 is outside [16, 2048]"),
+    ("3", {"height": 1000}, SAMPLER_NAMED,
+     "height=1000 is not a multiple of 16 (one token per 16 x 16 pixels); nearest valid "
+     "height: 992 or 1008"),
+    ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
+    ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
+    ("3", {"max_batch": -1}, ["max_batch"], "smaller than min"),
+    ("3", {"max_batch": "two"}, ["max_batch"], "invalid literal"),
+    ("1", {"model_name": "gone"}, ["model_name"], "gone"),
+])
+def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
+                                                                needle) -> None:
+    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
+    one input, or the sampler's three, whose message names the wrong one."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf[node]["inputs"].update(inputs)
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = body["node_errors"][node]["errors"]
+    assert [e["extra_info"]["input_name"] for e in errors] == wrong, errors
+    assert all(needle in json.dumps(e) for e in errors), errors
+
+
+def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
+    """A workflow saved without the prompt input: ComfyUI's 'Required input is missing' on
+    prompt, not a Python TypeError from validate_inputs."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    del wf["3"]["inputs"]["prompt"]
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = body["node_errors"]["3"]["errors"]
+    assert [(e["type"], e["extra_info"]["input_name"]) for e in errors] == [
+        ("required_input_missing", "prompt")], errors
+    assert "missing 1 required positional argument" not in json.dumps(body)
+
+
+def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> None:
+    """Phase bounds out of order span two widgets: one message, when the policy node runs."""
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["2"]["inputs"].update(preset="custom", exploration_end=0.9)
+    _, msgs = _run(port, wf)
+    errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
+    assert len(errors) == 1 and errors[0]["node_id"] == "2"
+    assert "phase_bounds" in errors[0]["exception_message"]
+
+
+@pytest.mark.skipif(not NANO_READY, reason="needs the shipped nano model")
+def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> None:
+    """width/height 0 and cfg -1 = the checkpoint's defaults; the last step's live preview has
+    the saved image's colours on every object."""
+    from io import BytesIO
+
+    import numpy as np
+    from PIL import Image
+
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    wf["3"]["inputs"].update(width=0, height=0, cfg=-1.0, seed=4243,
+                             prompt="a red circle to the left of a blue square")
+    pid, msgs = _run(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    last = [m["data"] for m in msgs if m["type"] == "preview"][-1]  # the last step's preview
+    preview = np.asarray(Image.open(BytesIO(last["image"])).convert("RGB"))
+    _, hist = http(port, f"/history/{pid}")
+    img = hist[pid]["outputs"]["5"]["images"][0]
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={img['filename']}"
+                                f"&subfolder={img['subfolder']}&type=output") as r:
+        saved = np.asarray(Image.open(BytesIO(r.read())).convert("RGB")).astype(float) / 255
+    assert saved.shape == (48, 48, 3) and preview.shape == saved.shape
+    preview = preview.astype(float) / 255
+    background = np.array([240, 240, 235]) / 255
+    shape = np.abs(saved - background).max(-1) > 0.25
+    for name, channel in (("red", 0), ("blue", 2)):  # each object by its dominant channel
+        mask = shape & (saved.argmax(-1) == channel)
+        assert mask.sum() >= 16, f"no {name} object drawn"
+        error = np.abs(saved[mask].mean(0) - preview[mask].mean(0)).max()
+        assert error < 0.08, (name, saved[mask].mean(0), preview[mask].mean(0))
+
+
+def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image")
+    # steps = the nano preset's own T, so "custom" with its values below is the same strategy
+    wf["3"]["inputs"].update(seed=777, steps=128)
+
+    def cancel_on_second_step(m: dict) -> None:
+        if m["type"] == "ladr.step" and m["data"]["step"] == 2:
+            http(port, "/interrupt", {})
+
+    _, msgs = _run(port, wf, cancel_on_second_step)
+    assert msgs[-1]["type"] == "execution_interrupted"
+    pid_a, msgs_a = _run(port, wf)  # the run right after the cancel
+    # A fresh computation of the same thing: "custom" with the nano preset's values is the same
+    # LADRPolicy, but a different graph, so ComfyUI cannot serve cached outputs.
+    assert wf["2"]["inputs"]["preset"] == "nano"
+    wf["2"]["inputs"].update(preset="custom", selection="gumbel", rescue_token="argmax",
+                             seen_only=True, **{f"{k}_{p}": v for k, v in (("tau", 0.9),
+                             ("alpha", 1.0)) for p in ("exploration", "structure", "refinement")})
+    pid_b, msgs_b = _run(port, wf)
+    for msgs_x in (msgs_a, msgs_b):
+        assert [m for m in msgs_x if m["type"] == "ladr.step"], "served from ComfyUI's cache"
+    _, ha = http(port, f"/history/{pid_a}")
+    _, hb = http(port, f"/history/{pid_b}")
+    import re
+
+    texts = [re.sub(r"[\d.]+ s,", "_ s,", h[p]["outputs"]["6"]["text"][0])
+             for h, p in ((ha, pid_a), (hb, pid_b))]
+    assert texts[0] == texts[1]  # same steps / NFE / forwards (timings differ)
+    imgs = []
+    for h, pid in ((ha, pid_a), (hb, pid_b)):
+        img = h[pid]["outputs"]["5"]["images"][0]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={img['filename']}"
+                                    f"&subfolder={img['subfolder']}&type=output") as r:
+            imgs.append(r.read())
+    from io import BytesIO
+
+    from PIL import Image
+
+    pa, pb = (Image.open(BytesIO(b)).convert("RGB").tobytes() for b in imgs)
+    assert pa == pb
+
+
+def _pixels(port: int, image: dict) -> bytes:
+    from io import BytesIO
+
+    from PIL import Image
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/view?filename={image['filename']}"
+                                f"&subfolder={image['subfolder']}&type=output") as r:
+        return Image.open(BytesIO(r.read())).convert("RGB").tobytes()
+
+
+def test_a_prompt_list_rolling_through_one_slot_gives_the_batchs_images_in_order(server) -> None:
+    """Four prompts with max_batch 1 (each image alone, the next joins when it finishes) and
+    with max_batch 3 (a rolling batch): the same four images, in prompt order; the bar rises to
+    1 and the stats say how many images were in flight."""
+    port, _ = server
+    runs = {}
+    for flying in (1, 3):
+        wf = _workflow("ladr_batch_of_prompts")
+        wf["3"]["inputs"].update(seed=4242, max_batch=flying)
+        pid, msgs = _run(port, wf)
+        assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+        steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
+        progress = [s["progress"] for s in steps[:-1]]
+        assert progress == sorted(progress) and progress[-1] == 1.0
+        assert steps[-1]["stats"]["images"] == 4 and steps[-1]["stats"]["in_flight"] == flying
+        _, hist = http(port, f"/history/{pid}")
+        runs[flying] = [_pixels(port, im) for im in hist[pid]["outputs"]["5"]["images"]]
+    assert len(runs[1]) == 4 and runs[1] == runs[3]
+    assert len(set(runs[1])) == 4  # four prompts, four different images
+
+
+def test_real_model_workflow_without_checkpoint_is_a_validation_error(server) -> None:
+    port, _ = server
+    wf = json.loads((ROOT / "workflows" / "api" / "ladr_dimoo_1024_real_model.json").read_text())
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400
+    errors = json.dumps(body["node_errors"])
+    assert "Lumina-DiMOO" in errors and "models/lumina_dimoo/Lumina-DiMOO" in errors

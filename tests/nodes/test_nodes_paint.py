@@ -1,0 +1,195 @@
+"""Inpainting / outpainting through the nodes (no ComfyUI: host fallbacks) on DiMOO-nano (48 px,
+12 x 12 tokens of 4 px): DiMOO Sampler's image + mask + paint inputs, LADR Paint Options and
+VQ Decode's paste-back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from tests.test_nodes_exec import SAMPLER_DEFAULTS, bits, nano_pipe
+
+from ladr_core.dimoo import PaintOptions, token_mask
+from nodes import events, host
+from nodes.decode import DiMOOVQDecode
+from nodes.handles import DiMOOModel
+from nodes.paint import FEATHER_AUTO, PaintOptionsNode
+from nodes.sampler import DiMOOSampler
+
+SIDE = 48
+
+
+@pytest.fixture
+def fake_model() -> DiMOOModel:
+    return DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    out: list[tuple[str, dict]] = []
+    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
+    return out
+
+
+def _image(seed: int = 0, batch: int = 1) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(batch, 3, 6, 6, generator=g)  # smooth blobs the VQ keeps
+    up = torch.nn.functional.interpolate(coarse, size=(SIDE, SIDE), mode="bilinear")
+    return up.permute(0, 2, 3, 1).contiguous()
+
+
+def _box(top: int, left: int, size: int, batch: int = 1) -> torch.Tensor:
+    mask = torch.zeros(batch, SIDE, SIDE)
+    mask[:, top:top + size, left:left + size] = 1.0
+    return mask
+
+
+def run(model, **kw) -> tuple:
+    return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
+
+
+def test_inpaint_keeps_known_tokens_and_pastes_the_original_back(fake_model, sent) -> None:
+    image, mask = _image(1), _box(12, 12, 16)
+    tokens, stats = run(fake_model, image=image, mask=mask, width=0, height=0)
+    codes = fake_model.pipe.encode_image(image)
+    region, _ = token_mask(mask, 4)
+    assert torch.equal(tokens.tokens[~region], codes[~region])
+    assert not torch.equal(tokens.tokens[region], codes[region])  # something was generated
+    assert tokens.grid == (12, 12) and (tokens.width, tokens.height) == (SIDE, SIDE)
+    out = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args[0]
+    inside = region.view(12, 12).repeat_interleave(4, 0).repeat_interleave(4, 1)
+    far = ~(torch.nn.functional.max_pool2d(inside[None, None].float(), 5, 1, 2)[0, 0] > 0)
+    assert torch.equal(out[0][far], image[0][far])  # > feather (2 px) outside: the original
+    raw = fake_model.pipe.decode(tokens.tokens, tokens.grid).clamp(0, 1)
+    torch.testing.assert_close(out[0][inside], raw[0][inside])  # the hole: as generated
+    assert stats.startswith("ladr: ")
+
+
+def test_preview_shows_known_region_from_step_one_and_progress_counts_the_rest(
+        fake_model, sent, monkeypatch) -> None:
+    shown: list = []
+    monkeypatch.setattr(host.Progress, "update", lambda self, v, p=None: shown.append((v, p)))
+    image, mask = _image(2), _box(0, 0, 24)  # the top-left quarter: 36 of 144 tokens
+    tokens, _ = run(fake_model, image=image, mask=mask, strategy="baseline", steps=12)
+    region, _ = token_mask(mask, 4)
+    step_events = [p for e, p in sent if e == events.EVENT and not p["done"]]
+    first = step_events[0]
+    masked = torch.from_numpy(bits(first["masked_bits"], 144))
+    assert not masked[~region[0]].any()  # the known tokens are shown from the first step
+    pipe = fake_model.pipe
+    want = pipe.preview(pipe.encode_image(image), None, tokens.grid)[0]
+    preview = torch.from_numpy(np.array(shown[0][1])).float() / 255
+    cell = preview.shape[0] // 12
+    known_px = (~region[0]).view(12, 12).repeat_interleave(cell, 0).repeat_interleave(cell, 1)
+    assert (preview[known_px] - want[known_px]).abs().max() <= 1 / 255 + 1e-6
+    progress = [p["progress"] for p in step_events]
+    # baseline over 12 steps: after step 1 about 1/12 of the 36 tokens to generate is done;
+    # counting the 108 known tokens as done would start at 3/4
+    assert progress[0] < 0.3 and progress[-1] == 1.0 and progress == sorted(progress)
+
+
+def test_empty_mask_returns_the_input_and_full_mask_is_text_to_image(fake_model, sent) -> None:
+    image = _image(3)
+    tokens, stats = run(fake_model, image=image, mask=torch.zeros(1, SIDE, SIDE))
+    assert tokens.stats["nfe"] == 0 and "the mask is empty" in stats and "returned unchanged" in stats
+    out = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args[0]
+    assert torch.equal(out, image)
+    full, _ = run(fake_model, image=image, mask=torch.ones(1, SIDE, SIDE), seed=9)
+    t2i, _ = run(fake_model, seed=9)
+    assert torch.equal(full.tokens, t2i.tokens)
+    no_paste = PaintOptions(paste=False)
+    full_raw, _ = run(fake_model, image=image, mask=torch.ones(1, SIDE, SIDE), seed=9,
+                      paint=no_paste)
+    out = DiMOOVQDecode.execute(model=fake_model, tokens=full_raw).args[0]
+    torch.testing.assert_close(out, fake_model.pipe.decode(t2i.tokens, t2i.grid).clamp(0, 1))
+
+
+def test_paint_options_node_reaches_the_core(fake_model, sent) -> None:
+    image, mask = _image(4), torch.zeros(1, SIDE, SIDE)
+    mask[:, 20:22, 20:22] = 1.0  # 4 px of one token: coverage 0.25
+    node = PaintOptionsNode.execute(mask_threshold=0.2, mask_grow=1, paste_back=False,
+                                    feather=FEATHER_AUTO).args[0]
+    assert node == PaintOptions(threshold=0.2, grow=1, paste=False, feather=None)
+    tokens, _ = run(fake_model, image=image, mask=mask, paint=node)
+    codes = fake_model.pipe.encode_image(image)
+    changed_allowed = token_mask(mask, 4, 0.2, 1)[0]
+    assert int(changed_allowed.sum()) == 9  # one token, grown by one in every direction
+    assert torch.equal(tokens.tokens[~changed_allowed], codes[~changed_allowed])
+    default, _ = run(fake_model, image=image, mask=mask)  # threshold 0.5: nothing to do
+    assert default.stats["nfe"] == 0
+    with pytest.raises(ValueError, match="LADR Paint Options: mask_threshold"):
+        PaintOptionsNode.execute(mask_threshold=float("nan"), mask_grow=0, paste_back=True,
+                                 feather=0)
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    (dict(image=_image(0, batch=1)), "mask is not connected but image is"),
+    (dict(mask=_box(0, 0, 8)), "image is not connected but mask is"),
+    (dict(image=_image(0)[:, :42], mask=_box(0, 0, 8)[:, :42]),
+     "image: height=42 .*; set fit to crop or resize in LADR Paint Options"),
+    (dict(image=_image(0), mask=torch.ones(1, 32, 32)), "mask is 32x32 px but the image is 48x48"),
+    (dict(image=_image(0), mask=torch.zeros(1, 64, 64)), "Load Image gives a 64x64 empty mask"),
+    (dict(image=_image(0, batch=2), mask=_box(0, 0, 8, batch=3)), "mask: a batch of 3 masks"),
+    (dict(image=_image(0), mask=_box(0, 0, 8) * 2), "mask values must be in \\[0, 1\\]"),
+    (dict(image=_image(0), mask=_box(0, 0, 8), paint="x"), "paint: got a str"),
+])
+def test_bad_painting_inputs_are_refused_naming_the_input(fake_model, sent, monkeypatch,
+                                                          kw, needle) -> None:
+    loads: list = []
+    monkeypatch.setattr(host, "load_to_device", lambda *a, **k: loads.append(a))
+    with pytest.raises(ValueError, match=needle):
+        run(fake_model, **kw)
+    assert not loads and not sent  # nothing ran
+
+
+def test_paint_options_fit_crops_an_off_grid_image_and_its_mask(fake_model, sent) -> None:
+    image, mask = _image(6)[:, :42], _box(8, 8, 16)[:, :42]  # 48 x 42 px: off nano's 4 px grid
+    paint = PaintOptionsNode.execute(mask_threshold=0.5, mask_grow=0, paste_back=True,
+                                     feather=FEATHER_AUTO, fit="crop").args[0]
+    tokens, stats = run(fake_model, image=image, mask=mask, paint=paint, width=0, height=0)
+    assert tokens.grid == (10, 12) and (tokens.width, tokens.height) == (48, 40)
+    assert "image 48x42 px cropped to 48x40 (fit=crop)" in stats
+    out = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args[0]
+    assert out.shape == (1, 40, 48, 3)
+    known = ~mask[:, 1:41].bool()  # the crop window; far from the hole: the original pixels
+    known[:, 4:28, 4:28] = False
+    assert torch.allclose(out[known], image[:, 1:41][known], atol=1e-6)
+
+
+def test_image_sets_the_size_and_the_note_says_when_widgets_differ(fake_model, sent) -> None:
+    image = _image(5)[:, :32]  # 32 x 48 px: 8 x 12 tokens
+    tokens, stats = run(fake_model, image=image, mask=_box(0, 0, 16)[:, :32], width=64,
+                        height=64)
+    assert tokens.grid == (8, 12) and (tokens.width, tokens.height) == (48, 32)
+    assert "size 48x32 from the image" in stats
+
+
+def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -> None:
+    from nodes.encode import DiMOOVQEncode
+
+    loads: list[bool] = []
+    monkeypatch.setattr(host, "load_to_device", lambda *a, **k: loads.append(True))
+    from testbed import scenes
+
+    spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
+    pictures = [scenes.render(scenes.layout_scene(spec, np.random.default_rng(k))) for k in (0, 1)]
+    image = torch.from_numpy(np.stack(pictures)).float() / 255  # nano's kind of picture
+    (tokens,) = DiMOOVQEncode.execute(model=fake_model, image=image, fit="exact").args
+    assert torch.equal(tokens.tokens, fake_model.pipe.encode_image(image))
+    assert tokens.grid == (12, 12) and tokens.paint is None and len(loads) == 1
+    (out,) = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args
+    assert torch.equal(out, fake_model.pipe.decode(tokens.tokens, (12, 12)).clamp(0, 1))
+    assert (out - image).abs().mean() < 0.1  # the VQ's view of the picture, not noise
+    # off the grid: refused with the nearest sizes, before the VQ loads; or fitted
+    before = len(loads)
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: image: width=50 .*48 or 52"):
+        DiMOOVQEncode.execute(model=fake_model, image=torch.rand(1, 48, 50, 3), fit="exact")
+    assert len(loads) == before
+    off = torch.rand(1, 47, 51, 3)
+    (cropped,) = DiMOOVQEncode.execute(model=fake_model, image=off, fit="crop").args
+    assert (cropped.height, cropped.width) == (44, 48) and cropped.tokens.shape == (1, 132)
+    assert torch.equal(cropped.tokens, fake_model.pipe.encode_image(off[:, 1:45, 1:49]))
+    (resized,) = DiMOOVQEncode.execute(model=fake_model, image=off, fit="resize").args
+    assert (resized.height, resized.width) == (48, 52)
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: fit 'stretch' is not one of"):
+        DiMOOVQEncode.execute(model=fake_model, image=image, fit="stretch")

@@ -1,0 +1,139 @@
+"""What a user sees on the sampler/loader/cache nodes: one message per mistake, on its input;
+defaults that run on the connected checkpoint; widget values shown as they are stored."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import ladr_core
+from nodes import node_classes, validate
+from nodes.cache import MLCacheOptions
+from nodes.decode import DiMOOVQDecode
+from nodes.handles import DiMOOModel
+from nodes.sampler import DiMOOSampler
+
+
+@pytest.mark.parametrize("node", node_classes(), ids=lambda n: n.__name__)
+def test_validate_inputs_names_at_most_one_input(node) -> None:
+    """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
+    attached = validate.attached_inputs(node)
+    assert attached is not None, node  # never **kwargs: that would name every input
+    # one input, except the sampler's documented three (nodes/validate.py rule 2)
+    allowed = ["prompt", "width", "height"] if node is DiMOOSampler else attached[:1]
+    assert attached == allowed, attached
+
+
+def test_attached_inputs_reads_the_signature_like_comfyui() -> None:
+    class Four:
+        @classmethod
+        def validate_inputs(cls, prompt, width, height, one_prompt_per_line):
+            return "bad"
+
+    class Kw:
+        @classmethod
+        def validate_inputs(cls, **kwargs):
+            return True
+
+    assert validate.attached_inputs(Four) == ["prompt", "width", "height",
+                                              "one_prompt_per_line"]
+    assert validate.attached_inputs(Kw) is None
+
+
+def _shown(value: float, step: float) -> str:
+    """ComfyUI frontend 1.49 useFloatWidget: precision = max(0, -floor(log10(step)))."""
+    return f"{value:.{max(0, -math.floor(math.log10(step)))}f}"
+
+
+@pytest.mark.frontend_version("1.49")  # its FLOAT widget's display precision rule
+@pytest.mark.parametrize("node", [DiMOOSampler, MLCacheOptions], ids=lambda n: n.__name__)
+def test_float_widgets_show_their_defaults_and_documented_values(node) -> None:
+    shown_values = {"cfg": [0.75, 4.0, 1.25]}  # nano default, official, a tuned value
+    for inp in node.define_schema().inputs:
+        if not isinstance(getattr(inp, "default", None), float):  # the FLOAT widgets
+            continue
+        for value in [inp.default, *shown_values.get(inp.id, [])]:
+            assert float(_shown(value, inp.step)) == value, (inp.id, value, inp.step)
+
+
+def _schema_defaults(node) -> dict:
+    inputs = node.define_schema().inputs  # sockets (Custom, IMAGE, ...) have no default
+    return {i.id: i.default for i in inputs if getattr(i, "default", None) is not None}
+
+
+@pytest.fixture(scope="module")
+def nano() -> DiMOOModel:
+    if not (ladr_core.nano_model_path() / "model.safetensors").is_file():
+        pytest.skip("DiMOO-nano checkpoint not shipped in this checkout")
+    pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
+    return DiMOOModel(pipe=pipe, key=("nano",), name="nano")
+
+
+def test_a_fresh_sampler_node_runs_on_the_builtin_model(nano, monkeypatch) -> None:
+    """Defaults 'auto' (0 px, cfg -1) mean the checkpoint's default_size and default_cfg."""
+    seen: list[dict] = []
+    real = nano.pipe.generate
+    monkeypatch.setattr(nano.pipe, "generate", lambda *a, **kw: seen.append(kw) or real(*a, **kw))
+    args = {**_schema_defaults(DiMOOSampler), "steps": 16}
+    tokens, _ = DiMOOSampler.execute(model=nano, **args).args
+    assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (None, None, None)
+    assert (tokens.width, tokens.height) == (nano.pipe.default_size,) * 2 == (48, 48)
+    (image,) = DiMOOVQDecode.execute(model=nano, tokens=tokens).args
+    assert image.shape == (1, 48, 48, 3)
+
+
+def test_stored_values_of_old_workflows_keep_their_meaning(nano, monkeypatch) -> None:
+    seen: list[dict] = []
+
+    class Seen(Exception):
+        pass
+
+    def record(*a, **kw):
+        seen.append(kw)
+        raise Seen
+
+    monkeypatch.setattr(nano.pipe, "generate", record)
+    args = {**_schema_defaults(DiMOOSampler), "width": 32, "height": 48, "cfg": 4.0}
+    with pytest.raises(Seen):
+        DiMOOSampler.execute(model=nano, **args)
+    assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (32, 48, 4.0)
+
+
+def test_ladr_num_threads_applies_while_sampling_and_is_restored(nano, monkeypatch) -> None:
+    from nodes import threads
+
+    model = nano
+    before = torch.get_num_threads()
+    wanted = 1 if before != 1 else 2
+    seen: list[int] = []
+    real = model.pipe.generate
+    monkeypatch.setattr(model.pipe, "generate",
+                        lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
+    monkeypatch.setenv(threads.ENV, str(wanted))
+    args = {**_schema_defaults(DiMOOSampler), "steps": 4}
+    DiMOOSampler.execute(model=model, **args)
+    assert seen == [wanted] and torch.get_num_threads() == before
+    monkeypatch.setenv(threads.ENV, "0")
+    with pytest.raises(ValueError, match="LADR_NUM_THREADS='0' must be a whole number >= 1"):
+        DiMOOSampler.execute(model=model, **args)
+    monkeypatch.delenv(threads.ENV)
+    DiMOOSampler.execute(model=model, **args)
+    assert seen[-1] == before
+
+
+def test_every_node_has_a_help_page_naming_each_input() -> None:
+    """ComfyUI's frontend fetches /extensions/<pack>/docs/<node_id>.md (WEB_DIRECTORY=web)."""
+    from pathlib import Path
+
+    from nodes import node_classes
+
+    docs = Path(__file__).resolve().parents[2] / "web" / "docs"
+    for node in node_classes():
+        schema = node.define_schema()
+        page = docs / f"{schema.node_id}.md"
+        assert page.is_file(), page
+        text = page.read_text()
+        missing = [i.id for i in schema.inputs if f"`{i.id}`" not in text]
+        assert not missing, (schema.node_id, missing)

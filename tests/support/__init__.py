@@ -1,0 +1,22 @@
+"""What the tests share: the official loops transcribed once (official.py, official_i2i.py),
+fake denoisers (fakes.py), the strict stand-in for ComfyUI's V3 API (comfy_stand_in.py), a
+ComfyUI-Distributed cluster (comfy_cluster.py) and small helpers. The host-sync counter the
+tests and the benchmarks share is testbed.syncs; fixtures live in tests/conftest.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository's root folder."""
+
+
+def strategy_from(name: str, policy: Any = None) -> Any:
+    """A registered strategy object by name, with ``policy`` when given (LADR(policy),
+    Prophet(policy)); None = the strategy's defaults."""
+    from ladr_core import resolve_strategy
+
+    default = resolve_strategy(name)
+    return default if policy is None else type(default)(policy)

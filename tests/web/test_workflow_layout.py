@@ -1,0 +1,98 @@
+"""Example workflows: no node covers another in ComfyUI's frontend.
+
+Node heights follow frontend 1.49.6's own minimum sizes, measured with
+tests/web/template_layout.mjs (which also checks the real frontend): 10 px + 24 px per slot row
+and per one-line widget, 180 px per multiline text widget; core nodes as measured. A node box
+starts TITLE px above its `pos` (the title bar).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from nodes import node_classes
+
+pytestmark = pytest.mark.frontend_version("1.49.6")  # the minimum node sizes measured there
+
+ROOT = Path(__file__).resolve().parents[2]
+UI = sorted((ROOT / "example_workflows").glob("*.json"))
+TITLE, GAP = 30, 10
+CORE_MIN_HEIGHT = {"PreviewAny": 122, "SaveImage": 58, "ImageStitch": 150,
+                   # measured like the others (Load Image with a picture loaded; Pad Image
+                   # for Outpainting: 174, where 10 px + 24 px per row would say 178)
+                   "ImagePadForOutpaint": 174, "LoadImage": 326}
+# ComfyUI-Distributed's nodes by the same rule (10 px + 24 px per row), not measured:
+# Distributed Seed = output row + seed widget + its control widget; Collector = images row +
+# load_balance widget.
+ENGINE_MIN_HEIGHT = {"DistributedSeed": 82, "DistributedCollector": 58}
+WIDGETS = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
+
+
+def min_height(node_id: str) -> int:
+    """Frontend minimum height of one of our nodes, from its schema."""
+    schema = next(c.define_schema() for c in node_classes()
+                  if c.define_schema().node_id == node_id)
+    sockets = sum(i.io_type not in WIDGETS for i in schema.inputs)
+    rows = max(sockets, len(schema.outputs))
+    multiline = sum(bool(getattr(i, "multiline", False)) for i in schema.inputs)
+    one_line = sum(i.io_type in WIDGETS for i in schema.inputs) - multiline
+    one_line += sum(bool(getattr(i, "control_after_generate", False)) for i in schema.inputs)
+    return 10 + 24 * (rows + one_line) + 180 * multiline
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_nodes_are_tall_enough_and_do_not_overlap(path: Path) -> None:
+    nodes = json.loads(path.read_text())["nodes"]
+    boxes = []
+    for n in nodes:
+        need = ({**CORE_MIN_HEIGHT, **ENGINE_MIN_HEIGHT}.get(n["type"])
+                or min_height(n["type"]))
+        assert n["size"][1] >= need, (n.get("title", n["type"]), n["size"], need)
+        x, y = n["pos"]
+        boxes.append((n.get("title", n["type"]), x, y - TITLE, x + n["size"][0], y + n["size"][1]))
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1:]:
+            apart = (a[3] + GAP <= b[1] or b[3] + GAP <= a[1] or a[4] + GAP <= b[2]
+                     or b[4] + GAP <= a[2])
+            assert apart, f"{a[0]} overlaps {b[0]}"
+
+
+# The new frontend's canvas fills the window under its tab bar and floats a "Graph" menu over
+# the top-left corner, whose bottom edge is about 84 px below the window top (frontend 1.49.6,
+# 1600 x 900 window, tests/web/frontend_screenshot.mjs).
+MENU_BOTTOM_PX = 90
+# The canvas also runs under the left sidebar (58 px wide in the same window).
+SIDEBAR_RIGHT_PX = 64
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_workflow_opens_clear_of_the_floating_menu_and_the_sidebar(path: Path) -> None:
+    data = json.loads(path.read_text())
+    ds = data["extra"]["ds"]
+    top = min(n["pos"][1] for n in data["nodes"]) - TITLE
+    left = min(n["pos"][0] for n in data["nodes"])
+    assert (top + ds["offset"][1]) * ds["scale"] >= MENU_BOTTOM_PX, (ds, top)
+    assert (left + ds["offset"][0]) * ds["scale"] >= SIDEBAR_RIGHT_PX, (ds, left)
+
+
+# The window tests/web/frontend_screenshot.mjs opens (a small laptop screen's browser), and the
+# minimap the frontend floats over its bottom-right corner in that window (from x 1340 and y
+# 640 px on, measured on its screenshot; frontend 1.49.6).
+WINDOW_PX = (1600, 900)
+MINIMAP_TOP_LEFT_PX = (1340, 640)
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_workflow_opens_with_every_node_in_sight(path: Path) -> None:
+    data = json.loads(path.read_text())
+    ds = data["extra"]["ds"]
+    for n in data["nodes"]:
+        name = n.get("title", n["type"])
+        right = (n["pos"][0] + n["size"][0] + ds["offset"][0]) * ds["scale"]
+        bottom = (n["pos"][1] + n["size"][1] + ds["offset"][1]) * ds["scale"]
+        assert right <= WINDOW_PX[0] and bottom <= WINDOW_PX[1], (name, right, bottom, ds)
+        under_minimap = right > MINIMAP_TOP_LEFT_PX[0] and bottom > MINIMAP_TOP_LEFT_PX[1]
+        assert not under_minimap, (name, right, bottom, ds)
