@@ -43,7 +43,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
-from ladr_core.dimoo import plan_painting  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 from testbed.painting_tasks import SIZE, TASKS, ground_truth, task_masks  # noqa: E402
@@ -53,14 +52,14 @@ from testbed.paired_stats import group_index, paired_bootstrap, ratio_ci, scores
 def run_setting(pipe: Any, captions: list[str], image: torch.Tensor, mask: torch.Tensor,
                 strategy: Any, steps: int | None, max_batch: int) -> dict[str, Any]:
     """One setting over every item: delivered images uint8, NFE per image, known tokens kept."""
-    plan = plan_painting(pipe, captions, image, mask, None, 1, None, None)
+    job = pipe.prepare_paint(captions, image, mask)
     asked = strategy.run_steps(steps)
     start = time.perf_counter()
-    res = pipe.generate(captions, steps=steps, seed=scenes.TEST_IMAGE_SEED, strategy=strategy,
-                        init_image=image, mask=mask, max_batch=max_batch)
+    res = pipe.run(job, steps=steps, seed=scenes.TEST_IMAGE_SEED, strategy=strategy,
+                   max_batch=max_batch)
     wall = time.perf_counter() - start
-    known = ~plan.region
-    kept = [bool(torch.equal(res.tokens[i][known[i]], plan.codes[i][known[i]]))
+    known, codes = ~res.paint.region, res.paint.codes
+    kept = [bool(torch.equal(res.tokens[i][known[i]], codes[i][known[i]]))
             for i in range(len(captions))]
     return {"images": (res.images.clamp(0, 1) * 255).round().to(torch.uint8).numpy(),
             "nfe": np.array(res.item_nfe, dtype=np.int64), "steps": asked,

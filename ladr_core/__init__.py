@@ -44,6 +44,7 @@ _EXPORTS: dict[str, str] = {
     "RESCUE_TOKENS": ".policy",
     "tau_from_number": ".policy",
     # the Lumina-DiMOO runtime
+    "InputError": ".errors",
     "load_dimoo": ".dimoo",
     "save_dimoo": ".dimoo",
     "DiMOOPipeline": ".dimoo",

@@ -319,32 +319,22 @@ def sample(
     known: KnownTokens | None = None,
     max_batch: int | None = None,
 ) -> SampleResult:
-    """Generate B token grids of H x W (contract: docs/ARCHITECTURE.md section 1).
+    """Generate B token grids of H x W: the contract, every argument included, is
+    docs/ARCHITECTURE.md section 1.
 
     strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `LADR.preset("nano")`,
-    `Prophet(policy)`: it carries its own policy), a registered strategy name ("baseline",
-    "ladr", "prophet": their defaults) or an LADR preset name; resolved once, here
-    (ladr_core.registry). steps: the schedule length T (None: the strategy's own T, else 64).
-    temperature 0 = greedy with no random draw (except a random LADR ablation). generator: None
-    (device default generator), one generator shared by all items (each step, item 0 draws its
-    noise, then item 1, ...), or a list of B generators (item i with g_i equals a B=1 run with
-    g_i). Noise is drawn only for each item's masked rows, as official (order:
-    ladr_core.noise), on the generator's device, then moved to the logits' device; use a
-    generator on the denoiser's device to avoid the copy. device: where the first `tokens`
-    passed to `denoise` live (default: the generator's device, else CPU); from then on all state
-    lives on the device of the returned logits. cuda_graph: replay a step-invariant rule as one
-    CUDA graph on a CUDA device (ladr_core.graphs; False runs it eagerly, same results). Every
-    item finishes within T of its own steps (its last step unmasks everything). known: the
-    starting state for inpainting / outpainting (KnownTokens: known codes and the positions to
-    generate); known positions are never changed, and every schedule runs over each item's
-    count to generate (N_total), as the official painting mode's does; an item with nothing to
-    generate makes no call.
-
-    A denoiser that takes `items=` (a list of item indices, or None for all B in order) is sent
-    only the items still running: a finished item leaves the pass. max_batch (None = B): items
-    in flight at once; below B the batch rolls: when an item finishes, the next waiting item
-    takes its place at its own step 0 (such a denoiser is then required). Either way item i's
-    tokens equal its own B = 1 run with its own generator.
+    `Prophet(policy)`), a registered strategy name or an LADR preset name, resolved once, here
+    (ladr_core.registry). steps: T (None: the strategy's own T, else 64). temperature 0 =
+    greedy. generator: None, one generator shared by all items, or a list of B generators
+    (item i with g_i equals a B=1 run with g_i; noise is drawn per item for its masked rows,
+    order: ladr_core.noise). device: where the first `tokens` passed to `denoise` live (default:
+    the generator's device, else CPU); from then on all state lives on the logits' device.
+    cuda_graph: replay a step-invariant rule as one CUDA graph on CUDA (same results). known:
+    KnownTokens for inpainting / outpainting (known positions never change; every schedule runs
+    over each item's count to generate). A denoiser that takes `items=` is sent only the items
+    still running; max_batch (None = B) below B rolls the batch, a finished item's slot going
+    to the next waiting item at its own step 0. Either way item i's tokens equal its own B = 1
+    run with its own generator.
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)

@@ -1,40 +1,33 @@
-"""How many images the sampler node keeps in flight (its `max_batch` input, 0 = automatic).
+"""How many images the sampler and edit nodes keep in flight (their `max_batch` input, 0 =
+automatic).
 
 A prompt list longer than that runs as a rolling batch: each finished image makes room for the
 next prompt (ladr_core.sample's `max_batch`). Every image is the same whatever the number, so
-the choice only trades speed and memory:
-
-* on a GPU, a few images per pass fill the matrix units better (512 px: ~2,300 tokens per
-  image), as long as they fit: the automatic choice is what the free memory holds
-  (`DiMOOPipeline.image_bytes`, ML-Cache included), at most GPU_IN_FLIGHT;
-* on a CPU a pass costs about the same per token whatever its size, so more images in flight
-  gain nothing and the automatic choice is CPU_IN_FLIGHT (benchmarks/rolling.py).
+the choice only trades speed and memory. The automatic choice is the library's own
+(`ladr_core.dimoo.images_in_flight`: 4 on a CPU, what the GPU's free memory holds up to 8), fed
+with ComfyUI's count of free memory, so a node and a Python call choose alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from ladr_core.dimoo import GPU_IN_FLIGHT, images_in_flight
+
 from . import host
 
 AUTO = 0  # the widget value meaning "choose from the device and its free memory"
-GPU_IN_FLIGHT = 8
-CPU_IN_FLIGHT = 4
 MAX_IN_FLIGHT = 64  # the widget's maximum
+__all__ = ["AUTO", "GPU_IN_FLIGHT", "MAX_IN_FLIGHT", "in_flight"]
 
 
-def in_flight(value: int, pipe: Any, images: int, width: int | None, height: int | None,
+def in_flight(value: int, pipe: Any, images: int, width: int, height: int,
               cache: object | None) -> int:
-    """The images to keep in flight: `value`, or for AUTO the device's choice; never more
-    than `images`."""
+    """The images to keep in flight: `value`, or for AUTO the library's choice with the host's
+    free memory; never more than `images`."""
     if value != AUTO:
         return max(1, min(int(value), images))
     device = pipe.device
-    if device.type == "cpu":
-        return min(images, CPU_IN_FLIGHT)
-    free = host.free_memory(device)
-    cap = min(images, GPU_IN_FLIGHT)
-    if free is None:
-        return cap
-    per_image = max(1, pipe.image_bytes(width, height, cache is not None))
-    return max(1, min(cap, int(0.8 * free) // per_image))
+    free = host.free_memory(device) if device.type == "cuda" else None
+    return images_in_flight(device, images, pipe.image_bytes(width, height, cache is not None),
+                            free)

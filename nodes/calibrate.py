@@ -23,12 +23,14 @@ from typing import Any
 
 import torch
 
+from ladr_core import InputError
 from ladr_core.calibrate.api import calibrate, calibrated_strategy, default_prompts
 from ladr_core.calibrate.state import CALIBRATION_FILE, CalibrationError, fingerprint
+from ladr_core.dimoo import size_error
 
 from . import host, threads
 from .handles import MODEL_TYPE, POLICY_TYPE, DiMOOModel
-from .validate import input_error
+from .validate import input_error, node_error
 
 io, _ = host.v3()
 
@@ -80,6 +82,24 @@ def image_tensor(pil: Any) -> torch.Tensor:
     return torch.from_numpy(np.asarray(pil.convert("RGB"), dtype=np.float32) / 255.0)[None]
 
 
+def check_size(model: DiMOOModel, prompts: list[str], size: int) -> None:
+    """``size`` (0 = the checkpoint's default) on the model's token grid and within its context
+    with these prompts, checked before anything runs (the library's own size rule)."""
+    if size == 0:
+        return
+    pipe = model.pipe
+    f = pipe.vq_factor
+    err = size_error("size", size, f)
+    if err is not None:  # err.fix: "nearest valid size: 48 or 52"
+        raise input_error(NODE, "size", f"is {size} px, not a multiple of {f} px (one token "
+                          f"per {f} x {f} px on this checkpoint)", f"use {err.fix.split(': ')[-1]}")
+    try:
+        pipe.prepare_text(prompts, width=size, height=size)
+    except InputError as exc:
+        raise node_error(NODE, exc, {"width and height": "size"},
+                         {"size": "use a smaller size (0 = the checkpoint's default)"}) from None
+
+
 def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int, steps: int,
                 budget_minutes: float, batch: int) -> tuple[Any, Any, str]:
     """(strategy, plot PIL image, report text) for the node (module docstring)."""
@@ -87,7 +107,9 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
         raise input_error(NODE, "mode", f"is {mode!r}", f"use one of {MODES}")
     folder = checkpoint_folder(model)
     path = calibration_path(folder)
-    wanted = wanted_conditions(model, resolve_prompts(folder, prompts), seeds, size, steps)
+    texts = resolve_prompts(folder, prompts)
+    check_size(model, texts, size)
+    wanted = wanted_conditions(model, texts, seeds, size, steps)
     note = ""
     if mode != "run":
         try:
@@ -97,7 +119,9 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
             note = "the stored calibration was made with other prompts/size/steps: ran again\n"
         except CalibrationError as exc:
             if mode == "load":
-                raise ValueError(f"{NODE}: {exc}") from None
+                raise input_error(NODE, "mode", "is 'load', but no calibration of these weights "
+                                  f"can be loaded ({exc})", "set mode to 'load or run' to "
+                                  "calibrate now and save it") from None
             note = f"{exc}\n-> calibrated again\n" if path.exists() else ""
     report = _run(model, folder, path, wanted, budget_minutes, batch)
     strategy, _, report = calibrated_strategy(folder, path)
@@ -125,6 +149,8 @@ def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
                              batch=batch, budget_minutes=budget_minutes or None,
                              weight_dtype=weights, calibration_file=path, progress=progress,
                              check=host.check_interrupt, prompt_source="node")
+    except InputError as exc:  # a widget's value (budget_minutes)
+        raise node_error(NODE, exc) from None
     except CalibrationError as exc:
         raise ValueError(f"{NODE}: {exc}") from None
 

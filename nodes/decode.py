@@ -9,15 +9,34 @@ from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 
 io, _ = host.v3()
 
+NODE = "DiMOO VQ Decode"
+# Load DiMOO Model's key (nodes/loader.py): (folder, its mtime, dtype, device[, weight_dtype])
+KEY_PARTS = ("checkpoint", "checkpoint", "dtype", "device", "weight_dtype")
+
+
+def key_mismatch(tokens: DiMOOTokens, model: DiMOOModel) -> str:
+    """What differs between the model that made ``tokens`` and ``model``, and the fix:
+    another checkpoint (another codebook) or only the loader's dtype / device / weight_dtype
+    (the same codebook, loaded another way)."""
+    made = "were encoded (DiMOO VQ Encode)" if "encoded" in tokens.stats else "were sampled"
+    mine, theirs = tuple(model.key), tuple(tokens.model_key)
+    if len(mine) < 2 or len(theirs) < 2 or mine[:2] != theirs[:2]:
+        return (f"{made} with another checkpoint than {model.name!r} (another codebook); "
+                "connect VQ Decode to the same Load DiMOO Model as the node that made them")
+    diffs = [f"{KEY_PARTS[i]} {theirs[i] if i < len(theirs) else 'default'} there, "
+             f"{mine[i] if i < len(mine) else 'default'} here"
+             for i in range(2, max(len(mine), len(theirs)))
+             if (mine[i] if i < len(mine) else None) != (theirs[i] if i < len(theirs) else None)]
+    return (f"{made} by a Load DiMOO Model of the same checkpoint with other settings "
+            f"({'; '.join(diffs)}); connect VQ Decode to that same Load DiMOO Model, or give "
+            "both loaders the same settings")
+
 
 def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
     """`pipe.decode(tokens [B, h*w], grid)` on the model's device -> CPU float [B, H, W, 3];
     inpainted / outpainted tokens get the original pixels pasted back (their PaintPlan)."""
     if tokens.model_key != model.key:
-        raise ValueError(
-            f"tokens: they were sampled with another checkpoint/dtype than {model.name!r} "
-            "(different codebook). Connect VQ Decode to the same Load DiMOO Model as the sampler."
-        )
+        raise ValueError(f"{NODE}: tokens {key_mismatch(tokens, model)}")
     host.load_to_device(model.patcher, vq_only=True)
     with torch.inference_mode(), threads.torch_threads():
         images = model.pipe.decode(tokens.tokens, tokens.grid)

@@ -7,78 +7,71 @@ runs it through the same sampler loop; progress, previews and stats as the DiMOO
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
-import ladr_core
-from ladr_core.dimoo import (
-    DEFAULT_EDIT_CFG,
-    DEFAULT_IMAGE_CFG,
-    EDIT_TYPES,
-    check_image,
-    official_edit_size,
-)
+import torch
+
+from ladr_core import InputError
+from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, check_job
 
 from . import events, host
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel
 from .sampler import SEED_MAX, STRATEGIES, check_options, generate_tokens, pick_strategy
-from .validate import input_error
+from .validate import input_error, node_error
 
 io, _ = host.v3()
 
 NODE = "DiMOO Edit"
 OFFICIAL_SIZE, AS_IS = "official 512 px area", "as is"
 SIZES = [OFFICIAL_SIZE, AS_IS]
-NANO_CANNOT_EDIT = ("is the built-in dimoo-nano, which was trained for text-to-image only and "
-                    "cannot edit")
+SIZE_CHOICE = {OFFICIAL_SIZE: "official", AS_IS: "as is"}  # widget -> DiMOOPipeline.edit's
+NAMES = {"style": "style_image"}  # the library's argument -> this node's input
 
 
-def is_nano(pipe: object) -> bool:
-    folder = getattr(pipe, "source_folder", None)
-    return folder is not None and Path(folder).resolve() == ladr_core.nano_model_path().resolve()
-
-
-def check_request(model: DiMOOModel, image: object, instruction: str, edit_type: str,
-                  cache: object | None, style_image: object | None = None,
-                  size: str = AS_IS) -> int:
-    """One message per mistake, on its input, before anything runs; returns the image count.
-    ``size`` OFFICIAL_SIZE: any image size is fine (it will be brought to its bucket)."""
-    if is_nano(model.pipe):
-        raise input_error(NODE, "model", NANO_CANNOT_EDIT,
-                          "load the Lumina-DiMOO checkpoint (models/lumina_dimoo/) in Load DiMOO "
-                          "Model")
-    if edit_type not in EDIT_TYPES:
-        raise input_error(NODE, "edit_type", f"{edit_type!r} is not a known edit type",
-                          f"use one of {', '.join(EDIT_TYPES)}")
-    if EDIT_TYPES[edit_type][1] is None and not instruction.strip():
-        raise input_error(NODE, "instruction", "is empty",
-                          "write the edit, e.g. 'make the sky red'")
-    if cache is not None:
-        raise input_error(NODE, "cache", "is connected, but ML-Cache does not support editing",
-                          "disconnect the ML-Cache Options node")
-    if size not in SIZES:
+def prepare_job(model: DiMOOModel, image: object, instruction: str, edit_type: str,
+                cfg: float, image_cfg: float, cache: object | None,
+                style_image: object | None = None, size: str = OFFICIAL_SIZE) -> Any:
+    """The edit, checked once by the library (``pipe.prepare_edit``: the model's ability to
+    edit, from its own config; the edit type; the images' values, sizes and batches; the
+    instruction) before anything loads, one message per mistake on its input. The library
+    applies the official editing size, as from Python."""
+    if size not in SIZE_CHOICE:
         raise input_error(NODE, "size", f"{size!r} is not a size choice",
                           f"use one of {', '.join(SIZES)}")
-    if edit_type == "style" and style_image is None:
-        raise input_error(NODE, "style_image", "is not connected, but edit_type 'style' needs "
-                          "it", "connect the image whose style to copy (e.g. a Load Image)")
     if edit_type != "style" and style_image is not None:
         raise input_error(NODE, "style_image", f"is connected, but edit_type {edit_type!r} "
                           "does not use it", "set edit_type to style, or disconnect it")
-    counts = []
-    for name, value in (("image", image), ("style_image", style_image)):
-        if value is None:
-            continue
-        try:
-            checked = check_image(value, model.pipe.vq_factor, name, on_grid=size == AS_IS,
-                                  fix=f"set size to {OFFICIAL_SIZE!r}, or resize or crop it "
-                                  "first (Upscale Image, crop: center)")
-        except ValueError as exc:
-            raise ValueError(f"{NODE}: {exc}") from None
-        counts.append(int(checked.shape[0]))
+    if edit_type == "style" and style_image is None:
+        raise input_error(NODE, "style_image", "is not connected, but edit_type 'style' needs "
+                          "it", "connect the image whose style to copy (e.g. a Load Image)")
+    counts = [_batch(v) for v in (image, style_image) if v is not None]
     if len(counts) == 2 and 1 not in counts and counts[0] != counts[1]:
         raise input_error(NODE, "style_image", f"is a batch of {counts[1]} for {counts[0]} "
                           "images", "give one style image, or one per image")
-    return max(counts)
+    try:
+        job = model.pipe.prepare_edit(instruction, image=image, edit_type=edit_type,
+                                      style=style_image, size=SIZE_CHOICE[size], cfg=cfg,
+                                      image_cfg=image_cfg, batch_size=max(counts))
+        check_job(job, cache)
+    except InputError as err:
+        fixes = {"model": "load the Lumina-DiMOO checkpoint (models/lumina_dimoo/) in Load "
+                 "DiMOO Model", "cache": "disconnect the ML-Cache Options node"}
+        if size == AS_IS:
+            fixes.update({n: f"set size to {OFFICIAL_SIZE!r}, or resize or crop it first "
+                          "(Upscale Image, crop: center)" for n in ("image", "style_image")})
+        raise node_error(NODE, err, NAMES, fixes if _fixable(err) else None) from None
+    return job
+
+
+def _batch(image: object) -> int:
+    """An IMAGE's batch size (anything but an image batch counts 1: the library's check refuses
+    it, naming the input)."""
+    return int(image.shape[0]) if isinstance(image, torch.Tensor) and image.dim() == 4 else 1
+
+
+def _fixable(err: InputError) -> bool:
+    """The node's own fixes apply to the model and cache inputs, and to an image's size."""
+    return err.name in ("model", "cache") or "not a multiple" in err.problem
 
 
 class DiMOOEdit(io.ComfyNode):
@@ -110,31 +103,16 @@ class DiMOOEdit(io.ComfyNode):
                 style_image: object | None = None, size: str = OFFICIAL_SIZE
                 ) -> io.NodeOutput:
         check_options(policy, cache)
-        count = check_request(model, image, instruction, edit_type, cache, style_image, size)
-        note = ""
-        if size == OFFICIAL_SIZE:
-            image, note = _official(image, "image")
-            if style_image is not None:
-                style_image, more = _official(style_image, "style_image")
-                note += more
-        chosen, steps, picked = pick_strategy(strategy, policy, steps)
-        note = picked + note
+        job = prepare_job(model, image, instruction, edit_type, cfg, image_cfg, cache,
+                          style_image, size)
+        chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         host.load_to_device(model.patcher)
-        tokens, stats = generate_tokens(model, node_id, chosen, None, instruction, steps=steps,
-                                        cfg=cfg, image_cfg=image_cfg, temperature=temperature,
-                                        seed=seed, reference=image, style=style_image,
-                                        edit_type=edit_type, batch_size=count)
+        tokens, stats = generate_tokens(model, node_id, job, steps=steps,
+                                        temperature=temperature, seed=seed, strategy=chosen,
+                                        cache=None, max_batch=len(job.items))
+        note += f"; {job.note}" if job.note else ""
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
-
-
-def _official(image: object, name: str) -> tuple[object, str]:
-    """An IMAGE at its official 512 px-area bucket, and a stats note when that changed it."""
-    sized = official_edit_size(image)
-    if sized is image:
-        return image, ""
-    (h, w), (nh, nw) = image.shape[1:3], sized.shape[1:3]
-    return sized, f"; {name} {w}x{h} -> {nw}x{nh} ({OFFICIAL_SIZE})"
 
 
 def _inputs() -> list:

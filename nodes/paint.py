@@ -2,16 +2,17 @@
 `ladr_core.dimoo.tasks.painting.PaintOptions`) and the sampler's checks of its `image` + `mask`.
 
 The sampler's optional `image` (IMAGE) and `mask` (MASK, 1 = regenerate) come through links, so
-their values are checked in execute, before the model loads, each message naming the input that
-is wrong (nodes/validate.py rule 3). The core (painting.py) encodes the image, keeps the known
-tokens and returns the plan that VQ Decode uses to paste the original pixels back.
+they are checked in execute, before the model loads, each message naming the input that is wrong
+(nodes/validate.py rule 3): here what only the graph gets wrong, in the library
+(``prepare_paint``) their values and sizes, once. The core (painting.py) encodes the image, keeps
+the known tokens and returns the plan that VQ Decode uses to paste the original pixels back.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ladr_core.dimoo import FIT_MODES, PaintOptions, fit_painting
+from ladr_core.dimoo import FIT_MODES, PaintOptions
 
 from . import host
 from .handles import PAINT_TYPE
@@ -34,14 +35,17 @@ def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
         raise ValueError(f"LADR Paint Options: {exc}") from exc
 
 
-def check_painting(image: Any, mask: Any, paint: Any, vq_factor: int) -> None:
-    """The sampler's image / mask / paint inputs, before anything loads: ValueError naming the
-    input that is wrong and the fix (nothing connected is fine: text-to-image)."""
+def painting(image: Any, mask: Any, paint: Any) -> bool:
+    """Whether the sampler inpaints / outpaints: its image and mask are both connected (neither
+    = text to image). What only the graph can get wrong is refused here, naming the input and
+    the fix: one of the two connected, Load Image's empty 64x64 mask, a stale paint socket. The
+    image's and mask's values and sizes are checked once, by the library (prepare_paint)."""
     if paint is not None and not isinstance(paint, PaintOptions):
-        raise ValueError(f"paint: got a {type(paint).__name__}, not this version's paint options; "
+        raise ValueError(f"{NODE}: paint is a {type(paint).__name__}, not this version's paint "
+                         "options; "
                          "re-create the LADR Paint Options node and reconnect it")
     if image is None and mask is None:
-        return
+        return False
     if image is None:
         raise ValueError(f"{NODE}: image is not connected but mask is; connect the image the "
                          "mask was drawn on (e.g. Load Image's IMAGE), or disconnect the mask")
@@ -53,12 +57,7 @@ def check_painting(image: Any, mask: Any, paint: Any, vq_factor: int) -> None:
         raise ValueError(f"{NODE}: mask is empty and not the image's size (Load Image gives a "
                          "64x64 empty mask when nothing was painted); paint the region to "
                          "regenerate in Load Image's mask editor, or disconnect image and mask")
-    try:
-        fit_painting(image, mask, vq_factor, paint.fit if paint is not None else "exact",
-                     "image", "set fit to crop or resize in LADR Paint Options (connected to "
-                     "paint), or resize the image first (Upscale Image)")
-    except ValueError as exc:
-        raise ValueError(f"{NODE}: {exc}") from exc
+    return True
 
 
 def _blank_placeholder(image: Any, mask: Any) -> bool:

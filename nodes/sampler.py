@@ -9,9 +9,17 @@ the widget.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import ladr_core
-from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strategy_names
+from ladr_core import (
+    SIZE_STEP,
+    InputError,
+    Strategy,
+    resolve_strategy,
+    size_problem,
+    strategy_names,
+)
 
 from . import batching, events, host, threads
 from . import paint as paint_module
@@ -25,7 +33,7 @@ from .handles import (
     DiMOOModel,
     DiMOOTokens,
 )
-from .validate import input_error
+from .validate import input_error, node_error
 
 io, _ = host.v3()
 
@@ -138,61 +146,61 @@ def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
     return on_step
 
 
-def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
-                negative_prompt: str | None, width: int, height: int, steps: int | None,
-                cfg: float, temperature: float, seed: int, strategy: Strategy,
-                cache: object | None, batch_size: int, max_batch: int = batching.AUTO,
-                image: object | None = None, mask: object | None = None,
-                paint_options: object | None = None) -> tuple[DiMOOTokens, dict]:
-    """Host-aware generate: memory load, progress, events; returns tokens + stats.
+FIT_FIX = ("set fit to crop or resize in LADR Paint Options (connected to paint), or resize the "
+           "image first (Upscale Image)")
 
-    width / height: widget values (SIZE_AUTO = the checkpoint's default); cfg: the widget value
-    (CFG_AUTO = the checkpoint's default); steps None: the strategy's own T; max_batch: images
-    in flight (batching.AUTO: from the device and its free memory), the rest roll in.
-    image + mask (IMAGE, MASK 1 = regenerate): inpaint / outpaint; the image sets the size."""
+
+def prepare_job(pipe: Any, prompts: list[str], *, negative_prompt: str | None, width: int,
+                height: int, cfg: float, batch_size: int, image: object | None,
+                mask: object | None, paint: object | None) -> Any:
+    """The request, checked once by the library (``pipe.prepare_text`` / ``prepare_paint``)
+    before the model loads: text to image, or with image + mask (1 = regenerate) inpaint /
+    outpaint, the image setting the size. Every message starts with the node and names the
+    input to change. width / height / cfg: widget values (SIZE_AUTO / CFG_AUTO = the
+    checkpoint's defaults)."""
+    try:
+        if not paint_module.painting(image, mask, paint):
+            return pipe.prepare_text(prompts, negative_prompt=negative_prompt,
+                                     width=resolve_size(width), height=resolve_size(height),
+                                     cfg=resolve_cfg(cfg), batch_size=batch_size)
+        return pipe.prepare_paint(prompts, image=image, mask=mask, options=paint,
+                                  negative_prompt=negative_prompt, cfg=resolve_cfg(cfg),
+                                  batch_size=batch_size, fit_fix=FIT_FIX)
+    except InputError as err:
+        raise node_error(NODE, err, {"options": "paint"}) from None
+
+
+def run_sampler(model: DiMOOModel, job: Any, node_id: str | None, *, steps: int | None,
+                temperature: float, seed: int, strategy: Strategy, cache: object | None,
+                max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict]:
+    """Host-aware run of a checked job: memory load, progress, events; returns tokens + stats.
+    steps None: the strategy's own T; max_batch: images in flight (batching.AUTO: from the
+    device and its free memory), the rest roll in."""
     pipe = model.pipe
-    paint_module.check_painting(image, mask, paint_options, pipe.vq_factor)
-    sizes = {}
-    for name, value in (("width", width), ("height", height)):
-        err = None if image is not None else check_size(name, int(value),
-                                                          max(SIZE_STEP, pipe.vq_factor))
-        if err:
-            raise ValueError(f"{NODE}: {err}")
-        sizes[name] = None if image is not None else resolve_size(value)
     host.load_to_device(model.patcher)
-    images = len(prompts) * batch_size * (1 if image is None else max(image.shape[0],
-                                                                        mask.shape[0]))
-    size = {} if image is None else {"width": image.shape[2], "height": image.shape[1]}
-    flying = batching.in_flight(max_batch, pipe, images, size.get("width", sizes["width"]),
-                                size.get("height", sizes["height"]), cache)
-
-    def more(res: object) -> dict:
-        return {"images": int(res.tokens.shape[0]), "in_flight": flying,
-                **({"note": res.note} if res.note else {})}
-
-    return generate_tokens(model, node_id, strategy, more, prompts,
-                           negative_prompt=negative_prompt, steps=steps, cfg=resolve_cfg(cfg),
-                           temperature=temperature, seed=seed, cache=cache,
-                           batch_size=batch_size, max_batch=flying, init_image=image, mask=mask,
-                           paint=paint_options, **sizes)
+    flying = batching.in_flight(max_batch, pipe, len(job.items), job.layout.w * pipe.vq_factor,
+                                job.layout.h * pipe.vq_factor, cache)
+    return generate_tokens(model, node_id, job, steps=steps, temperature=temperature,
+                           seed=seed, strategy=strategy, cache=cache, max_batch=flying)
 
 
-def generate_tokens(model: DiMOOModel, node_id: str | None, strategy: Strategy,
-                    more_stats: Callable[[object], dict] | None, *args: object,
-                    **kwargs: object) -> tuple[DiMOOTokens, dict]:
-    """``pipe.generate(*args, **kwargs)`` without decoding (VQ Decode is its own node), with
-    the host's progress bar and previews, the per-step and final events: tokens + stats. The
-    sampler and DiMOO Edit share it; ``more_stats(res)`` adds a node's own stats fields."""
+def generate_tokens(model: DiMOOModel, node_id: str | None, job: Any, *, steps: int | None,
+                    temperature: float, seed: int, strategy: Strategy, cache: object | None,
+                    max_batch: int) -> tuple[DiMOOTokens, dict]:
+    """``pipe.run(job)`` without decoding (VQ Decode is its own node), with the host's progress
+    bar and previews, the per-step and final events: tokens + stats. The sampler and DiMOO
+    Edit share it."""
     pipe = model.pipe
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():
-        res = pipe.generate(*args, strategy=strategy, decode=False,
-                            callback=make_callback(pipe, node_id, progress, last), **kwargs)
+        res = pipe.run(job, steps=steps, temperature=temperature, seed=seed, strategy=strategy,
+                       cache=cache, callback=make_callback(pipe, node_id, progress, last),
+                       decode=False, max_batch=max_batch)
     progress.update(progress.total)
     stats = events.stats_dict(res, strategy.name)
-    if more_stats is not None:
-        stats.update(more_stats(res))
+    stats.update({"images": int(res.tokens.shape[0]), "in_flight": res.in_flight,
+                  **({"note": res.note} if res.note else {})})
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
@@ -252,11 +260,12 @@ class DiMOOSampler(io.ComfyNode):
         prompts, skipped = split_prompts(prompt, one_prompt_per_line)
         if skipped:
             note += f"; {skipped} empty prompt line{'s' * (skipped > 1)} skipped"
-        tokens, stats = run_sampler(
-            model, prompts, node_id, negative_prompt=negative_prompt or None, width=width,
-            height=height, steps=steps, cfg=cfg, temperature=temperature, seed=seed,
-            strategy=chosen, cache=cache, batch_size=batch_size, max_batch=max_batch,
-            image=image, mask=mask, paint_options=paint)
+        job = prepare_job(model.pipe, prompts, negative_prompt=negative_prompt or None,
+                          width=width, height=height, cfg=cfg, batch_size=batch_size,
+                          image=image, mask=mask, paint=paint)
+        tokens, stats = run_sampler(model, job, node_id, steps=steps, temperature=temperature,
+                                    seed=seed, strategy=chosen, cache=cache,
+                                    max_batch=max_batch)
         note += paint_module.size_note(image, width, height, SIZE_AUTO)
         if stats.get("note"):
             note += f"; {stats['note']}"

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import inspect
 
-__all__ = ["attached_inputs", "input_error"]
+from ladr_core import InputError
+
+__all__ = ["attached_inputs", "input_error", "node_error"]
 
 
 def attached_inputs(node_cls: type) -> list[str] | None:
@@ -43,3 +45,14 @@ def attached_inputs(node_cls: type) -> list[str] | None:
 def input_error(node: str, name: str, problem: str, fix: str) -> ValueError:
     """``ValueError("<node>: <input> <problem>; <fix>")``: the one execute-time message format."""
     return ValueError(f"{node}: {name} {problem}; {fix}")
+
+
+def node_error(node: str, err: InputError, names: dict[str, str] | None = None,
+               fixes: dict[str, str] | None = None) -> ValueError:
+    """A library InputError as the node's one message: ``"<node>: <input> <problem>; <fix>"``.
+    ``names`` maps the library's argument to the node's input where they differ
+    (``options`` -> ``paint``); ``fixes`` gives a node input its own fix (a widget to set)."""
+    name = (names or {}).get(err.name, err.name)
+    fix = (fixes or {}).get(name, err.fix)
+    gap = "" if err.problem.startswith("=") else " "
+    return ValueError(f"{node}: {name}{gap}{err.problem}; {fix}")

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare the nodes against
     sys.path.insert(0, str(ROOT / "tests"))  # the tests' strict stand-in of its V3 API
-    import comfy_stand_in  # noqa: E402
+    from support import comfy_stand_in  # noqa: E402
 
     comfy_stand_in.install()
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
     # ComfyUI (and outside the tests, which install it themselves): the nodes' helpers run
     sys.path.insert(0, str(ROOT / "tests"))  # against the tests' strict stand-in of its V3 API
-    import comfy_stand_in  # noqa: E402
+    from support import comfy_stand_in  # noqa: E402
 
     comfy_stand_in.install()
 

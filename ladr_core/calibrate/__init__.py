@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "read_prompts": ".api",
     "default_prompts": ".api",
     "CalibrationError": ".state",
+    "CalibrationInputError": ".state",
     "CALIBRATION_FILE": ".state",
     "fingerprint": ".state",
     "load_calibration": ".state",

@@ -27,6 +27,7 @@ from .state import (
     CALIBRATION_FILE,
     FORMAT,
     CalibrationError,
+    CalibrationInputError,
     fingerprint,
     load_calibration,
     partial_path,
@@ -94,7 +95,8 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
         prompts, prompt_source = default_prompts(folder)
     budget = None if budget_minutes is None else float(budget_minutes) * 60.0
     if budget is not None and not budget > 0:
-        raise CalibrationError(f"--budget-minutes must be > 0; got {budget_minutes!r}")
+        raise CalibrationInputError("budget_minutes", f"is {budget_minutes!r}",
+                                    "give a positive number of minutes, or no budget")
     config = CalibrationConfig(tuple(prompts), seeds, size, steps, cfg, batch, budget,
                                CALIBRATION_SELF_SCORE)
     out = Path(out)

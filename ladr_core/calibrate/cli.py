@@ -98,6 +98,7 @@ def _device_and_dtype(device: str | None, dtype: str) -> tuple[str, object]:
 def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status (module docstring)."""
     from ..dimoo import CheckpointError
+    from ..errors import InputError
     from .api import calibrate, read_prompts
     from .state import CalibrationError, fingerprint
 
@@ -119,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                            budget_minutes=a.budget_minutes, weight_dtype=weight_dtype,
                            calibration_file=a.calibration_file, restart=a.restart,
                            progress=TextProgress(), prompt_source=a.prompts or "default")
+    except InputError as exc:  # an argument: named by its flag
+        print(f"error: --{exc.name.replace('_', '-')} {exc.problem}; {exc.fix}", file=sys.stderr)
+        return 2
     except (CalibrationError, CheckpointError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

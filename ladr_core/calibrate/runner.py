@@ -12,6 +12,7 @@ every sampler step and between chunks, and what it raises propagates untouched.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,7 @@ import torch
 
 from ..dimoo import KINDS, SelfScoreConfig
 from .candidates import Candidate, default_candidates, matched_baseline
-from .state import CalibrationError, load_partial, write_json_atomic
+from .state import CalibrationError, CalibrationInputError, load_partial, write_json_atomic
 
 __all__ = ["CALIBRATION_SELF_SCORE", "CalibrationConfig", "Calibration", "LADR_NFE_GUESS"]
 
@@ -57,7 +58,8 @@ class CalibrationConfig:
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
                 raise CalibrationError(f"{name} must be an int >= {lo}; got {v!r}")
         if self.budget_s is not None and not self.budget_s > 0:
-            raise CalibrationError(f"budget must be > 0 minutes; got {self.budget_s!r} s")
+            raise CalibrationInputError("budget_minutes", f"is {self.budget_s / 60:.3g} min",
+                                        "give a positive number of minutes, or no budget")
         if len(self.prompts) * self.seeds < 2:
             raise CalibrationError("prompts: a paired interval needs at least 2 images; give 2 "
                                    "or more prompts, or seeds >= 2")
@@ -152,11 +154,11 @@ class Calibration:
         need = self._estimate_calls(ref) + (2 * self._estimate_calls(first) if first else 0)
         need_s = need * n * self._probe()
         if need_s > self.config.budget_s:
-            raise CalibrationError(
-                f"budget: {self.config.budget_s / 60:.1f} min is too small for the reference "
-                f"and one candidate (about {need_s / 60:.1f} min for {n} images on this "
-                f"device); raise --budget-minutes to at least {need_s / 60 + 0.5:.0f}, or use "
-                "fewer prompts / seeds or a smaller --size")
+            raise CalibrationInputError(
+                "budget_minutes", f"is {self.config.budget_s / 60:.3g} min, too short for the "
+                f"reference and one candidate (about {need_s / 60:.2g} min for {n} images on "
+                "this device)", f"raise it to at least {math.ceil(need_s / 60)}, or use fewer "
+                "prompts or seeds or a smaller size")
 
     def _fits(self, cand: Candidate) -> bool:
         if self.config.budget_s is None or cand.name in self.state["runs"] and self._complete(

@@ -18,6 +18,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = ["CALIBRATION_FILE", "FORMAT", "CalibrationError", "fingerprint", "load_calibration",
            "load_partial", "partial_path", "write_json_atomic"]
 
@@ -29,6 +31,12 @@ _SAMPLE_BYTES = 1 << 16
 
 class CalibrationError(ValueError):
     """A calibration input or file is wrong; the message names it and the fix."""
+
+
+class CalibrationInputError(CalibrationError, InputError):
+    """One calibration argument is wrong: ``name`` (the Python argument: ``budget_minutes``,
+    ``size``), ``problem``, ``fix``. The command line names its flag (``--budget-minutes``),
+    the LADR Calibrate node its widget."""
 
 
 def _read_umask() -> int:

@@ -5,7 +5,10 @@
   weights/   checkpoints on disk: the official folder, fp8, ComfyUI's quantized format, GGUF;
   denoise/   prompt layout, packed rows, batched CFG and the ML-Cache: the ``denoise`` callable;
   tasks/     painting (inpaint / outpaint), editing and the self-score;
-  pipeline   ``load_dimoo`` and ``DiMOOPipeline`` (one entry point per task);
+  jobs, runs what a run makes, checked once (TextJob, PaintJob, EditJob), and the one run
+             routine they share (GenerationResult, seeds, images in flight);
+  pipeline   ``load_dimoo`` and ``DiMOOPipeline``: generate, paint, edit (one entry point per
+             task);
   save, input_ranges   converting a folder (``python -m ladr_core.dimoo.save``).
 
 Everything nodes, tests and benchmarks use is exported here and imported from here. Names are
@@ -61,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "uncond_text": ".denoise.prompt",
     "suggest_size": ".denoise.prompt",
     "size_problem": ".denoise.prompt",
+    "size_error": ".denoise.prompt",
     "SIZE_STEP": ".denoise.prompt",
     "MLCacheConfig": ".denoise.cache",
     "BranchCache": ".denoise.cache",
@@ -81,6 +85,10 @@ _EXPORTS: dict[str, str] = {
     "build_edit_batch": ".tasks.editing",
     "edit_texts": ".tasks.editing",
     "official_edit_size": ".tasks.edit_size",
+    "sized_for_edit": ".tasks.edit_size",
+    "EDIT_SIZES": ".tasks.edit_size",
+    "plan_edit": ".tasks.editing",
+    "PaintPlan": ".tasks.painting",
     "buckets": ".tasks.edit_size",
     "pick_bucket": ".tasks.edit_size",
     "SelfScoreConfig": ".tasks.selfscore",
@@ -90,11 +98,19 @@ _EXPORTS: dict[str, str] = {
     # the pipeline, converting
     "load_dimoo": ".pipeline",
     "DiMOOPipeline": ".pipeline",
-    "GenerationResult": ".pipeline",
-    "DIMOO_ROPE_CONTEXT": ".pipeline",
-    "context_length": ".pipeline",
-    "generator_seed": ".pipeline",
-    "item_generator": ".pipeline",
+    "DIMOO_ROPE_CONTEXT": ".model.config",
+    "context_length": ".model.config",
+    "TextJob": ".jobs",
+    "PaintJob": ".jobs",
+    "EditJob": ".jobs",
+    "check_job": ".jobs",
+    "GenerationResult": ".runs",
+    "generator_seed": ".runs",
+    "item_generator": ".runs",
+    "check_seed": ".runs",
+    "images_in_flight": ".runs",
+    "CPU_IN_FLIGHT": ".runs",
+    "GPU_IN_FLIGHT": ".runs",
     "save_dimoo": ".save",
     "Conversion": ".save",
     "convert_folder": ".save",

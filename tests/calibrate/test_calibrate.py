@@ -161,7 +161,7 @@ def test_missing_or_empty_prompt_file(folder, tmp_path, capsys) -> None:
 def test_budget_too_small_for_one_candidate(folder, prompts, tmp_path, capsys) -> None:
     code, err = _run([str(folder), "--prompts", str(prompts), "--json", str(tmp_path / "o.json"),
                       "--budget-minutes", "0.00001", *ARGS], capsys)
-    assert code == 2 and "too small for the reference and one candidate" in err
+    assert code == 2 and "too short for the reference and one candidate" in err
     assert "--budget-minutes" in err and not (tmp_path / "o.json").exists()
 
 

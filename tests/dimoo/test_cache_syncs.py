@@ -7,13 +7,11 @@ measured with torch.cuda.set_sync_debug_mode by benchmarks/gpu.py.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
 from ladr_core import LADR, sample
-from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
+from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig
 from testbed.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]
@@ -23,11 +21,6 @@ CACHES = {
     "ladr": MLCacheConfig.ladr(),
     "changed": MLCacheConfig(recompute_changed=True, warmup_ratio=0.0),
 }
-
-
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return load_dimoo(dimoo_checkpoint, dtype=torch.float32)
 
 
 def test_host_lag_hands_each_value_to_the_next_read() -> None:

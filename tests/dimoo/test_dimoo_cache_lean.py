@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
 
 from ladr_core import sample
-from ladr_core.dimoo import CacheSchedule, DiMOOPipeline, MLCacheConfig, PackedRows, load_dimoo
+from ladr_core.dimoo import CacheSchedule, DiMOOPipeline, MLCacheConfig, PackedRows
 from testbed.live_bytes import LiveBytes
 
 PROMPTS = ["a red circle left of a blue square", "green"]
-
-
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return load_dimoo(dimoo_checkpoint, dtype=torch.float32)
 
 
 def _baseline_counts(n: int, steps: int) -> list[int]:

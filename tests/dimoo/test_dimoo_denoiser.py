@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
 import torch
@@ -13,16 +12,10 @@ from ladr_core.dimoo import (
     ImageLayout,
     MLCacheConfig,
     cond_text,
-    load_dimoo,
     uncond_text,
 )
 
 PROMPTS = ["a red circle left of a blue square", "green"]  # different lengths -> padding
-
-
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return load_dimoo(dimoo_checkpoint, dtype=torch.float32)
 
 
 def _state(b: int, n: int, k: int, seed: int, frac: float = 0.5) -> tuple[torch.Tensor, torch.Tensor]:

@@ -52,8 +52,8 @@ def test_edit_equals_the_official_generator(pipe: DiMOOPipeline, edit_type: str,
                                             temperature: float) -> None:
     img = _image(1)
     ref = _official(pipe, img, edit_type, 10, 2.5, 4.0, temperature, 5)
-    res = pipe.generate(INSTRUCTION, steps=10, cfg=2.5, image_cfg=4.0, temperature=temperature,
-                        seed=5, strategy="baseline", reference=_float(img), edit_type=edit_type)
+    res = pipe.edit(INSTRUCTION, steps=10, cfg=2.5, image_cfg=4.0, temperature=temperature,
+                        seed=5, strategy="baseline", image=_float(img), edit_type=edit_type, size="as is")
     assert torch.equal(res.tokens, ref)
     assert res.nfe == res.steps == 10 and res.images.shape == (1, 32, 32, 3)
 
@@ -63,16 +63,16 @@ def test_guidance_scales_equal_the_official_generator(pipe: DiMOOPipeline, cfg: 
                                                       image_cfg: float) -> None:
     img = _image(2)
     ref = _official(pipe, img, "edit", 8, cfg, image_cfg, 1.0, 3)
-    res = pipe.generate(INSTRUCTION, steps=8, cfg=cfg, image_cfg=image_cfg, seed=3,
-                        strategy="baseline", reference=_float(img), decode=False)
+    res = pipe.edit(INSTRUCTION, steps=8, cfg=cfg, image_cfg=image_cfg, seed=3,
+                        strategy="baseline", image=_float(img), decode=False, size="as is")
     assert torch.equal(res.tokens, ref)
 
 
 def test_batch_items_equal_the_official_generator_one_by_one(pipe: DiMOOPipeline) -> None:
     imgs = [_image(3), _image(4)]
     prompts = [INSTRUCTION, "remove the blue square and add a yellow star"]
-    res = pipe.generate(prompts, steps=8, seed=11, strategy="baseline",
-                        reference=torch.cat([_float(i) for i in imgs]), decode=False)
+    res = pipe.edit(prompts, steps=8, seed=11, strategy="baseline",
+                        image=torch.cat([_float(i) for i in imgs]), decode=False, size="as is")
     assert res.tokens.shape == (2, 64)
     for i, (img, text) in enumerate(zip(imgs, prompts, strict=True)):
         ref = _official(pipe, img, "edit", 8, 2.5, 4.0, 1.0, 11 + i, text)
@@ -81,10 +81,10 @@ def test_batch_items_equal_the_official_generator_one_by_one(pipe: DiMOOPipeline
 
 def test_a_rolling_batch_gives_each_item_its_single_run(pipe: DiMOOPipeline) -> None:
     img = _float(_image(5))
-    kw = dict(steps=8, seed=7, strategy="ladr", reference=img, decode=False)
-    both = pipe.generate(INSTRUCTION, batch_size=3, max_batch=2, **kw)
+    kw = dict(steps=8, seed=7, strategy="ladr", image=img, decode=False, size="as is")
+    both = pipe.edit(INSTRUCTION, batch_size=3, max_batch=2, **kw)
     for i in range(3):
-        single = pipe.generate(INSTRUCTION, **{**kw, "seed": 7 + i})
+        single = pipe.edit(INSTRUCTION, **{**kw, "seed": 7 + i})
         assert torch.equal(both.tokens[i], single.tokens[0])
 
 
@@ -94,8 +94,8 @@ STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
-    res = pipe.generate(INSTRUCTION, steps=12, seed=2, strategy=STRATEGIES[strategy],
-                        reference=_float(_image(6)), decode=False)
+    res = pipe.edit(INSTRUCTION, steps=12, seed=2, strategy=STRATEGIES[strategy],
+                        image=_float(_image(6)), decode=False, size="as is")
     assert res.tokens.shape == (1, 64) and 1 <= res.nfe <= 12
     assert int(res.tokens.min()) >= 0 and int(res.tokens.max()) < pipe.ids.codebook_size
 
@@ -117,23 +117,21 @@ def test_bad_input_gets_one_clear_message(pipe: DiMOOPipeline) -> None:
     img = _float(_image(8))
     with pytest.raises(ValueError, match="edit_type 'recolour' is not a known edit type; use one "
                                          "of edit, control"):
-        pipe.generate(INSTRUCTION, reference=img, edit_type="recolour")
-    with pytest.raises(ValueError, match=r"prompt \(the instruction\) is empty"):
-        pipe.generate("  ", reference=img)
-    with pytest.raises(ValueError, match="reference: width=30 is not a multiple of 4.*nearest "
+        pipe.edit(INSTRUCTION, image=img, edit_type="recolour", size="as is")
+    with pytest.raises(ValueError, match=r"instruction is empty"):
+        pipe.edit("  ", image=img, size="as is")
+    with pytest.raises(ValueError, match="image width is 30 px, not a multiple of 4 px.*nearest "
                                          "valid width: 28 or 32"):
-        pipe.generate(INSTRUCTION, reference=_float(_image(9, 32, 30)))
-    with pytest.raises(ValueError, match="image_cfg must be a finite number >= 0"):
-        pipe.generate(INSTRUCTION, reference=img, image_cfg=-1.0)
+        pipe.edit(INSTRUCTION, image=_float(_image(9, 32, 30)), size="as is")
+    with pytest.raises(ValueError, match="image_cfg is -1.0; use a finite number >= 0"):
+        pipe.edit(INSTRUCTION, image=img, image_cfg=-1.0, size="as is")
     with pytest.raises(ValueError, match="ML-Cache is not available for image editing"):
-        pipe.generate(INSTRUCTION, reference=img, cache=MLCacheConfig())
-    with pytest.raises(ValueError, match="reference has 2 images for 3 items"):
-        pipe.generate(INSTRUCTION, batch_size=3, reference=img.expand(2, -1, -1, -1))
-    with pytest.raises(ValueError, match="cannot be combined with init_image"):
-        pipe.generate(INSTRUCTION, reference=img, init_image=img, mask=torch.ones(1, 32, 32))
+        pipe.run(pipe.prepare_edit(INSTRUCTION, img, size="as is"), cache=MLCacheConfig())
+    with pytest.raises(ValueError, match="image has 2 images for 3 items"):
+        pipe.edit(INSTRUCTION, batch_size=3, image=img.expand(2, -1, -1, -1), size="as is")
     assert "dense_depth" in EDIT_TYPES
     # a dense-prediction type needs no instruction
-    assert pipe.generate("", reference=img, edit_type="dense_depth", steps=2, decode=False).nfe
+    assert pipe.edit("", image=img, edit_type="dense_depth", steps=2, decode=False, size="as is").nfe
 
 
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
@@ -146,24 +144,25 @@ def test_style_transfer_equals_the_official_generator(pipe: DiMOOPipeline,
                         "Transform the current image into the style of the provided image.",
                         "image_ref_transfer", to_pil(content), to_pil(style), 6, 2.5, 4.0,
                         temperature, torch.Generator().manual_seed(4))
-    res = pipe.generate("", steps=6, cfg=2.5, image_cfg=4.0, temperature=temperature, seed=4,
-                        strategy="baseline", reference=_float(content), style=_float(style),
-                        edit_type="style")
+    res = pipe.edit("", steps=6, cfg=2.5, image_cfg=4.0, temperature=temperature, seed=4,
+                        strategy="baseline", image=_float(content), style=_float(style),
+                        edit_type="style", size="as is")
     assert torch.equal(res.tokens, ref) and res.grid == (4, 6)
     assert res.images.shape == (1, 16, 24, 3)
 
 
 def test_style_transfer_needs_its_two_images(pipe: DiMOOPipeline) -> None:
     img = _float(_image(9, 16, 16))
-    with pytest.raises(ValueError, match="style: edit type 'style' needs the style image"):
-        pipe.generate("", reference=img, edit_type="style", steps=2)
-    with pytest.raises(ValueError, match="style: a style image is only used by edit type "
-                                         "'style'"):
-        pipe.generate(INSTRUCTION, reference=img, style=img, edit_type="edit", steps=2)
-    with pytest.raises(ValueError, match="style: a style image needs the image to transform"):
-        pipe.generate(INSTRUCTION, style=img, steps=2)
-    with pytest.raises(ValueError, match=r"style: width=18 is not a multiple of 4"):
-        pipe.generate("", reference=img, style=torch.rand(1, 16, 18, 3), edit_type="style")
+    with pytest.raises(ValueError, match="style is missing: edit type 'style' needs the style "
+                                         "image"):
+        pipe.edit("", image=img, edit_type="style", steps=2, size="as is")
+    with pytest.raises(ValueError, match="style is given, but only edit type 'style' takes a "
+                                         "style image"):
+        pipe.edit(INSTRUCTION, image=img, style=img, edit_type="edit", steps=2, size="as is")
+    with pytest.raises(TypeError):  # the image to transform is edit()'s second argument
+        pipe.edit(INSTRUCTION, style=img, steps=2)
+    with pytest.raises(ValueError, match=r"style width is 18 px, not a multiple of 4"):
+        pipe.edit("", image=img, style=torch.rand(1, 16, 18, 3), edit_type="style", size="as is")
     with pytest.raises(ValueError, match="style has 2 images for 3 items"):
-        pipe.generate("", reference=img, style=img.expand(2, -1, -1, -1), edit_type="style",
-                      batch_size=3)
+        pipe.edit("", image=img, style=img.expand(2, -1, -1, -1), edit_type="style",
+                      batch_size=3, size="as is")

@@ -8,24 +8,16 @@ ML-Cache); bad input gets one clear error naming the input.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
 from support.official_i2i import paint_generate, paint_tokens, to_pil
 
-import ladr_core
-from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, sample
+from ladr_core import LADR, Baseline, InputError, MLCacheConfig, Prophet, sample
 from ladr_core.dimoo import DiMOOPipeline, PaintOptions, fit_image, plan_painting, token_mask
 from ladr_core.registry import preset_names
 
 PROMPT = "a red circle left of a blue square"
-
-
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)
 
 
 def _image(seed: int, h: int = 32, w: int = 32) -> np.ndarray:
@@ -58,8 +50,8 @@ def test_painting_equals_the_official_script(pipe: DiMOOPipeline, mode: str, h_r
     toks = paint_tokens(to_pil(img), pipe.vq, pipe.ids, h_ratio, w_ratio, mode)
     ref = paint_generate(pipe.transformer, pipe.encode, pipe.ids, PROMPT, toks, 10, 4.0,
                          temperature, torch.Generator().manual_seed(5))
-    res = pipe.generate(PROMPT, steps=10, cfg=4.0, temperature=temperature, seed=5,
-                        strategy="baseline", init_image=_float(img),
+    res = pipe.paint(PROMPT, steps=10, cfg=4.0, temperature=temperature, seed=5,
+                        strategy="baseline", image=_float(img),
                         mask=rectangle(32, 32, h_ratio, w_ratio, mode))
     slots = torch.tensor([t for t in toks if t != pipe.ids.newline])
     painted = slots == pipe.ids.mask
@@ -73,8 +65,8 @@ def test_batch_items_equal_the_official_script_one_by_one(pipe: DiMOOPipeline) -
     imgs = [_image(2), _image(3)]
     masks = torch.cat([rectangle(32, 32, 0.5, 0.5, "inpainting"),
                        rectangle(32, 32, 1.0, 0.5, "outpainting")])
-    res = pipe.generate(PROMPT, steps=8, cfg=4.0, seed=11, strategy="baseline",
-                        init_image=torch.cat([_float(i) for i in imgs]), mask=masks)
+    res = pipe.paint(PROMPT, steps=8, cfg=4.0, seed=11, strategy="baseline",
+                        image=torch.cat([_float(i) for i in imgs]), mask=masks)
     for i, (img, mode) in enumerate(zip(imgs, ("inpainting", "outpainting"), strict=True)):
         toks = paint_tokens(to_pil(img), pipe.vq, pipe.ids, 0.5 if i == 0 else 1.0, 0.5, mode)
         ref = paint_generate(pipe.transformer, pipe.encode, pipe.ids, PROMPT, toks, 8, 4.0, 1.0,
@@ -98,9 +90,10 @@ def test_known_tokens_never_change(pipe: DiMOOPipeline, strategy: str, cache: st
     mask = torch.cat([rectangle(32, 32, 0.5, 0.5, "inpainting"),
                       rectangle(32, 32, 1.0, 0.25, "outpainting"),
                       rectangle(32, 32, 0.5, 1.0, "outpainting")])
-    plan = plan_painting(pipe, [PROMPT], image, mask, None, 1, None, None)
-    res = pipe.generate(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy],
-                        cache=CACHES[cache], init_image=image, mask=mask, decode=False,
+    plan = plan_painting([PROMPT], image, mask, None, 1, pipe.vq_factor)
+    plan = plan.with_codes(pipe.encode_image(plan.source))
+    res = pipe.paint(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy],
+                        cache=CACHES[cache], image=image, mask=mask, decode=False,
                         max_batch=max_batch)
     known = ~plan.region
     assert torch.equal(res.tokens[known], plan.codes[known])
@@ -111,8 +104,9 @@ def test_ml_cache_refreshes_on_the_official_steps_under_the_baseline(pipe: DiMOO
     """The cache's progress runs over the hole, so the painting baseline refreshes exactly where
     the official code does (steps <= warm-up, then every refresh_interval)."""
     cfg = MLCacheConfig()
-    plan = plan_painting(pipe, [PROMPT], _float(_image(6)),
-                         rectangle(32, 32, 1.0, 0.25, "outpainting"), None, 1, None, None)
+    plan = plan_painting([PROMPT], _float(_image(6)),
+                         rectangle(32, 32, 1.0, 0.25, "outpainting"), None, 1, pipe.vq_factor)
+    plan = plan.with_codes(pipe.encode_image(plan.source))
     den = pipe.make_denoiser([PROMPT], None, 32, 32, 4.0, cfg, 20, 1, plan.n_generate())
     res = sample(den, (1, 8, 8), 20, strategy="baseline", known=plan.known,
                  generator=torch.Generator().manual_seed(0))
@@ -124,14 +118,14 @@ def test_ml_cache_refreshes_on_the_official_steps_under_the_baseline(pipe: DiMOO
 def test_full_mask_is_text_to_image_and_empty_mask_returns_the_input(pipe: DiMOOPipeline) -> None:
     image = _float(_image(7))
     t2i = pipe.generate(PROMPT, width=32, height=32, steps=6, seed=3, strategy="ladr")
-    full = pipe.generate(PROMPT, steps=6, seed=3, strategy="ladr", init_image=image,
+    full = pipe.paint(PROMPT, steps=6, seed=3, strategy="ladr", image=image,
                          mask=torch.ones(1, 32, 32))
     assert torch.equal(full.tokens, t2i.tokens) and torch.equal(full.images, t2i.images)
-    empty = pipe.generate(PROMPT, steps=6, seed=3, init_image=image, mask=torch.zeros(1, 32, 32))
+    empty = pipe.paint(PROMPT, steps=6, seed=3, image=image, mask=torch.zeros(1, 32, 32))
     assert empty.nfe == empty.steps == 0 and torch.equal(empty.images, image)
     assert torch.equal(empty.tokens, pipe.encode_image(image))
     assert "the mask is empty" in empty.note and "returned unchanged" in empty.note
-    faint = pipe.generate(PROMPT, steps=6, init_image=image, mask=torch.full((1, 32, 32), 0.3))
+    faint = pipe.paint(PROMPT, steps=6, image=image, mask=torch.full((1, 32, 32), 0.3))
     assert faint.nfe == 0 and "largest token coverage 0.30" in faint.note
 
 
@@ -139,10 +133,10 @@ def test_paste_keeps_the_generated_hole_and_feathers_into_the_known_side(
         pipe: DiMOOPipeline) -> None:
     image = _float(_image(8))
     mask = rectangle(32, 32, 0.5, 0.5, "inpainting")  # tokens 2..5 of 8 in both directions
-    kw = dict(steps=6, seed=4, strategy="baseline", init_image=image, mask=mask)
-    raw = pipe.generate(PROMPT, paint=PaintOptions(paste=False), **kw)
-    hard = pipe.generate(PROMPT, paint=PaintOptions(feather=0), **kw)
-    soft = pipe.generate(PROMPT, paint=PaintOptions(feather=3), **kw)
+    kw = dict(steps=6, seed=4, strategy="baseline", image=image, mask=mask)
+    raw = pipe.paint(PROMPT, options=PaintOptions(paste=False), **kw)
+    hard = pipe.paint(PROMPT, options=PaintOptions(feather=0), **kw)
+    soft = pipe.paint(PROMPT, options=PaintOptions(feather=3), **kw)
     inside = mask[0].bool()
     assert torch.equal(hard.images[0, ~inside], image[0, ~inside])
     assert torch.equal(hard.images[0, inside], raw.images[0, inside])
@@ -196,27 +190,27 @@ def test_bad_painting_input_gets_one_clear_error(pipe: DiMOOPipeline) -> None:
     image, mask = _float(_image(11)), rectangle(32, 32, 0.5, 0.5, "inpainting")
 
     def run(**kw: object) -> None:
-        pipe.generate(PROMPT, steps=2, **{"init_image": image, "mask": mask, **kw})
+        pipe.paint(PROMPT, steps=2, **{"image": image, "mask": mask, **kw})
 
     cases = [
-        ({"init_image": torch.rand(1, 30, 32, 3), "mask": torch.ones(1, 30, 32)},
-         r"init_image: height=30 is not a multiple of 4 .* nearest valid height: 28 or 32"),
+        ({"image": torch.rand(1, 30, 32, 3), "mask": torch.ones(1, 30, 32)},
+         r"image height is 30 px, not a multiple of 4 px .*nearest valid height: 28 or 32"),
         ({"mask": torch.ones(1, 32, 28)}, r"mask is 28x32 px but the image is 32x32 px"),
-        ({"init_image": image.expand(3, -1, -1, -1), "mask": mask.expand(2, -1, -1)},
+        ({"image": image.expand(3, -1, -1, -1), "mask": mask.expand(2, -1, -1)},
          "a batch of 2 masks for a batch of 3 images"),
-        ({"mask": mask * 1.5}, r"mask values must be in \[0, 1\]"),
-        ({"mask": mask - 0.5}, r"mask values must be in \[0, 1\]"),
-        ({"init_image": image * 2}, r"init_image values must be finite and in \[0, 1\]"),
-        ({"init_image": None}, "init_image: a mask needs the image it masks"),
-        ({"mask": None}, "mask: inpainting needs a mask"),
-        ({"width": 64}, "width=64 but init_image is 32 px"),
-        ({"prompt": ["a", "b"], "init_image": image.expand(3, -1, -1, -1)},
-         "prompt: 2 prompts for a batch of 3 images"),
+        ({"mask": mask * 1.5}, r"mask has values outside \[0, 1\] .*Threshold Mask"),
+        ({"mask": mask - 0.5}, r"mask has values outside \[0, 1\]"),
+        ({"image": image * 2}, r"image has values outside \[0, 1\]"),
+        ({"image": torch.rand(1, 32, 32, 4)}, r"image has 4 channels \(RGBA\).*alpha"),
+        ({"image": None}, "image is missing, but a mask needs the image it masks"),
+        ({"mask": None}, "mask is missing: inpainting needs a mask"),
+        ({"prompt": ["a", "b"], "image": image.expand(3, -1, -1, -1)},
+         "prompt has 2 prompts for a batch of 3 images"),
     ]
     for kw, message in cases:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(InputError, match=message):
             if "prompt" in kw:
-                pipe.generate(kw.pop("prompt"), steps=2, mask=mask, **kw)
+                pipe.paint(kw.pop("prompt"), steps=2, mask=mask, **kw)
             else:
                 run(**kw)
     for bad in ({"threshold": 1.0}, {"threshold": -0.1}, {"grow": -1}, {"feather": 1.5},
@@ -232,11 +226,11 @@ def test_an_off_grid_image_is_fitted_with_its_mask(pipe: DiMOOPipeline, fit: str
     image = _float(_image(13, h=34, w=31))
     mask = torch.zeros(1, 34, 31)
     mask[:, 9:25, 9:25] = 1.0
-    res = pipe.generate(PROMPT, steps=4, seed=5, init_image=image, mask=mask,
-                        paint=PaintOptions(fit=fit), decode=False)
+    res = pipe.paint(PROMPT, steps=4, seed=5, image=image, mask=mask,
+                        options=PaintOptions(fit=fit), decode=False)
     fitted_image = fit_image(image, 4, fit)
     fitted_mask = fit_image(mask[..., None].expand(1, 34, 31, 3), 4, fit)[..., 0].clamp(0, 1)
-    same = pipe.generate(PROMPT, steps=4, seed=5, init_image=fitted_image, mask=fitted_mask,
+    same = pipe.paint(PROMPT, steps=4, seed=5, image=fitted_image, mask=fitted_mask,
                          decode=False)
     assert torch.equal(res.tokens, same.tokens) and res.grid == same.grid
     assert res.grid == ((8, 7) if fit == "crop" else (8, 8))
@@ -247,31 +241,31 @@ def test_an_off_grid_image_is_fitted_with_its_mask(pipe: DiMOOPipeline, fit: str
     assert f"image 31x34 px {done} (fit={fit})" in res.note and not same.note
     # values and sizes are still checked on the inputs as given
     with pytest.raises(ValueError, match=r"mask is 30x34 px but the image is 31x34 px"):
-        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask[..., :30],
-                      paint=PaintOptions(fit=fit))
-    with pytest.raises(ValueError, match=r"mask values must be in \[0, 1\]"):
-        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask * 3,
-                      paint=PaintOptions(fit=fit))
-    with pytest.raises(ValueError, match=r"width=31 is not a multiple .*paint=PaintOptions"):
-        pipe.generate(PROMPT, steps=2, init_image=image, mask=mask)
+        pipe.paint(PROMPT, steps=2, image=image, mask=mask[..., :30],
+                      options=PaintOptions(fit=fit))
+    with pytest.raises(ValueError, match=r"mask has values outside \[0, 1\]"):
+        pipe.paint(PROMPT, steps=2, image=image, mask=mask * 3,
+                      options=PaintOptions(fit=fit))
+    with pytest.raises(ValueError, match=r"image width is 31 px, not a multiple .*options=PaintOptions"):
+        pipe.paint(PROMPT, steps=2, image=image, mask=mask)
 
 
 def test_one_image_serves_every_prompt_and_batch_item(pipe: DiMOOPipeline) -> None:
     image, mask = _float(_image(12)), rectangle(32, 32, 0.5, 0.5, "inpainting")
-    res = pipe.generate([PROMPT, "green"], steps=4, seed=0, batch_size=2, init_image=image,
+    res = pipe.paint([PROMPT, "green"], steps=4, seed=0, batch_size=2, image=image,
                         mask=mask, decode=False)
     assert res.tokens.shape == (4, 64)
-    one = pipe.generate("green", steps=4, seed=3, init_image=image, mask=mask, decode=False)
+    one = pipe.paint("green", steps=4, seed=3, image=image, mask=mask, decode=False)
     assert torch.equal(res.tokens[3], one.tokens[0])  # item i uses seed + i, prompt-major
 
 
 def test_default_feather_is_half_a_token(pipe: DiMOOPipeline) -> None:
     image = _float(_image(8))
     mask = rectangle(32, 32, 0.5, 0.5, "inpainting")
-    kw = dict(steps=6, seed=4, strategy="baseline", init_image=image, mask=mask)
+    kw = dict(steps=6, seed=4, strategy="baseline", image=image, mask=mask)
     half = pipe.vq_factor // 2
-    default = pipe.generate(PROMPT, **kw)
-    explicit = pipe.generate(PROMPT, paint=PaintOptions(feather=half), **kw)
-    hard = pipe.generate(PROMPT, paint=PaintOptions(feather=0), **kw)
+    default = pipe.paint(PROMPT, **kw)
+    explicit = pipe.paint(PROMPT, options=PaintOptions(feather=half), **kw)
+    hard = pipe.paint(PROMPT, options=PaintOptions(feather=0), **kw)
     assert torch.equal(default.images, explicit.images)
     assert half > 1 and not torch.equal(default.images, hard.images)

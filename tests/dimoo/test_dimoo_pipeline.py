@@ -13,11 +13,6 @@ from ladr_core.dimoo import DiMOOPipeline, GenerationResult, MLCacheConfig
 from testbed.tiny_checkpoint import MARKER
 
 
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)
-
-
 def _gen(pipe: DiMOOPipeline, **kw: object) -> GenerationResult:
     args = dict(width=16, height=16, steps=6, cfg=2.0, seed=0, strategy="baseline")
     return pipe.generate(**{"prompt": "a red circle", **args, **kw})

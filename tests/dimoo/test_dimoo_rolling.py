@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
-from ladr_core import LADR, PRESETS, Baseline, MLCacheConfig, Prophet, load_dimoo
+from ladr_core import LADR, PRESETS, Baseline, MLCacheConfig, Prophet
 from ladr_core.dimoo import DiMOOPipeline
 
 PROMPTS = ["a red circle", "two blue squares left of a green circle", "the circle",
@@ -21,11 +19,6 @@ CASES = {
     "ladr-nano+cache": (LADR(PRESETS["nano"].policy, 24), MLCacheConfig.ladr()),
     "baseline+cache": (Baseline(), MLCacheConfig(warmup_ratio=0.2, refresh_interval=3)),
 }
-
-
-@pytest.fixture(scope="module")
-def pipe(dimoo_checkpoint: Path) -> DiMOOPipeline:
-    return load_dimoo(dimoo_checkpoint, dtype=torch.float32)
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -8,20 +8,12 @@ not from the seeding. With a flat model every seed must give its own image.
 
 from __future__ import annotations
 
-import pytest
 import torch
 
 import ladr_core.sampling
-from ladr_core.dimoo import generator_seed, item_generator, load_dimoo
-from testbed.tiny_checkpoint import write_tiny_checkpoint
+from ladr_core.dimoo import generator_seed, item_generator
 
 FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 42, 2**64 - 2]
-
-
-@pytest.fixture(scope="module")
-def pipe(tmp_path_factory):
-    return load_dimoo(write_tiny_checkpoint(tmp_path_factory.mktemp("seeds") / "ckpt"),
-                      dtype=torch.float32)
 
 
 def test_each_item_gets_its_own_generator_with_the_full_seed(pipe, monkeypatch) -> None:

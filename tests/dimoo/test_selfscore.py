@@ -16,14 +16,6 @@ PROMPTS = ["a red circle", "a blue square left of a green circle", "the square",
 
 
 @pytest.fixture(scope="module")
-def pipe(tmp_path_factory: pytest.TempPathFactory):
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
-
-    folder = write_tiny_checkpoint(tmp_path_factory.mktemp("ss") / "ckpt")
-    return ladr_core.load_dimoo(folder, dtype=torch.float32)
-
-
-@pytest.fixture(scope="module")
 def sampled(pipe):
     return pipe.generate(PROMPTS, steps=6, seed=3, strategy=Baseline(), decode=False).tokens
 

@@ -67,9 +67,27 @@ def test_other_inputs_run_again(model) -> None:
 
 
 def test_load_mode_names_the_missing_file(model) -> None:
-    with pytest.raises(ValueError, match=r"LADR Calibrate: .*ladr_calibration.json: no "
-                       "calibration file"):
+    with pytest.raises(ValueError, match=r"^LADR Calibrate: mode is 'load', but no calibration "
+                       r"of these weights can be loaded \(.*ladr_calibration.json: no "
+                       r"calibration file.*\); set mode to 'load or run'"):
         LADRCalibrate.execute(model=model, mode="load", **ARGS)
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"size": 50}, r"^LADR Calibrate: size is 50 px, not a multiple of 4 px \(one token per 4 x "
+                   r"4 px on this checkpoint\); use 48 or 52$"),
+    ({"size": 2048}, r"^LADR Calibrate: size 2048 x 2048 px need \d+ tokens .*; use a smaller "
+                     r"size \(0 = the checkpoint's default\)$"),
+    ({"budget_minutes": 0.0001}, r"^LADR Calibrate: budget_minutes is 0.0001 min, too short "
+                                 r"for the reference and one candidate .*; raise it to at least "
+                                 r"\d+, or use fewer prompts or seeds or a smaller size$"),
+])
+def test_bad_widget_values_get_one_message_naming_the_widget(model, kw, needle) -> None:
+    """Refused before (size) or as (budget) the run starts, one line naming the widget and
+    the fix that applies there: no traceback from deep inside, no command-line flag."""
+    with pytest.raises(ValueError, match=needle):
+        LADRCalibrate.execute(model=model, mode="run", **{**ARGS, **kw})
+    assert not (model.pipe.source_folder / CALIBRATION_FILE).exists()
 
 
 def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> None:

@@ -40,8 +40,8 @@ def _image(n: int = 1, h: int = 32, w: int = 32) -> torch.Tensor:
 def test_edit_node_equals_the_python_api_and_decodes(tiny: DiMOOModel) -> None:
     image = _image(2)
     tokens, stats = DiMOOEdit.execute(model=tiny, image=image, **ARGS).args
-    ref = tiny.pipe.generate(ARGS["instruction"], steps=8, seed=3, strategy="ladr",
-                             reference=image, batch_size=2, decode=False)
+    ref = tiny.pipe.edit(ARGS["instruction"], steps=8, seed=3, strategy="ladr",
+                             image=image, batch_size=2, decode=False, size="as is")
     assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (8, 8)
     assert "NFE" in stats or "nfe" in stats.lower()
     (out,) = DiMOOVQDecode.execute(model=tiny, tokens=tokens).args
@@ -51,26 +51,28 @@ def test_edit_node_equals_the_python_api_and_decodes(tiny: DiMOOModel) -> None:
 def test_edit_node_refuses_nano_on_the_model_input() -> None:
     nano = DiMOOModel(pipe=ladr_core.load_dimoo(ladr_core.nano_model_path(),
                                                 dtype=torch.float32), key=("nano",), name="nano")
-    with pytest.raises(ValueError, match="DiMOO Edit: model is the built-in dimoo-nano, which "
-                                         "was trained for text-to-image only and cannot edit"):
+    with pytest.raises(ValueError, match=r"DiMOO Edit: model was trained for text to image only "
+                                         r"\(its config.json says ladr_can_edit: false\) and "
+                                         "cannot edit; load the Lumina-DiMOO checkpoint"):
         DiMOOEdit.execute(model=nano, image=_image(1, 48, 48), **ARGS)
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
     (dict(edit_type="recolour"), "DiMOO Edit: edit_type 'recolour' is not a known edit type; "
                                  "use one of edit, control, subject, style, pred, dense_canny"),
-    (dict(instruction="   "), "DiMOO Edit: instruction is empty; write the edit"),
-    (dict(image=_image(1, 30, 32)), "DiMOO Edit: image: width=32 .*|DiMOO Edit: image: "
-                                    "height=30 is not a multiple of 4.*nearest valid height: "
-                                    "28 or 32"),
-    (dict(cache=ladr_core.MLCacheConfig()), "DiMOO Edit: cache is connected, but ML-Cache "
-                                            "does not support editing"),
+    (dict(instruction="   "), "DiMOO Edit: instruction is empty; .* write the edit"),
+    (dict(image=_image(1, 30, 32)), r"DiMOO Edit: image height is 30 px, not a multiple of 4 "
+                                    r"px .*; set size to 'official 512 px area', or resize or "
+                                    r"crop it first"),
+    (dict(cache=ladr_core.MLCacheConfig()), "DiMOO Edit: cache is set, but ML-Cache is not "
+                                            "available for image editing; disconnect the "
+                                            "ML-Cache Options node"),
     (dict(edit_type="style"), "DiMOO Edit: style_image is not connected, but edit_type 'style' "
                               "needs it; connect the image whose style to copy"),
     (dict(style_image=_image()), "DiMOO Edit: style_image is connected, but edit_type 'edit' "
                                  "does not use it; set edit_type to style, or disconnect it"),
     (dict(edit_type="style", style_image=_image(1, 32, 30)),
-     "DiMOO Edit: style_image: width=30 is not a multiple of 4"),
+     "DiMOO Edit: style_image width is 30 px, not a multiple of 4"),
     (dict(edit_type="style", image=_image(2), style_image=_image(3)),
      "DiMOO Edit: style_image is a batch of 3 for 2 images; give one style image, or one per"),
 ])
@@ -91,36 +93,43 @@ def test_style_transfer_through_the_node_equals_the_python_api(tiny: DiMOOModel)
     content, style = _image(2), _image(1, 16, 32)
     tokens, _ = DiMOOEdit.execute(model=tiny, image=content, style_image=style,
                                   **{**ARGS, "instruction": "", "edit_type": "style"}).args
-    ref = tiny.pipe.generate("", steps=8, seed=3, strategy="ladr", reference=content,
-                             style=style, edit_type="style", batch_size=2, decode=False)
+    ref = tiny.pipe.edit("", steps=8, seed=3, strategy="ladr", image=content,
+                             style=style, edit_type="style", batch_size=2, decode=False, size="as is")
     assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (4, 8)
     assert (tokens.width, tokens.height) == (32, 16)  # the style image's size, as official
 
 
 def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeypatch) -> None:
-    """size 'official 512 px area' (the default): any image size is accepted and the images
-    reach the pipeline at their official buckets (the tiny context cannot run those, so the
-    call is stopped there)."""
+    """size 'official 512 px area' (the default): any image size is accepted and the library
+    brings each image to its official bucket (the tiny context cannot run those, so the check
+    is stopped there), as pipe.edit(size="official") does from Python."""
+    from ladr_core.dimoo import pick_bucket, pipeline
+
     seen: dict = {}
 
     class Reached(Exception):
         pass
 
-    def generate(*args, **kw):
-        seen.update(kw)
+    def plan(encode, factor, context, prompts, image, edit_type, batch, style, note):
+        seen.update(image=image, style=style, note=note)
         raise Reached
 
-    monkeypatch.setattr(tiny.pipe, "generate", generate)
+    monkeypatch.setattr(pipeline, "plan_edit", plan)
     with pytest.raises(Reached):
         DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), style_image=_image(1, 64, 64),
                           **{**ARGS, "edit_type": "style", "size": "official 512 px area"})
-    from ladr_core.dimoo import pick_bucket
-
     w, h = pick_bucket(401, 300)
-    assert tuple(seen["reference"].shape) == (1, h, w, 3) and w * h <= 512 * 512
+    assert tuple(seen["image"].shape) == (1, h, w, 3) and w * h <= 512 * 512
     assert tuple(seen["style"].shape) == (1, 512, 512, 3)
-    with pytest.raises(ValueError, match="DiMOO Edit: image: width=401 is not a multiple of 4.*; "
-                                         "set size to 'official 512 px area'"):
+    assert f"image 401x300 -> {w}x{h} (official 512 px area)" in seen["note"]
+    python = {}
+    with pytest.raises(Reached):
+        tiny.pipe.edit("", _image(1, 300, 401), edit_type="style", style=_image(1, 64, 64))
+    python.update(seen)
+    assert torch.equal(python["image"], seen["image"])  # the default size is the official one
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="DiMOO Edit: image width is 401 px, not a multiple of "
+                                         "4.*; set size to 'official 512 px area'"):
         DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), **ARGS)
     with pytest.raises(ValueError, match="DiMOO Edit: size 'huge' is not a size choice"):
         DiMOOEdit.execute(model=tiny, image=_image(), **{**ARGS, "size": "huge"})

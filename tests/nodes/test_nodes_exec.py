@@ -3,12 +3,12 @@ shipped DiMOO-nano model (`load_dimoo(nano_model_path())`, 48 px, 12 x 12 tokens
 
 from __future__ import annotations
 
-import base64
+import re
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
+from support.nodes import SAMPLER_DEFAULTS, bits, nano_pipe
 
 import ladr_core
 from nodes import events, host, loader
@@ -18,38 +18,10 @@ from nodes.loader import LoadDiMOOModel
 from nodes.policy import LADRPolicyNode
 from nodes.sampler import DiMOOSampler
 
-SAMPLER_DEFAULTS = dict(prompt="a red circle", negative_prompt="", width=48, height=48, steps=12,
-                        cfg=0.75, temperature=1.0, seed=3, batch_size=1, strategy="ladr",
-                        one_prompt_per_line=False)
-_NANO: list = []
-
-
-def nano_pipe():  # noqa: ANN201 - the real DiMOOPipeline, loaded once per session
-    if not _NANO:
-        _NANO.append(ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32))
-    return _NANO[0]
-
-
-@pytest.fixture
-def fake_model() -> DiMOOModel:
-    return DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, dict]]:
-    """Events the sampler hands to the host (a no-op without ComfyUI), recorded."""
-    out: list[tuple[str, dict]] = []
-    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
-    return out
-
 
 def run(model: DiMOOModel, **kw) -> tuple:
     args = {**SAMPLER_DEFAULTS, **kw}
     return DiMOOSampler.execute(model=model, **args).args
-
-
-def bits(b64: str, n: int) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(base64.b64decode(b64), np.uint8))[:n].astype(bool)
 
 
 def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -> None:
@@ -84,11 +56,10 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
 
 @pytest.fixture
 def seen(fake_model, monkeypatch) -> list[dict]:
-    """The keyword arguments of every pipe.generate call the sampler node makes."""
+    """The keyword arguments of every pipe.run call the sampler node makes."""
     calls: list[dict] = []
-    real = fake_model.pipe.generate
-    monkeypatch.setattr(fake_model.pipe, "generate",
-                        lambda *a, **k: calls.append(k) or real(*a, **k))
+    real = fake_model.pipe.run
+    monkeypatch.setattr(fake_model.pipe, "run", lambda *a, **k: calls.append(k) or real(*a, **k))
     return calls
 
 
@@ -143,12 +114,30 @@ def test_decode_returns_comfy_image_batch(fake_model, sent) -> None:
     assert image.shape == (2, 48, 48, 3) and image.dtype == torch.float32
     assert float(image.min()) >= 0.0 and float(image.max()) <= 1.0
     other = DiMOOModel(pipe=fake_model.pipe, key=("other",), name="other")
-    with pytest.raises(ValueError, match="same Load DiMOO Model"):
+    with pytest.raises(ValueError, match="DiMOO VQ Decode: tokens were sampled with another "
+                                         "checkpoint .*same Load DiMOO Model"):
         DiMOOVQDecode.execute(model=other, tokens=tokens)
 
 
+def test_decode_names_the_loader_setting_that_differs(fake_model) -> None:
+    """Tokens of the same checkpoint loaded with another dtype: the same codebook, so the
+    message names the setting, not another checkpoint (and says the tokens were encoded)."""
+    from nodes.encode import encode_image
+
+    path_key = ("/models/nano", 1.0)
+    bf16 = DiMOOModel(pipe=fake_model.pipe, key=(*path_key, "torch.bfloat16", "cpu"), name="n")
+    fp32 = DiMOOModel(pipe=fake_model.pipe, key=(*path_key, "torch.float32", "cpu"), name="n")
+    tokens = encode_image(bf16, torch.rand(1, 48, 48, 3))
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Decode: tokens were encoded \(DiMOO VQ "
+                                         r"Encode\) by a Load DiMOO Model of the same checkpoint "
+                                         r"with other settings \(dtype torch.bfloat16 there, "
+                                         r"torch.float32 here\); connect"):
+        DiMOOVQDecode.execute(model=fp32, tokens=tokens)
+
+
 @pytest.mark.parametrize(("kw", "needle"), [
-    ({"width": 1000}, "multiple of 16"), ({"height": 4096}, "outside"),
+    ({"width": 1000}, "DiMOO Sampler: width and height 1000 x 48 px need 30.. tokens .*model's "
+                      "context .* is 512; nearest valid size in multiples of 16 px"),
     ({"prompt": "  \n ", "one_prompt_per_line": True}, "prompt is empty"),
     ({"prompt": "", "one_prompt_per_line": False}, "prompt is empty"),
     ({"cfg": -0.5}, "cfg is -0.5"),
@@ -161,12 +150,24 @@ def test_sampler_refuses_bad_values_naming_the_input(fake_model, kw, needle) -> 
     assert DiMOOSampler.validate_inputs(prompt=SAMPLER_DEFAULTS["prompt"]) is True
 
 
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"width": 1000}, "width=1000 is not a multiple of 16"),
+    ({"height": 4096}, "height=4096 is outside"), ({"width": 42}, "width=42 is not a "
+                                                   "multiple of 16.*nearest valid width: 32 or 48"),
+])
+def test_sampler_widgets_keep_the_16_px_grid_at_validation(kw, needle) -> None:
+    """The host validates the widgets before a run (the widget's step is 16 px, even on nano
+    whose VQ factor is 4); a run then checks the size against the model (its grid, its context)."""
+    assert re.search(needle, DiMOOSampler.validate_inputs(**kw))
+
+
 def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
     stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
     with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
         run(fake_model, policy=stale)
-    # the node's size step (16) even on nano, whose VQ factor is 4: the widget cannot show 42
-    with pytest.raises(ValueError, match="width=42 is not a multiple of 16.*nearest valid width: 32 or 48"):
+    # the model's own grid: nano's VQ factor is 4 (the widget's 16 px step is validated first)
+    with pytest.raises(ValueError, match="DiMOO Sampler: width=42 is not a multiple of 4.*nearest "
+                                         "valid width: 40 or 44"):
         run(fake_model, width=42)
 
 

@@ -7,28 +7,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from tests.test_nodes_exec import SAMPLER_DEFAULTS, bits, nano_pipe
+from support.nodes import SAMPLER_DEFAULTS, bits
 
 from ladr_core.dimoo import PaintOptions, token_mask
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
-from nodes.handles import DiMOOModel
 from nodes.paint import FEATHER_AUTO, PaintOptionsNode
 from nodes.sampler import DiMOOSampler
 
 SIDE = 48
-
-
-@pytest.fixture
-def fake_model() -> DiMOOModel:
-    return DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
-
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, dict]]:
-    out: list[tuple[str, dict]] = []
-    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
-    return out
 
 
 def _image(seed: int = 0, batch: int = 1) -> torch.Tensor:
@@ -126,12 +113,12 @@ def test_paint_options_node_reaches_the_core(fake_model, sent) -> None:
     (dict(image=_image(0, batch=1)), "mask is not connected but image is"),
     (dict(mask=_box(0, 0, 8)), "image is not connected but mask is"),
     (dict(image=_image(0)[:, :42], mask=_box(0, 0, 8)[:, :42]),
-     "image: height=42 .*; set fit to crop or resize in LADR Paint Options"),
+     "image height is 42 px, not a multiple of 4 px .*; set fit to crop or resize in LADR Paint Options"),
     (dict(image=_image(0), mask=torch.ones(1, 32, 32)), "mask is 32x32 px but the image is 48x48"),
     (dict(image=_image(0), mask=torch.zeros(1, 64, 64)), "Load Image gives a 64x64 empty mask"),
-    (dict(image=_image(0, batch=2), mask=_box(0, 0, 8, batch=3)), "mask: a batch of 3 masks"),
-    (dict(image=_image(0), mask=_box(0, 0, 8) * 2), "mask values must be in \\[0, 1\\]"),
-    (dict(image=_image(0), mask=_box(0, 0, 8), paint="x"), "paint: got a str"),
+    (dict(image=_image(0, batch=2), mask=_box(0, 0, 8, batch=3)), "mask is a batch of 3 masks"),
+    (dict(image=_image(0), mask=_box(0, 0, 8) * 2), "mask has values outside \\[0, 1\\].*Threshold Mask"),
+    (dict(image=_image(0), mask=_box(0, 0, 8), paint="x"), "DiMOO Sampler: paint is a str"),
 ])
 def test_bad_painting_inputs_are_refused_naming_the_input(fake_model, sent, monkeypatch,
                                                           kw, needle) -> None:
@@ -182,7 +169,7 @@ def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -
     assert (out - image).abs().mean() < 0.1  # the VQ's view of the picture, not noise
     # off the grid: refused with the nearest sizes, before the VQ loads; or fitted
     before = len(loads)
-    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: image: width=50 .*48 or 52"):
+    with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: image width is 50 px, not a multiple of 4 px.*48 or 52"):
         DiMOOVQEncode.execute(model=fake_model, image=torch.rand(1, 48, 50, 3), fit="exact")
     assert len(loads) == before
     off = torch.rand(1, 47, 51, 3)

@@ -74,8 +74,9 @@ def nano() -> DiMOOModel:
 def test_a_fresh_sampler_node_runs_on_the_builtin_model(nano, monkeypatch) -> None:
     """Defaults 'auto' (0 px, cfg -1) mean the checkpoint's default_size and default_cfg."""
     seen: list[dict] = []
-    real = nano.pipe.generate
-    monkeypatch.setattr(nano.pipe, "generate", lambda *a, **kw: seen.append(kw) or real(*a, **kw))
+    real = nano.pipe.prepare_text
+    monkeypatch.setattr(nano.pipe, "prepare_text",
+                        lambda *a, **kw: seen.append(kw) or real(*a, **kw))
     args = {**_schema_defaults(DiMOOSampler), "steps": 16}
     tokens, _ = DiMOOSampler.execute(model=nano, **args).args
     assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (None, None, None)
@@ -94,7 +95,7 @@ def test_stored_values_of_old_workflows_keep_their_meaning(nano, monkeypatch) ->
         seen.append(kw)
         raise Seen
 
-    monkeypatch.setattr(nano.pipe, "generate", record)
+    monkeypatch.setattr(nano.pipe, "prepare_text", record)
     args = {**_schema_defaults(DiMOOSampler), "width": 32, "height": 48, "cfg": 4.0}
     with pytest.raises(Seen):
         DiMOOSampler.execute(model=nano, **args)
@@ -108,8 +109,8 @@ def test_ladr_num_threads_applies_while_sampling_and_is_restored(nano, monkeypat
     before = torch.get_num_threads()
     wanted = 1 if before != 1 else 2
     seen: list[int] = []
-    real = model.pipe.generate
-    monkeypatch.setattr(model.pipe, "generate",
+    real = model.pipe.run
+    monkeypatch.setattr(model.pipe, "run",
                         lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
     monkeypatch.setenv(threads.ENV, str(wanted))
     args = {**_schema_defaults(DiMOOSampler), "steps": 4}

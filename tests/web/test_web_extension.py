@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tests.test_web_widget import _record, _require_browser
+from support.browser import require_browser, widget_record
 
 from nodes import events
 
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.browser
 
 
 def test_extension_attaches_to_sampler_and_draws_its_events(tmp_path) -> None:
-    _require_browser()
-    payload = events.step_payload(_record(False), "7")
+    require_browser()
+    payload = events.step_payload(widget_record(False), "7")
     src, out = tmp_path / "p.json", tmp_path / "o.json"
     src.write_text(json.dumps(payload))
     proc = subprocess.run(["node", str(ROOT / "tests" / "web" / "extension_harness.mjs"),

@@ -10,47 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from support.browser import require_browser, widget_record
 
 from nodes import events
 
 ROOT = Path(__file__).resolve().parents[2]
 HARNESS = ROOT / "tests" / "web" / "render_widget.mjs"
-CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 pytestmark = pytest.mark.browser
 
 
-def _require_browser() -> None:
-    """CI installs these in scripts/setup.sh; a bare machine gets a clear skip reason."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
-    if not (ROOT / "tests" / "web" / "node_modules" / "playwright-core").is_dir():
-        pytest.skip("playwright-core missing: run `npm ci --prefix tests/web` (scripts/setup.sh)")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip(f"{CHROMIUM} missing: apt-get install -y chromium (scripts/setup.sh)")
-
-
-# 3 x 4 grid; row 2 still masked, tokens 5 and 6 rescued this step.
-def _record(done_masked: bool) -> dict:
-    masked = torch.zeros(1, 12, dtype=torch.bool)
-    if not done_masked:
-        masked[0, 8:] = True
-    rescued = torch.zeros(1, 12, dtype=torch.bool)
-    rescued[0, [5, 6]] = True
-    return {"step": 4, "steps": 64, "strategy": "ladr", "tokens": torch.arange(12)[None],
-            "masked": masked, "rescued": rescued, "unmasked": rescued | (torch.arange(12) < 2),
-            "nfe": 5, "t_eff": torch.tensor([0.4]), "phase": torch.tensor([1]), "grid": (3, 4)}
-
-
 def _render(payloads: list, tmp_path: Path, shot: Path | None = None) -> list[dict]:
-    _require_browser()
+    require_browser()
     src, out = tmp_path / "payloads.json", tmp_path / "out.json"
     src.write_text(json.dumps(payloads))
     cmd = ["node", str(HARNESS), str(src), str(out)] + ([str(shot)] if shot else [])
@@ -68,10 +44,10 @@ RESCUED_RUN = _hex("#8fb4e6")
 
 
 def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
-    step = events.step_payload(_record(False), "7")
+    step = events.step_payload(widget_record(False), "7")
     stats = {"strategy": "ladr", "steps": 14, "nfe": 14, "seconds": 3.25,
              "token_forwards": 10, "token_forwards_full": 40, "forwards_saved_pct": 75.0}
-    final = events.final_payload("7", stats, events.step_payload(_record(True), "7"))
+    final = events.final_payload("7", stats, events.step_payload(widget_record(True), "7"))
     shot = tmp_path / "widget.png"
     step_r, final_r, empty_r = _render([step, final, None], tmp_path, shot)
 
@@ -102,7 +78,7 @@ def test_large_grid_frame_stays_small(tmp_path) -> None:
     n = 64 * 64
     masked = torch.zeros(1, n, dtype=torch.bool)
     masked[0, n // 2:] = True
-    rec = {**_record(False), "masked": masked, "rescued": torch.zeros(1, n, dtype=torch.bool),
+    rec = {**widget_record(False), "masked": masked, "rescued": torch.zeros(1, n, dtype=torch.bool),
            "unmasked": torch.zeros(1, n, dtype=torch.bool), "tokens": torch.zeros(1, n).long(),
            "grid": (64, 64)}
     payload = events.step_payload(rec, "3")
@@ -116,12 +92,12 @@ def test_final_frame_counts_the_rescues_of_its_own_run_only(tmp_path) -> None:
     """Rescues accumulate over a run's events; a step-1 event starts a new run; a run without
     rescue (the baseline) ends on the plain counters."""
     stats = {"strategy": "ladr", "steps": 3, "nfe": 3, "seconds": 1.0}
-    first = events.step_payload(_record(False), "7")  # step 5: tokens 5, 6 rescued
-    rec = _record(False)
+    first = events.step_payload(widget_record(False), "7")  # step 5: tokens 5, 6 rescued
+    rec = widget_record(False)
     rec["rescued"] = torch.zeros(1, 12, dtype=torch.bool)
     rec["rescued"][0, 0] = True
     later = events.step_payload(rec, "7")  # token 0 rescued
-    new_run = events.step_payload({**_record(False), "step": 0,
+    new_run = events.step_payload({**widget_record(False), "step": 0,
                                    "rescued": torch.zeros(1, 12, dtype=torch.bool)}, "7")
     done_new = events.final_payload("7", stats, new_run)
     done_old = events.final_payload("7", stats, later)
@@ -146,7 +122,7 @@ def test_final_frame_of_a_run_without_rescue_shows_its_decode_order(tmp_path) ->
         masked = torch.ones(1, 12, dtype=torch.bool)
         masked[0, :count] = False
         none = torch.zeros(1, 12, dtype=torch.bool)
-        rec = {**_record(False), "step": step, "steps": 4, "strategy": "baseline",
+        rec = {**widget_record(False), "step": step, "steps": 4, "strategy": "baseline",
                "masked": masked, "rescued": none, "unmasked": none, "phase": torch.tensor([-1])}
         payloads.append(events.step_payload(rec, "3"))
     stats = {"strategy": "baseline", "steps": 4, "nfe": 4, "seconds": 1.0}

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ...errors import InputError
 from ..model.config import DiMOOIds
 
 __all__ = ["SYSTEM_PROMPT", "cond_text", "uncond_text", "ImageLayout", "PromptBatch",
@@ -79,19 +80,28 @@ def _nearest_multiples(value: int, factor: int) -> str:
     return str(low) if low == high else f"{low} or {high}"
 
 
-def size_problem(name: str, value: object, factor: int = SIZE_STEP) -> str | None:
+def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError | None:
     """Why ``value`` is not a valid pixel size for ``name`` (width / height), or None.
 
     Valid: a positive int that is a multiple of ``factor`` (the VQ factor, or the 16 px grid).
-    The message names the nearest valid sizes. The one size rule of the pack: the pipeline, the
+    The fix names the nearest valid sizes. The one size rule of the pack: the pipeline, the
     sampler node's validation and the image inputs all use it.
     """
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        return f"{name} must be a positive int (got {value!r})"
+        return InputError(name, f"must be a positive int (got {value!r})",
+                          f"give {name} in pixels, a multiple of {factor}")
     if value % factor:
-        return (f"{name}={value} is not a multiple of {factor} (one token per {factor} x "
-                f"{factor} pixels); nearest valid {name}: {_nearest_multiples(value, factor)}")
+        return InputError(name, f"={value} is not a multiple of {factor} (one token per "
+                          f"{factor} x {factor} pixels)",
+                          f"nearest valid {name}: {_nearest_multiples(value, factor)}")
     return None
+
+
+def size_problem(name: str, value: object, factor: int = SIZE_STEP) -> str | None:
+    """``size_error`` as text ("width=50 is not a multiple of 16 ...; nearest valid ..."), or
+    None when the size is fine."""
+    err = size_error(name, value, factor)
+    return None if err is None else str(err)
 
 
 def suggest_size(width: int, height: int, step: int, vq_factor: int,
@@ -114,32 +124,49 @@ def suggest_size(width: int, height: int, step: int, vq_factor: int,
 
 def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
                      prompt_length: int, field: str = "prompt",
-                     step: int | None = None) -> ImageLayout:
-    """Validate a pixel size; ValueError names the argument and the nearest valid sizes.
+                     step: int | None = None, source: str | None = None,
+                     prompt_label: str | None = None) -> ImageLayout:
+    """Validate a pixel size; InputError naming the input and the nearest valid sizes.
 
-    ``prompt_length``: tokens of the longest text row, ``field`` the input it comes from
-    ("prompt" or "negative_prompt"); suggested sizes are multiples of ``step`` (default the VQ
-    factor; the pipeline passes the node's 16 px grid).
+    ``prompt_length``: tokens of the longest row apart from the image to generate, ``field``
+    the input it comes from ("prompt", "negative_prompt"), ``prompt_label`` how the message
+    calls it (default ``field``; an edit's rows also hold its input images); suggested sizes
+    are multiples of ``step`` (default the VQ factor; the pipeline passes the node's 16 px
+    grid). ``source``: the input the size comes from when it is not width / height (an image:
+    a size too large is then the image's).
     """
     step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
-        problem = size_problem(name, value, vq_factor)
-        if problem:
-            raise ValueError(problem)
+        err = size_error(name, value, vq_factor)
+        if err is not None:
+            raise err if source is None else InputError(source, f"is {width} x {height} px, "
+                                                        f"not on the {vq_factor} px token grid",
+                                                        "crop or resize it to multiples of "
+                                                        f"{vq_factor} px")
     layout = ImageLayout(height // vq_factor, width // vq_factor)
     total = prompt_length + layout.length
     if total > max_length:
         fit = suggest_size(width, height, step, vq_factor, max_length - prompt_length - 4)
-        hint = (f"nearest valid size in multiples of {step} px with the closest aspect "
-                f"ratio: width={fit[0]}, height={fit[1]}; or shorten the {field}"
-                if fit else f"shorten the {field}")
-        hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
-                 "in its config.json")
-        raise ValueError(
-            f"width={width}, height={height} needs {total} tokens ({field} {prompt_length} + "
-            f"image {layout.length}) but the model's context (max_sequence_length) is "
-            f"{max_length}; {hint}")
+        need = (f"{total} tokens ({prompt_label or field} {prompt_length} + image "
+                f"{layout.length}) but the model's context (max_sequence_length) is "
+                f"{max_length}")
+        raise _too_long(width, height, need, fit, field, source, step)
     return layout
+
+
+def _too_long(width: int, height: int, need: str, fit: tuple[int, int] | None, field: str,
+              source: str | None, step: int) -> InputError:
+    """The error of a size whose tokens, with the prompt's, exceed the model's context."""
+    if source is not None:
+        fix = (f"resize it to at most {fit[0]} x {fit[1]} px (same aspect ratio)" if fit
+               else f"shorten the {field}")
+        return InputError(source, f"is {width} x {height} px, which needs {need}", fix)
+    hint = (f"nearest valid size in multiples of {step} px with the closest aspect ratio: "
+            f"width={fit[0]}, height={fit[1]}; or shorten the {field}" if fit
+            else f"shorten the {field}")
+    hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
+             "in its config.json")
+    return InputError("width and height", f"{width} x {height} px need {need}", hint)
 
 
 @dataclass(frozen=True)

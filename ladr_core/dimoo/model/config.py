@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LLaDAConfig", "DiMOOIds", "DIMOO_DEFAULT_IDS", "ConfigError", "SUPPORTED_ARCHITECTURES"]
+__all__ = ["LLaDAConfig", "DiMOOIds", "DIMOO_DEFAULT_IDS", "DIMOO_ROPE_CONTEXT", "ConfigError",
+           "SUPPORTED_ARCHITECTURES", "context_length"]
 
 #: `architectures` entries of LLaDA-family checkpoints (LLaDA-8B and Lumina-DiMOO).
 SUPPORTED_ARCHITECTURES = ("LLaDAModelLM", "LLaDAForMultiModalGeneration")
@@ -264,3 +265,24 @@ class DiMOOIds:
 
 
 DIMOO_DEFAULT_IDS = DiMOOIds()
+
+
+# Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
+# configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
+# table for longer inputs and the official default size 1024x1024 needs 64 * 65 + 4 = 4164 image
+# tokens plus the prompt. 5120 admits 1024x1024 with prompts of up to ~950 tokens.
+DIMOO_ROPE_CONTEXT = 5120
+
+
+def context_length(config: LLaDAConfig, ids: DiMOOIds) -> int:
+    """Longest input sequence (tokens) accepted by the image-size check.
+
+    ``config.max_sequence_length`` itself, except for a RoPE model with the official DiMOO
+    image ids (the real checkpoint), where positions past it are computed like the official
+    code does and the floor is DIMOO_ROPE_CONTEXT. Other checkpoints (the nano model) are held
+    to their own ``max_sequence_length``.
+    """
+    official = ids.image_offset == DiMOOIds().image_offset
+    if config.rope and not config.alibi and official:
+        return max(config.max_sequence_length, DIMOO_ROPE_CONTEXT)
+    return config.max_sequence_length

@@ -65,3 +65,20 @@ def official_edit_size(image: torch.Tensor) -> torch.Tensor:
     top, left = (size[0] - ch) // 2, (size[1] - cw) // 2
     x = x[..., top:top + ch, left:left + cw].clamp(0.0, 1.0)
     return x.permute(0, 2, 3, 1).contiguous()
+
+
+EDIT_SIZES = ("official", "as is")
+"""``DiMOOPipeline.edit``'s ``size``: the official 512 px-area bucket, or the image as it is."""
+
+
+def sized_for_edit(image: torch.Tensor, name: str, size: str) -> tuple[torch.Tensor, str]:
+    """An IMAGE at its editing size (``size`` "official": its 512 px-area bucket; "as is":
+    unchanged) and a note ("; image 1024x768 -> 576x448 (official 512 px area)") when that
+    changed it."""
+    if size == "as is":
+        return image, ""
+    sized = official_edit_size(image)
+    if sized is image:
+        return image, ""
+    (h, w), (nh, nw) = image.shape[1:3], sized.shape[1:3]
+    return sized, f"; {name} {w}x{h} -> {nw}x{nh} (official 512 px area)"

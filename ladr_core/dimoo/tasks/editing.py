@@ -17,8 +17,8 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   the output from ``--ref_image_path``); the text-uncond row keeps both images, the
   image-uncond row has neither.
 
-The caller sizes the images (the official 512 px-area buckets: edit_size.official_edit_size,
-which the DiMOO Edit node applies by default). ``pred`` is what the official README's
+The pipeline sizes the images first (the official 512 px-area buckets:
+edit_size.official_edit_size, ``DiMOOPipeline.edit(size="official")``, the default). ``pred`` is what the official README's
 ``canny_pred`` / ``depth_pred`` / ... strings select in the official code: no task template,
 the generic system prompt with the user's text (e.g. "Generate a canny edge map according to
 the image."); ``dense_*`` is the official ``<map>_dense`` template with its fixed text.
@@ -28,14 +28,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
+from ...errors import InputError
 from ..denoise.prompt import Encode, ImageLayout, PromptBatch, pad_rows
 from ..model.config import DiMOOIds
 
 __all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "EditPlan", "edit_texts",
-           "build_edit_batch", "check_edit_type"]
+           "build_edit_batch", "check_edit_type", "edit_denoiser", "plan_edit"]
 
 DEFAULT_EDIT_CFG = 2.5  # official text guidance of image-to-image
 DEFAULT_IMAGE_CFG = 4.0  # official image guidance of image-to-image
@@ -62,8 +64,8 @@ EDIT_TYPES: dict[str, tuple[str, str | None]] = {
 
 def check_edit_type(edit_type: object) -> str:
     if not isinstance(edit_type, str) or edit_type not in EDIT_TYPES:
-        raise ValueError(f"edit_type {edit_type!r} is not a known edit type; use one of "
-                         f"{', '.join(EDIT_TYPES)}")
+        raise InputError("edit_type", f"{edit_type!r} is not a known edit type",
+                         f"use one of {', '.join(EDIT_TYPES)}")
     return edit_type
 
 
@@ -73,8 +75,8 @@ def edit_texts(instruction: str, edit_type: str) -> tuple[str, str]:
     system, user = EDIT_TYPES[check_edit_type(edit_type)]
     if user is None:
         if not isinstance(instruction, str) or not instruction.strip():
-            raise ValueError(f"prompt (the instruction) is empty; edit type {edit_type!r} needs "
-                             "one, e.g. 'make the sky red'")
+            raise InputError("instruction", f"is empty; edit type {edit_type!r} needs one",
+                             "write the edit, e.g. 'make the sky red'")
         user = instruction
     return (f"<system>{system}</system><user>{user}</user>",
             f"<system>{system}</system><user><uncondition></user>")
@@ -109,81 +111,75 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
 
 @dataclass(frozen=True)
 class EditPlan:
-    """A validated edit: one instruction and reference codes [B, h*w] per item (style
-    transfer: the style image's codes, with the image to transform in ``first``)."""
+    """A checked edit: one instruction per item; ``image`` [1 or B, H, W, 3] the reference whose
+    codes the rows carry and whose grid is generated (style transfer: the style image, with the
+    image to transform in ``first``); the codes come later, from the VQ (``edit_denoiser``)."""
 
     instructions: list[str]
-    codes: torch.Tensor
+    image: torch.Tensor
     layout: ImageLayout
     edit_type: str
-    first: tuple[torch.Tensor, ImageLayout] | None = None
+    first: torch.Tensor | None = None
+    first_layout: ImageLayout | None = None
+    note: str = ""
 
     @property
     def width_height(self) -> tuple[int, int]:
         return self.layout.w, self.layout.h
 
 
-def plan_edit(pipe, prompts: list[str], reference: object, edit_type: object,
-              batch_size: int, style: object = None) -> EditPlan:
-    """Validate an edit for `pipe` (pipeline.DiMOOPipeline): B = len(prompts) * batch_size
-    items, item i edits reference i (one reference may serve every item). The output grid is
-    the reference's (style transfer: the ``style`` image's); the longest row must fit the
-    model's context."""
+def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list[str],
+              image: object, edit_type: object, batch_size: int, style: object = None,
+              note: str = "") -> EditPlan:
+    """Check an edit once: B = len(prompts) * batch_size items, item i edits image i (one image
+    may serve every item). The output grid is the image's (style transfer: the ``style``
+    image's); the longest row must fit the model's context (``context_length`` tokens)."""
     from ..denoise.prompt import check_image_size
     from .painting import check_image
 
     edit_type = check_edit_type(edit_type)
     if (edit_type == "style") != (style is not None):
-        raise ValueError("style: edit type 'style' needs the style image (style=...), and only "
-                         "it takes one" if style is None else "style: a style image is only "
-                         "used by edit type 'style'; set edit_type='style' or drop style=")
+        raise InputError("style", "is missing: edit type 'style' needs the style image" if style
+                         is None else "is given, but only edit type 'style' takes a style image",
+                         "pass style=<image>" if style is None else
+                         "set edit_type='style' or drop style=")
     items = [p for p in prompts for _ in range(batch_size)]
-    image = _per_item(check_image(reference, pipe.vq_factor, "reference"), "reference", items)
-    first = None
+    target = _per_item(check_image(image, vq_factor, "image"), "image", items)
+    first = first_layout = None
     if style is not None:  # official order: the image to transform, then the style image
-        content, image = image, _per_item(check_image(style, pipe.vq_factor, "style"),
-                                          "style", items)
-        first = (_codes(pipe, content, len(items)),
-                 ImageLayout(content.shape[1] // pipe.vq_factor,
-                             content.shape[2] // pipe.vq_factor))
+        first, target = target, _per_item(check_image(style, vq_factor, "style"), "style", items)
+        first_layout = ImageLayout(first.shape[1] // vq_factor, first.shape[2] // vq_factor)
     for text in set(prompts):
         edit_texts(text, edit_type)  # an empty instruction is refused here, once
-    height, width = int(image.shape[1]), int(image.shape[2])
-    grid = ImageLayout(height // pipe.vq_factor, width // pipe.vq_factor)
-    longest = max(len(pipe.encode(t)) for p in set(prompts) for t in edit_texts(p, edit_type))
-    extra = 0 if first is None else first[1].length - 2  # BOI .. EOI of the first image
+    height, width = int(target.shape[1]), int(target.shape[2])
+    grid = ImageLayout(height // vq_factor, width // vq_factor)
+    longest = max(len(encode(t)) for p in set(prompts) for t in edit_texts(p, edit_type))
+    extra = 0 if first_layout is None else first_layout.length - 2  # BOI .. EOI of the first
     # the longest row: its text, the image parts (BOI .. EOI), the part to generate
-    layout = check_image_size(width, height, pipe.vq_factor, pipe.context_length,
-                              longest + extra + grid.length - 2, "prompt")
-    return EditPlan(items, _codes(pipe, image, len(items)), layout, edit_type, first)
+    layout = check_image_size(width, height, vq_factor, context_length,
+                              longest + extra + grid.length - 2, "instruction",
+                              source="style" if style is not None else "image",
+                              prompt_label="instruction and input images")
+    return EditPlan(items, target, layout, edit_type, first, first_layout, note)
 
 
 def _per_item(image: torch.Tensor, name: str, items: list[str]) -> torch.Tensor:
     if image.shape[0] not in (1, len(items)):
-        raise ValueError(f"{name} has {image.shape[0]} images for {len(items)} items; give "
-                         "one image, or one per item")
+        raise InputError(name, f"has {image.shape[0]} images for {len(items)} items",
+                         "give one image, or one per item")
     return image
 
 
-def _codes(pipe, image: torch.Tensor, n: int) -> torch.Tensor:
-    codes = pipe.encode_image(image)
-    return codes.expand(n, -1) if codes.shape[0] == 1 else codes
-
-
-def make_edit_denoiser(pipe, plan: EditPlan, cfg: float | None, image_cfg: float | None,
-                       cache: object, steps: int | None):
-    """The ``denoise`` callable of an edit (denoiser.DiMOODenoiser with three branches)."""
+def edit_denoiser(model: Any, encode: Encode, ids: DiMOOIds, plan: EditPlan,
+                  codes: torch.Tensor, first_codes: torch.Tensor | None,
+                  cfg: float, image_cfg: float, steps: int | None) -> Any:
+    """The ``denoise`` callable of an edit (denoiser.DiMOODenoiser with three branches).
+    codes / first_codes: the VQ codes of ``plan.image`` / ``plan.first`` ([1 or B, N])."""
     from ..denoise.denoiser import DiMOODenoiser
 
-    if cache is not None:
-        raise ValueError("cache: ML-Cache is not available for image editing; set cache to "
-                         "None (off)")
-    cfg = DEFAULT_EDIT_CFG if cfg is None else cfg
-    image_cfg = DEFAULT_IMAGE_CFG if image_cfg is None else image_cfg
-    guided = any(isinstance(v, (int, float)) and v > 0 for v in (cfg, image_cfg))
-    batch = build_edit_batch(pipe.encode, pipe.ids, plan.instructions, plan.edit_type,
-                             plan.codes, plan.layout, guided, plan.first)
-    denoiser = DiMOODenoiser(pipe.transformer, batch, pipe.ids, cfg, None, steps,
-                             image_cfg=image_cfg)
-    denoiser.forward_hook = pipe.compiled
-    return denoiser
+    n = len(plan.instructions)
+    guided = cfg > 0 or image_cfg > 0
+    first = None if first_codes is None else (first_codes.expand(n, -1), plan.first_layout)
+    batch = build_edit_batch(encode, ids, plan.instructions, plan.edit_type,
+                             codes.expand(n, -1), plan.layout, guided, first)
+    return DiMOODenoiser(model, batch, ids, cfg, None, steps, image_cfg=image_cfg)

@@ -20,18 +20,20 @@ decoded image can take the original pixels back outside the regenerated tokens, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
 
+from ...errors import InputError
 from ...validation import KnownTokens
-from ..denoise.prompt import size_problem
+from ..denoise.prompt import size_error
 
 __all__ = ["PaintOptions", "PaintPlan", "check_image", "check_mask",
            "fit_image", "fit_painting", "paste_original", "plan_painting", "token_mask"]
 
 FIT_MODES = ("exact", "crop", "resize")
+FIT_FIX = "crop or resize it, or pass options=PaintOptions(fit='crop' or 'resize')"
 
 
 def _real(value: object) -> bool:
@@ -72,54 +74,65 @@ class PaintOptions:
             raise ValueError(f"fit must be one of {list(FIT_MODES)}; got {self.fit!r}")
 
 
-def check_image(image: object, vq_factor: int, name: str = "init_image",
+ALPHA_FIX = "drop the alpha channel (ComfyUI: Split Image with Alpha)"
+MASK_RANGE_FIX = ("clamp or threshold it to [0, 1] (ComfyUI: Threshold Mask; a bicubic resize "
+                  "overshoots)")
+
+
+def check_image(image: object, vq_factor: int, name: str = "image",
                 on_grid: bool = True, fix: str = "crop or resize the image to a valid size"
                 ) -> torch.Tensor:
     """A ComfyUI IMAGE: float [B, H, W, 3] (or [H, W, 3]) in [0, 1], H and W multiples of the VQ
     factor (the pack's one size rule, with the nearest valid sizes; ``on_grid=False``: any size,
     for an image about to be fitted; ``fix``: what the size message tells the user to do).
-    Returns float32 [B, H, W, 3]."""
+    Returns float32 [B, H, W, 3]. InputError naming ``name`` otherwise."""
     if not isinstance(image, torch.Tensor) or not image.is_floating_point():
-        raise ValueError(f"{name} must be a float tensor [B, H, W, 3] in [0, 1] (a ComfyUI "
-                         f"IMAGE); got {type(image).__name__}")
+        raise InputError(name, f"is a {type(image).__name__}, not an image",
+                         "give a float tensor [B, H, W, 3] in [0, 1] (a ComfyUI IMAGE)")
     image = image.unsqueeze(0) if image.dim() == 3 else image
+    if image.dim() == 4 and image.shape[-1] == 4 and image.shape[0] >= 1:
+        raise InputError(name, "has 4 channels (RGBA); the model draws RGB", ALPHA_FIX)
     if image.dim() != 4 or image.shape[-1] != 3 or image.shape[0] < 1:
-        raise ValueError(f"{name} must be [B, H, W, 3] (RGB); got shape {tuple(image.shape)}")
-    for side, value in (("width", image.shape[2]), ("height", image.shape[1])):
-        problem = size_problem(side, int(value), vq_factor) if on_grid else None
-        if problem:
-            raise ValueError(f"{name}: {problem}; {fix}")
+        raise InputError(name, f"has shape {tuple(image.shape)}, not [B, H, W, 3] (RGB)",
+                         "give an RGB image batch")
+    for side, value in (("width", int(image.shape[2])), ("height", int(image.shape[1]))):
+        err = size_error(side, value, vq_factor) if on_grid else None
+        if err is not None:
+            raise InputError(name, f"{side} is {value} px, not a multiple of {vq_factor} px "
+                             f"(one token per {vq_factor} x {vq_factor} px)", f"{fix} "
+                             f"({err.fix})")
     lo, hi = torch.aminmax(image.detach())
     if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 0.0 and hi <= 1.0):
-        raise ValueError(f"{name} values must be finite and in [0, 1]; got min {float(lo):.3g}, "
-                         f"max {float(hi):.3g}")
+        raise InputError(name, f"has values outside [0, 1] (min {float(lo):.3g}, max "
+                         f"{float(hi):.3g})", "clamp it to [0, 1] (an IMAGE is 0..1)")
     return image.float()
 
 
 def check_mask(mask: object, image: torch.Tensor, name: str = "mask") -> torch.Tensor:
     """A ComfyUI MASK for ``image`` [B, H, W, 3]: float [B', H, W] (or [H, W]) in [0, 1],
     1 = regenerate, the image's pixel size, B' = B or 1 (or B = 1: one image, several masks).
-    Returns float32 [B', H, W]."""
+    Returns float32 [B', H, W]. InputError naming ``name`` otherwise."""
     if not isinstance(mask, torch.Tensor) or mask.is_complex():
-        raise ValueError(f"{name} must be a tensor [B, H, W] in [0, 1] (a ComfyUI MASK, "
-                         f"1 = regenerate); got {type(mask).__name__}")
+        raise InputError(name, f"is a {type(mask).__name__}, not a mask",
+                         "give a tensor [B, H, W] in [0, 1] (a ComfyUI MASK, 1 = regenerate)")
     mask = mask.unsqueeze(0) if mask.dim() == 2 else mask
     if mask.dim() != 3:
-        raise ValueError(f"{name} must be [B, H, W]; got shape {tuple(mask.shape)}")
+        raise InputError(name, f"has shape {tuple(mask.shape)}, not [B, H, W]",
+                         "give one mask per image (a ComfyUI MASK)")
     size, img = tuple(mask.shape[1:]), tuple(image.shape[1:3])
     if size != img:
-        raise ValueError(f"{name} is {size[1]}x{size[0]} px but the image is {img[1]}x{img[0]} "
-                         "px; give a mask of the image's size (Pad Image for Outpainting pads "
+        raise InputError(name, f"is {size[1]}x{size[0]} px but the image is {img[1]}x{img[0]} "
+                         "px", "give a mask of the image's size (Pad Image for Outpainting pads "
                          "both together)")
     b, bm = image.shape[0], mask.shape[0]
     if bm != b and 1 not in (b, bm):
-        raise ValueError(f"{name}: a batch of {bm} masks for a batch of {b} images; give one "
-                         "mask for all images, or one per image")
+        raise InputError(name, f"is a batch of {bm} masks for a batch of {b} images",
+                         "give one mask for all images, or one per image")
     mask = mask.float()
     lo, hi = torch.aminmax(mask.detach())
     if not (math.isfinite(lo) and math.isfinite(hi) and lo >= 0.0 and hi <= 1.0):
-        raise ValueError(f"{name} values must be in [0, 1] (1 = regenerate); got min "
-                         f"{float(lo):.3g}, max {float(hi):.3g}")
+        raise InputError(name, f"has values outside [0, 1] (min {float(lo):.3g}, max "
+                         f"{float(hi):.3g}; 1 = regenerate)", MASK_RANGE_FIX)
     return mask
 
 
@@ -188,19 +201,23 @@ def fit_image(image: torch.Tensor, vq_factor: int, mode: str = "exact") -> torch
     return out.clamp(0.0, 1.0).permute(0, 2, 3, 1).contiguous()
 
 
-@dataclass
+@dataclass(frozen=True)
 class PaintPlan:
-    """One painting run: per item (pairs of image + mask, each repeated ``batch_size`` times)
-    the original pixels [B, H, W, 3], their codes [B, N], the tokens to regenerate [B, N], the
-    prompt of each pair and a note for items with nothing to regenerate."""
+    """One painting run, checked: per item (pairs of image + mask, each repeated ``batch_size``
+    times) the original pixels ``images`` [B, H, W, 3], the tokens to regenerate ``region``
+    [B, N] and the prompt; ``source`` [P, H, W, 3] the distinct images to encode (P = 1 or the
+    pairs); a note for items with nothing to regenerate (or a fitted image). ``codes`` [B, N]:
+    the images' VQ codes, set by ``with_codes`` once the VQ has encoded ``source``."""
 
     images: torch.Tensor
-    codes: torch.Tensor
     region: torch.Tensor
     prompts: list[str]
     grid: tuple[int, int]
     options: PaintOptions
+    source: torch.Tensor
+    batch_size: int
     note: str = ""
+    codes: torch.Tensor | None = None
 
     @property
     def width(self) -> int:
@@ -210,10 +227,23 @@ class PaintPlan:
     def height(self) -> int:
         return self.images.shape[1]
 
+    def per_item(self, t: torch.Tensor) -> torch.Tensor:
+        """[1 or P, ...] (one per distinct image) -> [B, ...] (one per item)."""
+        t = t.expand(self.images.shape[0] // self.batch_size, *t.shape[1:])
+        return t.repeat_interleave(self.batch_size, dim=0).contiguous()
+
+    def with_codes(self, codes: torch.Tensor) -> PaintPlan:
+        """The plan with ``source``'s codes [P, N] (the VQ encoding) spread over the items."""
+        return replace(self, codes=self.per_item(codes))
+
     @property
     def known(self) -> KnownTokens | None:
         """The sampler's starting state; None when every token is regenerated (text-to-image)."""
-        return None if bool(self.region.all()) else KnownTokens(self.codes, self.region)
+        if bool(self.region.all()):
+            return None
+        if self.codes is None:
+            raise RuntimeError("PaintPlan.known needs the images' codes: call with_codes first")
+        return KnownTokens(self.codes, self.region)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -243,8 +273,8 @@ def _pairs(images: int, masks: int, prompts: list[str]) -> int:
     if pairs == 1:
         return len(prompts)
     if len(prompts) not in (1, pairs):
-        raise ValueError(f"prompt: {len(prompts)} prompts for a batch of {pairs} images; give "
-                         "one prompt for all images, or one per image")
+        raise InputError("prompt", f"has {len(prompts)} prompts for a batch of {pairs} images",
+                         "give one prompt for all images, or one per image")
     return pairs
 
 
@@ -263,32 +293,29 @@ def _empty_note(region: torch.Tensor, coverage: torch.Tensor, mask: torch.Tensor
     return f"{why}: nothing regenerated for {which}, returned unchanged"
 
 
-def plan_painting(pipe: object, prompts: list[str], init_image: object, mask: object,
-                  options: PaintOptions | None, batch_size: int, width: int | None,
-                  height: int | None) -> PaintPlan:
-    """Validate the image and mask, encode the image and choose the tokens to regenerate.
+def plan_painting(prompts: list[str], image: object, mask: object,
+                  options: PaintOptions | None, batch_size: int, vq_factor: int,
+                  fit_fix: str = FIT_FIX) -> PaintPlan:
+    """Check the image and mask once, fit them to the VQ grid (``options.fit``) and choose the
+    tokens to regenerate; the VQ encoding comes later (``PaintPlan.with_codes``).
 
     Batches: B images and B or 1 masks (or 1 image and B masks) make B pairs; prompts are one
     for all pairs or one per pair; each pair runs ``batch_size`` items (seed + i as usual).
-    width / height, when given, must be the image's."""
+    ``fit_fix``: what an off-grid image's message tells the user to do."""
     options = PaintOptions() if options is None else options
     if not isinstance(options, PaintOptions):
-        raise ValueError(f"paint must be a PaintOptions or None; got {type(options).__name__}")
-    if init_image is None:
-        raise ValueError("init_image: a mask needs the image it masks (float [B, H, W, 3])")
-    factor = pipe.vq_factor  # type: ignore[attr-defined]
+        raise InputError("options", f"is a {type(options).__name__}",
+                         "give a PaintOptions or None")
+    if image is None:
+        raise InputError("image", "is missing, but a mask needs the image it masks",
+                         "give the image (float [B, H, W, 3] in [0, 1])")
     if mask is None:
-        raise ValueError("mask: inpainting needs a mask (float [B, H, W], 1 = regenerate); "
-                         "give a full mask to regenerate everything")
-    image, masks, fitted = fit_painting(init_image, mask, factor, options.fit)
-    for name, asked, real in (("width", width, image.shape[2]), ("height", height, image.shape[1])):
-        if asked is not None and asked != real:
-            raise ValueError(f"{name}={asked} but init_image is {real} px; leave {name} unset "
-                             "with an init_image (the image sets the size)")
+        raise InputError("mask", "is missing: inpainting needs a mask (float [B, H, W], "
+                         "1 = regenerate)", "give a full mask to regenerate everything")
+    image, masks, fitted = fit_painting(image, mask, vq_factor, options.fit, fix=fit_fix)
     pairs = _pairs(image.shape[0], masks.shape[0], prompts)
-    codes = pipe.encode_image(image)  # type: ignore[attr-defined]  # once per distinct image
-    region, coverage = token_mask(masks, factor, options.threshold, options.grow)
-    grid = (image.shape[1] // factor, image.shape[2] // factor)
+    region, coverage = token_mask(masks, vq_factor, options.threshold, options.grow)
+    grid = (image.shape[1] // vq_factor, image.shape[2] // vq_factor)
 
     def items(t: torch.Tensor) -> torch.Tensor:  # [1 or pairs, ...] -> [pairs * batch_size, ...]
         t = t.expand(pairs, *t.shape[1:])
@@ -296,21 +323,19 @@ def plan_painting(pipe: object, prompts: list[str], init_image: object, mask: ob
 
     region = items(region)
     note = "; ".join(n for n in (fitted, _empty_note(region, coverage, masks, options)) if n)
-    return PaintPlan(items(image), items(codes), region,
+    return PaintPlan(items(image), region,
                      prompts * pairs if len(prompts) == 1 else list(prompts), grid, options,
-                     note)
+                     image, batch_size, note)
 
 
-def fit_painting(init_image: object, mask: object, vq_factor: int, fit: str = "exact",
-                 image_name: str = "init_image",
-                 fix: str = "crop or resize the image to a valid size, or pass "
-                 "paint=PaintOptions(fit='crop' or 'resize')"
+def fit_painting(image: object, mask: object, vq_factor: int, fit: str = "exact",
+                 image_name: str = "image", fix: str = FIT_FIX
                  ) -> tuple[torch.Tensor, torch.Tensor, str]:
     """Check an image and its mask, and fit both to the VQ grid the same way (``fit_image``:
     the same crop window, or the same resize; a resized mask stays in [0, 1]). Values and sizes
     are checked on the inputs as given, so a message names the sizes the user sees. Returns
     (image [B, H, W, 3], masks [B', H, W], a note saying what was fitted, or "")."""
-    image = check_image(init_image, vq_factor, image_name, on_grid=fit == "exact", fix=fix)
+    image = check_image(image, vq_factor, image_name, on_grid=fit == "exact", fix=fix)
     masks = check_mask(mask, image)
     h, w = image.shape[1:3]
     if h % vq_factor == 0 and w % vq_factor == 0:

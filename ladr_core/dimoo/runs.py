@@ -1,0 +1,144 @@
+"""The one run routine every task shares (``run_job``), its result, the seeds of its images and
+how many images it keeps in flight.
+
+A run: the job's denoiser (jobs.py) -> the core ``sample`` loop (any strategy; item i with its
+own generator ``item_generator(seed + i, device)``) -> the VQ decode -> the job's finish
+(painting: paste-back). Images in flight (``max_batch`` None): ``images_in_flight``, the same
+choice the ComfyUI sampler node makes (nodes/batching.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..sampling import sample
+from ..step import Strategy
+from .jobs import Built
+from .model.vq import decode_codes
+
+if TYPE_CHECKING:
+    from .tasks.selfscore import SelfScore
+
+__all__ = ["CPU_IN_FLIGHT", "GPU_IN_FLIGHT", "SEED_MAX", "GenerationResult", "RunOptions", "check_seed",
+           "generator_seed", "images_in_flight", "item_generator", "run_job"]
+
+SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
+GPU_IN_FLIGHT = 8  # at most, on a GPU (what its free memory holds)
+CPU_IN_FLIGHT = 4  # on a CPU a pass costs about the same per token whatever its size
+
+
+@dataclass
+class GenerationResult:
+    """tokens [B, h*w] codes; images float [B, H, W, 3] in [0, 1] (None with decode=False);
+    seconds = sampling time (excluding the VQ decode, reported in ``decode_seconds``)."""
+
+    tokens: torch.Tensor
+    images: torch.Tensor | None
+    nfe: int
+    steps: int
+    seconds: float
+    token_forwards: int
+    token_forwards_full: int
+    grid: tuple[int, int]
+    decode_seconds: float = 0.0
+    compile_seconds: float = 0.0  # first calls of new shapes under pipe.compile (0 when eager)
+    note: str = ""  # what the user should know (e.g. a mask with nothing to regenerate)
+    item_nfe: list[int] = field(default_factory=list)  # forward passes each image took part in
+    item_token_forwards: list[int] = field(default_factory=list)  # tokens each image pushed
+    self_score: SelfScore | None = None  # generate(self_score=...): opt-in, its passes extra
+    paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
+    in_flight: int = 0  # images in one pass at most (a longer list rolls through)
+
+
+def generator_seed(seed: int, device: torch.device) -> int:
+    """The value passed to ``manual_seed`` so that distinct 64-bit seeds get distinct streams.
+
+    The CPU generator (mt19937) keeps only the low 32 bits of its seed, so seeds s and
+    s + k * 2**32 drew identical noise (identical images). On CPU a seed >= 2**32 is mixed
+    (splitmix64 finaliser) into 32 bits; seeds < 2**32, and every seed on CUDA (Philox keeps 64
+    bits), are passed unchanged, so their images are the ones they always were.
+    """
+    if device.type != "cpu" or seed < 2**32:
+        return seed
+    z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & (2**64 - 1)
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & (2**64 - 1)
+    return (z ^ (z >> 31)) & (2**32 - 1)
+
+
+def check_seed(seed: object, items: int) -> int:
+    """The one seed rule: an int in [0, SEED_MAX - items + 1] (item i uses seed + i, and torch
+    seeds are 64-bit). ValueError naming the bound otherwise."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0 (got {seed!r})")
+    if seed + items - 1 > SEED_MAX:
+        raise ValueError(f"seed must be <= {SEED_MAX - items + 1} for {items} items (item i uses "
+                         f"seed + i, seeds are 64-bit); got {seed}")
+    return seed
+
+
+def item_generator(seed: int, device: torch.device) -> torch.Generator:
+    """``torch.Generator`` of one batch item, seeded with ``generator_seed``."""
+    return torch.Generator(device=device).manual_seed(generator_seed(seed, device))
+
+
+def images_in_flight(device: torch.device, images: int, per_image_bytes: int,
+                     free_bytes: int | None = None) -> int:
+    """How many of ``images`` to keep in one pass when the caller does not say (every image is
+    the same whatever the number; it trades speed for memory): on a CPU, CPU_IN_FLIGHT (a pass
+    costs about the same per token whatever its size, benchmarks/rolling.py); on a GPU what 80 %
+    of its free memory holds at ``per_image_bytes`` each (``free_bytes``: the host's count,
+    e.g. ComfyUI's; None = CUDA's), at most GPU_IN_FLIGHT. Never more than ``images``."""
+    if device.type != "cuda":
+        return max(1, min(images, CPU_IN_FLIGHT))
+    if free_bytes is None:
+        free_bytes = torch.cuda.mem_get_info(device)[0]
+    cap = min(images, GPU_IN_FLIGHT)
+    return max(1, min(cap, int(0.8 * free_bytes) // max(1, per_image_bytes)))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a run samples (``DiMOOPipeline.run`` checks them): the strategy and its T, the
+    temperature, the first seed, the step callback, whether to decode, images in flight."""
+
+    strategy: Strategy
+    steps: int
+    temperature: float
+    seed: int
+    callback: Callable[[dict[str, Any]], None] | None
+    decode: bool
+    max_batch: int
+
+
+def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
+            note: str = "") -> GenerationResult:
+    """Sample a built job, decode it (and finish it: painting's paste-back)."""
+    denoise = built.denoise
+    layout = denoise.layout
+    check_seed(options.seed, denoise.batch)
+    generators = [item_generator(options.seed + i, device) for i in range(denoise.batch)]
+    start = time.perf_counter()
+    result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=options.steps,
+                    strategy=options.strategy, temperature=options.temperature,
+                    generator=generators, callback=options.callback, device=device,
+                    known=built.known, max_batch=options.max_batch)
+    seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    images = None
+    if options.decode:  # the sampler's codes are in [0, K) by construction: no range check
+        images = decode_codes(vq, result.tokens, (layout.h, layout.w), check_range=False)
+        if built.paint is not None:
+            images = built.paint.finish(images)
+    stats = denoise.stats
+    return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
+                            stats.token_forwards, stats.token_forwards_full,
+                            (layout.h, layout.w), time.perf_counter() - start,
+                            stats.compile_seconds, note, result.item_nfe,
+                            list(stats.item_token_forwards), None, built.paint,
+                            options.max_batch)

@@ -1,0 +1,23 @@
+"""Fixtures of the node tests: a model handle over the real nano pipeline, and the events the
+nodes hand to the host, recorded."""
+
+from __future__ import annotations
+
+import pytest
+from support.nodes import nano_pipe
+
+from nodes import host
+from nodes.handles import DiMOOModel
+
+
+@pytest.fixture
+def fake_model() -> DiMOOModel:
+    return DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:
+    """Events the sampler hands to the host (a no-op without ComfyUI), recorded."""
+    out: list[tuple[str, dict]] = []
+    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
+    return out
