@@ -190,7 +190,8 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, strategy: Strategy,
         res = pipe.generate(*args, strategy=strategy, decode=False,
                             callback=make_callback(pipe, node_id, progress, last), **kwargs)
     progress.update(progress.total)
-    stats = events.stats_dict(res, strategy.name)
+    planned = strategy.run_steps(kwargs.get("steps"))  # the T generate() ran with
+    stats = events.stats_dict(res, strategy.name, planned)
     if more_stats is not None:
         stats.update(more_stats(res))
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))

@@ -57,7 +57,9 @@ def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -
     assert tokens.tokens.shape == (1, 12 * 12) and tokens.grid == (12, 12)
     assert tokens.tokens.dtype == torch.long and tokens.tokens.device.type == "cpu"
     steps = tokens.stats["steps"]
-    assert stats.startswith("ladr: ") and f"NFE {tokens.stats['nfe']}" in stats
+    nfe = tokens.stats["nfe"]
+    assert stats.startswith(f"ladr: done after {steps} of 12 planned steps · {nfe} forward "
+                            "passes vs 64 for the official sampler (64 steps, 144 tokens): ")
     step_events = [p for e, p in sent if e == events.EVENT and not p["done"]]
     assert [p["step"] for p in step_events] == list(range(1, steps + 1))
     assert sent[-1][1]["done"] and sent[-1][1]["stats"] == tokens.stats
@@ -74,8 +76,13 @@ def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -
 def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> None:
     (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
     ladr, text = run(fake_model, steps=64, policy=nano)
-    base, _ = run(fake_model, steps=64, strategy="baseline")
+    base, base_text = run(fake_model, steps=64, strategy="baseline")
     assert base.stats["steps"] == 64
+    assert base_text.startswith("baseline: 64 of 64 planned steps · 64 forward passes (the "
+                                "official sampler) · ")
+    fewer = 64 / ladr.stats["nfe"]
+    assert f"of 128 planned steps · {ladr.stats['nfe']} forward passes vs 64 for the official " \
+        f"sampler (64 steps, 144 tokens): {fewer:.1f}x fewer · " in text
     assert ladr.stats["steps"] < base.stats["steps"]
     assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
     assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 128
