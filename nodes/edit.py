@@ -14,7 +14,7 @@ from ladr_core.dimoo.edit_size import official_edit_size
 from ladr_core.dimoo.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES
 from ladr_core.dimoo.painting import check_image
 
-from . import events, host
+from . import events, host, preview
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel
 from .sampler import SEED_MAX, STRATEGIES, check_options, generate_tokens, pick_strategy
 from .validate import input_error
@@ -120,7 +120,9 @@ class DiMOOEdit(io.ComfyNode):
         tokens, stats = generate_tokens(model, node_id, chosen, None, instruction, steps=steps,
                                         cfg=cfg, image_cfg=image_cfg, temperature=temperature,
                                         seed=seed, reference=image, style=style_image,
-                                        edit_type=edit_type, batch_size=count)
+                                        edit_type=edit_type, batch_size=count,
+                                        preview_base=preview.base_for_edit(model.pipe, image,
+                                                                           style_image))
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 
 

@@ -1,9 +1,10 @@
 """DiMOO Sampler node: prompt -> image tokens with LADR (or the baseline / Prophet) + stats.
 
-Each step: interrupt check, the codebook->RGB table preview of item 0 (`pipe.preview`, never
-the VQ decoder) on ComfyUI's progress bar (the one preview channel), which advances the way LADR
-does (events.step_payload's `progress`), and one small "ladr.step" event (masks, counters) for
-the widget.
+Each step: interrupt check, the codebook->RGB table preview of the shown image (`pipe.preview`,
+never the VQ decoder; known pixels in place when painting, nodes/preview.py) on ComfyUI's
+progress bar (the one preview channel), which advances the way LADR does (events.step_payload's
+`progress`), and one small "ladr.step" event (masks, counters) for the widget. At the end the
+preview becomes the real decode of that image.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ladr_core import SIZE_STEP, Strategy, resolve_strategy, size_problem, strat
 from . import batching, events, host, threads
 from . import paint as paint_module
 from . import policy as policy_node
+from . import preview as preview_module
 from .handles import (
     CACHE_TYPE,
     MODEL_TYPE,
@@ -121,16 +123,21 @@ def pick_strategy(name: str, connected: Strategy | None, steps: int
 
 
 def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
-                  sink: list[dict]) -> Callable[[dict], None]:
-    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink)."""
+                  sink: list[dict], base: object | None = None) -> Callable[[dict], None]:
+    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink).
+    base: a PreviewBase (known pixels under the preview, nodes/preview.py), or None."""
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         s = events.shown_slot(record)  # an image in flight (a rolling batch moves on)
         preview = pipe.preview(record["tokens"][s:s + 1], record["masked"][s:s + 1],
                                record["grid"])[0]
+        if base is not None:
+            item = record.get("items", list(range(record["masked"].shape[0])))[s]
+            preview = base.apply(preview, record["masked"][s], int(item))
         # the preview's bytes, the masks and the counts: one device -> host transfer per step
         payload, image = events.step_update(record, node_id, preview)
+        image = None if image is None else preview_module.for_display(image)
         progress.update(round(progress.total * payload["progress"]), image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
@@ -174,22 +181,31 @@ def run_sampler(model: DiMOOModel, prompts: list[str], node_id: str | None, *,
                            negative_prompt=negative_prompt, steps=steps, cfg=resolve_cfg(cfg),
                            temperature=temperature, seed=seed, cache=cache,
                            batch_size=batch_size, max_batch=flying, init_image=image, mask=mask,
-                           paint=paint_options, **sizes)
+                           paint=paint_options, **sizes,
+                           preview_base=preview_module.base_for_painting(pipe, image, mask,
+                                                                         paint_options,
+                                                                         batch_size))
 
 
 def generate_tokens(model: DiMOOModel, node_id: str | None, strategy: Strategy,
                     more_stats: Callable[[object], dict] | None, *args: object,
+                    preview_base: object | None = None,
                     **kwargs: object) -> tuple[DiMOOTokens, dict]:
     """``pipe.generate(*args, **kwargs)`` without decoding (VQ Decode is its own node), with
     the host's progress bar and previews, the per-step and final events: tokens + stats. The
-    sampler and DiMOO Edit share it; ``more_stats(res)`` adds a node's own stats fields."""
+    sampler and DiMOO Edit share it; ``more_stats(res)`` adds a node's own stats fields;
+    ``preview_base`` puts the known pixels under the previews (nodes/preview.py). The last
+    preview is the real decode of the image the previews showed."""
     pipe = model.pipe
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():
         res = pipe.generate(*args, strategy=strategy, decode=False,
-                            callback=make_callback(pipe, node_id, progress, last), **kwargs)
-    progress.update(progress.total)
+                            callback=make_callback(pipe, node_id, progress, last, preview_base),
+                            **kwargs)
+        shown = int(last[0]["image"]) - 1 if last else 0
+        final = preview_module.final_pil(pipe, res, shown)
+    progress.update(progress.total, final)
     planned = strategy.run_steps(kwargs.get("steps"))  # the T generate() ran with
     stats = events.stats_dict(res, strategy.name, planned)
     if more_stats is not None:

@@ -116,10 +116,18 @@ def _policy_fields() -> dict:
 def test_step_payload_preview_comes_from_the_table_not_the_decoder(models_dir, sent,
                                                                    monkeypatch) -> None:
     (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
-    calls = {"decode": 0}
+    calls: list[tuple[int, int]] = []  # (images decoded, step events sent before the call)
     real = model.pipe.decode
-    monkeypatch.setattr(model.pipe, "decode", lambda *a: calls.__setitem__("decode", 1) or real(*a))
-    sample(model)
-    assert calls["decode"] == 0  # sampler never runs the VQ decoder (decode=False, table preview)
+
+    def counted(tokens, grid):
+        calls.append((tokens.shape[0], sum(1 for p in sent if not p["done"])))
+        return real(tokens, grid)
+
+    monkeypatch.setattr(model.pipe, "decode", counted)
+    tokens, _ = sample(model)
+    steps = tokens.stats["steps"]
+    # steps use the table; the VQ decoder runs once, for one image, after the last step: the
+    # final preview is the real decode
+    assert steps > 1 and calls == [(1, steps)]
     assert not any("preview" in p for p in sent)  # one preview channel: the progress bar
     assert events.EVENT == "ladr.step"
