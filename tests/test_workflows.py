@@ -19,6 +19,7 @@ import pytest
 
 from nodes import node_classes
 from workflows import queue_prompts
+from workflows.template_extras import TEMPLATE_FILES, VIEW_METHOD
 
 ROOT = Path(__file__).resolve().parents[1]
 UI = sorted((ROOT / "example_workflows").glob("*.json"))
@@ -37,6 +38,12 @@ class W:
 
 CORE = {
     "SaveImage": ([W("images", "IMAGE"), W("filename_prefix", "STRING")], []),
+    "PreviewImage": ([W("images", "IMAGE")], []),
+    "ImageScaleBy": ([W("image", "IMAGE"), W("upscale_method", "COMBO", ["nearest-exact",
+                      "bilinear", "area", "bicubic", "lanczos"]),
+                      W("scale_by", "FLOAT", min=0.01, max=8.0)], ["IMAGE"]),
+    # the frontend's own Markdown note (never sent to the server: no API twin)
+    "MarkdownNote": ([W("text", "STRING")], []),
     "PreviewAny": ([W("source", "*")], ["STRING"]),
     "ImageStitch": ([W("image1", "IMAGE"), W("direction", "COMBO", ["right", "down", "left", "up"]),
                      W("match_image_size", "BOOLEAN"), W("spacing_width", "INT", min=0, max=1024),
@@ -103,9 +110,44 @@ def check_value(where: str, spec, value) -> None:
         assert value % spec.step == 0, f"{where}: {value} not a multiple of {spec.step}"
 
 
+FRONTEND_ONLY = {"MarkdownNote"}
+
+
+def ui_twin(api: Path) -> Path:
+    """The UI template of an API workflow: its readable name (the template browser's title)."""
+    return ROOT / "example_workflows" / f"{TEMPLATE_FILES[api.stem]}.json"
+
+
 def test_every_example_has_an_api_twin() -> None:
-    assert [p.name for p in UI] == [p.name for p in API] and len(UI) >= 4
+    assert sorted(p.stem for p in UI) == sorted(TEMPLATE_FILES.values()) and len(UI) >= 4
+    assert sorted(p.stem for p in API) == sorted(TEMPLATE_FILES)
     assert not list((ROOT / "workflows").glob("*.json"))  # the template browser globs those
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_template_names_read_as_titles(path: Path) -> None:
+    """The frontend shows the file name as the template's title: words, not snake_case."""
+    name = path.stem
+    assert not name[0].islower() and "_" not in name and len(name) <= 60, name
+    assert " " in name and name not in TEMPLATE_FILES
+
+
+@pytest.mark.parametrize("path", [p for p in API if "nano" in TEMPLATE_FILES[p.stem]],
+                         ids=lambda p: p.stem)
+def test_nano_results_are_shown_enlarged_and_saved_as_output(path: Path) -> None:
+    """Every nano template shows its 48 px results at least 4x (ComfyUI's Upscale Image By,
+    nearest-exact) in a Preview Image, while Save Image saves the pack's own output."""
+    wf = json.loads(path.read_text())
+    views = [(k, n) for k, n in wf.items() if n["class_type"] == "PreviewImage"]
+    assert views, path.stem
+    for _, view in views:
+        scale = wf[view["inputs"]["images"][0]]
+        assert scale["class_type"] == "ImageScaleBy"
+        assert scale["inputs"]["upscale_method"] == VIEW_METHOD
+        assert scale["inputs"]["scale_by"] >= 4 and float(scale["inputs"]["scale_by"]).is_integer()
+    for save in (n for n in wf.values() if n["class_type"] == "SaveImage"):
+        src = wf[save["inputs"]["images"][0]]["class_type"]
+        assert src in ("LADR_DiMOOVQDecode", "ImageStitch", "DistributedCollector"), src
 
 
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
@@ -160,6 +202,8 @@ def ui_to_api(ui: dict) -> dict:
     sch, out = schemas(), {}
     links = {lk[0]: lk for lk in ui["links"]}
     for n in ui["nodes"]:
+        if n["type"] in FRONTEND_ONLY:
+            continue
         inputs: dict = {}
         values = list(n["widgets_values"])
         for spec in sch[n["type"]][0]:
@@ -180,7 +224,7 @@ def ui_to_api(ui: dict) -> dict:
 @pytest.mark.parametrize("path", API, ids=lambda p: p.stem)
 def test_api_workflow_is_the_ui_workflow_and_valid(path: Path) -> None:
     api = json.loads(path.read_text())
-    ui = json.loads((ROOT / "example_workflows" / path.name).read_text())
+    ui = json.loads(ui_twin(path).read_text())
     stripped = {k: {"class_type": v["class_type"], "inputs": v["inputs"]} for k, v in api.items()}
     assert stripped == ui_to_api(ui)
     sch = schemas()
