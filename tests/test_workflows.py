@@ -128,7 +128,7 @@ def test_every_example_has_an_api_twin() -> None:
 def test_template_names_read_as_titles(path: Path) -> None:
     """The frontend shows the file name as the template's title: words, not snake_case."""
     name = path.stem
-    assert not name[0].islower() and "_" not in name and len(name) <= 60, name
+    assert not name[0].islower() and "_" not in name and len(name) <= 36, name
     assert " " in name and name not in TEMPLATE_FILES
 
 

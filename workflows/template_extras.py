@@ -18,16 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 TEMPLATE_FILES = {
-    "ladr_nano_text_to_image": "Text to image - LADR on the built-in nano model",
-    "ladr_vs_baseline_side_by_side": "LADR beside the official sampler (nano)",
-    "ladr_batch_of_prompts": "A batch of prompts, one per line (nano)",
+    "ladr_nano_text_to_image": "Text to image (nano, CPU)",
+    "ladr_vs_baseline_side_by_side": "LADR vs official sampler (nano)",
+    "ladr_batch_of_prompts": "Batch of prompts (nano)",
     "ladr_nano_inpaint_mask_editor": "Inpaint with the mask editor (nano)",
-    "ladr_nano_outpaint_pad_image": "Outpaint with Pad Image for Outpainting (nano)",
-    "ladr_dimoo_edit_real_model": "Edit an image by instruction (Lumina-DiMOO 8B)",
-    "ladr_dimoo_1024_real_model": "1024 px image with LADR and ML-Cache (Lumina-DiMOO 8B)",
-    "ladr_distributed_seed_collector": "One image per server with ComfyUI-Distributed (nano)",
+    "ladr_nano_outpaint_pad_image": "Outpaint with Pad Image (nano)",
+    "ladr_dimoo_edit_real_model": "Edit an image (Lumina-DiMOO 8B)",
+    "ladr_dimoo_1024_real_model": "1024 px image (Lumina-DiMOO 8B)",
+    "ladr_distributed_seed_collector": "One image per server (Distributed)",
 }
-"""API name -> UI file name (without .json), as the template browser titles it."""
+"""API name -> UI file name (without .json), as the template browser titles it: one line of a
+card (about 36 characters at frontend 1.49's card width; longer ones are cut with an ellipsis)."""
 
 VIEW_FACTOR = 5
 """Nano's 48 px results shown 5x: 240 px, every pixel a 5 x 5 block (nearest-exact). The
@@ -45,7 +46,7 @@ def enlarged(make: Callable, ids: tuple[int, int], src: tuple[int, int], pos: tu
     x, y = pos
     return [make(scale_id, "ImageScaleBy", (x, y), {"upscale_method": VIEW_METHOD,
                                                    "scale_by": float(factor)},
-                 {"image": src}, f"Upscale Image By {factor}x (nearest, to look at)",
+                 {"image": src}, f"Upscale {factor}x to look at (nearest)",
                  (size[0], 82)),
             make(preview_id, "PreviewImage", (x, y + 122), {}, {"images": (scale_id, 0)},
                  title, size)]
