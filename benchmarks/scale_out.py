@@ -18,7 +18,6 @@ cluster gets, not a GPU cluster's scaling (docs/reports/SCALE_OUT.md has the N-G
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import os
 import statistics
@@ -38,15 +37,10 @@ PROMPTS = ["a red circle", "a blue square", "a green triangle", "two circles",
 
 
 def cluster_module() -> Any:
-    """tests/comfy_cluster.py (the loopback cluster the integration test uses), reused."""
-    path = REPO_ROOT / "tests" / "comfy_cluster.py"
-    spec = importlib.util.spec_from_file_location("_ladr_comfy_cluster", path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_ladr_comfy_cluster", module)
-    spec.loader.exec_module(module)
-    return module
+    """testbed/comfy_cluster.py: the loopback cluster the integration test uses, reused."""
+    from testbed import comfy_cluster
+
+    return comfy_cluster
 
 
 def graph(prompt: str, seed: int) -> dict:

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "tau_from_number": ".policy",
     # the Lumina-DiMOO runtime
     "InputError": ".errors",
+    "official_passes": ".official_cost",
     "load_dimoo": ".dimoo",
     "save_dimoo": ".dimoo",
     "DiMOOPipeline": ".dimoo",

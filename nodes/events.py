@@ -31,6 +31,8 @@ import torch
 
 from ladr_core import PHASE_NAMES, get_schedule
 
+from . import run_stats
+
 EVENT = "ladr.step"
 PROGRESS_SCHEDULE = get_schedule("cosine")
 
@@ -151,8 +153,10 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
     }
 
 
-def stats_dict(result: Any, strategy: str) -> dict:
-    """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports."""
+def stats_dict(result: Any, strategy: str, planned: int | None = None) -> dict:
+    """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports; planned:
+    the schedule's T the run was given (nodes/run_stats.py adds the official sampler's passes
+    for the same job)."""
     full = int(getattr(result, "token_forwards_full", 0) or 0)
     items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)
@@ -166,6 +170,7 @@ def stats_dict(result: Any, strategy: str) -> dict:
         "token_forwards_full": full,
         "forwards_saved_pct": saved,
         "nfe_per_image": round(sum(items) / len(items), 2) if items else float(result.nfe),
+        **run_stats.work_fields(result, planned),
     }
     scored = getattr(result, "self_score", None)
     if scored is not None:  # opt-in: generate(self_score=...), its passes are extra forwards
@@ -174,21 +179,7 @@ def stats_dict(result: Any, strategy: str) -> dict:
     return out
 
 
-def stats_text(stats: dict) -> str:
-    """One human line for the STRING output, e.g. for a Preview-as-Text node."""
-    text = (
-        f"{stats['strategy']}: {stats['steps']} steps, NFE {stats['nfe']}, "
-        f"{stats['seconds']:.2f} s, token forwards {stats['token_forwards']}/"
-        f"{stats['token_forwards_full']} ({stats['forwards_saved_pct']:.1f}% saved)"
-    )
-    if stats.get("images", 1) > 1:
-        text += (f"; {stats['images']} images, {stats['in_flight']} in flight, "
-                 f"{stats['nfe_per_image']:.1f} NFE per image")
-    if "self_score" in stats:
-        scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
-        text += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
-                 f"{stats['self_score_passes']} extra passes per image)")
-    return text
+stats_text = run_stats.stats_text  # the one human line for the STRING output
 
 
 def final_payload(node_id: str | None, stats: dict, last: dict | None) -> dict:

@@ -1,9 +1,10 @@
 """DiMOO Sampler node: prompt -> image tokens with LADR (or the baseline / Prophet) + stats.
 
-Each step: interrupt check, the codebook->RGB table preview of item 0 (`pipe.preview`, never
-the VQ decoder) on ComfyUI's progress bar (the one preview channel), which advances the way LADR
-does (events.step_payload's `progress`), and one small "ladr.step" event (masks, counters) for
-the widget.
+Each step: interrupt check, the codebook->RGB table preview of the shown image (`pipe.preview`,
+never the VQ decoder; known pixels in place when painting, nodes/preview.py) on ComfyUI's
+progress bar (the one preview channel), which advances the way LADR does (events.step_payload's
+`progress`), and one small "ladr.step" event (masks, counters) for the widget. At the end the
+preview becomes the real decode of that image.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ladr_core import (
 from . import batching, events, host, threads
 from . import paint as paint_module
 from . import policy as policy_node
+from . import preview as preview_module
 from .handles import (
     CACHE_TYPE,
     MODEL_TYPE,
@@ -129,16 +131,21 @@ def pick_strategy(name: str, connected: Strategy | None, steps: int
 
 
 def make_callback(pipe: object, node_id: str | None, progress: host.Progress,
-                  sink: list[dict]) -> Callable[[dict], None]:
-    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink)."""
+                  sink: list[dict], base: object | None = None) -> Callable[[dict], None]:
+    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink).
+    base: a PreviewBase (known pixels under the preview, nodes/preview.py), or None."""
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
         s = events.shown_slot(record)  # an image in flight (a rolling batch moves on)
         preview = pipe.preview(record["tokens"][s:s + 1], record["masked"][s:s + 1],
                                record["grid"])[0]
+        if base is not None:
+            item = record.get("items", list(range(record["masked"].shape[0])))[s]
+            preview = base.apply(preview, record["masked"][s], int(item))
         # the preview's bytes, the masks and the counts: one device -> host transfer per step
         payload, image = events.step_update(record, node_id, preview)
+        image = None if image is None else preview_module.for_display(image)
         progress.update(round(progress.total * payload["progress"]), image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
@@ -188,19 +195,22 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Any, *, steps: 
                     temperature: float, seed: int, strategy: Strategy, cache: object | None,
                     max_batch: int) -> tuple[DiMOOTokens, dict]:
     """``pipe.run(job)`` without decoding (VQ Decode is its own node), with the host's progress
-    bar and previews, the per-step and final events: tokens + stats. The sampler and DiMOO
-    Edit share it."""
+    bar and previews (the job's known pixels under them, nodes/preview.py), the per-step and
+    final events: tokens + stats. The last preview is the real decode of the image the previews
+    showed. The sampler and DiMOO Edit share it."""
     pipe = model.pipe
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     with threads.torch_threads():
         res = pipe.run(job, steps=steps, temperature=temperature, seed=seed, strategy=strategy,
-                       cache=cache, callback=make_callback(pipe, node_id, progress, last),
+                       cache=cache, callback=make_callback(pipe, node_id, progress, last,
+                                                           preview_module.base_for_job(job)),
                        decode=False, max_batch=max_batch)
-    progress.update(progress.total)
-    stats = events.stats_dict(res, strategy.name)
-    stats.update({"images": int(res.tokens.shape[0]), "in_flight": res.in_flight,
-                  **({"note": res.note} if res.note else {})})
+        shown = int(last[0]["image"]) - 1 if last else 0
+        final = preview_module.final_pil(pipe, res, shown)
+    progress.update(progress.total, final)
+    stats = events.stats_dict(res, strategy.name, strategy.run_steps(steps))
+    stats.update({"in_flight": res.in_flight, **({"note": res.note} if res.note else {})})
     host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),

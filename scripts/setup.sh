@@ -13,7 +13,7 @@ fi
 .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q "torch==2.13.0"
 .venv/bin/python -m pip install -q -r requirements-dev.txt 2>&1 | grep -v "is ignored: it is neither" || true
 .venv/bin/python -c "import torch, transformers, diffusers, safetensors, pytest" 
-# Live-preview widget test (tests/test_web_widget.py): Debian's chromium + node, npm playwright-core.
+# Live-preview widget test (tests/web/test_web_widget.py): Debian's chromium + node, npm playwright-core.
 # Skips quickly when present; on failure the browser tests skip with the reason instead.
 need=""
 command -v chromium >/dev/null || need="chromium"

@@ -108,7 +108,7 @@ def classify_shape(pts: np.ndarray) -> str:
     The shape is the template (inscribed in the component's bounding box) the component fits
     best within one pixel of slack (`shape_fit`, misfit = the larger of its two shares; ties go
     to the higher IoU); a misfit above `MAX_MISFIT`, or a box that is not about square (every
-    rendered shape's is), makes it a blob. Validated (tests/test_testbed_evaluator.py,
+    rendered shape's is), makes it a blob. Validated (tests/testbed/test_testbed_evaluator.py,
     docs/reports/QUALITY.md): rendered shapes from 11 px at integer and quarter-pixel centres pass;
     ground-truth test scenes sent through the nano VQ (encode, quantise, decode) misfit by at
     most 0.08 (879 components, rounded square corners the worst); bitten, notched, hollow, cut

@@ -1,6 +1,6 @@
 // LADR Policy and ML-Cache Options nodes: under a preset, grey out the fields (they are not
-// used) and show the preset's values (and the policy preset's T); under "custom" the fields are
-// editable. LADR Policy also hides the fields its rescue does not read (tau, alpha and delayed
+// used) and show the preset's values (and the policy preset's T), on the node and in the
+// right-hand Parameters panel; under "custom" the fields are editable. LADR Policy also hides the fields its rescue does not read (tau, alpha and delayed
 // with adaptive rescue on; pace and anchor_quantile with it off), for a preset and for custom
 // as its adaptive toggle changes. Logic: ladr_policy_fields.js.
 import { app } from "../../scripts/app.js";
@@ -22,6 +22,10 @@ app.registerExtension({
         node.setSize([node.size[0], node.computeSize()[1]]);
       }
       node.setDirtyCanvas?.(true, true);
+      // the right-hand Parameters panel lists a selected node's widgets when the selection
+      // changes; re-announce it so an open panel hides and greys what the node now does
+      const canvas = app.canvas;
+      if (canvas?.selected_nodes?.[node.id]) canvas.onSelectionChange?.(canvas.selected_nodes);
     };
     const created = nodeType.prototype.onNodeCreated;
     nodeType.prototype.onNodeCreated = function () {

@@ -50,12 +50,20 @@ export function counterText(p) {
   return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
 }
 
-/** Final line: steps run of the schedule's T (LADR's saving), NFE, time, ML-Cache saving. */
+/** Final line: steps run of the schedule's T, forward passes per image against the official
+ * sampler's for the same job (nodes/run_stats.py), time, ML-Cache saving. */
 export function statsText(s, scheduleSteps) {
-  const of = scheduleSteps ? ` of ${scheduleSteps}` : "";
+  const planned = s.steps_planned ?? scheduleSteps;
+  const of = planned ? ` of ${planned}` : "";
+  const passes = Number(s.nfe_per_image ?? s.nfe);
+  const shown = (v) => (Math.abs(v - Math.round(v)) < 0.05 ? v.toFixed(0) : v.toFixed(1));
+  const official = s.official_nfe_per_image;
+  const versus = official != null && !(s.strategy === "baseline" && planned === s.official_steps)
+    ? ` (official ${shown(Number(official))})` : "";
   const saved = Number(s.forwards_saved_pct ?? 0);
   const cache = saved > 0 ? ` · cache saved ${saved.toFixed(0)}%` : "";
-  return `done: ${s.steps}${of} steps · NFE ${s.nfe} · ${Number(s.seconds).toFixed(2)} s${cache}`;
+  return `done: ${s.steps}${of} steps · ${shown(passes)} passes${versus} · ` +
+    `${Number(s.seconds).toFixed(2)} s${cache}`;
 }
 
 /** One rect per run of equal bits along a row: few ops even for a 64x64 grid. */

@@ -1,6 +1,10 @@
 """Writes the example workflows from one description: UI format (example_workflows/, shown in
 ComfyUI's Browse Templates) and API format (workflows/api/, for queue_prompts.py).
 
+The template browser of ComfyUI 0.33 (frontend 1.49) titles a pack's template with its file name
+and has no other title or description field for custom packs, so the UI files are named as a
+user reads them (TEMPLATE_FILES); the API files keep their short names, which scripts use.
+
     .venv/bin/python workflows/build_examples.py          # rewrite both folders
     .venv/bin/python workflows/build_examples.py --check  # exit 1 if a file is out of date
 
@@ -32,6 +36,7 @@ from ladr_core import PRESETS  # noqa: E402
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG  # noqa: E402
 from nodes import node_classes  # noqa: E402
 from nodes.handles import TOKENS_TYPE  # noqa: E402
+from workflows import template_extras as extras  # noqa: E402
 
 UI_DIR = ROOT / "example_workflows"
 API_DIR = ROOT / "workflows" / "api"
@@ -75,8 +80,14 @@ CORE = {
     "ImagePadForOutpaint": ([("image", "IMAGE", False)],
                             ["left", "top", "right", "bottom", "feathering"],
                             [("IMAGE", "IMAGE"), ("MASK", "MASK")]),
+    "ImageScaleBy": ([("image", "IMAGE", False)], ["upscale_method", "scale_by"],
+                     [("IMAGE", "IMAGE")]),
+    "PreviewImage": ([("images", "IMAGE", False)], [], []),
+    # the frontend's own note node: drawn as Markdown, never sent to the server (FRONTEND_ONLY)
+    "MarkdownNote": ([], ["text"], []),
 }
 UI_ONLY = {("LoadImage", "upload")}
+FRONTEND_ONLY = {"MarkdownNote"}
 INPUTS_DIR = ROOT / "workflows" / "inputs"
 """The examples' input images, written by this script; the pack copies them into ComfyUI's
 input/ folder when it loads (nodes/host.py install_example_inputs)."""
@@ -117,6 +128,8 @@ class Node:
 def to_api(nodes: list[Node], schemas: dict) -> dict:
     api = {}
     for n in nodes:
+        if n.type in FRONTEND_ONLY:
+            continue
         inputs = {k: v for k, v in n.widgets.items() if (n.type, k) not in UI_ONLY}
         inputs.update({k: [str(src), slot] for k, (src, slot) in n.links.items()})
         api[str(n.id)] = {"class_type": n.type, "inputs": inputs,
@@ -164,13 +177,19 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             "extra": {"ds": view(nodes)}, "version": 0.4}
 
 
+SAMPLER_SIZE = (400, 1000)
+"""Widgets and the step map (about 750 px) and the progress-bar preview below them (240 px for
+nano's 48 px, nodes/preview.py; 400 px wide for a 1024 px decode): the frontend grows a node to
+its preview after a run, which would run into whatever lies below."""
+
+
 def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, strategy: str,
             links: dict, title: str, seed: int = 42, batch: int = 1, per_line: bool = False,
             cfg: float = 4.0) -> Node:
     return Node(id, "LADR_DiMOOSampler", pos, dict(
         prompt=prompt, negative_prompt="", width=size, height=size, steps=steps, cfg=cfg,
         temperature=1.0, seed=seed, batch_size=batch, strategy=strategy,
-        one_prompt_per_line=per_line, max_batch=0), links, title, (400, 800))
+        one_prompt_per_line=per_line, max_batch=0), links, title, SAMPLER_SIZE)
 
 
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
@@ -204,14 +223,16 @@ def workflows() -> dict[str, list[Node]]:
     t = PRESETS["nano"].steps  # LADR's nominal T for the nano preset (NFE is adaptive)
     # Frontend boxes start 30 px above `pos` (title bar); columns keep >= 20 px between boxes
     # and the policy node (the tallest widget list) is last in its column. Checked by
-    # tests/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
+    # tests/nodes/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
     nano = [loader(1), policy(2, (20, 180), "nano"),
             sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "DiMOO Sampler (LADR)", cfg=s),
             decode(4, (800, 40), 3),
             Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/nano"},
-                 {"images": (4, 0)}, size=(320, 360)),
-            Node(6, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats", (320, 130))]
+                 {"images": (4, 0)}, size=(320, 250)),
+            Node(6, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+            *extras.enlarged(Node, (7, 8), (4, 0), (1160, 40), "Result, 5x (nearest)",
+                             (320, 330))]
     side = [loader(1), policy(2, (20, 180), "nano"),
             sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
                     "LADR (nano policy)", cfg=s),
@@ -222,13 +243,15 @@ def workflows() -> dict[str, list[Node]]:
                                                  "spacing_width": 2, "spacing_color": "white"},
                  {"image1": (5, 0), "image2": (6, 0)}, "LADR | baseline", (300, 160)),
             # nothing under the samplers (after a run the frontend grows them by their image
-            # output); the save node high in its own column, clear of the frontend's minimap
-            # over the window's bottom-right corner
-            Node(8, "SaveImage", (1520, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
-                 {"images": (7, 0)}, size=(320, 400)),
-            Node(9, "PreviewAny", (1200, 460), {}, {"source": (3, 1)}, "LADR stats", (300, 130)),
-            Node(10, "PreviewAny", (1200, 630), {}, {"source": (4, 1)}, "Baseline stats",
-                 (300, 130))]
+            # output); the save and view nodes high in their own column, clear of the
+            # frontend's minimap over the window's bottom-right corner
+            Node(8, "SaveImage", (1540, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
+                 {"images": (7, 0)}, size=(320, 220)),
+            Node(9, "PreviewAny", (1200, 460), {}, {"source": (3, 1)}, "LADR stats", STATS),
+            Node(10, "PreviewAny", (1200, 670), {}, {"source": (4, 1)}, "Baseline stats",
+                 STATS),
+            *extras.enlarged(Node, (11, 12), (7, 0), (1540, 300),
+                             "LADR | baseline, 5x (nearest)", (320, 290))]
     real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 360)),
             Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.0,
                                                        "refresh_interval": 3, "preset": "ladr"},
@@ -240,7 +263,8 @@ def workflows() -> dict[str, list[Node]]:
             decode(5, (800, 40), 4),
             Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/dimoo_1024"},
                  {"images": (5, 0)}, size=(420, 460)),
-            Node(7, "PreviewAny", (800, 660), {}, {"source": (4, 1)}, "LADR stats", (420, 130))]
+            Node(7, "PreviewAny", (800, 660), {}, {"source": (4, 1)}, "LADR stats", (420, 170)),
+            extras.checkpoint_note(Node, 8, (1260, 40), NOTE)]
     prompts = "\n".join(["a green triangle", "two circles",
                          "a purple square above an orange circle", "a blue circle"])
     batch = [loader(1), policy(2, (20, 180), "nano"),
@@ -248,10 +272,16 @@ def workflows() -> dict[str, list[Node]]:
                      "DiMOO Sampler (one prompt per line)", per_line=True, cfg=s),
              decode(4, (800, 40), 3),
              Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/batch"},
-                  {"images": (4, 0)}, size=(360, 360)),
-             Node(6, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats", (360, 130))]
+                  {"images": (4, 0)}, size=(320, 250)),
+             Node(6, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+             *extras.enlarged(Node, (7, 8), (4, 0), (1160, 40), "Results, 4x (nearest)",
+                              (420, 440), factor=4)]
     return {"ladr_nano_text_to_image": nano, "ladr_vs_baseline_side_by_side": side,
             "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
+
+
+STATS = (320, 170)  # the stats line wraps to about five lines at this width
+NOTE = (420, 380)  # the checkpoint note of the real-model templates
 
 
 INPAINT_INPUT = "ladr_inpaint_circle_square.png"
@@ -302,9 +332,10 @@ def painting_workflows() -> dict[str, list[Node]]:
                Node(5, "LoadImage", (20, 710), {"image": INPAINT_INPUT, "upload": "image"},
                     title="Load Image (Open in MaskEditor)", size=(320, 330)),
                Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/inpaint"},
-                    {"images": (4, 0)}, size=(320, 360)),
-               Node(7, "PreviewAny", (800, 560), {}, {"source": (3, 1)}, "LADR stats",
-                    (320, 130))]
+                    {"images": (4, 0)}, size=(320, 250)),
+               Node(7, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+               *extras.before_after(Node, (8, 9, 10), (5, 0), (4, 0), (1160, 40),
+                                    "Input | result, 5x (nearest)", (520, 330))]
     outpaint = [loader(1), policy(2, (20, 180), "nano"),
                 sampler(3, (700, 40), OUTPAINT_PROMPT, 0, t, "ladr",
                         {**links, "image": (6, 0), "mask": (6, 1)},
@@ -317,24 +348,26 @@ def painting_workflows() -> dict[str, list[Node]]:
                 Node(6, "ImagePadForOutpaint", (360, 410), {"left": 0, "top": 0, "right": 0,
                                                             "bottom": 24, "feathering": 0},
                      {"image": (5, 0)}, "Pad Image for Outpainting", (300, 190)),
-                # short save and stats boxes: clear of the minimap at the bottom right
                 Node(7, "SaveImage", (1140, 150), {"filename_prefix": "ladr/outpaint"},
-                     {"images": (4, 0)}, size=(320, 270)),
-                Node(8, "PreviewAny", (1140, 460), {}, {"source": (3, 1)}, "LADR stats",
-                     (320, 130))]
+                     {"images": (4, 0)}, size=(320, 250)),
+                Node(8, "PreviewAny", (1140, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+                # the view column short: clear of the minimap at the bottom right
+                *extras.before_after(Node, (9, 10, 11), (6, 0), (4, 0), (1500, 40),
+                                     "Padded input | result, 5x (nearest)", (520, 330))]
     edit = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 180)),
             Node(3, "LADR_DiMOOEdit", (360, 40), dict(
                 instruction=EDIT_INSTRUCTION, edit_type="edit", cfg=DEFAULT_EDIT_CFG,
                 image_cfg=DEFAULT_IMAGE_CFG, steps=64, temperature=1.0, seed=42,
                 strategy="ladr", size="official 512 px area"),
                 {"model": (1, 0), "image": (5, 0), "policy": (2, 0)},
-                 "DiMOO Edit (LADR)", (400, 560)),
+                 "DiMOO Edit (LADR)", (400, 960)),
             decode(4, (800, 40), 3),
             Node(5, "LoadImage", (20, 710), {"image": EDIT_INPUT, "upload": "image"},
                  title="Load Image (the image to edit)", size=(320, 330)),
             Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/edit"},
                  {"images": (4, 0)}, size=(420, 460)),
-            Node(7, "PreviewAny", (800, 660), {}, {"source": (3, 1)}, "LADR stats", (420, 130))]
+            Node(7, "PreviewAny", (800, 660), {}, {"source": (3, 1)}, "LADR stats", (420, 170)),
+            extras.checkpoint_note(Node, 8, (1260, 40), NOTE)]
     return {"ladr_nano_inpaint_mask_editor": inpaint,
             "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
 
@@ -352,8 +385,10 @@ def distributed_workflows() -> dict[str, list[Node]]:
              Node(5, "DistributedCollector", (800, 140), {"load_balance": False},
                   {"images": (4, 0)}, "Distributed Collector", (260, 80)),
              Node(6, "SaveImage", (800, 260), {"filename_prefix": "ladr/distributed"},
-                  {"images": (5, 0)}, size=(360, 360)),
-             seed]
+                  {"images": (5, 0)}, size=(320, 250)),
+             seed,
+             *extras.enlarged(Node, (8, 9), (5, 0), (1160, 40), "Every server's image, 5x "
+                              "(nearest)", (420, 440))]
     return {"ladr_distributed_seed_collector": graph}
 
 
@@ -362,7 +397,8 @@ def render_all() -> dict[Path, str]:
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler"][2])
     files = {}
     for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows()}.items():
-        files[UI_DIR / f"{name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
+        ui_name = extras.TEMPLATE_FILES[name]  # the template browser's title
+        files[UI_DIR / f"{ui_name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"
     return files
 
@@ -387,7 +423,14 @@ def main() -> int:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)
         image.save(path)
-    for path, text in render_all().items():
+    files = render_all()
+    for old in sorted(set(UI_DIR.glob("*.json")) - set(files)):  # a renamed template
+        if args.check:
+            stale.append(f"{old.relative_to(ROOT)} (no longer written)")
+            continue
+        old.unlink()
+        old.with_suffix(".jpg").unlink(missing_ok=True)
+    for path, text in files.items():
         if args.check:
             if not path.is_file() or path.read_text() != text:
                 stale.append(str(path.relative_to(ROOT)))

@@ -5,7 +5,7 @@
 For each API workflow, every DiMOO Sampler's settings (and its linked LADR Policy / Prophet
 Policy / ML-Cache Options values) are read from the JSON and run through the node's own helpers
 and the real `DiMOOPipeline.generate` on the built-in nano model. No node graph is executed
-here: running the workflows themselves is tests/test_comfyui_integration.py, on a real server.
+here: running the workflows themselves is tests/host/test_comfyui_integration.py, on a real server.
 """
 
 from __future__ import annotations
@@ -28,10 +28,12 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     comfy_stand_in.install()
 
 import ladr_core  # noqa: E402
+from ladr_core import official_passes  # noqa: E402
 from nodes import policy as policy_nodes  # noqa: E402
 from nodes.cache import build_cache  # noqa: E402
 from nodes.paint import build_options  # noqa: E402
 from nodes.sampler import pick_strategy, split_prompts  # noqa: E402
+from workflows.template_extras import TEMPLATE_FILES  # noqa: E402
 
 API_DIR = ROOT / "workflows" / "api"
 UI_DIR = ROOT / "example_workflows"
@@ -128,7 +130,11 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
                             seed=_seed(wf, kw["seed"]), strategy=strategy,
                             cache=_option(wf, kw.get("cache")), batch_size=kw["batch_size"],
                             **size)
-        out.append((res.images.float().cpu(), f"{strategy.name}: {res.steps} steps, NFE {res.nfe}"))
+        official = official_passes(res.grid[0] * res.grid[1]) if res.paint is None else \
+            official_passes(int(res.paint.region[0].sum()))
+        text = (f"baseline: {res.nfe} passes (official sampler)" if strategy.name == "baseline"
+                else f"{strategy.name}: {res.nfe} passes (official {official})")
+        out.append((res.images.float().cpu(), text))
     return out
 
 
@@ -144,34 +150,54 @@ def _grid(images: torch.Tensor, gap: int = 2) -> torch.Tensor:
     return canvas
 
 
-def _card(title: str, images: torch.Tensor, lines: list[str], size=(320, 320)) -> object:
-    """A thumbnail card: title, the images side by side (nearest-upscaled), stats lines."""
+CARD = 320  # px; the browser shows the card at about 220 px
+BADGE_PX = 52
+"""The template browser floats a "Node graph" badge over a card's top-left corner (frontend
+1.49: about 110 x 34 px of a 220 px card): nothing is drawn under it."""
+FONT_PX = 18  # about 12 px on screen
+
+
+def _font() -> object:
+    from PIL import ImageFont  # noqa: PLC0415
+
+    return ImageFont.load_default(size=FONT_PX)
+
+
+def _card(images: torch.Tensor, lines: list[str], size: int = CARD) -> object:
+    """A thumbnail card: the images side by side (nearest-upscaled) below the badge's band,
+    then a caption of up to three lines in a font about 12 px on screen."""
     from PIL import Image, ImageDraw  # noqa: PLC0415
 
-    card = Image.new("RGB", size, (27, 27, 31))
+    card = Image.new("RGB", (size, size), (27, 27, 31))
     draw = ImageDraw.Draw(card)
-    draw.text((10, 8), title, fill=(232, 232, 236))
+    font = _font()
     arr = (_grid(images).clamp(0, 1).numpy() * 255).round().astype("uint8")
     pic = Image.fromarray(arr, "RGB")
-    box_w, box_h = size[0] - 20, size[1] - 34 - 16 * len(lines)
+    line_h = FONT_PX + 5
+    box_w, box_h = size - 16, size - BADGE_PX - 10 - line_h * len(lines)
     scale = min(box_w / pic.width, box_h / pic.height)
     pic = pic.resize((max(1, int(pic.width * scale)), max(1, int(pic.height * scale))),
                      Image.NEAREST)
-    card.paste(pic, ((size[0] - pic.width) // 2, 28))
+    card.paste(pic, ((size - pic.width) // 2, BADGE_PX + (box_h - pic.height) // 2))
     for i, text in enumerate(lines):
-        draw.text((10, size[1] - 16 * (len(lines) - i) - 2), text, fill=(123, 216, 143))
+        y = size - line_h * (len(lines) - i) - 3
+        width = draw.textlength(text, font=font)
+        draw.text(((size - width) / 2, y), text, font=font,
+                  fill=(232, 232, 236) if i == 0 else (123, 216, 143))
     return card
 
 
-TITLES = {
-    "ladr_nano_text_to_image": "LADR text-to-image (DiMOO-nano, CPU)",
-    "ladr_vs_baseline_side_by_side": "LADR | baseline, same seed",
-    "ladr_dimoo_1024_real_model": "Real Lumina-DiMOO 1024px + ML-Cache",
-    "ladr_batch_of_prompts": "Batch of prompts (one per line)",
-    "ladr_nano_inpaint_mask_editor": "Inpaint: input | mask | LADR",
-    "ladr_nano_outpaint_pad_image": "Outpaint: padded input | mask | LADR",
-    "ladr_dimoo_edit_real_model": "Edit with real Lumina-DiMOO: input",
+CAPTIONS = {
+    "ladr_nano_text_to_image": "text to image on a CPU",
+    "ladr_vs_baseline_side_by_side": "LADR | official, same seed",
+    "ladr_dimoo_1024_real_model": "shown: the same graph on nano",
+    "ladr_batch_of_prompts": "four prompts, one per line",
+    "ladr_nano_inpaint_mask_editor": "input | mask | result",
+    "ladr_nano_outpaint_pad_image": "padded input | mask | result",
+    "ladr_dimoo_edit_real_model": "the image to edit",
+    "ladr_distributed_seed_collector": "one image per server",
 }
+"""The first caption line of each card: what its tiles are."""
 
 
 def inputs_shown(wf: dict) -> list[torch.Tensor]:
@@ -203,17 +229,22 @@ def thumbnails(names: list[str] | None = None) -> list[Path]:
                 if node["class_type"] == "LADR_DiMOOSampler":
                     node["inputs"].update(width=48, height=48, prompt="a blue square above a red circle")
         runs = run_samplers(wf, pipe)
+        seeds = [n for n in wf.values() if n["class_type"] == "DistributedSeed"]
+        if seeds:  # the master and two workers: Distributed Seed gives worker k seed + k
+            base = int(seeds[0]["inputs"]["seed"])
+            for k in (1, 2):
+                seeds[0]["inputs"]["seed"] = base + k
+                runs += run_samplers(wf, pipe)
+            runs = [(torch.cat([im for im, _ in runs]),
+                     f"seeds {base}, {base + 1}, {base + 2}")]
         shown = inputs_shown(wf)
         size = max(max(im.shape[1:3]) for im in [*shown, *(im for im, _ in runs)])
         images = torch.cat([_fit(im, size) for im in [*shown, *(im for im, _ in runs)]])
-        lines = [text for _, text in runs]
-        if real:
-            lines = ["needs models/lumina_dimoo/Lumina-DiMOO", *lines]
-        if any(n["class_type"] == "LADR_DiMOOEdit" for n in wf.values()):
-            lines = [f"\"{_edit_text(wf)}\"", "needs models/lumina_dimoo/Lumina-DiMOO",
-                     "(the built-in nano cannot edit)", *lines]
-        card = _card(TITLES.get(path.stem, path.stem), images, lines)
-        target = UI_DIR / f"{path.stem}.jpg"
+        lines = [CAPTIONS[path.stem], *(text for _, text in runs)][:3]
+        if real or any(n["class_type"] == "LADR_DiMOOEdit" for n in wf.values()):
+            lines = [CAPTIONS[path.stem], "needs the Lumina-DiMOO 8B model"]
+        card = _card(images, lines)
+        target = UI_DIR / f"{TEMPLATE_FILES[path.stem]}.jpg"
         card.save(target, "JPEG", quality=88)
         written.append(target)
     return written
@@ -233,12 +264,6 @@ def _fit(images: torch.Tensor, size: int) -> torch.Tensor:
     top, left = (size - h) // 2, (size - w) // 2
     tile[:, top:top + h, left:left + w] = images
     return tile
-
-
-def _edit_text(wf: dict) -> str:
-    text = next(n["inputs"]["instruction"] for n in wf.values()
-                if n["class_type"] == "LADR_DiMOOEdit")
-    return text if len(text) <= 44 else text[:41] + "..."
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from .denoise.prompt import ImageLayout, build_prompt_batch
 from .model.config import DiMOOIds
 from .tasks.editing import EditPlan, edit_denoiser
 from .tasks.painting import PaintPlan
+from .tasks.preview import PreviewBase, edit_base, painting_base
 
 __all__ = ["Built", "EditJob", "Job", "PaintJob", "Runtime", "TextJob", "check_job"]
 
@@ -77,6 +78,10 @@ class TextJob:
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
         return Built(self.denoiser(rt, steps, cache))
 
+    def preview_base(self) -> PreviewBase | None:
+        """What is known of the picture before sampling (tasks/preview.py): nothing here."""
+        return None
+
 
 @dataclass(frozen=True)
 class PaintJob:
@@ -106,6 +111,10 @@ class PaintJob:
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
         plan = self.plan.with_codes(rt.encode_image(self.plan.source))
         return Built(self.text.denoiser(rt, steps, cache, plan.n_generate()), plan.known, plan)
+
+    def preview_base(self) -> PreviewBase:
+        """The input's own pixels under its known tokens (tasks/preview.py)."""
+        return painting_base(self.plan)
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,14 @@ class EditJob:
                                  self.cfg, self.image_cfg, steps)
         denoiser.forward_hook = rt.forward_hook
         return Built(denoiser)
+
+    def preview_base(self) -> PreviewBase | None:
+        """The image being edited, faded under the tokens still masked, when it has the
+        output's size (a style transfer's output takes the style image's: None)."""
+        plan = self.plan
+        factor = plan.image.shape[1] // plan.layout.h
+        content = plan.image if plan.first is None else plan.first
+        return edit_base(content, (plan.layout.h, plan.layout.w), factor)
 
 
 Job = TextJob | PaintJob | EditJob

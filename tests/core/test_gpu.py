@@ -1,6 +1,6 @@
 """On a CUDA GPU: the sampler's one sync per step, counted by CUDA itself, and the GPU path
 giving the CPU's tokens. Skipped without a GPU (CI has none); run on one with
-``python -m pytest tests/test_gpu.py``."""
+``python -m pytest tests/core/test_gpu.py``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """ladr_core.graphs off the GPU: when it applies, and the eager fallback when a capture fails.
-The capture itself is checked on a GPU by tests/test_gpu.py."""
+The capture itself is checked on a GPU by tests/core/test_gpu.py."""
 
 from __future__ import annotations
 

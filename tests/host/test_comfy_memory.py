@@ -1,7 +1,7 @@
 """The loader's ComfyUI wiring against the REAL comfy package (skipped unless COMFYUI_PATH is set).
 
     COMFYUI_PATH=/work/comfyui COMFYUI_PYTHON=/work/comfy-venv/bin/python \
-        .venv/bin/python -m pytest -q tests/test_comfy_memory.py
+        .venv/bin/python -m pytest -q tests/host/test_comfy_memory.py
 
 A child interpreter imports ComfyUI's `comfy` (CPU mode), then the pack's loader node: the
 transformer must be built from `comfy.ops` classes and wrapped in its own ModelPatcher; a

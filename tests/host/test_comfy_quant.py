@@ -1,7 +1,7 @@
 """Quantized DiMOO inside the REAL ComfyUI (skipped unless COMFYUI_PATH is set).
 
     COMFYUI_PATH=/work/host/ComfyUI COMFYUI_PYTHON=/work/host/venv/bin/python \
-        .venv/bin/python -m pytest -q tests/test_comfy_quant.py
+        .venv/bin/python -m pytest -q tests/host/test_comfy_quant.py
 
 A child interpreter imports ComfyUI (CPU mode) and converts the shipped nano model with the
 pack's converter into ComfyUI's quantized format (fp8 with calibrated input scales, int8) and

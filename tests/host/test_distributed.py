@@ -2,9 +2,9 @@
 COMFYUI_DISTRIBUTED_PATH point at checkouts of ComfyUI and robertvoy/ComfyUI-Distributed).
 
     COMFYUI_PATH=/work/comfyui COMFYUI_DISTRIBUTED_PATH=/work/comfyui-distributed \\
-    COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q tests/test_distributed.py
+    COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q tests/host/test_distributed.py
 
-Four CPU servers on 127.0.0.1 (tests/comfy_cluster.py): a master, two workers with the pack and
+Four CPU servers on 127.0.0.1 (testbed/comfy_cluster.py): a master, two workers with the pack and
 the engine (enabled), one worker with the engine only (registered, disabled), plus one registered
 worker at a port nobody listens on. An image "is" job i's when its pixels equal those of a plain
 run (POST /prompt, no distribution) of job i's graph on the master. The last cluster test kills a
@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 
 import pytest
-from support.comfy_cluster import Cluster, http, start_cluster
 
+from testbed.comfy_cluster import Cluster, http, start_cluster
 from testbed.tiny_checkpoint import write_tiny_checkpoint
 from workflows import queue_prompts as qp
 

@@ -2,8 +2,8 @@
 helpers and the real pipeline (workflows/thumbnails.py `run_samplers`): linked policy / cache
 nodes build their values, the strategy the workflow names runs. The edit workflow's DiMOO Edit
 settings run through the node on the tiny random checkpoint in the official layout (nano
-cannot edit). Executing the graphs themselves is tests/test_comfyui_integration.py and
-tests/test_comfyui_painting.py, on a real ComfyUI server."""
+cannot edit). Executing the graphs themselves is tests/host/test_comfyui_integration.py and
+tests/host/test_comfyui_painting.py, on a real ComfyUI server."""
 
 from __future__ import annotations
 

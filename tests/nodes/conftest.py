@@ -21,3 +21,11 @@ def sent(monkeypatch) -> list[tuple[str, dict]]:
     out: list[tuple[str, dict]] = []
     monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
     return out
+
+
+@pytest.fixture
+def real_model_installed(tmp_path, monkeypatch) -> None:
+    """As on a machine where the user put the real checkpoint at models/lumina_dimoo/."""
+    (tmp_path / "Lumina-DiMOO").mkdir()
+    (tmp_path / "Lumina-DiMOO" / "config.json").write_text("{}")
+    monkeypatch.setenv("LADR_MODELS_DIR", str(tmp_path))

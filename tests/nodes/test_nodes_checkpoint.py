@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from support.nodes import policy_fields
 
 import ladr_core
 from nodes import events, host, loader
@@ -44,7 +45,7 @@ def sample(model, size: int = 32, **kw) -> tuple:
 def test_full_chain_on_the_fixture_checkpoint(models_dir, sent) -> None:
     assert "Lumina-DiMOO" in loader.model_choices()
     (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
-    (policy,) = LADRPolicyNode.execute(preset="paper", **_policy_fields()).args
+    (policy,) = LADRPolicyNode.execute(preset="paper", **policy_fields()).args
     (cache,) = MLCacheOptions.execute(cache_ratio=0.5, warmup_ratio=0.25, refresh_interval=2).args
     tokens, stats = sample(model, policy=policy, cache=cache, batch_size=2)
     (image,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
@@ -97,7 +98,7 @@ def test_builtin_nano_choice_runs_end_to_end(sent) -> None:
     loader._CACHE.clear()
     assert loader.model_choices()[0] == loader.NANO
     (model,) = LoadDiMOOModel.execute(model_name=loader.NANO, dtype="auto").args
-    (policy,) = LADRPolicyNode.execute(preset="paper", **_policy_fields()).args
+    (policy,) = LADRPolicyNode.execute(preset="paper", **policy_fields()).args
     (cache,) = MLCacheOptions.execute(cache_ratio=0.9, warmup_ratio=0.3, refresh_interval=5).args
     size = model.pipe.default_size
     tokens, stats = sample(model, size=size, steps=16, prompt="a red circle", cfg=4.0,
@@ -109,17 +110,21 @@ def test_builtin_nano_choice_runs_end_to_end(sent) -> None:
     assert float(image.std()) > 0.01  # a picture, not a flat fill
 
 
-def _policy_fields() -> dict:
-    return {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
-
-
 def test_step_payload_preview_comes_from_the_table_not_the_decoder(models_dir, sent,
                                                                    monkeypatch) -> None:
     (model,) = LoadDiMOOModel.execute(model_name="Lumina-DiMOO", dtype="fp32").args
-    calls = {"decode": 0}
+    calls: list[tuple[int, int]] = []  # (images decoded, step events sent before the call)
     real = model.pipe.decode
-    monkeypatch.setattr(model.pipe, "decode", lambda *a: calls.__setitem__("decode", 1) or real(*a))
-    sample(model)
-    assert calls["decode"] == 0  # sampler never runs the VQ decoder (decode=False, table preview)
+
+    def counted(tokens, grid):
+        calls.append((tokens.shape[0], sum(1 for p in sent if not p["done"])))
+        return real(tokens, grid)
+
+    monkeypatch.setattr(model.pipe, "decode", counted)
+    tokens, _ = sample(model)
+    steps = tokens.stats["steps"]
+    # steps use the table; the VQ decoder runs once, for one image, after the last step: the
+    # final preview is the real decode
+    assert steps > 1 and calls == [(1, steps)]
     assert not any("preview" in p for p in sent)  # one preview channel: the progress bar
     assert events.EVENT == "ladr.step"

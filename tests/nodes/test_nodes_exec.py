@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from support.nodes import SAMPLER_DEFAULTS, bits, nano_pipe
+from support.nodes import SAMPLER_DEFAULTS, bits, nano_pipe, policy_fields
 
 import ladr_core
 from nodes import events, host, loader
@@ -29,7 +29,9 @@ def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -
     assert tokens.tokens.shape == (1, 12 * 12) and tokens.grid == (12, 12)
     assert tokens.tokens.dtype == torch.long and tokens.tokens.device.type == "cpu"
     steps = tokens.stats["steps"]
-    assert stats.startswith("ladr: ") and f"NFE {tokens.stats['nfe']}" in stats
+    nfe = tokens.stats["nfe"]
+    assert stats.startswith(f"ladr: done after {steps} of 12 planned steps · {nfe} forward "
+                            "passes vs 64 for the official sampler (64 steps, 144 tokens): ")
     step_events = [p for e, p in sent if e == events.EVENT and not p["done"]]
     assert [p["step"] for p in step_events] == list(range(1, steps + 1))
     assert sent[-1][1]["done"] and sent[-1][1]["stats"] == tokens.stats
@@ -44,10 +46,15 @@ def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -
 
 
 def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> None:
-    (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
+    (nano,) = LADRPolicyNode.execute(preset="nano", **policy_fields()).args
     ladr, text = run(fake_model, steps=64, policy=nano)
-    base, _ = run(fake_model, steps=64, strategy="baseline")
+    base, base_text = run(fake_model, steps=64, strategy="baseline")
     assert base.stats["steps"] == 64
+    assert base_text.startswith("baseline: 64 of 64 planned steps · 64 forward passes (the "
+                                "official sampler) · ")
+    fewer = 64 / ladr.stats["nfe"]
+    assert f"of 128 planned steps · {ladr.stats['nfe']} forward passes vs 64 for the official " \
+        f"sampler (64 steps, 144 tokens): {fewer:.1f}x fewer · " in text
     assert ladr.stats["steps"] < base.stats["steps"]
     assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
     assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 128
@@ -64,7 +71,7 @@ def seen(fake_model, monkeypatch) -> list[dict]:
 
 
 def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
-    (policy,) = LADRPolicyNode.execute(preset="delayed", **_fields()).args
+    (policy,) = LADRPolicyNode.execute(preset="delayed", **policy_fields()).args
     _, text = run(fake_model, policy=policy)
     assert seen[-1]["strategy"] == ladr_core.LADR(ladr_core.PRESETS["delayed"].policy)
     assert "not used" not in text
@@ -171,23 +178,18 @@ def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent)
         run(fake_model, width=42)
 
 
-def _fields(**kw) -> dict:
-    d = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
-    return {**d, **kw}
-
-
 def test_policy_node_custom_fields_and_invalid_combos() -> None:
-    (p,) = LADRPolicyNode.execute(preset="custom", **_fields(alpha_structure=0.5)).args
+    (p,) = LADRPolicyNode.execute(preset="custom", **policy_fields(alpha_structure=0.5)).args
     assert p.policy == ladr_core.LADRPolicy(alpha=(0.1, 0.5, 1.0))
-    assert LADRPolicyNode.execute(preset="custom", **_fields()).args[0] == ladr_core.LADR()
-    (off,) = LADRPolicyNode.execute(preset="off", **_fields()).args
+    assert LADRPolicyNode.execute(preset="custom", **policy_fields()).args[0] == ladr_core.LADR()
+    (off,) = LADRPolicyNode.execute(preset="off", **policy_fields()).args
     assert off.policy.alpha == (0.0, 0.0, 0.0) and off.steps is None
-    (nano,) = LADRPolicyNode.execute(preset="nano", **_fields()).args
+    (nano,) = LADRPolicyNode.execute(preset="nano", **policy_fields()).args
     assert nano == ladr_core.LADR(ladr_core.PRESETS["nano"].policy, steps=128)
     with pytest.raises(ValueError, match="LADR Policy: .*phase_bounds"):
-        LADRPolicyNode.execute(preset="custom", **_fields(exploration_end=0.9))
+        LADRPolicyNode.execute(preset="custom", **policy_fields(exploration_end=0.9))
     with pytest.raises(ValueError, match="kernel_size"):
-        LADRPolicyNode.execute(preset="custom", **_fields(kernel_size=4))
+        LADRPolicyNode.execute(preset="custom", **policy_fields(kernel_size=4))
     assert LADRPolicyNode.validate_inputs(preset="paper") is True
     assert "not one of" in LADRPolicyNode.validate_inputs(preset="gone")
 
@@ -195,23 +197,23 @@ def test_policy_node_custom_fields_and_invalid_combos() -> None:
 @pytest.mark.parametrize("tau", [-0.5, -2.0, 1.5])
 def test_policy_node_refuses_negative_tau_other_than_minus_one(tau) -> None:
     with pytest.raises(ValueError) as err:
-        LADRPolicyNode.execute(preset="custom", **_fields(tau_structure=tau))
+        LADRPolicyNode.execute(preset="custom", **policy_fields(tau_structure=tau))
     msg = str(err.value)
     assert f"tau_structure={tau!r}" in msg and "-1 for no threshold" in msg
-    (p,) = LADRPolicyNode.execute(preset="custom", **_fields(tau_structure=-1.0)).args
+    (p,) = LADRPolicyNode.execute(preset="custom", **policy_fields(tau_structure=-1.0)).args
     assert p.policy.tau == (0.05, None, None)
 
 
 def test_policy_node_optional_fields_reach_the_policy_and_default_when_absent() -> None:
-    custom = _fields(selection="gumbel", rescue_token="argmax", seen_only=True)
+    custom = policy_fields(selection="gumbel", rescue_token="argmax", seen_only=True)
     (p,) = LADRPolicyNode.execute(preset="custom", **custom).args
     assert (p.policy.selection, p.policy.rescue_token, p.policy.seen_only) == ("gumbel", "argmax",
                                                                               True)
-    old = {k: v for k, v in _fields().items() if k not in ("selection", "rescue_token",
+    old = {k: v for k, v in policy_fields().items() if k not in ("selection", "rescue_token",
                                                             "seen_only")}
     assert LADRPolicyNode.execute(preset="custom", **old).args[0] == ladr_core.LADR()
     with pytest.raises(ValueError, match="selection must be one of"):
-        LADRPolicyNode.execute(preset="custom", **_fields(selection="noisy"))
+        LADRPolicyNode.execute(preset="custom", **policy_fields(selection="noisy"))
 
 
 def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:

@@ -52,8 +52,20 @@ def test_inpaint_keeps_known_tokens_and_pastes_the_original_back(fake_model, sen
     assert stats.startswith("ladr: ")
 
 
+def _shown(pil: object, side: int = SIDE) -> torch.Tensor:
+    """A progress-bar preview (enlarged by a whole factor, nearest) back at the image's own
+    size: float [side, side, 3]."""
+    arr = torch.from_numpy(np.array(pil)).float() / 255
+    factor = arr.shape[0] // side
+    assert arr.shape[:2] == (side * factor, side * factor) and factor >= 5  # 240 px for 48
+    return arr[::factor, ::factor]
+
+
 def test_preview_shows_known_region_from_step_one_and_progress_counts_the_rest(
         fake_model, sent, monkeypatch) -> None:
+    """The kept tokens are the input's own pixels in every step's preview (not the colour
+    table's guess), the last preview is what VQ Decode returns, and the progress bar counts
+    only the tokens to regenerate."""
     shown: list = []
     monkeypatch.setattr(host.Progress, "update", lambda self, v, p=None: shown.append((v, p)))
     image, mask = _image(2), _box(0, 0, 24)  # the top-left quarter: 36 of 144 tokens
@@ -63,12 +75,16 @@ def test_preview_shows_known_region_from_step_one_and_progress_counts_the_rest(
     first = step_events[0]
     masked = torch.from_numpy(bits(first["masked_bits"], 144))
     assert not masked[~region[0]].any()  # the known tokens are shown from the first step
-    pipe = fake_model.pipe
-    want = pipe.preview(pipe.encode_image(image), None, tokens.grid)[0]
-    preview = torch.from_numpy(np.array(shown[0][1])).float() / 255
-    cell = preview.shape[0] // 12
-    known_px = (~region[0]).view(12, 12).repeat_interleave(cell, 0).repeat_interleave(cell, 1)
-    assert (preview[known_px] - want[known_px]).abs().max() <= 1 / 255 + 1e-6
+    known_px = (~region[0]).view(12, 12).repeat_interleave(4, 0).repeat_interleave(4, 1)
+    steps = [pil for _, pil in shown[:-1]]
+    assert len(steps) == len(step_events) and all(p is not None for p in steps)
+    for pil in steps:  # uint8 rounding: half a level
+        assert (_shown(pil)[known_px] - image[0][known_px]).abs().max() <= 0.5 / 255 + 1e-6
+    table = fake_model.pipe.preview(fake_model.pipe.encode_image(image), None, tokens.grid)[0]
+    assert (table[known_px] - image[0][known_px]).abs().max() > 0.05  # the table's guess
+    decoded = DiMOOVQDecode.execute(model=fake_model, tokens=tokens).args[0][0]
+    value, final = shown[-1]
+    assert value == 1000 and (_shown(final) - decoded).abs().max() <= 0.5 / 255 + 1e-6
     progress = [p["progress"] for p in step_events]
     # baseline over 12 steps: after step 1 about 1/12 of the 36 tokens to generate is done;
     # counting the 108 known tokens as done would start at 3/4
@@ -180,3 +196,33 @@ def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -
     assert (resized.height, resized.width) == (48, 52)
     with pytest.raises(ValueError, match=r"^DiMOO VQ Encode: fit 'stretch' is not one of"):
         DiMOOVQEncode.execute(model=fake_model, image=image, fit="stretch")
+
+
+def test_stats_line_sets_the_run_against_the_official_sampler_on_the_same_hole(fake_model,
+                                                                               sent) -> None:
+    """An inpaint with the nano preset (T = 128) says how many of the 128 planned steps ran
+    and sets its forward passes against the official sampler's for the same hole (its 64 steps
+    over the tokens to regenerate); with no ML-Cache there is no "0.0% saved"."""
+    from support.nodes import policy_fields
+
+    from ladr_core import official_passes
+    from nodes.cache import MLCacheOptions
+    from nodes.policy import LADRPolicyNode
+
+    (nano,) = LADRPolicyNode.execute(preset="nano", **policy_fields()).args
+    image, mask = _image(4), _box(0, 0, 24)  # 36 tokens to regenerate
+    tokens, text = run(fake_model, image=image, mask=mask, policy=nano, steps=64)
+    st = tokens.stats
+    official = official_passes(36)
+    assert st["steps_planned"] == 128 and st["tokens_per_image"] == 36 and st["painting"]
+    assert st["official_nfe_per_image"] == official == 36
+    assert text.startswith(f"ladr: done after {st['steps']} of 128 planned steps · "
+                           f"{st['nfe']} forward passes vs {official} for the official sampler "
+                           "(64 steps, 36 tokens to regenerate): ")
+    assert f"{official / st['nfe']:.1f}x fewer" in text and "saved" not in text
+    (cache,) = MLCacheOptions.execute(cache_ratio=0.9, warmup_ratio=0.0, refresh_interval=3,
+                                      preset="ladr").args
+    cached, text = run(fake_model, image=image, mask=mask, policy=nano, cache=cache, seed=3)
+    saved = cached.stats["forwards_saved_pct"]
+    assert saved > 0 and f"ML-Cache recomputed {100 - saved:.0f}% of the tokens " \
+        f"({saved:.0f}% saved)" in text

@@ -9,7 +9,7 @@ it keeps what a node declares, and it REFUSES what the real API would refuse at 
 * an unknown keyword (`io.Int.Input("x", defualt=1)`) is a TypeError, as a Python signature
   would raise.
 
-The accepted names are ComfyUI 0.33's: `tests/test_comfy_stand_in.py` compares every kind,
+The accepted names are ComfyUI 0.33's: `tests/host/test_comfy_stand_in.py` compares every kind,
 keyword list and socket type here with the real `comfy_api` inside the real host, so the
 stand-in cannot drift from the API it stands in for. Input / output / schema objects expose
 their keywords as attributes, like the real objects (`spec.tooltip`, `spec.io_type`).

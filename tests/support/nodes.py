@@ -25,3 +25,11 @@ def nano_pipe():  # noqa: ANN201 - the real DiMOOPipeline, loaded once per sessi
 def bits(b64: str, n: int) -> np.ndarray:
     """A step event's packed bitmap (nodes/events.pack_bits) -> bool [n]."""
     return np.unpackbits(np.frombuffer(base64.b64decode(b64), np.uint8))[:n].astype(bool)
+
+
+def policy_fields(**kw) -> dict:
+    """LADR Policy's widget defaults (every input but the preset), with ``kw`` over them."""
+    from nodes.policy import LADRPolicyNode
+
+    d = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
+    return {**d, **kw}

@@ -23,7 +23,7 @@ branch over the full vocabulary):
 
 Adaptations, all neutral to the tokens: the checkpoint's own ids replace the hard-coded DiMOO
 constants (126336, 126084, 126356, ...; the tiny test vocabulary is compact); the forward is the
-native `LLaDAModel` (logits equal to the official model's: tests/test_dimoo_golden.py); at
+native `LLaDAModel` (logits equal to the official model's: tests/dimoo/test_dimoo_golden.py); at
 temperature 0 the re-mask noise, which the official code draws and multiplies by 0, is not drawn
 (as support/official.py); the official crop of the edit input to a 512 px-area bucket
 (`var_center_crop`, whose offset is random) is not transcribed: both sides get the image at its

@@ -18,16 +18,26 @@ ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = """
 import { applyFieldState } from "%s";
-const [presets, names, choices, rescueSwitch, typed] = JSON.parse(process.argv[1]);
+const [presets, names, choices, rescueSwitch, typed, mins] = JSON.parse(process.argv[1]);
 const out = {};
-for (const chosen of choices) {
+for (const chosen of choices) {  // "paper>custom": paper, then custom on the same widgets
   const widgets = [{ name: "preset" },
-                   ...names.map((n) => ({ name: n, value: n in typed ? typed[n] : "typed" }))];
-  applyFieldState(widgets, presets, chosen, rescueSwitch);
+                   ...names.map((n) => ({ name: n, value: n in typed ? typed[n] : "typed",
+                                          options: mins[n] == null ? {} : { min: mins[n] } }))];
+  for (const step of chosen.split(">")) applyFieldState(widgets, presets, step, rescueSwitch);
   out[chosen] = widgets;
 }
 console.log(JSON.stringify(out));
 """
+
+
+def _mins() -> dict[str, float | None]:
+    """Each field's `min` as the frontend puts it into the widget's options."""
+    from nodes.cache import MLCacheOptions
+    from nodes.policy import LADRPolicyNode
+
+    return {i.id: getattr(i, "min", None) for node in (LADRPolicyNode, MLCacheOptions)
+            for i in node.define_schema().inputs}
 
 
 def _apply(table: dict, names: list[str], choices: list[str], switch: dict | None = None,
@@ -38,7 +48,7 @@ def _apply(table: dict, names: list[str], choices: list[str], switch: dict | Non
         pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
     module = (ROOT / "web" / "ladr_policy_fields.js").as_uri()
     proc = subprocess.run(["node", "--input-type=module", "-e", SCRIPT % module,
-                           json.dumps([table, names, choices, switch, typed or {}])],
+                           json.dumps([table, names, choices, switch, typed or {}, _mins()])],
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
@@ -46,7 +56,8 @@ def _apply(table: dict, names: list[str], choices: list[str], switch: dict | Non
 
 def test_fields_follow_the_preset() -> None:
     names = list(policy_fields(next(iter(__import__("ladr_core").PRESETS.values())).policy))
-    out = _apply(preset_table(), names, ["nano", "paper", "custom"])
+    out = _apply(preset_table(), names, ["nano", "paper", "custom", "paper>custom"],
+                 switch_table())
     nano = {w["name"]: w for w in out["nano"]}
     assert nano["preset"]["label"] == "preset (brings T = 128)"
     assert nano["tau_structure"]["value"] == 0.9 and nano["seen_only"]["value"] is True
@@ -55,12 +66,19 @@ def test_fields_follow_the_preset() -> None:
     assert paper["preset"]["label"] == "preset" and paper["tau_refinement"]["value"] == -1.0
     # disabled widgets are drawn without their value: the label carries it
     assert paper["tau_structure"]["label"] == "tau_structure = 0.05"
-    assert paper["tau_refinement"]["label"] == "tau_refinement = none"
+    assert paper["tau_refinement"]["label"] == "tau_refinement = -1 (none)"
+    # the Parameters panel reads the widget's options: greyed and hidden as on the node
+    assert paper["tau_structure"]["options"] == {"disabled": True, "hidden": False,
+                                                 "ladrMin": -1}  # no fill bar while greyed
+    assert paper["pace"]["options"] == {"disabled": True, "hidden": True, "ladrMin": 0}
     assert "label" not in nano["seen_only"]  # a toggle draws its own state
     assert nano["metric"]["label"] == "metric = margin"
     custom = {w["name"]: w for w in out["custom"]}
     assert not any(w.get("disabled") for n, w in custom.items() if n != "preset")
     assert not any(w.get("label") for n, w in custom.items() if n != "preset")
+    assert not any(w["options"]["disabled"] for n, w in custom.items() if n != "preset")
+    back = {w["name"]: w for w in out["paper>custom"]}  # custom after a preset: min back
+    assert back["tau_structure"]["options"] == {"disabled": False, "hidden": False, "min": -1}
     assert custom["tau_structure"]["value"] == "typed"  # custom keeps what the user typed
 
 

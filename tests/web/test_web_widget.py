@@ -46,7 +46,9 @@ RESCUED_RUN = _hex("#8fb4e6")
 def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
     step = events.step_payload(widget_record(False), "7")
     stats = {"strategy": "ladr", "steps": 14, "nfe": 14, "seconds": 3.25,
-             "token_forwards": 10, "token_forwards_full": 40, "forwards_saved_pct": 75.0}
+             "token_forwards": 10, "token_forwards_full": 40, "forwards_saved_pct": 75.0,
+             "nfe_per_image": 14.0, "steps_planned": 128, "official_steps": 64,
+             "official_nfe_per_image": 36.0}
     final = events.final_payload("7", stats, events.step_payload(widget_record(True), "7"))
     shot = tmp_path / "widget.png"
     step_r, final_r, empty_r = _render([step, final, None], tmp_path, shot)
@@ -64,7 +66,8 @@ def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
     assert any("2 rescued this step" in t for t in texts)
 
     final_texts = [o["text"] for o in final_r["ops"] if o["op"] == "text"]
-    assert "done: 14 of 64 steps · NFE 14 · 3.25 s · cache saved 75%" in final_texts
+    assert "done: 14 of 128 steps · 14 passes (official 36) · 3.25 s · cache saved 75%" \
+        in final_texts
     assert final_r["cells"][9] == DECODED  # nothing masked any more
     # the final frame shows where the run's rescue decoded tokens
     assert final_r["cells"][5] == final_r["cells"][6] == RESCUED_RUN

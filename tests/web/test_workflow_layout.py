@@ -23,7 +23,10 @@ TITLE, GAP = 30, 10
 CORE_MIN_HEIGHT = {"PreviewAny": 122, "SaveImage": 58, "ImageStitch": 150,
                    # measured like the others (Load Image with a picture loaded; Pad Image
                    # for Outpainting: 174, where 10 px + 24 px per row would say 178)
-                   "ImagePadForOutpaint": 174, "LoadImage": 326}
+                   "ImagePadForOutpaint": 174, "LoadImage": 326,
+                   # Upscale Image By, Preview Image (no picture yet) and the frontend's
+                   # Markdown note, measured the same way
+                   "ImageScaleBy": 82, "PreviewImage": 26, "MarkdownNote": 88}
 # ComfyUI-Distributed's nodes by the same rule (10 px + 24 px per row), not measured:
 # Distributed Seed = output row + seed widget + its control widget; Collector = images row +
 # load_balance widget.

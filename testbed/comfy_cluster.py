@@ -8,7 +8,7 @@ the workers; a worker's stays empty). Servers run with 1 torch thread; workers g
 COMFYUI_IS_WORKER=1, as the engine's own worker launcher sets. Every wait is bounded; `stop()`
 ends only the processes started here, by PID.
 
-Used by tests/test_distributed.py and benchmarks/scale_out.py (stdlib only).
+Used by tests/host/test_distributed.py and benchmarks/scale_out.py (stdlib only).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 ENGINE_DIR = "ComfyUI-Distributed"
 _SKIP = shutil.ignore_patterns(".git", "node_modules", "tests", "*.pyc", "__pycache__",
                                "gpu_config.json")

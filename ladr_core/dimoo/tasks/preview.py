@@ -1,0 +1,107 @@
+"""The live preview true where the picture is known: a base under the colour-table preview.
+
+The per-step preview (``vq.preview_from_table``) draws each decoded token from the codebook ->
+RGB table: cheap and close to the decoder's colours, but a token's decoded look depends on its
+neighbours, so kept shapes come out blocky or off-colour. Where the picture is known the
+preview needs no guess:
+
+* inpainting / outpainting (``painting_base``): the tokens that are not regenerated are drawn
+  with the input's own pixels (area-pooled to the preview's p x p per token) from the first
+  step; those are the pixels the decode pastes back (``PaintPlan.finish``); the plan is the
+  run's own (checked and fitted once), so the known tokens are exactly the sampler's;
+* editing (``edit_base``): tokens still masked show the reference image faded half-way to the
+  mask grey ("not generated yet, over this picture") instead of flat grey.
+
+Only the tokens being generated keep the table's colours. ``PreviewBase.apply`` runs per step
+on the preview's device: a gather-free ``torch.where`` over [H, W, 3].
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from ..model.vq import MASK_GREY
+from .painting import PaintPlan
+
+FADE = 0.5
+"""Editing: weight of the reference in a masked token's preview (the rest is MASK_GREY)."""
+
+__all__ = ["FADE", "PreviewBase", "edit_base", "painting_base", "pool_to_preview"]
+
+
+def pool_to_preview(images: torch.Tensor, grid: tuple[int, int], p: int) -> torch.Tensor:
+    """Images float [B, h*f, w*f, 3] -> [B, h*p, w*p, 3], each token's f x f patch area-pooled
+    to p x p (p = f: unchanged)."""
+    h, w = grid
+    if tuple(images.shape[1:3]) == (h * p, w * p):
+        return images.float()
+    pooled = F.adaptive_avg_pool2d(images.permute(0, 3, 1, 2).float(), (h * p, w * p))
+    return pooled.permute(0, 2, 3, 1).contiguous()
+
+
+def _cells(bits: torch.Tensor, grid: tuple[int, int], p: int) -> torch.Tensor:
+    """Token bits [N] -> pixel mask [h*p, w*p, 1] of the preview."""
+    h, w = grid
+    cells = bits.reshape(h, w).repeat_interleave(p, 0).repeat_interleave(p, 1)
+    return cells[..., None]
+
+
+@dataclass
+class PreviewBase:
+    """Pictures under the preview of a run's images.
+
+    pixels: float [P, h*f, w*f, 3], one per distinct picture (pooled to the preview's p x p
+    per token once, at the first step, on the preview's device); known: bool [Q, h*w] tokens
+    drawn with ``pixels`` (None: none); faded: masked tokens show ``pixels`` faded to grey
+    (editing) instead of flat grey; per_item: images per picture (a sampler's batch_size:
+    image i shows picture i // per_item, or the only one)."""
+
+    pixels: torch.Tensor
+    grid: tuple[int, int]
+    known: torch.Tensor | None = None
+    faded: bool = False
+    per_item: int = 1
+    _pooled: dict = field(default_factory=dict, repr=False)
+
+    def _pick(self, table: torch.Tensor, item: int) -> torch.Tensor:
+        pair = item // max(1, self.per_item)
+        return table[min(pair, table.shape[0] - 1)] if table.shape[0] > 1 else table[0]
+
+    def apply(self, preview: torch.Tensor, masked: torch.Tensor, item: int) -> torch.Tensor:
+        """preview float [h*p, w*p, 3] of image ``item`` (0-based), masked bool [h*w] its
+        still-masked tokens -> the preview with the known pixels (or the faded picture) in
+        place, on the preview's device."""
+        p = preview.shape[0] // self.grid[0]
+        key = (p, preview.device, preview.dtype)
+        if key not in self._pooled:
+            self._pooled[key] = pool_to_preview(self.pixels, self.grid, p).to(preview.device,
+                                                                             preview.dtype)
+        pixels = self._pick(self._pooled[key], item)
+        out = preview
+        if self.faded:
+            under = pixels * FADE + MASK_GREY * (1.0 - FADE)
+            out = torch.where(_cells(masked.to(preview.device), self.grid, p), under, out)
+        if self.known is not None:
+            keep = self._pick(self.known, item).to(preview.device)
+            out = torch.where(_cells(keep, self.grid, p), pixels, out)
+        return out
+
+
+def painting_base(plan: PaintPlan) -> PreviewBase:
+    """The base of an inpaint / outpaint run: each item's own pixels under its known tokens
+    (the plan's images and regenerated tokens, one per item)."""
+    return PreviewBase(plan.images, plan.grid, known=~plan.region)
+
+
+def edit_base(reference: torch.Tensor, grid: tuple[int, int], vq_factor: int,
+              batch_size: int = 1) -> PreviewBase | None:
+    """The base of an edit: the reference faded under the masked tokens, when the reference
+    has the output's grid (a style transfer's output takes the style image's size: then None,
+    flat grey)."""
+    ref = reference if reference.dim() == 4 else reference[None]
+    if tuple(ref.shape[1:3]) != (grid[0] * vq_factor, grid[1] * vq_factor):
+        return None
+    return PreviewBase(ref.float(), grid, faded=True, per_item=batch_size)

@@ -1,0 +1,74 @@
+"""The sampler's and DiMOO Edit's progress-bar preview: true where it can be, a size a person
+can judge, and the real decode at the end.
+
+* Each step: the colour-table preview (``pipe.preview``) with the known pixels in place
+  (the job's ``preview_base``, ladr_core/dimoo/tasks/preview.py: an inpainting's kept area in
+  the input's own pixels, an edit's reference faded under the tokens still masked).
+* The frontend draws a preview at its own size, never larger: a small one (DiMOO-nano's 48 px)
+  is enlarged by a whole factor with nearest-neighbour sampling (token cells stay sharp) to at
+  least DISPLAY_MIN px; a large one is reduced to DISPLAY_MAX, ComfyUI's own preview size
+  (``--preview-size``, default 512).
+* When the run ends the last preview is replaced by the real VQ decode of the image it showed
+  (with the original pixels pasted back when painting): the picture VQ Decode will return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ladr_core.dimoo import PreviewBase
+
+from . import events
+
+DISPLAY_MIN = 256
+DISPLAY_MAX = 512
+
+__all__ = ["DISPLAY_MAX", "DISPLAY_MIN", "base_for_job", "final_image", "final_pil",
+           "for_display"]
+
+
+def for_display(pil: Any) -> Any:
+    """A PIL preview at a size the frontend shows well: small ones enlarged by a whole factor
+    (nearest), large ones reduced to DISPLAY_MAX on the longer side (Lanczos)."""
+    from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
+
+    side = max(pil.size)
+    if side > DISPLAY_MAX:
+        scale = DISPLAY_MAX / side
+        size = (max(1, round(pil.width * scale)), max(1, round(pil.height * scale)))
+        return pil.resize(size, Image.LANCZOS)
+    factor = DISPLAY_MIN // side if side else 1
+    if factor <= 1:
+        return pil
+    return pil.resize((pil.width * factor, pil.height * factor), Image.NEAREST)
+
+
+def base_for_job(job: Any) -> PreviewBase | None:
+    """The known pixels under a run's previews (the job's own ``preview_base``: a painting's
+    kept area, an edit's faded image; None for text to image)."""
+    return job.preview_base()
+
+
+def final_image(pipe: Any, result: Any, item: int) -> torch.Tensor:
+    """Image ``item`` of a GenerationResult as VQ Decode returns it: float [H, W, 3] (the real
+    decode; the original pixels pasted back outside the regenerated tokens when painting)."""
+    tokens = result.tokens[item:item + 1]
+    plan = getattr(result, "paint", None)
+    if plan is not None and plan.nothing_to_do:
+        return plan.images[item].float()
+    with torch.no_grad():
+        image = pipe.decode(tokens, tuple(result.grid)).float()
+    if plan is not None:
+        from dataclasses import replace  # noqa: PLC0415
+
+        one = replace(plan, images=plan.images[item:item + 1], codes=plan.codes[item:item + 1],
+                      region=plan.region[item:item + 1], prompts=plan.prompts[:1])
+        image = one.finish(image.to(plan.images.device)).float()
+    return image[0].clamp(0.0, 1.0)
+
+
+def final_pil(pipe: Any, result: Any, item: int) -> Any:
+    """``final_image`` as the PIL picture the progress bar shows."""
+    return for_display(events.to_pil(final_image(pipe, result, item)))

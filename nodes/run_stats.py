@@ -1,0 +1,114 @@
+"""The sampler's and DiMOO Edit's stats line: what a run did and what it saved, in words.
+
+Three facts a user can check against each other:
+
+* steps run of the steps planned (LADR stops when every token is decoded, usually long before
+  the schedule's T);
+* forward passes (denoiser calls; the guidance branches of one call count once) against what
+  the official sampler makes for the same job: its 64 steps over the tokens this image
+  generates (all of them for text-to-image and editing, the regenerated ones when inpainting
+  or outpainting; ``ladr_core.official_cost.official_passes``);
+* with an ML-Cache, the share of tokens it recomputed (``token_forwards`` of
+  ``token_forwards_full``).
+
+``work_fields`` adds the numbers to the stats dict (keys added, never renamed: saved analyses
+read them); ``stats_text`` writes the line the STRING output carries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ladr_core import DEFAULT_STEPS, official_passes
+
+OFFICIAL = "baseline"
+
+
+def tokens_generated(result: Any) -> list[int]:
+    """Tokens each image of a GenerationResult generated: its regenerated tokens when painting
+    (``result.paint.region``), else every token of its grid."""
+    plan = getattr(result, "paint", None)
+    if plan is not None:
+        return [int(v) for v in plan.region.sum(dim=1).tolist()]
+    h, w = result.grid
+    return [int(h * w)] * int(result.tokens.shape[0])
+
+
+def work_fields(result: Any, planned: int | None) -> dict:
+    """images, steps_planned (T), tokens_per_image, painting, official_steps and
+    official_nfe_per_image (the official sampler's passes for the same images, mean)."""
+    counts = tokens_generated(result)
+    official = [official_passes(n, DEFAULT_STEPS) for n in counts]
+    out: dict = {
+        "images": len(counts),
+        "tokens_per_image": round(sum(counts) / len(counts), 2) if counts else 0.0,
+        "painting": getattr(result, "paint", None) is not None,
+        "official_steps": DEFAULT_STEPS,
+        "official_nfe_per_image": round(sum(official) / len(official), 2) if official else 0.0,
+    }
+    if planned is not None:
+        out["steps_planned"] = int(planned)
+    return out
+
+
+def _num(value: float) -> str:
+    """12 -> "12", 12.5 -> "12.5"."""
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def _versus(used: float, official: float) -> str:
+    """"2.8x fewer" / "1.3x more" / "as many" (used and official passes, both > 0)."""
+    ratio = official / used
+    if ratio >= 1.05:
+        return f"{ratio:.1f}x fewer"
+    if ratio <= 1 / 1.05:
+        return f"{1 / ratio:.1f}x more"
+    return "as many"
+
+
+def _passes(stats: dict) -> str:
+    """"13 forward passes vs 36 for the official sampler (64 steps, 36 tokens to regenerate):
+    2.8x fewer", per image for a batch; the comparison is left out for the official sampler
+    itself at its own 64 steps."""
+    images = int(stats.get("images", 1))
+    used = float(stats["nfe_per_image"])
+    text = f"{_num(used)} forward passes" + (" per image" if images > 1 else "")
+    official = stats.get("official_nfe_per_image")
+    if official is None:
+        return text
+    steps = stats.get("official_steps", DEFAULT_STEPS)
+    if stats["strategy"] == OFFICIAL and stats.get("steps_planned") == steps:
+        return text + " (the official sampler)"
+    tokens = _num(float(stats.get("tokens_per_image", 0)))
+    job = f"{tokens} tokens to regenerate" if stats.get("painting") else f"{tokens} tokens"
+    text += f" vs {_num(float(official))} for the official sampler ({steps} steps, {job})"
+    if used > 0 and official > 0:
+        text += f": {_versus(used, float(official))}"
+    return text
+
+
+def stats_text(stats: dict) -> str:
+    """One line for the STRING output (e.g. a Preview-as-Text node), for example
+    "ladr: done after 13 of 128 planned steps · 13 forward passes vs 36 for the official
+    sampler (64 steps, 36 tokens to regenerate): 2.8x fewer · 1.74 s"."""
+    planned = stats.get("steps_planned")
+    steps = int(stats["steps"])
+    if stats.get("tokens_per_image", 1) == 0:
+        run = "nothing to generate"
+    elif planned:
+        run = f"{'done after ' if steps < planned else ''}{steps} of {planned} planned steps"
+    else:
+        run = f"{steps} steps"
+    text = f"{stats['strategy']}: {run} · {_passes(stats)} · {stats['seconds']:.2f} s"
+    saved = float(stats.get("forwards_saved_pct", 0.0))
+    if saved > 0:
+        text += f" · ML-Cache recomputed {100 - saved:.0f}% of the tokens ({saved:.0f}% saved)"
+    if stats.get("images", 1) > 1:
+        text += f"; {stats['images']} images"
+        if "in_flight" in stats:
+            text += f", {stats['in_flight']} in flight"
+    if "self_score" in stats:
+        scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
+        text += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
+                 f"{stats['self_score_passes']} extra passes per image)")
+    return text
