@@ -122,14 +122,12 @@ def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: f
     images, nfe, fwd = [], [], []
     start = time.perf_counter()
     for s in range(0, len(captions), batch):
-        live: list[torch.Tensor] = []  # per step: [B] True where the item still had masks
         res = pipe.generate(captions[s:s + batch], steps=args["steps"], cfg=cfg,
-                            temperature=temperature, seed=seed0 + s, strategy=strategy_from(args["strategy"], args.get("policy")),
-                            cache=args.get("cache"),
-                            callback=lambda r, live=live: live.append(
-                                (r["masked"] | r["unmasked"]).any(dim=1).cpu()))
+                            temperature=temperature, seed=seed0 + s,
+                            strategy=strategy_from(args["strategy"], args.get("policy")),
+                            cache=args.get("cache"))
         b = len(res.images)
-        nfe += torch.stack(live).sum(dim=0).tolist()
+        nfe += res.item_nfe  # the steps in which each image still had masked tokens
         fwd += [res.token_forwards / b] * b
         images.append((res.images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
     return {"images": np.concatenate(images), "nfe": np.array(nfe, dtype=np.int64),

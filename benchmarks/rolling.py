@@ -213,9 +213,8 @@ def replay_main(args: Any) -> dict[str, Any]:
         result["sizes"][str(size)] = rows
         print_table(f"replay {size} px, {args.prompts} prompts", [
             {k: v for k, v in r.items() if k != "item_nfe"} for r in rows])
-    if args.tiny:
-        return result
-    print("wrote", write_result(result_name("rolling", device), result, args.out))
+    name = "rolling_tiny" if args.tiny else result_name("rolling", device)  # tiny: a smoke run
+    print("wrote", write_result(name, result, args.out))
     return result
 
 
@@ -251,8 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     nano = result["rows"].get("ladr-nano")
     if nano:
         result["finish_nfe"] = nano[0]["item_nfe"]  # LADR nano's per-image NFE, for the GPU
-    if not args.tiny:
-        print("wrote", write_result("rolling", result, args.out))
+    print("wrote", write_result("rolling_tiny" if args.tiny else "rolling", result, args.out))
     return result
 
 

@@ -85,13 +85,19 @@ def _source(wf: dict, value: object) -> tuple[torch.Tensor, torch.Tensor] | None
     raise ValueError(f"image / mask from {node['class_type']}: not modelled here")
 
 
-def _painting(wf: dict, kw: dict) -> dict:
-    """generate()'s init_image / mask / paint for a sampler's image / mask / paint (none: {})."""
+def _job(wf: dict, kw: dict, pipe: object) -> object:
+    """A sampler's checked request: text to image, or with its image / mask / paint inputs an
+    inpaint or outpaint (pipe.prepare_text / prepare_paint, as the node does)."""
+    prompts = split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0]
+    common = {"negative_prompt": kw["negative_prompt"] or None, "cfg": kw["cfg"],
+              "batch_size": kw["batch_size"]}
     image, mask = _source(wf, kw.get("image")), _source(wf, kw.get("mask"))
     if image is None and mask is None:
-        return {}
-    return {"init_image": image[0], "mask": mask[int(kw["mask"][1])],
-            "paint": _option(wf, kw.get("paint")), "width": None, "height": None}
+        return pipe.prepare_text(prompts, width=kw["width"] or None,  # type: ignore[attr-defined]
+                                 height=kw["height"] or None, **common)
+    return pipe.prepare_paint(prompts, image=image[0],  # type: ignore[attr-defined]
+                              mask=mask[int(kw["mask"][1])],
+                              options=_option(wf, kw.get("paint")), **common)
 
 
 def _option(wf: dict, value: object) -> object:
@@ -122,14 +128,9 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
         kw = node["inputs"]
         strategy, steps, _ = pick_strategy(kw["strategy"], _option(wf, kw.get("policy")),
                                            kw["steps"])
-        size = {"width": kw["width"] or None, "height": kw["height"] or None,
-                **_painting(wf, kw)}
-        res = pipe.generate(split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0],
-                            negative_prompt=kw["negative_prompt"] or None, steps=steps,
-                            cfg=kw["cfg"], temperature=kw["temperature"],
-                            seed=_seed(wf, kw["seed"]), strategy=strategy,
-                            cache=_option(wf, kw.get("cache")), batch_size=kw["batch_size"],
-                            **size)
+        res = pipe.run(_job(wf, kw, pipe), steps=steps,  # type: ignore[attr-defined]
+                       temperature=kw["temperature"], seed=_seed(wf, kw["seed"]),
+                       strategy=strategy, cache=_option(wf, kw.get("cache")))
         official = official_passes(res.grid[0] * res.grid[1]) if res.paint is None else \
             official_passes(int(res.paint.region[0].sum()))
         text = (f"baseline: {res.nfe} passes (official sampler)" if strategy.name == "baseline"

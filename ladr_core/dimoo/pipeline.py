@@ -66,7 +66,8 @@ def _guidance(name: str, value: object, default: float) -> float:
     """A guidance scale (None = ``default``): a finite number >= 0."""
     value = default if value is None else value
     if not valid_cfg(value):
-        raise InputError(name, f"is {value!r}", "use a finite number >= 0 (0 = no guidance)")
+        raise InputError(name, f"must be a finite number >= 0 (got {value!r})",
+                         f"0 disables {'image ' if name == 'image_cfg' else ''}guidance")
     return float(value)
 
 

@@ -176,7 +176,7 @@ def test_rolling_modes_give_single_images_and_forwards(tmp_path: Path) -> None:
     """benchmarks/rolling.py: every mode gives each image of its single run, and only the batch
     that keeps finished images pushes more tokens than the single runs together."""
     doc = bench_json("rolling", tmp_path, "--prompts", "3", "--in-flight", "2",
-                     "--strategies", "ladr-nano", "baseline-64")
+                     "--strategies", "ladr-nano", "baseline-64", file="rolling_tiny.json")
     for name, rows in doc["rows"].items():
         modes = {r["mode"]: r for r in rows}
         assert set(modes) == {"single", "batch-stay", "batch", "rolling-2"}, name
@@ -191,7 +191,7 @@ def test_rolling_replay_items_finish_on_their_drawn_step(tmp_path: Path) -> None
     """The GPU replay path at tiny size on the CPU: item i runs finish[i] forwards in every
     mode, so leaving the pass saves exactly the rows that staying wastes."""
     doc = bench_json("rolling", tmp_path, "--device", "cpu", "--prompts", "5",
-                     "--in-flight", "2", "--size", "512", file="rolling.json")
+                     "--in-flight", "2", "--size", "512", file="rolling_tiny.json")
     rows = {r["mode"]: r for r in doc["sizes"]["512"]}
     want = [doc["finish_nfe"][i % len(doc["finish_nfe"])] for i in range(5)]
     for mode in ("single", "batch", "rolling-2"):

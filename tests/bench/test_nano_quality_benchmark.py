@@ -63,14 +63,20 @@ def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     preset's cache (LADR nano + MLCacheConfig.ladr(), test item i with seed TEST_IMAGE_SEED + i)."""
     out = tmp_path / "c.json"
     run_script("benchmarks.quality", "--prompts", "2", "--batch", "2", "--strategies",
-               "ladr-nano+mlcache", "--json", str(out))
+               "ladr-nano+mlcache", "--threads", "1", "--json", str(out))
     with np.load(tmp_path / "c_runs" / "test" / "ladr-nano+mlcache" / "00000.npz") as z:
         images, token_forwards = z["images"], z["token_forwards"]
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
-    for i, spec in enumerate(scenes.quality_test_specs(2)):
-        one = pipe.generate(scenes.caption_for(spec), cfg=pipe.default_cfg, temperature=1.0,
-                            seed=scenes.TEST_IMAGE_SEED + i, strategy=LADR.preset("nano"),
-                            cache=MLCacheConfig.ladr())
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the script's: float sums (the VQ decode) follow the thread count
+    try:
+        singles = [pipe.generate(scenes.caption_for(spec), cfg=pipe.default_cfg, temperature=1.0,
+                                 seed=scenes.TEST_IMAGE_SEED + i, strategy=LADR.preset("nano"),
+                                 cache=MLCacheConfig.ladr())
+                   for i, spec in enumerate(scenes.quality_test_specs(2))]
+    finally:
+        torch.set_num_threads(threads)
+    for i, one in enumerate(singles):
         image = (one.images[0].float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
         assert (images[i] == image).all()
         assert token_forwards[i] == one.token_forwards

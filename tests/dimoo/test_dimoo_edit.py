@@ -123,7 +123,7 @@ def test_bad_input_gets_one_clear_message(pipe: DiMOOPipeline) -> None:
     with pytest.raises(ValueError, match="image width is 30 px, not a multiple of 4 px.*nearest "
                                          "valid width: 28 or 32"):
         pipe.edit(INSTRUCTION, image=_float(_image(9, 32, 30)), size="as is")
-    with pytest.raises(ValueError, match="image_cfg is -1.0; use a finite number >= 0"):
+    with pytest.raises(ValueError, match="image_cfg must be a finite number >= 0"):
         pipe.edit(INSTRUCTION, image=img, image_cfg=-1.0, size="as is")
     with pytest.raises(ValueError, match="ML-Cache is not available for image editing"):
         pipe.run(pipe.prepare_edit(INSTRUCTION, img, size="as is"), cache=MLCacheConfig())

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import torch
 
-import ladr_core.sampling
 from ladr_core.dimoo import generator_seed, item_generator
 
 FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 42, 2**64 - 2]
@@ -18,13 +17,15 @@ FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 4
 
 def test_each_item_gets_its_own_generator_with_the_full_seed(pipe, monkeypatch) -> None:
     seen: list[list[torch.Generator]] = []
-    real = ladr_core.sampling.sample
+    from ladr_core.dimoo import runs  # the run routine, which calls the sampler
+
+    real = runs.sample
 
     def spy(*a, **kw):
         seen.append(kw["generator"])
         return real(*a, **kw)
 
-    monkeypatch.setattr(ladr_core.sampling, "sample", spy)
+    monkeypatch.setattr(runs, "sample", spy)
     for seed in FAR_APART:
         pipe.generate("red circle", width=16, height=16, steps=2, seed=seed, batch_size=2,
                       decode=False)

@@ -14,9 +14,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def strategy_from(name: str, policy: Any = None) -> Any:
-    """A registered strategy object by name, with ``policy`` when given (LADR(policy),
-    Prophet(policy)); None = the strategy's defaults."""
+    """A registered strategy object by name, with ``policy`` when given and the strategy takes
+    one (LADR(policy), Prophet(policy)); else the strategy's defaults (Baseline())."""
+    from dataclasses import fields
+
     from ladr_core import resolve_strategy
 
     default = resolve_strategy(name)
-    return default if policy is None else type(default)(policy)
+    takes_policy = any(f.name == "policy" for f in fields(default))
+    return type(default)(policy) if policy is not None and takes_policy else default
