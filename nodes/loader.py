@@ -110,15 +110,12 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     # Load onto the offload device; ComfyUI's load_models_gpu (host.load_to_device) moves the
     # weights to `device` before each run (partially when VRAM is short), after freeing memory
     # held by other models. Layers are built from ComfyUI's operations so that works.
-    extra: dict[str, object] = {}
     comfy_quant = not gguf and is_quantized_folder(Path(path))
     ops = host.model_operations(fp8=weight_dtype != "default", comfy_quant=comfy_quant,
                                 gguf=gguf, compute_dtype=torch_dtype)
-    if ops is not None:
-        extra["operations"] = ops
-    if weight_dtype != "default":
-        extra["weight_dtype"] = weight_dtype
-    pipe = load_pipeline(path, host.offload_device(), torch_dtype, **extra)
+    pipe = load_pipeline(path, host.offload_device(), torch_dtype,
+                         weight_dtype=None if weight_dtype == "default" else weight_dtype,
+                         operations=ops)
     vq = pipe.vq if isinstance(getattr(pipe, "vq", None), torch.nn.Module) else None
     patchers = host.wrap_for_memory(pipe.transformer, vq) if hasattr(pipe, "transformer") else None
     handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=patchers)
@@ -126,10 +123,12 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     return handle
 
 
-def load_pipeline(path: str, device: object, dtype: object, **options: object) -> object:
+def load_pipeline(path: str, device: object, dtype: object, weight_dtype: str | None = None,
+                  operations: object = None) -> object:
     """`ladr_core.load_dimoo` (ARCHITECTURE.md Sec. 2); one seam for tests to substitute.
-    ``options``: `weight_dtype`, `operations` (only passed when set)."""
-    return ladr_core.load_dimoo(path, device=device, dtype=dtype, **options)
+    ``weight_dtype`` None: as stored; ``operations`` None: torch.nn (outside ComfyUI)."""
+    return ladr_core.load_dimoo(path, device=device, dtype=dtype, weight_dtype=weight_dtype,
+                                operations=operations)
 
 
 class LoadDiMOOModel(io.ComfyNode):

@@ -22,7 +22,7 @@ anything runs. Input names are those of saved workflows and never change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from dataclasses import dataclass, replace
 
 from ladr_core import (
     ADAPTIVE_REPLACES,
@@ -97,41 +97,63 @@ def preset_table() -> dict[str, dict[str, object]]:
             for name, p in PRESETS.items()}
 
 
-def build_policy(preset: str, **f: object) -> LADRPolicy:
-    """Preset -> its LADRPolicy; `custom` builds one from the field widgets (validated).
+@dataclass(frozen=True)
+class PolicyFields:
+    """LADR Policy's field widgets, typed once (defaults: the paper's policy; the widgets
+    appended after `delayed` are optional, so a workflow saved without them gets these)."""
 
-    With `adaptive` on, tau, alpha and delayed are not read (the node hides them; their
-    defaults go into the policy), so a value typed there earlier cannot block the run."""
+    exploration_end: float
+    refinement_start: float
+    tau_exploration: float
+    tau_structure: float
+    tau_refinement: float
+    alpha_exploration: float
+    alpha_structure: float
+    alpha_refinement: float
+    kernel_size: int
+    metric: str
+    candidates: str
+    delayed: bool
+    selection: str = _D.selection
+    rescue_token: str = _D.rescue_token
+    seen_only: bool = _D.seen_only
+    adaptive: bool = False
+    pace: float = _A.pace
+    anchor_quantile: float = _A.anchor_quantile
+
+    def policy(self) -> LADRPolicy:
+        """The LADRPolicy these fields describe (validated by LADRPolicy itself). With
+        `adaptive` on, tau, alpha and delayed are not read (the node hides them; their defaults
+        go into the policy), so a value typed there earlier cannot block the run."""
+        f = self
+        rescue = None
+        if bool(f.adaptive):
+            rescue = AdaptiveRescue(pace=float(f.pace), anchor_quantile=float(f.anchor_quantile))
+            f = replace(f, **{k: v for k, v in policy_fields(_D).items()
+                              if k in replaced_fields()})
+        return LADRPolicy(
+            phase_bounds=(float(f.exploration_end), float(f.refinement_start)),
+            tau=tuple(tau_from_number(f"tau_{p}", getattr(f, f"tau_{p}")) for p in PHASE_NAMES),
+            alpha=tuple(float(getattr(f, f"alpha_{p}")) for p in PHASE_NAMES),
+            kernel_size=int(f.kernel_size), metric=str(f.metric), candidates=str(f.candidates),
+            delayed=bool(f.delayed), selection=str(f.selection),
+            rescue_token=str(f.rescue_token), seen_only=bool(f.seen_only), adaptive=rescue)
+
+
+def build_policy(preset: str, fields: PolicyFields) -> LADRPolicy:
+    """Preset -> its LADRPolicy; `custom` builds one from the field widgets (validated)."""
     if preset in PRESETS:
         return PRESETS[preset].policy
     if preset != "custom":
         raise ValueError(f"preset: {preset!r} is not one of {PRESET_OPTIONS}")
-    adaptive = None
-    if bool(f.get("adaptive", False)):
-        adaptive = AdaptiveRescue(pace=float(f.get("pace", _A.pace)),
-                                  anchor_quantile=float(f.get("anchor_quantile",
-                                                              _A.anchor_quantile)))
-        f = {**f, **{k: v for k, v in policy_fields(_D).items() if k in replaced_fields()}}
-    return LADRPolicy(
-        phase_bounds=(float(f["exploration_end"]), float(f["refinement_start"])),
-        tau=tuple(tau_from_number(f"tau_{p}", f[f"tau_{p}"]) for p in PHASE_NAMES),
-        alpha=tuple(float(f[f"alpha_{p}"]) for p in PHASE_NAMES),
-        kernel_size=int(f["kernel_size"]),
-        metric=str(f["metric"]),
-        candidates=str(f["candidates"]),
-        delayed=bool(f["delayed"]),
-        selection=str(f.get("selection", _D.selection)),
-        rescue_token=str(f.get("rescue_token", _D.rescue_token)),
-        seen_only=bool(f.get("seen_only", _D.seen_only)),
-        adaptive=adaptive,
-    )
+    return fields.policy()
 
 
-def build_strategy(preset: str, **f: object) -> LADR:
+def build_strategy(preset: str, fields: PolicyFields) -> LADR:
     """The socket value: a preset with its tuned T (`LADR.preset`), or LADR(custom policy)."""
     if preset in PRESETS:
         return LADR.preset(preset)
-    return LADR(build_policy(preset, **f))
+    return LADR(build_policy(preset, fields))
 
 
 def build_prophet(threshold_early: float, threshold_middle: float, threshold_late: float,
@@ -142,15 +164,15 @@ def build_prophet(threshold_early: float, threshold_middle: float, threshold_lat
         progress_bounds=(float(middle_start), float(late_start))))
 
 
-def checked(node: str, build: Callable[..., object], fields: dict) -> object:
-    """`build(**fields)` with the core's message prefixed by the node's name.
+def checked(node: str, build: Callable[[], object]) -> object:
+    """`build()` with the core's message prefixed by the node's name.
 
     Combinations of widgets (phase bounds in order, tau -1 or in [0, 1], a choice a newer
     version dropped) are checked here, at run time, and fail with ONE message naming the field:
     ComfyUI would show a validate_inputs message once on every widget (nodes/validate.py).
     """
     try:
-        return build(**fields)
+        return build()
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"{node}: {exc}") from None
 
@@ -259,7 +281,10 @@ class LADRPolicyNode(io.ComfyNode):
 
     @classmethod
     def execute(cls, preset: str, **fields: object) -> io.NodeOutput:
-        return io.NodeOutput(checked("LADR Policy", partial(build_strategy, preset), fields))
+        """The host passes every field widget by name; they become one PolicyFields here (a
+        widget this version does not know is refused, naming it)."""
+        return io.NodeOutput(checked("LADR Policy",
+                                     lambda: build_strategy(preset, PolicyFields(**fields))))
 
 
 _P = ProphetPolicy()
@@ -295,9 +320,11 @@ class ProphetPolicyNode(io.ComfyNode):
                          "strategy 'prophet'.")
 
     @classmethod
-    def execute(cls, **fields: float) -> io.NodeOutput:
+    def execute(cls, threshold_early: float, threshold_middle: float, threshold_late: float,
+                middle_start: float, late_start: float) -> io.NodeOutput:
         # No validate_inputs: ranges are the schema's; the bounds' order is checked here once.
-        return io.NodeOutput(checked("Prophet Policy", build_prophet, fields))
+        return io.NodeOutput(checked("Prophet Policy", lambda: build_prophet(
+            threshold_early, threshold_middle, threshold_late, middle_start, late_start)))
 
 
 def describe(strategy: Strategy) -> str:

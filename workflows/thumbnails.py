@@ -38,7 +38,13 @@ from workflows.template_extras import TEMPLATE_FILES  # noqa: E402
 API_DIR = ROOT / "workflows" / "api"
 UI_DIR = ROOT / "example_workflows"
 INPUTS_DIR = ROOT / "workflows" / "inputs"
-BUILDERS = {"LADR_Policy": lambda kw: policy_nodes.build_strategy(**kw),
+def _ladr_policy(kw: dict) -> object:
+    """LADR Policy's API inputs -> the strategy the node outputs."""
+    fields = policy_nodes.PolicyFields(**{k: v for k, v in kw.items() if k != "preset"})
+    return policy_nodes.build_strategy(kw["preset"], fields)
+
+
+BUILDERS = {"LADR_Policy": _ladr_policy,
             "LADR_ProphetPolicy": lambda kw: policy_nodes.build_prophet(**kw),
             "LADR_MLCacheOptions": lambda kw: build_cache(**kw),
             "LADR_PaintOptions": lambda kw: build_options(**kw)}

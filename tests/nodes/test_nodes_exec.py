@@ -223,7 +223,7 @@ def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("LADR_MODELS_DIR", str(tmp_path))
     loads: list[tuple] = []
 
-    def fake_load(path, device, dtype):
+    def fake_load(path, device, dtype, weight_dtype=None, operations=None):
         loads.append((path, dtype))
         return nano_pipe()
 

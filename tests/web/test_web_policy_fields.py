@@ -123,17 +123,17 @@ def test_custom_follows_its_adaptive_toggle() -> None:
 def test_custom_adaptive_builds_the_rescue_it_shows() -> None:
     """The values the custom widgets show are the policy the node builds; the hidden tau and
     alpha, even if edited before, are not read."""
-    from nodes.policy import build_policy
+    from nodes.policy import PolicyFields, build_policy
 
     fields = {**policy_fields(LADRPolicy()), "adaptive": True, "pace": 2.0,
               "anchor_quantile": 0.25, "tau_structure": 0.7, "alpha_exploration": 0.5}
-    policy = build_policy("custom", **fields)
+    policy = build_policy("custom", PolicyFields(**fields))
     assert policy.adaptive == AdaptiveRescue(pace=2.0, anchor_quantile=0.25)
     assert (policy.tau, policy.alpha) == (LADRPolicy().tau, LADRPolicy().alpha)
-    off = build_policy("custom", **{**fields, "adaptive": False})
+    off = build_policy("custom", PolicyFields(**{**fields, "adaptive": False}))
     assert off.adaptive is None and off.tau[1] == 0.7
     with pytest.raises(ValueError, match="pace"):
-        build_policy("custom", **{**fields, "pace": -1.0})
+        build_policy("custom", PolicyFields(**{**fields, "pace": -1.0}))
 
 
 def test_cache_node_fields_follow_its_preset() -> None:
