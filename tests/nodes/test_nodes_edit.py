@@ -58,6 +58,21 @@ def test_edit_node_refuses_nano_on_the_model_input() -> None:
         DiMOOEdit.execute(model=nano, image=_image(1, 48, 48), **ARGS)
 
 
+def test_a_copy_of_nano_elsewhere_is_refused_too(tmp_path: Path, monkeypatch) -> None:
+    """What the model can do comes from its own config.json, not from the folder it was
+    loaded from: a copy under another name (as a user's models/lumina_dimoo/ would hold) is
+    refused the same way, before anything runs."""
+    import shutil
+
+    copy = tmp_path / "my-dimoo"
+    shutil.copytree(ladr_core.nano_model_path(), copy)
+    model = DiMOOModel(pipe=ladr_core.load_dimoo(copy, dtype=torch.float32), key=("copy",),
+                       name="my-dimoo")
+    monkeypatch.setattr(model.pipe, "run", lambda *a, **k: pytest.fail("ran"))
+    with pytest.raises(ValueError, match=r"^DiMOO Edit: model was trained for text to image"):
+        DiMOOEdit.execute(model=model, image=_image(1, 48, 48), **ARGS)
+
+
 @pytest.mark.parametrize(("kw", "needle"), [
     (dict(edit_type="recolour"), "DiMOO Edit: edit_type 'recolour' is not a known edit type; "
                                  "use one of edit, control, subject, style, pred, dense_canny"),

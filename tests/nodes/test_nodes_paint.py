@@ -35,6 +35,19 @@ def run(model, **kw) -> tuple:
     return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
 
 
+def test_an_image_too_large_for_the_model_is_refused_before_anything_loads(fake_model,
+                                                                          monkeypatch) -> None:
+    """A 2048 x 2048 picture on nano (context 512 tokens): one message on `image`, with the
+    size that fits, raised before the model is moved to its device or sampled."""
+    from nodes import host
+
+    monkeypatch.setattr(host, "load_to_device", lambda *a, **k: pytest.fail("loaded"))
+    image, mask = torch.rand(1, 2048, 2048, 3), torch.ones(1, 2048, 2048)
+    with pytest.raises(ValueError, match=r"^DiMOO Sampler: image is 2048 x 2048 px, which needs "
+                                         r"\d+ tokens .*; resize it to at most \d+ x \d+ px"):
+        run(fake_model, image=image, mask=mask, width=0, height=0)
+
+
 def test_inpaint_keeps_known_tokens_and_pastes_the_original_back(fake_model, sent) -> None:
     image, mask = _image(1), _box(12, 12, 16)
     tokens, stats = run(fake_model, image=image, mask=mask, width=0, height=0)
