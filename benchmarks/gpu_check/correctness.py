@@ -161,10 +161,12 @@ def section_a(device: torch.device, smoke: bool, deadline: Any) -> dict[str, Any
             elif deadline() <= 0:
                 out["models"][name] = {"status": "not measured: budget"}
             else:
-                out["models"][name] = checkpoint_rows(name, folder, device, cap, backend)
+                out["models"][name] = _safe(lambda f=folder, n=name: checkpoint_rows(
+                    n, f, device, cap, backend))
+                out["models"][name].setdefault("status", "error")
             print(f"  a: {name}: {out['models'][name]['status']}", flush=True)
     out["sampler_syncs"] = sampler_syncs(device, smoke)
-    out["gpu_tests"] = (gpu_tests(max(60.0, deadline())) if device.type == "cuda"
+    out["gpu_tests"] = (gpu_tests(max(120.0, deadline())) if device.type == "cuda"
                         else {"check": "not run: needs CUDA"})
     out["summary"] = summarize(out)
     return out
@@ -181,6 +183,8 @@ def summarize(a: dict[str, Any]) -> dict[str, int]:
     """How many checks passed, failed, errored (not applicable ones aside)."""
     checks = []
     for m in a["models"].values():
+        if m.get("status") == "error":
+            checks.append("error")
         checks += [r["check"] for r in m.get("cases", [])]
         checks += [r["check"] for r in m.get("bf16_logits", [])]
         if "self_score" in m:

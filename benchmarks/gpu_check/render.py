@@ -127,6 +127,9 @@ def _correctness(doc: dict[str, Any] | None, where: str | None) -> str:
         ss = a["models"][m]["self_score"]
         out.append(f"\nSelf-score ({m}): |device - CPU| = {ss.get('abs_diff', 0):.2e} against "
                    f"the bound {ss.get('bound', 0):.2e}: {ss['check']}.")
+    for m, v in a["models"].items():
+        if v.get("status") != "measured":
+            out.append(f"\n{m}: {v.get('status')} {v.get('error', '')}".rstrip() + ".")
     sampler = a["sampler_syncs"]
     ok = sum(r["check"] == "passed" for r in sampler)
     out.append(f"\nThe sampler alone (fake denoiser): {ok} of {len(sampler)} runs with at most "
