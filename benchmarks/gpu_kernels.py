@@ -1,7 +1,8 @@
-"""GPU kernel choices for the 8B-shaped model: quantized linears, varlen attention, rows in flight.
+"""GPU kernel choices for the 8B-shaped model: quantized linears and varlen attention.
 
-Three measurements that decide how the pack computes, each on LLaDA-8B's shapes (d_model 4096,
-32 heads of 128, MLP 12288) with random bf16 data:
+Two measurements that decide how the pack computes, each on LLaDA-8B's shapes (d_model 4096,
+32 heads of 128, MLP 12288) with random bf16 data (whole calls per weight layout, compiled or
+not, and images in flight are measured by ``python -m benchmarks.gpu_check``):
 
 * ``linears``: one block's seven linears (q, k, v, attn_out: 4096 -> 4096; ff_proj, up_proj:
   4096 -> 12288; ff_out: 12288 -> 4096) at the token counts of one CFG pair at 512 px and
@@ -15,9 +16,6 @@ Three measurements that decide how the pack computes, each on LLaDA-8B's shapes 
   cond rows of varied prompt lengths + uncond rows), per layer: one SDPA call per run of
   equal-length rows (the pack's path), one padded SDPA with a key mask, nested jagged SDPA,
   FlexAttention with a document mask.
-* ``compile``: one full call eager and through ``pipe.compile()``'s passes, B = 1.
-* ``rows``: one full denoiser call of the 8B-shaped model (bf16) with B items in flight at
-  512 px and 1024 px: ms per call and per item. What a rolling batch can gain on a GPU.
 
     python -m benchmarks.gpu_kernels                 # CUDA: gpu_kernels_<device>.json
     python -m benchmarks.gpu_kernels --tiny --device cpu   # smoke test (figures meaningless)
@@ -40,7 +38,7 @@ D, HEADS, HD, MLP = 4096, 32, 128, 12288
 BLOCK = {"q": (D, D), "k": (D, D), "v": (D, D), "o": (D, D), "ff_proj": (MLP, D),
          "up": (MLP, D), "ff_out": (D, MLP)}
 FP8 = torch.float8_e4m3fn
-COND_UNCOND = (64, 24)  # prompt tokens of the cond / uncond row (benchmarks/gpu.py)
+COND_UNCOND = (64, 24)  # prompt tokens of a typical cond / uncond row
 
 
 def image_tokens(px: int) -> int:
@@ -263,86 +261,7 @@ def _flex(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, lengths: list[int])
     return run
 
 
-# ------------------------------------------------------------------------------------- rows
-_MODEL: dict[str, Any] = {}
-
-
-def _model(device: torch.device, tiny: bool) -> tuple[Any, Any]:
-    """The 8B-shaped bf16 model (tiny on a CPU), built once per process, and its ids."""
-    from benchmarks.gpu import SHAPE_8B, SHAPE_TINY, TINY_IDS, build_model
-    from ladr_core.dimoo import DiMOOIds, LLaDAConfig
-
-    if "model" not in _MODEL:
-        dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
-        _MODEL["model"] = build_model(LLaDAConfig(**(SHAPE_TINY if tiny else SHAPE_8B)),
-                                      device, dtype)
-    return _MODEL["model"], (TINY_IDS if tiny else DiMOOIds())
-
-
-def _denoiser(model: Any, ids: Any, px: int, items: int, tiny: bool) -> tuple[Any, Any, Any]:
-    """A CFG denoiser for ``items`` prompts of varied lengths and a half-masked state."""
-    from ladr_core.dimoo import DiMOODenoiser, ImageLayout, build_prompt_batch, cond_text
-
-    layout = ImageLayout(4, 4) if tiny else ImageLayout(px // 16, px // 16)
-    lengths = dict(zip([f"p{i}" for i in range(items)], prompt_lengths(items, items), strict=True))
-
-    def encode(text: str) -> list[int]:
-        for name, n in lengths.items():
-            if text == cond_text(name):
-                return [(7 * i) % 16 for i in range(n)]
-        return [(5 * i) % 16 for i in range(COND_UNCOND[1])]
-
-    batch = build_prompt_batch(encode, ids, list(lengths), None, layout, True)
-    den = DiMOODenoiser(model, batch, ids, 4.0)
-    g = torch.Generator().manual_seed(0)
-    masked = torch.rand(items, layout.n_codes, generator=g) < 0.5
-    tokens = torch.randint(0, ids.codebook_size, (items, layout.n_codes), generator=g)
-    return den, tokens.to(den.device), masked.to(den.device)
-
-
-def rows_in_flight(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
-    """ms per full 8B denoiser call with B items in flight (varied prompt lengths)."""
-    model, ids = _model(device, tiny)
-    out = []
-    for px in ((64,) if tiny else (512, 1024)):
-        for items in ((1, 2) if tiny else (1, 2, 4, 8, 16) if px == 512 else (1, 2, 4, 8)):
-            den, tokens, masked = _denoiser(model, ids, px, items, tiny)
-            ms = timed(partial(den, tokens, masked), device, reps)
-            row = {"px": px, "items": items, "real_tokens": den.real_tokens,
-                   "ms_per_call": ms, "ms_per_item": ms / items}
-            out.append(row)
-            print("rows", row, flush=True)
-            del den
-    base = {r["px"]: r["ms_per_item"] for r in out if r["items"] == 1}
-    for r in out:
-        r["items_per_s_gain_vs_1"] = base[r["px"]] / r["ms_per_item"]
-    return out
-
-
-def compile_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
-    """One full call eager vs ``pipe.compile()``'s passes (inductor, default mode), B = 1."""
-    from ladr_core.dimoo import CompiledPasses
-
-    model, ids = _model(device, tiny)
-    out = []
-    for px in ((64,) if tiny else (512, 1024)):
-        den, tokens, masked = _denoiser(model, ids, px, 1, tiny)
-        eager = timed(partial(den, tokens, masked), device, reps)
-        den.forward_hook = CompiledPasses()
-        t0 = time.perf_counter()
-        den(tokens, masked)
-        sync_device(device)
-        first = time.perf_counter() - t0
-        compiled = timed(partial(den, tokens, masked), device, reps)
-        row = {"px": px, "eager_ms": eager, "compiled_ms": compiled,
-               "speedup": eager / compiled, "first_call_s": first}
-        out.append(row)
-        print("compile", row, flush=True)
-    return out
-
-
-PARTS = {"linears": linear_rows, "attention": attention_rows, "rows": rows_in_flight,
-         "compile": compile_rows}
+PARTS = {"linears": linear_rows, "attention": attention_rows}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -15,11 +15,11 @@ With ``--pipeline`` the same count is taken around a whole ``DiMOOPipeline.gener
 nano model (or the tests' tiny fixture while nano is absent): denoiser, CFG, ML-Cache and VQ
 decode included - informative, the target applies to the sampler loop.
 
-On a GPU (``--device cuda``) the same cases run on the GPU and each sync is counted by CUDA
-itself (``torch.cuda.set_sync_debug_mode``), the pipeline in bf16, also with fp8 weights and
-with blocks streamed from the CPU (low VRAM). The result goes to ``host_syncs_<gpu>.json``.
+On a GPU the same counts are taken by CUDA itself (``torch.cuda.set_sync_debug_mode``), for
+the sampler under every strategy and preset and for whole pipeline runs in every weight
+layout, by ``python -m benchmarks.gpu_check`` (section a).
 
-Run: ``python -m benchmarks.host_syncs [--pipeline] [--device cuda]``.
+Run: ``python -m benchmarks.host_syncs [--pipeline]``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from benchmarks.common import (
     device_slug,
     model_for_bench,
     print_table,
-    result_name,
     strategy_from,
     write_result,
 )
@@ -50,17 +49,12 @@ TARGET = 1.0
 
 
 def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
-               temperature: float, policy_name: str | None, with_callback: bool,
-               device: torch.device | None = None) -> dict[str, Any]:
-    """Run one sample() under a SyncCounter (on a GPU: CUDA's sync debug mode) and summarise
-    syncs per step."""
-    device = device or torch.device("cpu")
-    denoise = varied_denoiser(b, grid[0] * grid[1], k, device=device)
-    gens = [torch.Generator(device=device).manual_seed(i) for i in range(b)]
+               temperature: float, policy_name: str | None, with_callback: bool
+               ) -> dict[str, Any]:
+    """Run one sample() under a SyncCounter and summarise syncs per step."""
+    denoise = varied_denoiser(b, grid[0] * grid[1], k)
+    gens = [torch.Generator().manual_seed(i) for i in range(b)]
     policy = PRESETS[policy_name].policy if policy_name else None
-    if device.type == "cuda":
-        return cuda_case(denoise, gens, b, grid, steps, strategy, temperature, policy,
-                         policy_name, with_callback)
     marks: list[Counter] = []
     counter = SyncCounter()
 
@@ -86,31 +80,6 @@ def count_case(b: int, grid: tuple[int, int], k: int, steps: int, strategy: str,
     }
 
 
-def cuda_case(denoise: Any, gens: list[torch.Generator], b: int, grid: tuple[int, int],
-              steps: int, strategy: str, temperature: float, policy: Any,
-              policy_name: str | None, with_callback: bool) -> dict[str, Any]:
-    """``count_case`` on a GPU: the syncs CUDA reports over the whole run (no per-interval
-    split: the debug mode's warnings carry no step)."""
-    out: list[Any] = []
-    host_data = HostData()
-
-    def run() -> None:
-        with host_data:
-            out.append(sample(denoise, shape=(b, *grid), steps=steps,
-                              strategy=strategy_from(strategy, policy), temperature=temperature, generator=gens,
-                              callback=(lambda record: None) if with_callback else None))
-
-    total, sites = count_syncs(run, torch.device("cuda"))
-    res = out[0]
-    return {
-        "batch": b, "strategy": strategy, "policy": policy_name or "default",
-        "temperature": temperature, "callback": with_callback, "steps": res.steps,
-        "total_syncs": total, "per_step": total / res.steps, "first_interval": None,
-        "max_later_interval": None, "ops": sites, "host_data": host_data.count,
-        "meets_target": total / res.steps <= TARGET and host_data.count <= 1,
-    }
-
-
 PIPELINE_CACHES = {"": None, "official": ladr_core.MLCacheConfig(),
                    "ladr": ladr_core.MLCacheConfig.ladr()}
 
@@ -125,7 +94,7 @@ def pipeline_case(pipe: Any, label: str, steps: int, strategy: str,
         out.append(pipe.generate("a red circle", steps=steps, strategy=strategy, seed=0,
                                  cache=PIPELINE_CACHES[cache]))
 
-    total, ops = count_syncs(run, pipe.device)  # on a GPU, ops = the lines that synchronized
+    total, ops = count_syncs(run, pipe.device)
     res = out[0]
     beyond = total - sampler_reads(res.steps, steps)
     return {"model": label, "strategy": strategy, "ml_cache": cache, "steps": res.steps,
@@ -133,25 +102,16 @@ def pipeline_case(pipe: Any, label: str, steps: int, strategy: str,
             "beyond_steps": beyond, "meets_target": beyond <= 1, "ops": ops}
 
 
-# How the pipeline is loaded per memory layout (load_dimoo's keywords); a CPU run uses "float32".
-PIPELINE_LAYOUTS = {"float32": dict(dtype=torch.float32), "bf16": dict(dtype=torch.bfloat16),
-                    "fp8": dict(dtype=torch.bfloat16, weight_dtype="fp8_e4m3fn"),
-                    "low_vram": dict(dtype=torch.bfloat16, offload_blocks=True)}
-
-
-def pipeline_rows(steps: int, device: torch.device) -> list[dict[str, Any]]:
-    """Every strategy x cache through ``generate()``; on a GPU also fp8 and low-VRAM layouts."""
-    layouts = ("bf16", "fp8", "low_vram") if device.type == "cuda" else ("float32",)
+def pipeline_rows(steps: int) -> list[dict[str, Any]]:
+    """Every strategy x cache through ``generate()`` (float32, CPU)."""
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         folder, label = model_for_bench(Path(tmp))
-        for layout in layouts:
-            pipe = ladr_core.load_dimoo(folder, device=device, **PIPELINE_LAYOUTS[layout])
-            for strat in ("baseline", "ladr", "prophet"):
-                for cache in PIPELINE_CACHES:
-                    rows.append({**pipeline_case(pipe, label, steps, strat, cache),
-                                 "layout": layout})
-            del pipe
+        pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
+        for strat in ("baseline", "ladr", "prophet"):
+            for cache in PIPELINE_CACHES:
+                rows.append({**pipeline_case(pipe, label, steps, strat, cache),
+                             "layout": "float32"})
     return rows
 
 
@@ -159,26 +119,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--pipeline", action="store_true",
                         help="also count a whole generate() on the nano model")
-    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     args = parser.parse_args(argv)
     apply_threads(args)
-    device = torch.device(args.device)
+    device = torch.device("cpu")
     grid, k, steps = ((4, 4), 16, 6) if args.tiny else ((16, 16), 256, 16)
     rows = []
     for b in (1, 2):
         for temp in (1.0, 0.0):
             for strat in ("baseline", "ladr", "prophet"):
-                rows.append(count_case(b, grid, k, steps, strat, temp, None, True, device))
-    for b in (1, 2) if device.type == "cuda" else (2,):
-        for name in PRESETS:
-            rows.append(count_case(b, grid, k, steps, "ladr", 1.0, name, True, device))
+                rows.append(count_case(b, grid, k, steps, strat, temp, None, True))
+    for name in PRESETS:
+        rows.append(count_case(2, grid, k, steps, "ladr", 1.0, name, True))
     for strat in ("baseline", "ladr", "prophet"):
-        rows.append(count_case(2, grid, k, steps, strat, 1.0, None, False, device))
+        rows.append(count_case(2, grid, k, steps, strat, 1.0, None, False))
     print_table(f"host syncs per step, grid {grid}, K={k}, T={steps} (target <= {TARGET:g})",
                 [{c: r[c] for c in ("batch", "strategy", "policy", "temperature", "callback",
                                     "steps", "total_syncs", "per_step", "max_later_interval",
                                     "host_data", "meets_target")} for r in rows])
-    pipe_rows = pipeline_rows(steps, device) if args.pipeline else []
+    pipe_rows = pipeline_rows(steps) if args.pipeline else []
     if pipe_rows:
         print_table(f"host syncs, whole generate() on the {pipe_rows[0]['model']} model "
                     "(target: one per step + at most one more)",
@@ -189,7 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               "target_per_step": TARGET, "rows": rows,
               "all_meet_target": all(r["meets_target"] for r in rows),
               "pipeline_rows": pipe_rows}
-    print(f"wrote {write_result(result_name('host_syncs', device), result, args.out)}")
+    print(f"wrote {write_result('host_syncs', result, args.out)}")
     return result
 
 

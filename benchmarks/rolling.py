@@ -10,20 +10,15 @@ Reported per mode, measured side by side in one run: wall seconds, images per se
 ratio to ``single``, token-forwards and their ratio to the single runs' sum, and whether every
 image is identical to its single run (it must be, in float32).
 
-CPU (nano): ``python -m benchmarks.rolling --prompts 48`` -> rolling.json.
-GPU (8B-shaped random model, no weights needed): ``python -m benchmarks.rolling --device cuda
---size 512 1024 --in-flight 1 2 4 8 --prompts 16`` -> rolling_<gpu>.json. Random weights never
-let LADR stop early, so each item runs the `Replay` strategy: it unmasks its tokens evenly and
-finishes after the number of forwards drawn from the per-image NFE that LADR ``nano`` measured
-on nano (rolling.json, ``finish_nfe``), which is what makes a rolling batch pay off.
+CPU (nano): ``python -m benchmarks.rolling --prompts 48`` -> rolling.json. On a GPU, rolling
+batches of the 8B-shaped model are measured by ``python -m benchmarks.gpu_check`` (section c).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any
 
 import torch
 
@@ -37,8 +32,7 @@ from benchmarks.common import (
     write_result,
 )
 from ladr_core import LADR, Baseline, Prophet, sample
-from ladr_core.select import effective_time, no_phase
-from ladr_core.step import Commit, Needs, RunInfo, Stats, StepRule, Strategy
+from ladr_core.step import Strategy
 
 STRATEGIES = {"baseline-64": Baseline(), "ladr-nano": LADR.preset("nano"),
               "ladr-adaptive": LADR.preset("adaptive"), "prophet": Prophet()}
@@ -101,138 +95,14 @@ def _generators(pipe: Any, seed: int, first: int, count: int) -> list[torch.Gene
     return [item_generator(seed + first + i, pipe.device) for i in range(count)]
 
 
-# ---------------------------------------------------------------- the GPU replay
-@dataclass(frozen=True)
-class Replay(Strategy):
-    """Benchmark-only: item b unmasks its tokens evenly and finishes on its step
-    ``finish[b % len(finish)] - 1`` (its NFE drawn from a measured distribution), whatever the
-    logits say: random weights give a real model's cost per pass but not its stopping."""
-
-    name: ClassVar[str] = "replay-benchmark"
-    finish: tuple[int, ...] = (16,)
-    steps: int | None = 64
-
-    def needs(self) -> Needs:
-        return Needs(frozenset())
-
-    def begin(self, run: RunInfo) -> StepRule:
-        table = torch.tensor(self.finish, device=run.device)
-        return partial(_replay_step, run, table)
-
-
-def _replay_step(run: RunInfo, finish: torch.Tensor, step: torch.Tensor, masked: torch.Tensor,
-                 stats: Stats, noise: Any) -> Commit:
-    """Keep masked the first n * (1 - (step + 1) / f) of each item's masked tokens."""
-    item = run.item if run.item is not None else torch.arange(masked.shape[0],
-                                                               device=masked.device)
-    own = finish[item % finish.numel()]
-    left = (run.n * (1 - (step + 1).double() / own)).clamp_min(0).floor().long()
-    keep = masked & (masked.long().cumsum(dim=1) <= left[:, None])
-    t_eff = effective_time(masked, run)
-    return Commit(keep, stats.sampled, torch.zeros_like(masked), t_eff, no_phase(t_eff))
-
-
-def replay_modes(bench: Any, prompts: int, finish: tuple[int, ...], in_flight: list[int]
-                 ) -> list[dict[str, Any]]:
-    """The modes of `run_modes` on the 8B-shaped random model: every item runs `Replay`."""
-    from benchmarks.gpu import CFG, PROMPT
-    from ladr_core.dimoo import DiMOODenoiser, build_prompt_batch
-
-    strategy, lay = Replay(finish=finish), bench.layout
-
-    def denoiser(n: int) -> Any:
-        batch = build_prompt_batch(bench.encode, bench.ids, [PROMPT] * n, None, lay, True)
-        return DiMOODenoiser(bench.model, batch, bench.ids, CFG, None, None)
-
-    def run(n: int, width: int | None, stay: bool = False, first: int = 0) -> tuple[Any, Any]:
-        """Items first .. first + n - 1, each finishing as item (first + b) of the list."""
-        rule = strategy if n > 1 else Replay(finish=(finish[first % len(finish)],))
-        den = denoiser(n)
-        call = (lambda t, m, den=den: den(t, m)) if stay else den
-        gens = [torch.Generator(bench.device).manual_seed(first + i) for i in range(n)]
-        res = sample(call, (n, lay.h, lay.w), rule.steps, rule, generator=gens,
-                     device=bench.device, max_batch=width)
-        return res, den
-
-    run(min(prompts, 2), None)  # warm-up: kernels and allocator
-    sync_device(bench.device)
-    rows = []
-    t0, fwd, nfe = time.perf_counter(), 0, []
-    for i in range(prompts):
-        res, den = run(1, None, first=i)
-        fwd += den.stats.token_forwards
-        nfe += res.item_nfe
-    sync_device(bench.device)
-    rows.append({"mode": "single", "seconds": time.perf_counter() - t0, "token_forwards": fwd,
-                 "item_nfe": nfe})
-    modes: dict[str, Any] = {"batch-stay": None, "batch": None}
-    modes.update({f"rolling-{m}": m for m in in_flight if m < prompts})
-    for mode, width in modes.items():
-        t0 = time.perf_counter()
-        res, den = run(prompts, width, stay=mode == "batch-stay")
-        sync_device(bench.device)
-        rows.append({"mode": mode, "seconds": time.perf_counter() - t0,
-                     "token_forwards": den.stats.token_forwards, "item_nfe": res.item_nfe,
-                     "calls": res.nfe})
-    for row in rows:
-        row["images_per_s"] = prompts / row["seconds"]
-        row["speed_vs_single"] = ratio(rows[0]["seconds"], row["seconds"])
-        row["token_forwards_vs_single"] = ratio(row["token_forwards"], rows[0]["token_forwards"])
-    return rows
-
-
-def replay_main(args: Any) -> dict[str, Any]:
-    """The 8B-shaped model with random weights (``--tiny``: a small one, for the CPU smoke
-    test) at each ``--size``; items finish as LADR ``nano`` measured on nano (rolling.json)."""
-    import json
-
-    from benchmarks.common import device_slug, result_name
-    from benchmarks.gpu import Bench
-    from ladr_core.dimoo import ImageLayout
-
-    device = torch.device(args.device)
-    if device.type != "cuda" and not args.tiny:
-        raise SystemExit("rolling --device: the 8B-shaped run needs a CUDA device; use --tiny "
-                         "for the CPU smoke test")
-    measured = RESULTS_DIR / "rolling.json"
-    if args.tiny:
-        finish = (3, 5, 4, 2)
-    elif measured.is_file():
-        finish = tuple(json.loads(measured.read_text())["finish_nfe"])
-    else:
-        raise SystemExit(f"{measured} is missing: run the CPU benchmark first "
-                         "(python -m benchmarks.rolling), it measures the finishing steps")
-    bench = Bench(args.tiny, device)
-    result: dict[str, Any] = {"device": device_slug(device), "tiny": args.tiny,
-                              "dtype": str(bench.dtype), "prompts": args.prompts,
-                              "finish_nfe": list(finish), "sizes": {}}
-    for size in args.size:
-        grid = max(2, size // 16) if not args.tiny else max(2, size // 64)
-        bench.layout = ImageLayout(grid, grid)
-        rows = replay_modes(bench, args.prompts, finish, args.in_flight)
-        result["sizes"][str(size)] = rows
-        print_table(f"replay {size} px, {args.prompts} prompts", [
-            {k: v for k, v in r.items() if k != "item_nfe"} for r in rows])
-    name = "rolling_tiny" if args.tiny else result_name("rolling", device)  # tiny: a smoke run
-    print("wrote", write_result(name, result, args.out))
-    return result
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--prompts", type=int, default=48)
     parser.add_argument("--in-flight", type=int, nargs="+", default=[4, 8, 16])
     parser.add_argument("--strategies", nargs="+", default=list(STRATEGIES),
                         choices=list(STRATEGIES))
-    parser.add_argument("--device", default=None,
-                        help="cuda: the 8B-shaped replay run (module docstring); default: nano "
-                             "on the CPU")
-    parser.add_argument("--size", type=int, nargs="+", default=[512, 1024],
-                        help="image sizes of the replay run")
     args = parser.parse_args(argv)
     apply_threads(args)
-    if args.device:
-        return replay_main(args)
     import ladr_core
     from benchmarks.common import model_for_bench
     from testbed import scenes
@@ -249,8 +119,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             {k: v for k, v in r.items() if k != "item_nfe"} for r in rows])
     nano = result["rows"].get("ladr-nano")
     if nano:
-        result["finish_nfe"] = nano[0]["item_nfe"]  # LADR nano's per-image NFE, for the GPU
-    print("wrote", write_result("rolling_tiny" if args.tiny else "rolling", result, args.out))
+        result["finish_nfe"] = nano[0]["item_nfe"]  # LADR nano's per-image NFE
+    if not args.tiny or args.out != RESULTS_DIR:  # a tiny run: only to an explicit --out
+        print("wrote", write_result("rolling", result, args.out))
     return result
 
 

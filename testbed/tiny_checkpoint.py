@@ -4,7 +4,9 @@ the tests and the benchmarks that need a checkpoint without the nano model.
 Layout: config.json (model_type "llada", explicit DiMOO id keys over a compact vocab, plus an
 ``auto_map`` pointing at a booby-trapped .py), two safetensors shards + model.safetensors.index.json
 with official parameter names, tokenizer.json / tokenizer_config.json carrying DiMOO's special
-tokens, and ``vqvae/`` saved by diffusers ``VQModel.save_pretrained`` (VQ factor 4, 32 codes).
+tokens, and ``vqvae/`` saved by diffusers ``VQModel.save_pretrained`` (VQ factor 4, 32 codes);
+with ``vq=False`` only ``vqvae/config.json`` (the VQ factor, for a machine without diffusers that
+samples tokens only).
 """
 
 from __future__ import annotations
@@ -75,8 +77,18 @@ def write_vqvae(folder: Path, seed: int) -> None:
     vq.save_pretrained(str(folder / "vqvae"), safe_serialization=True)
 
 
-def write_tiny_checkpoint(folder: Path, seed: int = 0, shards: int = 2) -> Path:
-    """Write the tiny checkpoint into ``folder`` (created) and return it."""
+def write_vq_config(folder: Path) -> None:
+    """``vqvae/config.json`` alone: what ``write_vqvae`` would write about the shape (VQ factor
+    4, 32 codes), no weights."""
+    (folder / "vqvae").mkdir(parents=True, exist_ok=True)
+    (folder / "vqvae" / "config.json").write_text(json.dumps({
+        "_class_name": "VQModel", "block_out_channels": [8, 8, 8],
+        "num_vq_embeddings": CODEBOOK, "latent_channels": 4, "lookup_from_codebook": True}))
+
+
+def write_tiny_checkpoint(folder: Path, seed: int = 0, shards: int = 2, vq: bool = True) -> Path:
+    """Write the tiny checkpoint into ``folder`` (created) and return it (``vq=False``: the VQ's
+    config only, no diffusers needed)."""
     folder.mkdir(parents=True, exist_ok=True)
     vocab, ids, vocab_size = tiny_vocab()
     cfg = tiny_config(vocab_size)
@@ -100,5 +112,8 @@ def write_tiny_checkpoint(folder: Path, seed: int = 0, shards: int = 2) -> Path:
     for evil in ("modeling_evil.py", "tokenization_evil.py", "__init__.py"):
         (folder / evil).write_text(EVIL_PY)
     write_tokenizer(folder, vocab)
-    write_vqvae(folder, seed)
+    if vq:
+        write_vqvae(folder, seed)
+    else:
+        write_vq_config(folder)
     return folder

@@ -1,9 +1,11 @@
-"""Random-weight LLaDA models in the memory layouts a user can pick, for benchmarks/gpu.py.
+"""LLaDA models in the memory layouts a user can pick, for benchmarks/gpu_check.
 
 The loader builds these layouts from a checkpoint (``load_dimoo(weight_dtype=...,
 offload_blocks=...)``, a converted folder or a GGUF file); a benchmark of an 8B-shaped model has
 no checkpoint, so this module builds the same layouts from random N(0, 0.02) weights, one
-matrix at a time (quantized in row chunks), never holding a bf16 copy of the model:
+matrix at a time (quantized in row chunks), never holding a bf16 copy of the model. Given a
+``source`` (a float model's state dict, e.g. DiMOO-nano's), every weight comes from it instead,
+quantized from its float32 values, so the quantized bytes do not depend on the compute dtype:
 
 * ``"fp8"``: the seven block linears stored in ``float8_e4m3fn`` with float32 per-output-channel
   scales (fp8.py), everything else in ``dtype``, all on ``device``;
@@ -18,6 +20,7 @@ matrix at a time (quantized in row chunks), never holding a bf16 copy of the mod
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -41,31 +44,39 @@ def _meta_model(config: LLaDAConfig, dtype: torch.dtype, operations: Any = None)
         torch.set_default_dtype(previous)
 
 
-def _fill(model: LLaDAModel, generator: torch.Generator) -> None:
-    """Norms to 1, every other floating parameter N(0, 0.02); fp8 weights are left alone."""
+Source = Mapping[str, torch.Tensor] | None  # parameter name -> float weight (None = random)
+
+
+def _fill(model: LLaDAModel, generator: torch.Generator, source: Source = None) -> None:
+    """Norms to 1, every other floating parameter N(0, 0.02) (or ``source``'s values); fp8
+    weights are left alone."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if not p.dtype.is_floating_point or p.dtype.itemsize == 1:
                 continue
-            if "norm" in name or "ln_f" in name:
+            if source is not None:
+                p.copy_(source[name])
+            elif "norm" in name or "ln_f" in name:
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 0.02, generator=generator)
 
 
 def _quantize_blocks(model: LLaDAModel, fp8: torch.dtype, dtype: torch.dtype,
-                     generator: torch.Generator) -> None:
-    """Each scaled block linear gets a random weight, made and quantized one matrix at a time."""
+                     generator: torch.Generator, source: Source = None) -> None:
+    """Each scaled block linear gets a random (or ``source``) weight, made and quantized one
+    matrix at a time."""
     with torch.no_grad():
-        for block in model.model.transformer.blocks:
-            for module in block.children():
-                if not hasattr(module, "weight_scale"):
-                    continue
-                w = torch.empty(module.weight.shape, dtype=dtype, device=module.weight_scale.device)
-                q, scale = fp8_weights.quantize(w.normal_(0.0, 0.02, generator=generator), fp8)
-                del w
-                module.weight = torch.nn.Parameter(q, requires_grad=False)
-                module.weight_scale.copy_(scale)
+        for name, module in model.named_modules():
+            if not hasattr(module, "weight_scale"):
+                continue
+            shape = tuple(module.weight.shape)
+            w = _weight(source, name + ".weight", shape, dtype, module.weight_scale.device,
+                        generator, slice(0, shape[0]))
+            q, scale = fp8_weights.quantize(w, fp8)
+            del w
+            module.weight = torch.nn.Parameter(q, requires_grad=False)
+            module.weight_scale.copy_(scale)
 
 
 def _random_rows(shape: tuple[int, ...], dtype: torch.dtype, device: torch.device,
@@ -75,21 +86,30 @@ def _random_rows(shape: tuple[int, ...], dtype: torch.dtype, device: torch.devic
         0.0, 0.02, generator=generator)
 
 
+def _weight(source: Source, name: str, shape: tuple[int, ...], dtype: torch.dtype,
+            device: torch.device, generator: torch.Generator, rows: slice) -> torch.Tensor:
+    """Rows ``rows`` of weight ``name``: random in ``dtype``, or ``source``'s in float32."""
+    if source is None:
+        return _random_rows(shape, dtype, device, generator, rows)
+    return source[name][rows].to(device=device, dtype=torch.float32)
+
+
 def _chunks(shape: tuple[int, ...]) -> list[slice]:
     step = max(1, CHUNK // max(1, shape[1]))
     return [slice(i, min(i + step, shape[0])) for i in range(0, shape[0], step)]
 
 
 def _comfy_blocks(model: LLaDAModel, fmt: str, dtype: torch.dtype, device: torch.device,
-                  generator: torch.Generator) -> None:
+                  generator: torch.Generator, source: Source = None) -> None:
     """Each block linear quantized to ``fmt`` (quant.quantize_layer), one matrix at a time."""
 
     with torch.no_grad():
-        for block in model.model.transformer.blocks:
+        for i, block in enumerate(model.model.transformer.blocks):
             for attr in fp8_weights.BLOCK_LINEARS:
                 module = getattr(block, attr)
                 shape = (module.out_features, module.in_features)
-                w = _random_rows(shape, dtype, device, generator, slice(0, shape[0]))
+                w = _weight(source, f"model.transformer.blocks.{i}.{attr}.weight", shape, dtype,
+                            device, generator, slice(0, shape[0]))
                 parts = quant.quantize_layer(w, fmt)
                 del w
                 module.quant_format = fmt
@@ -98,7 +118,7 @@ def _comfy_blocks(model: LLaDAModel, fmt: str, dtype: torch.dtype, device: torch
 
 
 def _gguf_layers(model: LLaDAModel, recipe: str, dtype: torch.dtype, device: torch.device,
-                 generator: torch.Generator) -> None:
+                 generator: torch.Generator, source: Source = None) -> None:
     """Every linear / embedding quantized by ``recipe``'s type for its name, in row chunks."""
     from ladr_core.dimoo import ggml, tensor_type
 
@@ -109,14 +129,15 @@ def _gguf_layers(model: LLaDAModel, recipe: str, dtype: torch.dtype, device: tor
                 continue
             shape = tuple(module.weight.shape)
             kind, flat = tensor_type(recipe, name + ".weight", list(shape), n_layers)
+            key = f"model.transformer.{name}.weight"
             if flat:  # rows narrower than a super-block (tiny shapes): blocks laid flat
-                w = _random_rows(shape, dtype, device, generator, slice(0, shape[0]))
+                w = _weight(source, key, shape, dtype, device, generator, slice(0, shape[0]))
                 raw = ggml.quantize(w.reshape(-1, ggml.QK), kind)
             else:
                 raw = torch.empty((shape[0], ggml.row_bytes(kind, shape[1])),
                                   dtype=torch.uint8, device=device)
                 for rows in _chunks(shape):
-                    w = _random_rows(shape, dtype, device, generator, rows)
+                    w = _weight(source, key, shape, dtype, device, generator, rows)
                     raw[rows] = ggml.quantize(w, kind)
             del w
             module.weight = torch.nn.Parameter(raw, requires_grad=False)
@@ -124,7 +145,7 @@ def _gguf_layers(model: LLaDAModel, recipe: str, dtype: torch.dtype, device: tor
 
 
 def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype: torch.dtype,
-                     seed: int) -> LLaDAModel:
+                     seed: int, source: Source = None) -> LLaDAModel:
     """The comfy / GGUF modes: meta model of the right classes, then each weight made once."""
     generator = torch.Generator(device=device).manual_seed(seed)
     if mode in ("comfy_fp8", "int8"):
@@ -133,16 +154,17 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
             owner = model.get_submodule(name.rsplit(".", 1)[0])
             setattr(owner, name.rsplit(".", 1)[1], torch.nn.Parameter(
                 torch.empty(p.shape, dtype=dtype, device=device), requires_grad=False))
-        _fill(model, generator)
+        _fill(model, generator, source)
         fmt = "float8_e4m3fn" if mode == "comfy_fp8" else "int8_tensorwise"
         if fmt.startswith("float8"):
             fp8_weights.check_fp8_support("fp8_e4m3fn", device, dtype)
-        _comfy_blocks(model, fmt, dtype, device, generator)
+        _comfy_blocks(model, fmt, dtype, device, generator, source)
         head = model.model.transformer.ff_out
-        if head.weight is None:  # the head is a plain QuantLinear: random bf16 rows
-            head.weight = torch.nn.Parameter(_random_rows(
-                (head.out_features, head.in_features), dtype, device, generator,
-                slice(0, head.out_features)), requires_grad=False)
+        if head.weight is None:  # the head is a plain QuantLinear: random (source) rows
+            shape = (head.out_features, head.in_features)
+            head.weight = torch.nn.Parameter(_weight(
+                source, "model.transformer.ff_out.weight", shape, dtype, device, generator,
+                slice(0, shape[0])).to(dtype), requires_grad=False)
     else:
         from ladr_core.dimoo import gguf_ops
 
@@ -150,25 +172,29 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
         for name, p in list(model.named_parameters()):
             if "norm" in name or "ln_f" in name:
                 owner = model.get_submodule(name.rsplit(".", 1)[0])
-                owner.weight = torch.nn.Parameter(torch.ones(p.shape, dtype=dtype,
-                                                             device=device), requires_grad=False)
-        _gguf_layers(model, "Q8_0" if mode == "q8_0" else "Q4_K_M", dtype, device, generator)
+                norm = (torch.ones(p.shape, dtype=dtype, device=device) if source is None
+                        else source[name].to(device=device, dtype=dtype))
+                owner.weight = torch.nn.Parameter(norm, requires_grad=False)
+        _gguf_layers(model, "Q8_0" if mode == "q8_0" else "Q4_K_M", dtype, device, generator,
+                     source)
     model.device = device
     return model.eval().requires_grad_(False)
 
 
 def build_variant(config: LLaDAConfig, device: torch.device | str, mode: str,
-                  dtype: torch.dtype = torch.bfloat16, seed: int = 0) -> LLaDAModel:
+                  dtype: torch.dtype = torch.bfloat16, seed: int = 0,
+                  source: Source = None) -> LLaDAModel:
     """A random-weight ``LLaDAModel`` in layout ``mode`` (VARIANTS), in eval mode.
 
-    dtype: the compute dtype (and storage dtype of what is not quantized). Raises ValueError
+    dtype: the compute dtype (and storage dtype of what is not quantized). source: a float
+    model's state dict (official names) whose values replace the random ones. Raises ValueError
     for an unknown mode and RuntimeError when the device cannot hold fp8 (fp8.check_fp8_support).
     """
     if mode not in VARIANTS:
         raise ValueError(f"mode must be one of {list(VARIANTS)}; got {mode!r}")
     device = torch.device(device)
     if mode not in ("fp8", "low_vram"):
-        return _build_quantized(config, device, mode, dtype, seed)
+        return _build_quantized(config, device, mode, dtype, seed, source)
     model = _meta_model(config, dtype)
     home = torch.device("cpu") if mode == "low_vram" else device
     fp8 = None
@@ -182,9 +208,9 @@ def build_variant(config: LLaDAConfig, device: torch.device | str, mode: str,
                     requires_grad=False)
     model.to_empty(device=home)
     generator = torch.Generator(device=home).manual_seed(seed)
-    _fill(model, generator)
+    _fill(model, generator, source)
     if fp8 is not None:
-        _quantize_blocks(model, fp8, dtype, generator)
+        _quantize_blocks(model, fp8, dtype, generator, source)
     if mode == "low_vram":
         stream_blocks(model, device)
     return model.eval().requires_grad_(False)

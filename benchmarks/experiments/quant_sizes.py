@@ -3,7 +3,7 @@
     python -m benchmarks.experiments.quant_sizes [--json benchmarks/results/quant_sizes.json]
 
 Counts every tensor of LLaDA-8B's shapes (d_model 4096, 32 layers, MLP 12288, vocabulary
-134656; benchmarks/gpu.py's SHAPE_8B) in the format each converter writes: bf16; the pack's fp8
+134656; benchmarks/gpu_check/models.py's SHAPE_8B) in the format each converter writes: bf16; the pack's fp8
 (block linears fp8 + a float32 scale per output row, the rest bf16); ComfyUI fp8 (block
 linears fp8 + two float32 scalars) and int8 (+ a float32 scale per output row); GGUF Q8_0,
 Q5_K_M and Q4_K_M with gguf_write.py's per-tensor types (bytes per row from ggml.py). The

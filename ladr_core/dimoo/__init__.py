@@ -45,7 +45,11 @@ _EXPORTS: dict[str, str] = {
     # weights/
     "CheckpointError": ".weights.files",
     "read_config": ".weights.files",
+    "read_json": ".weights.files",
+    "load_tokenizer": ".weights.files",
+    "LoadedCheckpoint": ".weights.files",
     "load_checkpoint": ".weights.checkpoint",
+    "load_transformer": ".weights.checkpoint",
     "is_quantized_folder": ".weights.quant_load",
     "check_format_support": ".weights.quant_load",
     "load_quantized_transformer": ".weights.quant_load",

@@ -2,7 +2,7 @@
 
 Counted with benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
 (made outside the count: laying out the prompt rows is host work). On a GPU the same limit is
-measured with torch.cuda.set_sync_debug_mode by benchmarks/gpu.py.
+counted by CUDA (torch.cuda.set_sync_debug_mode) by benchmarks/gpu_check, section a.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""benchmarks/gpu.py's fp8 and low-VRAM rows: random-weight models in the loader's layouts."""
+"""testbed.variants: models in the loader's layouts (random weights for benchmarks/gpu_check's
+8B shape; a checkpoint's own weights for its GPU-against-CPU checks)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48,
 
 
 def _config() -> LLaDAConfig:
-    return LLaDAConfig(**TINY)  # as benchmarks/gpu.py builds its shapes
+    return LLaDAConfig(**TINY)
 
 
 def test_fp8_variant_stores_block_linears_in_fp8_and_runs() -> None:
@@ -70,3 +71,28 @@ def test_quantized_variants_store_their_format_and_run(mode: str, stored: torch.
         logits = model(ids)
     assert logits.shape == (2, 10, 96) and torch.isfinite(logits).all()
     assert float(logits.std()) > 0  # random weights, not zeros
+
+
+@pytest.mark.parametrize("mode", ["fp8", "low_vram", "comfy_fp8", "int8", "q8_0", "q4_k_m"])
+def test_a_variant_from_a_source_holds_its_weights_whatever_the_compute_dtype(mode: str) -> None:
+    """Built from a model's state dict, a layout quantizes those float32 values (not random
+    ones): the same stored bytes in float32 and in bf16 compute, and logits nearer the
+    source's than those of the layout with random weights."""
+    source = build_variant(LLaDAConfig(**WIDE), "cpu", "low_vram", dtype=torch.float32, seed=5)
+    from ladr_core.dimoo import unstream_blocks
+
+    unstream_blocks(source)
+    state = source.state_dict()
+    f32 = build_variant(LLaDAConfig(**WIDE), "cpu", mode, dtype=torch.float32, source=state)
+    b16 = build_variant(LLaDAConfig(**WIDE), "cpu", mode, dtype=torch.bfloat16, source=state)
+    q32 = f32.model.transformer.blocks[0].q_proj.weight
+    q16 = b16.model.transformer.blocks[0].q_proj.weight
+    if q32.dtype in (torch.float32, torch.bfloat16):  # not quantized (the streamed layout)
+        assert torch.equal(q32, state["model.transformer.blocks.0.q_proj.weight"])
+    else:
+        assert q32.dtype == q16.dtype and torch.equal(q32.view(torch.uint8), q16.view(torch.uint8))
+    other = build_variant(LLaDAConfig(**WIDE), "cpu", mode, dtype=torch.float32, seed=6)
+    ids = torch.randint(0, 96, (1, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want, got, random = source(ids), f32(ids), other(ids)
+    assert float((got - want).abs().mean()) < 0.5 * float((random - want).abs().mean())

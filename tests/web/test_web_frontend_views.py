@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from ladr_core.dimoo.painting import token_mask
 from support.browser import require_browser
 from test_comfyui_integration import NANO_READY, http, server  # noqa: F401 - fixture
 
+from ladr_core.dimoo import token_mask
 from workflows.template_extras import TEMPLATE_FILES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,262 @@
+"""``python -m benchmarks.gpu_check``: every GPU path checked and every GPU figure measured, in
+one command that fits a short GPU slot (docs/reports/GPU.md says what each section does).
+
+    a  correctness   the device against the CPU in float32 (correctness.py)
+    b  speed         ms per call and peak memory per weight layout, 8B shape (speed.py)
+    c  per_image     seconds per image and rolling batches, 8B shape (per_image.py)
+    d  calibration   a calibration's cost at 512 px, 16 prompts (calibration.py)
+
+Options: ``--budget-minutes`` (default 9: one H100, the model builds included); ``--json PATH``
+(default benchmarks/results/gpu_check_<device>.json); ``--sections a,b,...``; ``--device
+cuda|cpu``; ``--smoke`` (tiny shapes on any device, no timing claims: what CI runs);
+``--docs`` (only rewrite the generated parts of the documents from the committed JSON, or
+the one ``--json`` names; with ``--check``: exit 1 when they differ, writing nothing);
+``--vq-config PATH`` (a Lumina-DiMOO vqvae/config.json, for the VQ decode row). A bad option
+is one line naming it and the fix, exit status 2, before anything runs. Each section is timed
+and written to the JSON as it ends; a section the budget cannot fit is listed as not
+measured, and one that overruns the budget by GRACE_S is stopped (recorded as an error). A full GPU run rewrites the documents' generated parts (docs.py). Exit status 1
+when a check failed or a section raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from benchmarks.common import RESULTS_DIR, _json_safe, device_slug, env_info
+
+from .budget import PRIOR_S, SECTIONS, Clock, estimates, probe
+from .render import COMMAND
+
+__all__ = ["NAMES", "main", "parse"]
+
+NAMES = {"a": "correctness", "b": "speed", "c": "per_image", "d": "calibration"}
+GRACE_S = 20.0  # past the budget by this much, the running section is stopped
+
+
+class OverBudget(BaseException):
+    """Raised by the alarm when a section overruns the budget by GRACE_S (a BaseException, so
+    no ``except Exception`` inside a section keeps it running)."""
+
+
+def _arm(seconds: float) -> None:
+    """Raise OverBudget in ``seconds`` (0: disarm); a no-op where there is no SIGALRM."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise OverBudget
+
+    signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, max(0.0, seconds))
+
+
+def _fail(message: str) -> None:
+    print(f"gpu_check: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _sections(text: str) -> list[str]:
+    by_name = {v: k for k, v in NAMES.items()}
+    chosen = []
+    for part in (p.strip() for p in text.split(",")):
+        key = by_name.get(part, part)
+        if key not in NAMES:
+            _fail(f"--sections: {part!r} is not a section; give a comma-separated list of "
+                  + ", ".join(f"{k} ({v})" for k, v in NAMES.items()))
+        chosen.append(key)
+    return [s for s in SECTIONS if s in chosen]
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options, each checked before any work (module docstring); exits 2 on a bad one."""
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check",
+                                 description=__doc__.splitlines()[0])
+    ap.add_argument("--budget-minutes", type=float, default=9.0)
+    ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--sections", default="a,b,c,d")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--docs", action="store_true")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--vq-config", type=Path, default=None)
+    args = ap.parse_args(argv)
+    args.sections = _sections(args.sections)
+    if args.check and not args.docs:
+        _fail("--check: only with --docs (is every generated part as the JSON says?)")
+    if args.docs:
+        return args
+    if args.device not in ("cuda", "cpu"):
+        _fail(f"--device {args.device!r}: give cuda (a GPU run) or cpu (with --smoke)")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        _fail(f"--device cuda: torch {torch.__version__} sees no CUDA GPU here; run it on a GPU "
+              "machine, or use --smoke --device cpu")
+    if args.device == "cpu" and not args.smoke:
+        _fail("--device cpu: the checks and figures need a GPU; add --smoke for the CPU run on "
+              "tiny shapes (no timing claims)")
+    kind = "cpu" if args.smoke and args.device == "cpu" else "cuda"
+    smallest = min(args.sections, key=lambda s: PRIOR_S[kind][s])
+    need = PRIOR_S[kind][smallest]
+    if not (math.isfinite(args.budget_minutes) and args.budget_minutes * 60 >= need):
+        _fail(f"--budget-minutes {args.budget_minutes:g}: below the smallest selected section "
+              f"({smallest} {NAMES[smallest]}, about {need / 60:.2g} min"
+              f"{' on a small CPU' if kind == 'cpu' else ' on one H100'}); give at least "
+              f"{math.ceil(need / 60)}")
+    if args.vq_config is not None and not args.vq_config.is_file():
+        _fail(f"--vq-config {args.vq_config}: no such file; give a Lumina-DiMOO "
+              "vqvae/config.json or leave the option out")
+    return args
+
+
+def _driver() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout else None
+
+
+def default_json(device: torch.device, smoke: bool) -> Path:
+    return RESULTS_DIR / f"gpu_check_{device_slug(device)}{'_smoke' if smoke else ''}.json"
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_json_safe(doc), indent=1) + "\n")
+    tmp.replace(path)
+
+
+def _run_section(key: str, device: torch.device, smoke: bool, left: Any,
+                 est: dict[str, Any], chosen: list[str], vq_config: Path | None) -> dict[str, Any]:
+    from .calibration import section_d
+    from .correctness import section_a
+    from .per_image import section_c
+    from .speed import section_b
+
+    later = sum(est[s] for s in chosen if s > key)
+    deadline = lambda: left() - later  # noqa: E731 - seconds this section may still use
+    if key == "a":
+        return section_a(device, smoke, deadline)
+    if key == "b":
+        return section_b(device, smoke, deadline, est["layout_s"], vq_config)
+    if key == "c":
+        return section_c(device, smoke, deadline, est["rolling_mode_s"])
+    return section_d(device, smoke, deadline)
+
+
+def _compiled(device: torch.device, smoke: bool, clock: Clock, est: dict[str, Any]
+              ) -> dict[str, Any]:
+    """Section b's compiled shapes, last, in the time left (speed.compiled_section)."""
+    from .speed import compiled_section
+
+    start = time.perf_counter()
+    try:
+        out = compiled_section(device, smoke, clock.left, est["compile_s"])
+    except OverBudget:
+        out = {"status": "error", "error": f"stopped: over the budget by {GRACE_S:.0f} s"}
+    out["seconds"] = time.perf_counter() - start
+    return out
+
+
+def _failures(doc: dict[str, Any]) -> int:
+    bad = sum(1 for s in doc["sections"].values() if s["status"] == "error")
+    bad += doc["sections"]["b"].get("compiled", {}).get("status") == "error"
+    summary = doc["sections"].get("a", {}).get("summary", {})
+    return bad + summary.get("failed", 0) + summary.get("error", 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.docs:
+        from .docs import update_docs
+
+        stale = update_docs(args.json, write=not args.check)
+        for file in stale:
+            print(f"gpu_check: {'stale' if args.check else 'rewrote'}: the generated parts of "
+                  f"{file}" + (f" (run {COMMAND} --docs)" if args.check else ""))
+        return 1 if args.check and stale else 0
+    clock = Clock(args.budget_minutes * 60)
+    device = torch.device(args.device)
+    kind = "cpu" if device.type == "cpu" else "cuda"
+    path = args.json or default_json(device, args.smoke)
+    env = env_info()
+    doc: dict[str, Any] = {
+        "benchmark": "gpu_check", "env": env, "device": device_slug(device),
+        "device_name": torch.cuda.get_device_name(device) if kind == "cuda" else "cpu",
+        "driver": _driver() if kind == "cuda" else None, "cuda": torch.version.cuda,
+        "torch": torch.__version__, "commit": env["git_commit"], "smoke": args.smoke,
+        "budget_s": clock.budget_s, "sections": {}}
+    print(f"gpu_check: {doc['device_name']}, torch {torch.__version__}, budget "
+          f"{clock.budget_s:.0f} s, sections {','.join(args.sections)}", flush=True)
+    try:
+        doc["probe"] = probe(device, args.smoke)
+        est = estimates(doc["probe"], kind, args.smoke)
+    except Exception as exc:  # noqa: BLE001 - plan with the written-down estimates instead
+        doc["probe"] = {"error": f"{type(exc).__name__}: {exc}"[:600]}
+        est = {**PRIOR_S[kind], "layout_s": 30.0, "compile_s": 90.0, "rolling_mode_s": 20.0}
+    doc["estimates_s"] = est
+    doc["probe"]["seconds"] = clock.elapsed()
+    _arm(clock.left() + GRACE_S)
+    for key in SECTIONS:
+        entry: dict[str, Any] = {"name": NAMES[key], "estimate_s": est[key]}
+        doc["sections"][key] = entry
+        if key not in args.sections:
+            entry["status"] = "not selected (--sections)"
+            continue
+        if est[key] > clock.left():
+            entry["status"] = (f"not measured: budget (estimated {est[key]:.0f} s, "
+                               f"{clock.left():.0f} s left)")
+            print(f"gpu_check: {key} {NAMES[key]}: {entry['status']}", flush=True)
+            continue
+        start = time.perf_counter()
+        print(f"gpu_check: {key} {NAMES[key]} (estimated {est[key]:.0f} s)", flush=True)
+        try:
+            entry.update(_run_section(key, device, args.smoke, clock.left, est, args.sections,
+                                      args.vq_config))
+            entry["status"] = "measured"
+        except OverBudget:
+            entry.update({"status": "error", "error": f"stopped: over the budget by {GRACE_S:.0f} s",
+                          "traceback": traceback.format_exc()[-3000:]})
+        except Exception as exc:  # noqa: BLE001 - recorded; the other sections still run
+            entry.update({"status": "error", "error": f"{type(exc).__name__}: {exc}",
+                          "traceback": traceback.format_exc()[-3000:]})
+        entry["seconds"] = time.perf_counter() - start
+        print(f"gpu_check: {key} {NAMES[key]}: {entry['status']} in {entry['seconds']:.0f} s",
+              flush=True)
+        doc["seconds"] = clock.elapsed()
+        _write(path, doc)
+    b = doc["sections"]["b"]
+    if b.get("status") == "measured":
+        _arm(clock.left())  # optional work: stopped at the budget itself
+        b["compiled"] = _compiled(device, args.smoke, clock, est)
+        print(f"gpu_check: b compiled: {b['compiled'].get('seconds', 0):.0f} s", flush=True)
+    _arm(0)
+    doc["seconds"] = clock.elapsed()
+    _write(path, doc)
+    print(f"gpu_check: wrote {path} ({doc['seconds']:.0f} s)", flush=True)
+    if kind == "cuda" and not args.smoke and os.environ.get("GPU_CHECK_NO_DOCS") != "1":
+        from .docs import update_docs
+
+        try:
+            update_docs(path)
+        except (OSError, ValueError) as exc:  # the JSON is written; --docs redoes this
+            print(f"gpu_check: the documents were not rewritten ({exc})", flush=True)
+    failures = _failures(doc)
+    if failures:
+        print(f"gpu_check: {failures} failed check(s) or section error(s): see {path}",
+              flush=True)
+    return 1 if failures else 0
