@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import strategy_from  # noqa: E402
+from benchmarks.common import env_info, strategy_from  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
     AdaptiveRescue,
@@ -402,8 +402,8 @@ def main(argv: list[str] | None = None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_samples(results, captions, out.with_name(out.stem + "_samples.png"))
     clean = {k: {kk: vv for kk, vv in v.items() if kk != "_images"} for k, v in results.items()}
-    out.write_text(json.dumps({"meta": meta, "strategies": clean, "compare": compare},
-                              indent=1) + "\n")
+    out.write_text(json.dumps({"meta": meta, "env": env_info(), "strategies": clean,
+                               "compare": compare}, indent=1) + "\n")
     out.with_suffix(".md").write_text(markdown(results, compare, meta))
     plot(results, out.with_suffix(".png"))
     print(markdown(results, compare, meta))
