@@ -31,3 +31,13 @@ def dimoo_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from testbed.tiny_checkpoint import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("dimoo") / "Lumina-DiMOO")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    """A real ComfyUI server with this pack, one per test module (support/comfy_server.py);
+    yields (port, base directory)."""
+    from support.comfy_server import started_server
+
+    with started_server(tmp_path_factory.mktemp("comfy")) as running:
+        yield running

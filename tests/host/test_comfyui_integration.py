@@ -14,146 +14,18 @@ keeps running, and Cancel mid-run followed by a run identical to a fresh one.
 
 from __future__ import annotations
 
-import base64
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
-import uuid
-from pathlib import Path
 
 import pytest
+from support import ROOT
+from support.comfy_server import COMFY, NANO_READY, api_workflow, http, run_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
-COMFY = os.environ.get("COMFYUI_PATH")
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
-NANO_READY = (ROOT / "ladr_core" / "assets" / "dimoo_nano" / "config.json").is_file()
 OURS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
         "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_Calibrate", "LADR_PaintOptions",
         "LADR_DiMOOEdit", "LADR_DiMOOVQEncode"]
-
-
-class WS:
-    """Minimal RFC 6455 client for ComfyUI's /ws (text frames parsed, binary previews skipped)."""
-
-    def __init__(self, port: int, client_id: str) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall((f"GET /ws?clientId={client_id} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                           f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: "
-                           f"{key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += self.sock.recv(1)
-        assert b" 101 " in head.split(b"\r\n")[0], head
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("websocket closed")
-            buf += chunk
-        return buf
-
-    def recv(self) -> dict | None:
-        b0, b1 = self._read(2)
-        n = b1 & 0x7F
-        if n == 126:
-            n = int.from_bytes(self._read(2), "big")
-        elif n == 127:
-            n = int.from_bytes(self._read(8), "big")
-        data = self._read(n)
-        if b0 & 0x0F == 1:
-            return json.loads(data)
-        return _binary_preview(data) if b0 & 0x0F == 2 else None
-
-    def until_done(self, prompt_id: str, on_msg=None) -> list[dict]:
-        msgs: list[dict] = []
-        while True:
-            m = self.recv()
-            if m is None:  # a binary frame that is not a preview (e.g. text)
-                msgs.append({"type": "binary"})
-                continue
-            msgs.append(m)
-            if on_msg:
-                on_msg(m)
-            d = m.get("data", {})
-            if m["type"] in ("execution_error", "execution_interrupted") and \
-                    d.get("prompt_id") == prompt_id:
-                return msgs
-            if m["type"] == "executing" and d.get("node") is None and \
-                    d.get("prompt_id") == prompt_id:
-                return msgs
-
-
-def _binary_preview(data: bytes) -> dict | None:
-    """ComfyUI's progress-bar preview frame (protocol.BinaryEventTypes) -> {"type": "preview",
-    "data": {"image": bytes, "node": id or None}}; other binary frames -> None."""
-    event = int.from_bytes(data[:4], "big")
-    if event == 1:  # PREVIEW_IMAGE: image type (1 JPEG, 2 PNG) then the bytes
-        return {"type": "preview", "data": {"image": data[8:], "node": None}}
-    if event == 4:  # PREVIEW_IMAGE_WITH_METADATA: metadata length, JSON metadata, bytes
-        size = int.from_bytes(data[4:8], "big")
-        meta = json.loads(data[8:8 + size])
-        return {"type": "preview", "data": {"image": data[8 + size:],
-                                            "node": meta.get("node_id")}}
-    return None
-
-
-def http(port: int, route: str, payload: dict | None = None) -> tuple[int, dict]:
-    data = None if payload is None else json.dumps(payload).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{route}", data=data,
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            body = r.read()
-            return r.status, json.loads(body) if body else {}
-    except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read() or b"{}")
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    base = tmp_path_factory.mktemp("comfy")
-    (base / "custom_nodes").mkdir()
-    (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
-    sys.path.insert(0, str(ROOT / "tests"))
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
-
-    write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
-    yaml = base / "extra_model_paths.yaml"
-    yaml.write_text(f"ladr_test:\n  base_path: {base / 'extra_models'}\n  lumina_dimoo: dimoo/\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
-    log = open(base / "server.log", "w")  # noqa: SIM115 - closed in teardown
-    proc = subprocess.Popen([py, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
-                             "--base-directory", str(base), "--extra-model-paths-config",
-                             str(yaml), "--database-url", "sqlite:///:memory:"],
-                            cwd=COMFY, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        for _ in range(240):
-            if proc.poll() is not None:
-                break
-            try:
-                if http(port, "/object_info/LADR_DiMOOSampler")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        assert proc.poll() is None, (base / "server.log").read_text()[-3000:]
-        yield port, base
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
 
 
 def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
@@ -213,37 +85,15 @@ def test_api_workflow_matches_the_live_schemas(server, path) -> None:
                 assert bounds.get("min", value) <= value <= bounds.get("max", value), (key, name)
 
 
-def _workflow(name: str) -> dict:
-    wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
-    if not NANO_READY:  # run the same graph on the fixture checkpoint (VQ factor 4, ctx 256)
-        for node in wf.values():
-            if node["class_type"] == "LADR_LoadDiMOOModel":
-                node["inputs"]["model_name"] = "tiny-fixture"
-            if node["class_type"] == "LADR_DiMOOSampler":
-                node["inputs"].update(width=32, height=32, steps=8)
-    return wf
-
-
-def _run(port: int, wf: dict, on_msg=None) -> tuple[str, list[dict]]:
-    cid = str(uuid.uuid4())
-    ws = WS(port, cid)
-    try:
-        status, body = http(port, "/prompt", {"prompt": wf, "client_id": cid})
-        assert status == 200, body
-        return body["prompt_id"], ws.until_done(body["prompt_id"], on_msg)
-    finally:
-        ws.sock.close()
-
-
 @pytest.mark.parametrize("name", ["ladr_nano_text_to_image", "ladr_vs_baseline_side_by_side",
                                   "ladr_batch_of_prompts"])
 def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
     port, _ = server
-    wf = _workflow(name)
+    wf = api_workflow(name)
     for node in wf.values():  # a seed no other test uses: ComfyUI would serve cached outputs
         if node["class_type"] == "LADR_DiMOOSampler":
             node["inputs"]["seed"] = 1000 + len(name)
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     samplers = {k for k, n in wf.items() if n["class_type"] == "LADR_DiMOOSampler"}
     steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
@@ -273,12 +123,12 @@ def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> No
     """LADR + ML-Cache Options (preset ladr) in the real host: the cache engages (its counts
     reach the host one call late, without a sync) and the sampler's stats show the saving."""
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     wf["9"] = {"class_type": "LADR_MLCacheOptions",
                "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
                           "preset": "ladr"}}
     wf["3"]["inputs"].update(cache=["9", 0], seed=777)
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     final = [m["data"] for m in msgs if m["type"] == "ladr.step"][-1]
     assert final["done"] and final["stats"]["forwards_saved_pct"] > 0, final["stats"]
@@ -292,7 +142,7 @@ def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> No
 ])
 def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, needle) -> None:
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     mutate(wf)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
@@ -321,7 +171,7 @@ def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, in
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
     one input, or the sampler's three, whose message names the wrong one."""
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     wf[node]["inputs"].update(inputs)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
@@ -334,7 +184,7 @@ def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
     """A workflow saved without the prompt input: ComfyUI's 'Required input is missing' on
     prompt, not a Python TypeError from validate_inputs."""
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     del wf["3"]["inputs"]["prompt"]
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
@@ -347,9 +197,9 @@ def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
 def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> None:
     """Phase bounds out of order span two widgets: one message, when the policy node runs."""
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     wf["2"]["inputs"].update(preset="custom", exploration_end=0.9)
-    _, msgs = _run(port, wf)
+    _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert len(errors) == 1 and errors[0]["node_id"] == "2"
     assert "phase_bounds" in errors[0]["exception_message"]
@@ -365,10 +215,10 @@ def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> 
     from PIL import Image
 
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     wf["3"]["inputs"].update(width=0, height=0, cfg=-1.0, seed=4243,
                              prompt="a red circle to the left of a blue square")
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     # the last step's preview and the final one (the real decode), both enlarged 5x (nearest)
     *_, step, final = [np.asarray(Image.open(BytesIO(m["data"]["image"])).convert("RGB"))
@@ -394,7 +244,7 @@ def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> 
 
 def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
     port, _ = server
-    wf = _workflow("ladr_nano_text_to_image")
+    wf = api_workflow("ladr_nano_text_to_image")
     # steps = the nano preset's own T, so "custom" with its values below is the same strategy
     wf["3"]["inputs"].update(seed=777, steps=128)
 
@@ -402,16 +252,16 @@ def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
         if m["type"] == "ladr.step" and m["data"]["step"] == 2:
             http(port, "/interrupt", {})
 
-    _, msgs = _run(port, wf, cancel_on_second_step)
+    _, msgs = run_workflow(port, wf, cancel_on_second_step)
     assert msgs[-1]["type"] == "execution_interrupted"
-    pid_a, msgs_a = _run(port, wf)  # the run right after the cancel
+    pid_a, msgs_a = run_workflow(port, wf)  # the run right after the cancel
     # A fresh computation of the same thing: "custom" with the nano preset's values is the same
     # LADRPolicy, but a different graph, so ComfyUI cannot serve cached outputs.
     assert wf["2"]["inputs"]["preset"] == "nano"
     wf["2"]["inputs"].update(preset="custom", selection="gumbel", rescue_token="argmax",
                              seen_only=True, **{f"{k}_{p}": v for k, v in (("tau", 0.9),
                              ("alpha", 1.0)) for p in ("exploration", "structure", "refinement")})
-    pid_b, msgs_b = _run(port, wf)
+    pid_b, msgs_b = run_workflow(port, wf)
     for msgs_x in (msgs_a, msgs_b):
         assert [m for m in msgs_x if m["type"] == "ladr.step"], "served from ComfyUI's cache"
     _, ha = http(port, f"/history/{pid_a}")
@@ -452,9 +302,9 @@ def test_a_prompt_list_rolling_through_one_slot_gives_the_batchs_images_in_order
     port, _ = server
     runs = {}
     for flying in (1, 3):
-        wf = _workflow("ladr_batch_of_prompts")
+        wf = api_workflow("ladr_batch_of_prompts")
         wf["3"]["inputs"].update(seed=4242, max_batch=flying)
-        pid, msgs = _run(port, wf)
+        pid, msgs = run_workflow(port, wf)
         assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
         steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
         progress = [s["progress"] for s in steps[:-1]]

@@ -16,13 +16,12 @@ import json
 import os
 import urllib.request
 from io import BytesIO
-from pathlib import Path
 
 import numpy as np
 import pytest
-from test_comfyui_integration import NANO_READY, _run, http, server  # noqa: F401 - fixture
+from support import ROOT
+from support.comfy_server import NANO_READY, http, run_workflow
 
-ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "workflows" / "inputs"
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
@@ -31,7 +30,7 @@ pytestmark = [pytest.mark.comfyui,
 
 
 @pytest.fixture(scope="module")
-def port(server) -> int:  # noqa: F811 - the integration module's server fixture
+def port(server) -> int:
     port, base = server
     for png in INPUTS.glob("*.png"):  # copied by the pack's on_load, byte for byte
         assert (base / "input" / png.name).read_bytes() == png.read_bytes(), png.name
@@ -83,7 +82,7 @@ def _unmasked_known(steps: list[dict], known: np.ndarray) -> None:
 
 def test_inpaint_example_keeps_the_known_pixels(port) -> None:
     wf = _workflow("ladr_nano_inpaint_mask_editor", 9101)
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     load = next(n for n in wf.values() if n["class_type"] == "LoadImage")
     rgba = _input(load["inputs"]["image"])
@@ -103,7 +102,7 @@ def test_inpaint_example_keeps_the_known_pixels(port) -> None:
 
 def test_outpaint_example_keeps_the_top_half(port) -> None:
     wf = _workflow("ladr_nano_outpaint_pad_image", 9102)
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     load = next(n for n in wf.values() if n["class_type"] == "LoadImage")
     pad = next(n for n in wf.values() if n["class_type"] == "ImagePadForOutpaint")
@@ -123,7 +122,7 @@ def test_an_image_without_a_painted_mask_is_refused_on_the_mask(port) -> None:
     wf = _workflow("ladr_nano_inpaint_mask_editor", 9103)
     load = next(n for n in wf.values() if n["class_type"] == "LoadImage")
     load["inputs"]["image"] = "ladr_outpaint_triangle_top.png"  # RGB: no alpha, no mask
-    _, msgs = _run(port, wf)
+    _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert len(errors) == 1 and errors[0]["node_type"] == "LADR_DiMOOSampler"
     message = errors[0]["exception_message"]
@@ -143,7 +142,7 @@ def test_edit_example_on_nano_is_refused_on_the_model_input(port) -> None:
     wf = _workflow("ladr_dimoo_edit_real_model", 9105)
     loader = next(n for n in wf.values() if n["class_type"] == "LADR_LoadDiMOOModel")
     loader["inputs"].update(model_name="dimoo-nano (built-in)", dtype="auto")
-    _, msgs = _run(port, wf)
+    _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert len(errors) == 1 and errors[0]["node_type"] == "LADR_DiMOOEdit"
     assert "model" in errors[0]["exception_message"]

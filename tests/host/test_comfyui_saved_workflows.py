@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import pytest
-from test_comfyui_integration import NANO_READY, _run, http, server  # noqa: F401 - fixture
+from support import ROOT
+from support.comfy_server import NANO_READY, http, run_workflow
 
-SAVED = Path(__file__).resolve().parent / "saved_workflows" / "api"
+SAVED = ROOT / "tests" / "saved_workflows" / "api"
 NANO = ["ladr_nano_text_to_image", "ladr_vs_baseline_side_by_side", "ladr_batch_of_prompts",
         "ladr_nano_inpaint_mask_editor", "ladr_nano_outpaint_pad_image"]
 pytestmark = [pytest.mark.comfyui,
@@ -32,10 +32,10 @@ def _saved(name: str, seed: int) -> dict:
 
 
 @pytest.mark.parametrize("name", NANO)
-def test_saved_nano_workflow_runs_as_saved(server, name) -> None:  # noqa: F811
+def test_saved_nano_workflow_runs_as_saved(server, name) -> None:
     port, _ = server
     wf = _saved(name, 5100 + NANO.index(name))
-    pid, msgs = _run(port, wf)
+    pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     _, hist = http(port, f"/history/{pid}")
     saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
@@ -45,7 +45,7 @@ def test_saved_nano_workflow_runs_as_saved(server, name) -> None:  # noqa: F811
 
 
 @pytest.mark.parametrize("name", ["ladr_dimoo_1024_real_model", "ladr_dimoo_edit_real_model"])
-def test_saved_real_model_workflow_asks_for_the_checkpoint(server, name) -> None:  # noqa: F811
+def test_saved_real_model_workflow_asks_for_the_checkpoint(server, name) -> None:
     port, _ = server
     status, body = http(port, "/prompt", {"prompt": _saved(name, 5200)})
     assert status == 400

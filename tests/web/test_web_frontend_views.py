@@ -28,13 +28,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from support import ROOT
 from support.browser import require_browser
-from test_comfyui_integration import NANO_READY, http, server  # noqa: F401 - fixture
+from support.comfy_server import NANO_READY, http
 
 from ladr_core.dimoo import token_mask
 from workflows.template_extras import TEMPLATE_FILES
 
-ROOT = Path(__file__).resolve().parents[2]
 INPUTS = ROOT / "workflows" / "inputs"
 UI = ROOT / "example_workflows"
 SHOTS = ROOT / "docs" / "screenshots"
@@ -59,7 +59,7 @@ COPIES = {"inpaint_view.png": "inpaint_after_run.png", "inpaint_step1.png": "inp
 
 
 @pytest.fixture(scope="module")
-def views(server, tmp_path_factory):  # noqa: F811 - the integration module's server fixture
+def views(server, tmp_path_factory):
     require_browser()
     port, _ = server
     out = tmp_path_factory.mktemp("views")
