@@ -206,6 +206,9 @@ def comparisons(results: dict[str, dict], gidx: np.ndarray) -> list[dict[str, An
     pairs += [(f"ladr-adaptive-{a}", "ladr-adaptive") for a in ABLATIONS]
     pairs += [(f"ladr-{a}", "ladr") for a in ABLATIONS]
     pairs += [(k, k.split("+")[0]) for k in results if "+mlcache" in k]  # the cache's own cost
+    # a cache changes the work per call, not the calls: its baseline at equal forwards is the
+    # one of the strategy it caches
+    pairs += [(k, f"baseline@{k.split('+')[0]}") for k in results if "+mlcache" in k]
     out = []
     for a, b in pairs:
         if a in results and b in results:
