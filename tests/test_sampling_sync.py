@@ -8,6 +8,7 @@ on a CPU tensor dispatches no aten op, but on an accelerator it is a device -> h
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,7 +20,12 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from benchmarks.common import strategy_from
-from ladr_core import LADR, PRESETS, LADRPolicy, sample
+from ladr_core import LADR, PRESETS, LADRPolicy, resolve_strategy, sample, strategy_names
+from ladr_core.registry import _REGISTRY
+
+# Every registered strategy beyond the three the lists below spell out, with its defaults
+# (a new strategy joins these checks by registering).
+OTHERS = [n for n in strategy_names() if n not in ("baseline", "ladr", "prophet")]
 
 aten = torch.ops.aten
 SYNC_OPS = {aten._local_scalar_dense, aten.nonzero, aten.masked_select, aten.item,
@@ -97,7 +103,8 @@ def test_counter_detects_the_syncs_it_claims_to() -> None:
      ("ladr", LADRPolicy(candidates="non_neighbors")), ("ladr", LADRPolicy(candidates="random")),
      ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence")),
      ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True)),
-     ("ladr", PRESETS["adaptive"].policy)],
+     ("ladr", PRESETS["adaptive"].policy),
+     *[(resolve_strategy(name), None) for name in OTHERS]],
 )
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
@@ -113,9 +120,11 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     assert syncs == ["Tensor.tolist"] * (res.steps if res.steps < 12 else 11)
 
 
-LOOP_MODULES = ["sampling.py", "baseline.py", "prophet.py", "ladr.py", "rescue.py", "select.py",
-                "step.py", "noise.py", "schedules.py", "validation.py", "policy.py",
-                "registry.py"]
+LOOP_MODULES = sorted({"sampling.py", "baseline.py", "prophet.py", "ladr.py", "rescue.py",
+                       "select.py", "step.py", "noise.py", "schedules.py", "validation.py",
+                       "policy.py", "registry.py", "stats.py",
+                       *(Path(sys.modules[_REGISTRY[n].__module__].__file__).name
+                         for n in strategy_names())})
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
@@ -170,11 +179,12 @@ def test_counter_detects_host_data() -> None:
     assert made == ["aten.lift_fresh.default"]
 
 
-@pytest.mark.parametrize("strategy", ["baseline", "prophet", *sorted(PRESETS)])
+@pytest.mark.parametrize("strategy", ["baseline", "prophet", *sorted(PRESETS), *OTHERS])
 def test_sample_copies_no_host_data_to_the_device(strategy) -> None:
-    """No fixed sync inside sample() on an accelerator: policy tables and the baseline keep
-    table are built on the device, per-phase values enter kernels as scalars."""
-    chosen = strategy if strategy in ("baseline", "prophet") else LADR.preset(strategy)
+    """No fixed sync inside sample() on an accelerator: policy tables, the baseline keep
+    table and the Halton order are built on the device, per-phase values enter kernels as
+    scalars."""
+    chosen = resolve_strategy(strategy) if strategy in strategy_names() else LADR.preset(strategy)
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     made: list[str] = []
