@@ -58,8 +58,8 @@ class EntropyBound(Strategy):
 
     name: ClassVar[str] = "entropy"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor
-    gamma: float = 1.0
-    token: str = "argmax"
+    gamma: float = 0.7
+    token: str = "sample"
     steps: int | None = 32
 
     def __post_init__(self) -> None:

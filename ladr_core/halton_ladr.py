@@ -9,7 +9,7 @@ once per run on the device; known tokens (painting) are not masked, so they are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, ClassVar
 
@@ -34,7 +34,8 @@ class HaltonLADR(LADR):
     validation prompts (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "halton-ladr"
-    policy: LADRPolicy = field(default_factory=lambda: PRESETS["nano"].policy)
+    policy: LADRPolicy = field(default_factory=lambda: replace(PRESETS["nano"].policy,
+                                                               tau=(0.95, 0.95, 0.95)))
     steps: int | None = 128
 
     def needs(self) -> Needs:

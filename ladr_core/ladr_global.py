@@ -9,7 +9,7 @@ ablations keep the frontier's budget; this one drops locality altogether).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 import torch
@@ -26,8 +26,9 @@ class LADRGlobal(LADR):
     LADR's; defaults tuned on nano's validation prompts (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "ladr-global"
-    policy: LADRPolicy = field(default_factory=lambda: PRESETS["nano"].policy)
-    steps: int | None = 128
+    policy: LADRPolicy = field(default_factory=lambda: replace(PRESETS["nano"].policy,
+                                                               tau=(0.95, 0.95, 0.95)))
+    steps: int | None = 256
 
     def rescue_pool(self, m_std: torch.Tensor) -> torch.Tensor | None:
         return m_std

@@ -55,8 +55,8 @@ class Threshold(Strategy):
 
     name: ClassVar[str] = "threshold"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor
-    tau: float = 0.9
-    token: str = "argmax"
+    tau: float = 0.94
+    token: str = "sample"
     steps: int | None = 32
 
     def __post_init__(self) -> None:
@@ -92,8 +92,8 @@ class ThresholdFrontier(Threshold):
     decoded before this step lies in its 3 x 3 window and its top-1 probability is >= tau."""
 
     name: ClassVar[str] = "threshold-frontier"
-    tau: float = 0.9
-    token: str = "argmax"
+    tau: float = 0.8
+    token: str = "sample"
     steps: int | None = 32
 
     def pool(self, masked: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor | None:

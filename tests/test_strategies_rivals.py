@@ -177,7 +177,8 @@ def _probs(logits: torch.Tensor) -> torch.Tensor:
 def test_threshold_commits_exactly_the_tokens_at_or_above_tau(tau: float, cls) -> None:
     den = LocalityDenoiser(make_table(2, N, K, seed=5, scale=1.2), GRID, coupling=1.0)
     records: list[dict] = []
-    res = sample(den, (2, *GRID), 24, cls(tau=tau), temperature=0.0, generator=_gens([0, 1]),
+    res = sample(den, (2, *GRID), 24, cls(tau=tau, token="argmax"), temperature=0.0,
+                 generator=_gens([0, 1]),
                  callback=records.append)
     committed_many = False
     for (_, masked, logits), r in zip(den.calls, records, strict=True):
