@@ -16,7 +16,7 @@ import torch
 from reference_official_i2i import edit_generate, to_pil
 
 import ladr_core
-from ladr_core import LADR, Baseline, MLCacheConfig, Prophet
+from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, resolve_strategy, strategy_names
 from ladr_core.dimoo.editing import EDIT_TYPES, build_edit_batch, edit_texts
 from ladr_core.dimoo.pipeline import DiMOOPipeline
 
@@ -90,7 +90,10 @@ def test_a_rolling_batch_gives_each_item_its_single_run(pipe: DiMOOPipeline) -> 
 
 
 STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("nano"),
-              "prophet": Prophet()}
+              "prophet": Prophet(),
+              # every other registered strategy (a new one joins by registering)
+              **{name: resolve_strategy(name) for name in strategy_names()
+                 if name not in ("baseline", "ladr", "prophet")}}
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
@@ -99,6 +102,14 @@ def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
                         reference=_float(_image(6)), decode=False)
     assert res.tokens.shape == (1, 64) and 1 <= res.nfe <= 12
     assert int(res.tokens.min()) >= 0 and int(res.tokens.max()) < pipe.ids.codebook_size
+    # in a rolling batch each edit equals its single run
+    kw = dict(steps=12, strategy=STRATEGIES[strategy], reference=_float(_image(6)),
+              decode=False)
+    both = pipe.generate(INSTRUCTION, seed=2, batch_size=3, max_batch=2, **kw)
+    assert torch.equal(both.tokens[0], res.tokens[0])
+    for i in (1, 2):
+        single = pipe.generate(INSTRUCTION, seed=2 + i, **kw)
+        assert torch.equal(both.tokens[i], single.tokens[0])
 
 
 def test_rows_hold_the_reference_before_the_last_prompt_token(pipe: DiMOOPipeline) -> None:
