@@ -22,6 +22,9 @@ _EXPORTS: dict[str, str] = {
     "CALIBRATION_FILE": ".state",
     "fingerprint": ".state",
     "load_calibration": ".state",
+    "Candidate": ".candidates",
+    "strategy_spec": ".candidates",
+    "strategy_from_spec": ".candidates",
 }
 
 __all__ = sorted(_EXPORTS)
