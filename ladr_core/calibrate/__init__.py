@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "fingerprint": ".state",
     "load_calibration": ".state",
     "Candidate": ".candidates",
+    "default_candidates": ".candidates",
     "strategy_spec": ".candidates",
     "strategy_from_spec": ".candidates",
 }

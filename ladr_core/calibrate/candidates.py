@@ -10,6 +10,10 @@ The list (``default_candidates``), in the order they run:
   tau<x>         a small grid over the rescue's own threshold: tau = x in every phase, alpha
                  1, gumbel ranking, argmax rescue token, seen-only frontier (the nano preset's
                  rule at DiMOO's T = 64), x in ``TAU_GRID``;
+  halton-ladr    LADR's rescue on a Halton-ordered baseline (``HaltonLADR()``, T = 128) and
+  ladr-global    LADR's rescue over every masked token (``LADRGlobal()``, T = 256): the
+                 training-free settings that did best on nano's test set at about 12 and 18
+                 forwards per image (docs/reports/SAMPLERS.md), at their tuned defaults;
 and, after them, the baseline at each candidate's measured NFE (rounded; one run per distinct
 T), against which every candidate is also compared.
 
@@ -28,7 +32,9 @@ from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from ..baseline import Baseline
+from ..halton_ladr import HaltonLADR
 from ..ladr import LADR
+from ..ladr_global import LADRGlobal
 from ..policy import PRESETS, LADRPolicy
 from ..registry import _REGISTRY, strategy_names
 from ..step import Strategy
@@ -64,6 +70,7 @@ def default_candidates(steps: int = 64) -> list[Candidate]:
     for preset in ("adaptive", "nano"):
         out.append(Candidate(preset, LADR.preset(preset), PRESETS[preset].steps or steps))
     out += [Candidate(f"tau{t:g}", LADR(tau_policy(t)), steps) for t in TAU_GRID]
+    out += [Candidate(s.name, s, s.run_steps()) for s in (HaltonLADR(), LADRGlobal())]
     return out
 
 
