@@ -140,8 +140,9 @@ def picks(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         ladr = out.get(f"ladr-n{budget}")
         if ladr is None:
             continue
-        gap, spec = min((abs(s["nfe_mean"] - ladr["nfe_mean"]), spec)
-                        for spec, s in settings.items() if s["rival"] == "ladr-global")
+        gap, spec = min(((abs(s["nfe_mean"] - ladr["nfe_mean"]), spec)
+                         for spec, s in settings.items() if s["rival"] == "ladr-global"),
+                        default=(float("inf"), None))
         if gap <= BAND and spec != out.get(f"ladr-global-n{budget}", {}).get("setting"):
             s = settings[spec]
             out[f"ladr-global-eq{budget}"] = {"setting": spec, "nfe_mean": s["nfe_mean"],

@@ -73,6 +73,11 @@ def test_picks_take_the_best_score_within_the_band_of_each_budget(tmp_path: Path
     assert {k: v["setting"] for k, v in got.items()} == {
         "threshold-n12": "b", "threshold-n18": "e", "halton-n12": "f", "ladr-n18": "g",
         "ladr-global-n18": "h", "ladr-global-eq18": "i"}
+    # without any LADR-without-locality setting there is no ablation pick (and no failure)
+    out.write_text(json.dumps({"meta": {"prompts": 2}, "settings": {"g": settings["g"]}}))
+    run_script("benchmarks.samplers", "--prompts", "2", "--grid", "", "--json", str(out))
+    assert {k: v["setting"] for k, v in json.loads(out.read_text())["picks"].items()} == {
+        "ladr-n18": "g"}
 
 
 def test_near_takes_the_closest_settings_of_each_rival_to_each_budget(tmp_path: Path) -> None:
