@@ -218,10 +218,14 @@ def apply_threads(args: argparse.Namespace) -> None:
 # --------------------------------------------------------------------------- models & memory
 
 
-def strategy_from(name: str, policy: Any = None) -> Any:
+def strategy_from(name: Any, policy: Any = None) -> Any:
     """A strategy object from a benchmark table's (strategy name, policy) pair: LADR(policy),
-    Prophet(policy) or Baseline() (policy None = the strategy's defaults)."""
-    from ladr_core import LADR, Baseline, Prophet
+    Prophet(policy) or Baseline() (policy None = the strategy's defaults); a table entry that
+    holds a strategy object (Threshold(tau), Halton(), ...) passes it through unchanged."""
+    from ladr_core import LADR, Baseline, Prophet, Strategy
+
+    if isinstance(name, Strategy):
+        return name
 
     if name == "ladr":
         return LADR() if policy is None else LADR(policy)

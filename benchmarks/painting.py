@@ -42,6 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import rivals  # noqa: E402
+from benchmarks.common import env_info, strategy_from  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
@@ -75,42 +77,65 @@ def summary(run: dict[str, Any], specs: list, gidx: np.ndarray) -> dict[str, Any
             "wall_s": round(run["wall_s"], 1), "_images": run["images"]}
 
 
-def compare(rows: dict[str, dict], presets: list[str], gidx: np.ndarray) -> list[dict]:
-    out = []
-    for p in presets:
-        for ref in ("baseline-64", f"baseline@{p}"):
-            a, b = rows[f"ladr-{p}"], rows[ref]
-            ci = paired_bootstrap(np.array(a["passed"]), np.array(b["passed"]), gidx)["overall"]
-            out.append({"a": f"ladr-{p}", "b": ref, "overall_diff": ci,
-                        "nfe_ratio": ratio_ci(np.array(b["nfe"]), np.array(a["nfe"]))})
+def settings(presets: list[str], strategies: list[str]) -> list[tuple[str, str, Any, int | None]]:
+    """(row name, label of its matched baseline, strategy, T) of each setting besides
+    baseline-64: `ladr-<preset>` for each LADR preset (label: the preset) and each named entry
+    of benchmarks/quality.py's strategy table (label: the name), e.g. the rivals'
+    `<rival>-n<budget>` picks (benchmarks/rivals.py)."""
+    from benchmarks.quality import strategy_table
+
+    out: list[tuple[str, str, Any, int | None]] = [
+        (f"ladr-{p}", p, resolve_strategy(p), None) for p in presets]
+    table = strategy_table(64)
+    for name in strategies:
+        args = table[name]
+        out.append((name, name, strategy_from(args["strategy"], args.get("policy")),
+                    args["steps"]))
     return out
 
 
-def run_task(pipe: Any, task: str, gt: tuple, presets: list[str], max_batch: int,
-             log: Any) -> dict[str, Any]:
+def compare(rows: dict[str, dict], plan: list[tuple[str, str, Any, int | None]],
+            gidx: np.ndarray) -> list[dict]:
+    """Each setting against baseline-64 and its matched baseline; LADR's frontier against no
+    locality where both ran (benchmarks/rivals.ablation_pairs)."""
+    pairs = [(name, ref) for name, label, _, _ in plan
+             for ref in ("baseline-64", f"baseline@{label}")]
+    out = []
+    for a_name, b_name in pairs + rivals.ablation_pairs(rows):
+        a, b = rows[a_name], rows[b_name]
+        ci = paired_bootstrap(np.array(a["passed"]), np.array(b["passed"]), gidx)["overall"]
+        out.append({"a": a_name, "b": b_name, "overall_diff": ci,
+                    "nfe_ratio": ratio_ci(np.array(b["nfe"]), np.array(a["nfe"]))})
+    return out
+
+
+def run_task(pipe: Any, task: str, gt: tuple, plan: list[tuple[str, str, Any, int | None]],
+             max_batch: int, log: Any) -> dict[str, Any]:
     specs, captions, images, objects = gt
     gidx = group_index([scenes.group_of(s) for s in specs])
     image = torch.from_numpy(images).float().div(255.0)
     mask = torch.from_numpy(task_masks(task, objects))
     rows: dict[str, dict] = {}
-    plan: list[tuple[str, Any, int | None]] = [("baseline-64", resolve_strategy("baseline"), 64)]
-    plan += [(f"ladr-{p}", resolve_strategy(p), None) for p in presets]
-    for name, strategy, steps in plan:
+    baselines: dict[int, dict] = {}  # T -> the baseline's row (one run per T)
+    for name, _, strategy, steps in [("baseline-64", "", resolve_strategy("baseline"), 64),
+                                     *plan]:
         rows[name] = summary(run_setting(pipe, captions, image, mask, strategy, steps,
                                          max_batch), specs, gidx)
         log(task, name, rows[name])
-    for p in presets:
-        t = max(1, int(round(rows[f"ladr-{p}"]["nfe_mean"])))
-        rows[f"baseline@{p}"] = summary(run_setting(pipe, captions, image, mask,
-                                                    resolve_strategy("baseline"), t, max_batch),
-                                        specs, gidx)
-        log(task, f"baseline@{p}", rows[f"baseline@{p}"])
+    baselines[64] = rows["baseline-64"]
+    for name, label, _, _ in plan:
+        t = max(1, int(round(rows[name]["nfe_mean"])))
+        if t not in baselines:
+            baselines[t] = summary(run_setting(pipe, captions, image, mask,
+                                               resolve_strategy("baseline"), t, max_batch),
+                                   specs, gidx)
+        rows[f"baseline@{label}"] = baselines[t]
+        log(task, f"baseline@{label}", rows[f"baseline@{label}"])
     sheet = sample_sheet(images, mask.numpy(), rows)
-    for r in rows.values():
-        r.pop("_images")
+    rows = {k: {kk: vv for kk, vv in r.items() if kk != "_images"} for k, r in rows.items()}
     region = mask.view(len(specs), -1).sum(1) / mask[0].numel()
     return {"mask_share_mean": float(region.mean()), "settings": rows,
-            "compare": compare(rows, presets, gidx), "_sheet": sheet}
+            "compare": compare(rows, plan, gidx), "_sheet": sheet}
 
 
 def sample_sheet(images: np.ndarray, masks: np.ndarray, rows: dict[str, dict],
@@ -160,14 +185,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--prompts", type=int, default=21)
     ap.add_argument("--tasks", default=",".join(TASKS))
     ap.add_argument("--presets", default="nano,paper,adaptive", help="LADR presets, comma separated")
+    ap.add_argument("--strategies", default="",
+                    help="entries of benchmarks/quality.py's strategy table, comma separated "
+                    "(e.g. the rivals' threshold-n12; see quality.py --list)")
     ap.add_argument("--max-batch", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0 = leave as is)")
     ap.add_argument("--model", default=None, help="checkpoint folder (default: dimoo-nano)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "painting.json"))
     a = ap.parse_args(argv)
-    tasks, presets = a.tasks.split(","), a.presets.split(",")
+    tasks = a.tasks.split(",")
+    presets = [p for p in a.presets.split(",") if p]
+    names = [n for n in a.strategies.split(",") if n]
     if a.prompts <= 0 or set(tasks) - set(TASKS):
         ap.error(f"--prompts must be > 0 and --tasks a subset of {TASKS}")
+    from benchmarks.quality import strategy_table
+
+    unknown = sorted(set(names) - set(strategy_table(64)))
+    if unknown:
+        ap.error(f"--strategies: unknown {unknown} (see benchmarks/quality.py --list)")
+    plan = settings(presets, names)
     if a.threads:
         torch.set_num_threads(a.threads)
     pipe = load_dimoo(a.model or nano_model_path(), dtype=torch.float32)
@@ -178,13 +214,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
               f"overall={r['score_overall']:.3f} known={r['known_unchanged']}/{r['items']} "
               f"wall={r['wall_s']:.1f}s", flush=True)
 
-    doc = {"meta": {"prompts": a.prompts, "presets": presets, "max_batch": a.max_batch,
+    doc = {"meta": {"prompts": a.prompts, "presets": presets, "strategies": names,
+                    "max_batch": a.max_batch,
                     "threads": torch.get_num_threads(), "cfg": pipe.default_cfg,
                     "seed0": scenes.TEST_IMAGE_SEED, "model": str(a.model or "dimoo_nano"),
                     "command": "python benchmarks/painting.py " + " ".join(
                         sys.argv[1:] if argv is None else argv)},
+           "env": env_info(),
            "reference": reference(pipe, gt),
-           "tasks": {t: run_task(pipe, t, gt, presets, a.max_batch, log) for t in tasks}}
+           "tasks": {t: run_task(pipe, t, gt, plan, a.max_batch, log) for t in tasks}}
     out = Path(a.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     sheets = [doc["tasks"][t].pop("_sheet") for t in tasks]

@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks import rivals  # noqa: E402
 from benchmarks.common import env_info, strategy_from  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
@@ -103,6 +104,9 @@ def strategy_table(steps: int) -> dict[str, dict[str, Any]]:
     table["ladr-nano+mlcache"] = {**table["ladr-nano"], "cache": MLCacheConfig.ladr()}
     table["ladr-nano+mlcache-official"] = {**table["ladr-nano"], "cache": MLCacheConfig()}
     table["ladr+mlcache-preset"] = {**table["ladr"], "cache": MLCacheConfig.ladr()}
+    # The training-free rivals at about 12 and 18 forwards per image, `<rival>-n<budget>`:
+    # the validation picks of benchmarks/samplers.py (benchmarks/rivals.PICKS).
+    table.update(rivals.table())
     return table
 
 
@@ -187,8 +191,11 @@ def summarise(run: dict[str, Any], args: dict[str, Any], specs: list,
     sc = scores(passed, gidx)
     per_image = (run["token_forwards"] if args.get("cache") is not None
                  else run["nfe"] * real_tokens)
-    return {"strategy": args["strategy"], "steps": args["steps"],
+    chosen = args["strategy"]  # a name, or a strategy object (its repr is the setting)
+    return {"strategy": chosen if isinstance(chosen, str) else chosen.name,
+            "steps": args["steps"],
             "policy": repr(args.get("policy")) if args.get("policy") else None,
+            **({} if isinstance(chosen, str) else {"setting": repr(chosen)}),
             "cache": repr(args.get("cache")) if args.get("cache") else None,
             "nfe_mean": float(run["nfe"].mean()),
             "token_forwards_mean": float(np.mean(per_image)),
@@ -203,6 +210,10 @@ def comparisons(results: dict[str, dict], gidx: np.ndarray) -> list[dict[str, An
     """(a, b) pairs worth stating, each with paired bootstrap CIs per group and overall."""
     pairs = [(k, "baseline-64") for k in results if k != "baseline-64"]
     pairs += [(t, f"baseline@{t}") for t in BUDGET_TARGETS]
+    # every other strategy against the baseline at its own NFE (rounded), when that was run
+    pairs += [(k, f"baseline-{round(r['nfe_mean'])}") for k, r in results.items()
+              if not k.startswith("baseline") and f"baseline@{k}" not in results]
+    pairs += rivals.ablation_pairs(results)  # LADR's frontier against no locality
     pairs += [(f"ladr-adaptive-{a}", "ladr-adaptive") for a in ABLATIONS]
     pairs += [(f"ladr-{a}", "ladr") for a in ABLATIONS]
     pairs += [(k, k.split("+")[0]) for k in results if "+mlcache" in k]  # the cache's own cost
@@ -298,6 +309,8 @@ def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: i
 
     rows = [k for k in ("baseline-64", "baseline@ladr-nano", "ladr-nano", "ladr-nano+mlcache",
                         "ladr-adaptive", "ladr") if k in results]
+    if len(rows) < 2:  # a run of other strategies: every one of them, in the order run
+        rows = list(results)[:24]
     if not rows:
         return
     tiles = [np.concatenate(list(results[k]["_images"][:n]), axis=1) for k in rows]

@@ -74,10 +74,12 @@ class LADR(Strategy):
         return partial(self.commit, run)
 
     def commit(self, run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
-               noise: StepNoise) -> Commit:
+               noise: StepNoise, rank: torch.Tensor | None = None) -> Commit:
         """Algorithm 1 lines 7-34 for one step. step: LongTensor [B], each item's own step;
         masked: BoolTensor [B, N] (M); stats: the prediction of lines 13-16 at positions
-        [B, N]; noise: the item's draws (ladr_core.noise)."""
+        [B, N]; noise: the item's draws (ladr_core.noise). rank: a fixed ranking score for
+        standard selection ([B, N] or [1, N], higher = unmasked first) in place of the policy's
+        `selection` (a variant's, e.g. ladr_core.halton_ladr); None = the policy's."""
         p = self.policy
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
@@ -92,23 +94,32 @@ class LADR(Strategy):
         # unmask the LEAST confident tokens; its own comment ("unmask most confident") and the
         # DiMOO baseline say the opposite, and we follow them: the n_mask least confident masked
         # tokens stay masked (line 19's M_std <- 1 is the masked_fill inside keep_lowest).
-        rank = stats.top1 if p.selection == "top1" else noisy_confidence(stats, noise,
-                                                                         run.temperature)
+        if rank is None:
+            rank = stats.top1 if p.selection == "top1" else noisy_confidence(stats, noise,
+                                                                             run.temperature)
         m_std = keep_lowest(rank, masked, n_mask)
         # -- Step 4: neighbour rescue (lines 21-31, ladr_core.rescue).
         phase = self.phase(t_eff)  # line 26: alpha, tau by the phase of t_eff (Sec. 3.3.2)
+        cand = self.rescue_pool(m_std)  # None: the frontier C_t of Eq. 9 (lines 22-24)
         if p.adaptive is None:  # Eq. 10
             rescued = paper_rescue(p, m_std, masked, stats.top1, stats.margin, phase, run.grid,
-                                   noise.uniform)
+                                   noise.uniform, cand)
         else:  # self-calibrating threshold and budget instead of Eq. 10's tau, alpha
             rescued = adaptive_rescue(p, m_std, masked, stats.top1, stats.margin, noise.uniform,
-                                      t_eff, run.steps, run.schedule, run.grid, run.generated())
+                                      t_eff, run.steps, run.schedule, run.grid, run.generated(),
+                                      cand)
         # -- Step 5: state update (lines 32-34): M <- M_std without the rescued tokens; z takes
         # z_pred where unmasked (rescue_token "argmax": the top-1 token at rescued positions).
         tokens = stats.sampled
         if p.rescue_token == "argmax":
             tokens = torch.where(rescued, stats.argmax, stats.sampled)
         return Commit(m_std & ~rescued, tokens, rescued, t_eff, phase)
+
+    def rescue_pool(self, m_std: torch.Tensor) -> torch.Tensor | None:
+        """The rescue's candidate set [B, N] in place of the frontier; None = the frontier C_t
+        of Eq. 9 (LADR). A variant without locality returns every still-masked token
+        (ladr_core.ladr_global)."""
+        return None
 
     @staticmethod
     def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: torch.Tensor, steps: int,

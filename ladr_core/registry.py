@@ -24,7 +24,9 @@ import importlib
 
 from .step import Strategy
 
-_BUILTIN_MODULES = ("ladr_core.baseline", "ladr_core.ladr", "ladr_core.prophet")
+_BUILTIN_MODULES = ("ladr_core.baseline", "ladr_core.ladr", "ladr_core.prophet",
+                    "ladr_core.threshold", "ladr_core.entropy", "ladr_core.halton",
+                    "ladr_core.halton_ladr", "ladr_core.ladr_global")
 _REGISTRY: dict[str, type[Strategy]] = {}
 
 

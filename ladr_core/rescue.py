@@ -113,15 +113,20 @@ def _per_phase(phase: torch.Tensor, values: tuple, dtype: torch.dtype) -> torch.
 
 def paper_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.Tensor,
                  top1: torch.Tensor, margin: torch.Tensor, phase: torch.Tensor,
-                 grid: tuple[int, int], uniform: torch.Tensor | None) -> torch.Tensor:
+                 grid: tuple[int, int], uniform: torch.Tensor | None,
+                 cand: torch.Tensor | None = None) -> torch.Tensor:
     """Rescue set R_t of Eq. 10 (lines 22-31), plus the paper's ablations: BoolTensor [B, N],
     a subset of m_std.
 
     m_std / masked_before: BoolTensor [B, N] after / before standard selection; top1 / margin:
     [B, N] top-1 probability and Delta; phase: LongTensor [B]; uniform: [B, N] in [0, 1) for a
     random ablation, else None. Ablations keep k_res and change only which tokens are rescued.
+    cand: the candidate set C_t [B, N] (a subset of m_std) in place of the frontier; None = the
+    frontier of Eq. 9 (`rescue_candidates`).
     """
-    cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
+    if cand is None:
+        cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size,
+                                 policy.seen_only)
     # Line 25 (|C| > 0) needs no branch: an empty C gives k_res = 0 below.
     tau = _per_phase(phase, tuple(NO_TAU if v is None else v for v in policy.tau), torch.float32)
     valid = cand & (margin > tau.unsqueeze(1))  # line 27: C_valid = {Delta > tau}
@@ -161,18 +166,21 @@ def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
 def adaptive_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.Tensor,
                     top1: torch.Tensor, margin: torch.Tensor, uniform: torch.Tensor | None,
                     t_eff: torch.Tensor, steps: int, schedule: Schedule,
-                    grid: tuple[int, int], total: int | torch.Tensor | None = None
-                    ) -> torch.Tensor:
+                    grid: tuple[int, int], total: int | torch.Tensor | None = None,
+                    cand: torch.Tensor | None = None) -> torch.Tensor:
     """Rescued positions R_t [B, N] (a subset of m_std) under `policy.adaptive`.
 
     valid = C_t with Delta >= anchor and Delta > 0; k_res = min(|valid|, pace cap). "margin"
     rescues the k_res valid candidates with the largest Delta; the ablations keep k_res and
     change only which tokens (`pick_rescued`, shared with Eq. 10). The policy's kernel_size,
     seen_only, metric and candidates apply as in Eq. 10. total: N_total of the pace cap.
+    cand: C_t in place of the frontier, as in `paper_rescue`.
     """
     cfg = policy.adaptive
     assert cfg is not None
-    cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size, policy.seen_only)
+    if cand is None:
+        cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size,
+                                 policy.seen_only)
     anchor = subset_quantile(margin, masked_before & ~m_std, cfg.anchor_quantile)
     valid = cand & (margin >= anchor.unsqueeze(1)) & (margin > 0)
     cap = pace_cap(m_std, t_eff, steps, cfg.pace, schedule, total)

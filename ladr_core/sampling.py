@@ -271,8 +271,8 @@ class _Run:
         # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
         # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
         # the last step, which has no sync, is not checked).
-        probe = next((v for v in (stats.top1, stats.log_conf, stats.margin, stats.logit_gap)
-                      if v is not None), logits)  # a rule that reads no statistics: the logits
+        probe = next((v for v in (stats.top1, stats.log_conf, stats.margin, stats.logit_gap,
+                                  stats.entropy) if v is not None), logits)  # a rule that reads no statistics: the logits
         self.nonfinite = torch.isnan(probe).any()
         item_step = self.item_step.clone() if record else None
         commit = (self.graph if self.graph is not None and step > 0 else self.rule)(

@@ -18,7 +18,7 @@ import math
 import torch
 
 from .noise import StepNoise
-from .step import RunInfo, Stats
+from .step import Commit, RunInfo, Stats
 
 
 def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
@@ -46,6 +46,39 @@ def take_highest(score: torch.Tensor, pool: torch.Tensor, count: torch.Tensor) -
     """The `count[b]` positions of `pool` with the highest score (count <= |pool| expected)."""
     score = score.masked_fill(~pool, -math.inf)
     return _select_by_rank(score, count, descending=True) & pool
+
+
+def with_most_confident(chosen: torch.Tensor, score: torch.Tensor, masked: torch.Tensor,
+                        prefer: torch.Tensor | None = None) -> torch.Tensor:
+    """`chosen` [B, N] plus, per item, its highest-scoring masked position: at least one commit
+    per step while anything is masked (none for an item with nothing masked). prefer: a subset
+    of positions [B, N] searched first (score in [0, 1] expected: a preferred position wins by
+    +2), the rest of the mask when it holds none."""
+    if prefer is not None:
+        score = score + 2.0 * prefer
+    one = torch.ones_like(masked[:, 0], dtype=torch.long)
+    return (chosen & masked) | take_highest(score, masked, one)
+
+
+def finish_last_step(chosen: torch.Tensor, masked: torch.Tensor, step: torch.Tensor,
+                     steps: int) -> torch.Tensor:
+    """`chosen` [B, N], and every masked position of an item on its last step (step[b] ==
+    T - 1), so every strategy ends within T steps."""
+    return chosen | (masked & (step == steps - 1).unsqueeze(1))
+
+
+def commit_tokens(stats: Stats, token: str) -> torch.Tensor:
+    """The value each committed position receives, [B, N]: "sample" = the temperature sample
+    (`stats.sampled`, the official loop's), "argmax" = the top-1 token (`stats.argmax`)."""
+    return stats.argmax if token == "argmax" else stats.sampled
+
+
+def plain_commit(run: RunInfo, masked: torch.Tensor, chosen: torch.Tensor,
+                 tokens: torch.Tensor) -> Commit:
+    """The Commit of a strategy with no rescue and no phases: `chosen` [B, N] (a subset of the
+    mask) unmasks and receives `tokens`; t_eff = gamma^-1(masked ratio) at the step's start."""
+    t_eff = effective_time(masked, run)
+    return Commit(masked & ~chosen, tokens, torch.zeros_like(masked), t_eff, no_phase(t_eff))
 
 
 def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
@@ -82,5 +115,6 @@ def no_phase(t_eff: torch.Tensor) -> torch.Tensor:
     return torch.full_like(t_eff, -1, dtype=torch.long)
 
 
-__all__ = ["effective_time", "keep_lowest", "no_phase", "noisy_confidence", "phase_table",
-           "take_highest"]
+__all__ = ["commit_tokens", "effective_time", "finish_last_step", "keep_lowest", "no_phase",
+           "noisy_confidence", "phase_table", "plain_commit", "take_highest",
+           "with_most_confident"]

@@ -89,7 +89,8 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
     """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
 
     One softmax, then the top two of it (top1 / margin / argmax) or of the logits (logit_gap)
-    and a gather for p(sampled), as the official loop does on its [1, L, K] masked rows.
+    and a gather for p(sampled), as the official loop does on its [1, L, K] masked rows;
+    entropy -sum p log p of the same softmax (one [L, K] temporary, only when asked for).
     sampled: the Gumbel-max sample [L], or None for greedy (argmax of the logits, as official).
     buf: a float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is
     written into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation), and
@@ -104,6 +105,8 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
         first, second, _ = top2_(own.copy_(x) if own is not None else x.clone())
         out.logit_gap = first - second
     probs = torch.softmax(x, dim=-1, out=own)
+    if "entropy" in want:  # before top2_, which overwrites probs; entr(0) = 0, no 0 * log 0
+        out.entropy = torch.special.entr(probs).sum(dim=-1)
     if "log_conf" in want:
         conf = probs.gather(-1, sampled.unsqueeze(-1)).squeeze(-1)
         out.log_conf = torch.log(conf.clamp_min(1e-20))

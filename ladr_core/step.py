@@ -14,9 +14,11 @@ host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is 
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import ClassVar
 
 import torch
@@ -24,7 +26,7 @@ import torch
 from .noise import StepNoise
 from .schedules import Schedule
 
-STAT_NAMES = ("log_conf", "top1", "margin", "argmax", "logit_gap")
+STAT_NAMES = ("log_conf", "top1", "margin", "argmax", "logit_gap", "entropy")
 """Per-token statistics a strategy may ask for (see Stats)."""
 
 
@@ -74,8 +76,9 @@ class Stats:
 
     sampled: LongTensor, the Gumbel-max sample (argmax at temperature 0), always present;
     log_conf: log p(sampled) clamped at 1e-20; top1: top-1 probability; margin: Delta =
-    p(1) - p(2); argmax: LongTensor top-1 token; logit_gap: top-1 minus top-2 logit. A field a
-    strategy did not ask for is None.
+    p(1) - p(2); argmax: LongTensor top-1 token; logit_gap: top-1 minus top-2 logit; entropy:
+    -sum_k p_k log p_k of the prediction in nats (EB-Sampler's error proxy). A field a strategy
+    did not ask for is None.
     """
 
     sampled: torch.Tensor
@@ -84,6 +87,7 @@ class Stats:
     margin: torch.Tensor | None = None
     argmax: torch.Tensor | None = None
     logit_gap: torch.Tensor | None = None
+    entropy: torch.Tensor | None = None
 
 
 @dataclass
@@ -147,5 +151,28 @@ def check_steps(owner: str, steps: object) -> None:
                          f">= 1; got {steps!r}")
 
 
+def check_number(owner: str, name: str, value: object, low: float, high: float, *,
+                 low_open: bool = False, high_open: bool = False, fix: str = "") -> float:
+    """A strategy's numeric parameter: a finite real number (not a bool) within low..high
+    (`low_open` / `high_open`: that end excluded), returned as a float. Anything else: one
+    ValueError naming `owner(name=...)`, the valid range and `fix`."""
+    ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
+    if ok:
+        v = float(value)  # type: ignore[arg-type]
+        ok = (low < v if low_open else low <= v) and (v < high if high_open else v <= high)
+    if not ok:
+        span = (f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}")
+        raise ValueError(f"{owner}({name}=...): {name} must be a finite number in {span}; got "
+                         f"{value!r}{'; ' + fix if fix else ''}")
+    return float(value)  # type: ignore[arg-type]
+
+
+def check_choice(owner: str, name: str, value: object, options: Sequence[str]) -> None:
+    """A strategy's named option: one of `options` (ValueError naming owner(name=...))."""
+    if not isinstance(value, str) or value not in options:
+        raise ValueError(f"{owner}({name}=...): {name} must be one of {tuple(options)}; got "
+                         f"{value!r}")
+
+
 __all__ = ["DEFAULT_STEPS", "STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule",
-           "Strategy", "check_steps"]
+           "Strategy", "check_choice", "check_number", "check_steps"]

@@ -165,9 +165,12 @@ def _text(report: dict[str, Any], where: str) -> str:
     from ladr_core.calibrate.report import report_text
 
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
-    hint = ("" if rec["strategy"]["kind"] == "ladr" else
+    kind = rec["strategy"]["kind"]
+    hint = ("" if kind == "ladr" else
             f"\nThe recommendation is the official sampler at {rec['strategy']['steps']} steps: "
-            "set DiMOO Sampler's strategy to 'baseline' to use it.")
+            "set DiMOO Sampler's strategy to 'baseline' to use it." if kind == "baseline" else
+            f"\nThe recommendation is strategy {kind!r}: set DiMOO Sampler's strategy to "
+            f"{kind!r} to use it.")
     return report_text(report) + hint + f"\n({where})"
 
 

@@ -22,7 +22,7 @@ from ladr_core import (
     strategy_names,
 )
 
-from . import batching, events, host, threads
+from . import batching, events, host, rules, threads
 from . import paint as paint_module
 from . import policy as policy_node
 from . import preview as preview_module
@@ -105,20 +105,22 @@ def check_options(policy: object | None, cache: object | None) -> None:
         )
 
 
-def pick_strategy(name: str, connected: Strategy | None, steps: int
-                  ) -> tuple[Strategy, int | None, str]:
+def pick_strategy(name: str, connected: Strategy | None, steps: int,
+                  rule: rules.RuleFields | None = None) -> tuple[Strategy, int | None, str]:
     """The strategy widget + the policy socket -> (strategy to run, the T to ask for, a note).
 
     The socket's strategy runs when it is of the chosen kind (an LADR Policy with "ladr", a
     Prophet Policy with "prophet"); otherwise the chosen kind's defaults run and the note says
     the connected one was not used (it may stay connected for A/B runs). A preset tuned at its
     own T (nano: 128) brings it: the T asked for is then None (the strategy's own, chosen by
-    `Strategy.run_steps`), the `steps` widget is not used, and the note says so.
+    `Strategy.run_steps`), the `steps` widget is not used, and the note says so. A rule
+    (nodes/rules.py) takes the rule widgets it reads and runs at the T it was tuned at.
     """
     if name not in STRATEGIES:
         raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
     note = ""
-    chosen = resolve_strategy(name)
+    chosen = (rule or rules.RuleFields()).strategy(name) if name in rules.RULES \
+        else resolve_strategy(name)
     if connected is not None and connected.name == name:
         chosen = connected
     elif connected is not None:
@@ -126,7 +128,8 @@ def pick_strategy(name: str, connected: Strategy | None, steps: int
     if chosen.steps is None:
         return chosen, steps, note
     if chosen.steps != steps:
-        note += f"; T={chosen.steps} from the policy preset (steps={steps} not used)"
+        source = "the policy preset" if name not in rules.RULES else f"{name}'s tuned setting"
+        note += f"; T={chosen.steps} from {source} (steps={steps} not used)"
     return chosen, None, note
 
 
@@ -263,9 +266,12 @@ class DiMOOSampler(io.ComfyNode):
                 batch_size: int, strategy: str, one_prompt_per_line: bool,
                 policy: object | None = None, cache: object | None = None,
                 max_batch: int = batching.AUTO, image: object | None = None,
-                mask: object | None = None, paint: object | None = None) -> io.NodeOutput:
+                mask: object | None = None, paint: object | None = None,
+                tau: float = rules.AUTO, gamma: float = rules.AUTO,
+                token: str = "sample") -> io.NodeOutput:
         check_options(policy, cache)
-        chosen, steps, note = pick_strategy(strategy, policy, steps)
+        chosen, steps, note = pick_strategy(strategy, policy, steps,
+                                            rules.RuleFields(tau=tau, gamma=gamma, token=token))
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         prompts, skipped = split_prompts(prompt, one_prompt_per_line)
         if skipped:
@@ -319,7 +325,10 @@ def _inputs() -> list:
                      tooltip="Images per prompt."),
         io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
                        tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
-                       "official cosine schedule. prophet: early-commit comparison."),
+                       "official cosine schedule. prophet: early-commit comparison. threshold, "
+                       "entropy, halton, threshold-frontier, halton-ladr, ladr-global: "
+                       "training-free rules, set by tau, gamma and token.",
+                       extra_dict={"ladr_rules": rules.applies_table()}),
         io.Boolean.Input("one_prompt_per_line", default=False,
                          tooltip="Treat each non-empty prompt line as a separate prompt."),
         io.Custom(POLICY_TYPE).Input("policy", optional=True,
@@ -346,4 +355,6 @@ def _inputs() -> list:
         io.Custom(PAINT_TYPE).Input("paint", optional=True,
                                     tooltip="Optional LADR Paint Options (default: threshold "
                                     "0.5, no grow, paste back with a half-token feather)."),
+        # the training-free rules' settings, appended last (saved workflows get the tuned ones)
+        *rules.rule_inputs(),
     ]

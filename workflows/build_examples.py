@@ -189,7 +189,8 @@ def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, s
     return Node(id, "LADR_DiMOOSampler", pos, dict(
         prompt=prompt, negative_prompt="", width=size, height=size, steps=steps, cfg=cfg,
         temperature=1.0, seed=seed, batch_size=batch, strategy=strategy,
-        one_prompt_per_line=per_line, max_batch=0), links, title, SAMPLER_SIZE)
+        one_prompt_per_line=per_line, max_batch=0, tau=-1.0, gamma=-1.0, token="sample"),
+        links, title, SAMPLER_SIZE)
 
 
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:

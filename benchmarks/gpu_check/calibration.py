@@ -6,7 +6,9 @@ A short calibration runs through the calibration's own loop (``ladr_core.calibra
 image in one denoiser call, the self-score's passes included) is measured. The full
 calibration's calls per image are counted from what it runs (``default_candidates(64)``): the
 reference's 64, each candidate's NFE as measured on DiMOO-nano's validation prompts
-(benchmarks/results/self_score_validation.json), the official sampler at each distinct rounded
+(benchmarks/results/self_score_validation.json; a candidate it does not hold, the training-free
+rivals, from the validation sweep of the same strategy object, samplers_validation.json), the
+official sampler at each distinct rounded
 NFE, and the self-score's passes for every setting. The full run's time is
 projected_seconds(calls per image x 16, ms per image-call) (projection.py): projected.
 """
@@ -33,6 +35,7 @@ from .speed import release, shape
 __all__ = ["VALIDATION", "calls_per_image", "section_d"]
 
 VALIDATION = RESULTS_DIR / "self_score_validation.json"
+SWEEP = RESULTS_DIR / "samplers_validation.json"
 SHORT_T = 4
 
 
@@ -44,13 +47,28 @@ def calls_per_image(steps: int = 64, passes: int = CALIBRATION_SELF_SCORE.passes
     for cand in default_candidates(steps):
         if cand.role == "reference":
             continue
-        nfe[cand.name] = measured[f"ladr-{cand.name}"]["nfe"]
+        key = f"ladr-{cand.name}"
+        nfe[cand.name] = measured[key]["nfe"] if key in measured else _swept_nfe(cand)
     matched = sorted({max(1, round(v)) for v in nfe.values()} - {steps})
     settings = 1 + len(nfe) + len(matched)
     total = steps + sum(nfe.values()) + sum(matched) + passes * settings
     return {"calls_per_image": total, "reference": steps, "candidates_nfe": nfe,
             "matched_baselines": matched, "self_score_passes": passes * settings,
-            "file": str(VALIDATION.relative_to(RESULTS_DIR.parents[1]))}
+            "file": str(VALIDATION.relative_to(RESULTS_DIR.parents[1])),
+            "sweep": str(SWEEP.relative_to(RESULTS_DIR.parents[1]))}
+
+
+def _swept_nfe(cand: Candidate) -> float:
+    """A candidate's mean NFE in the validation sweep: the setting that builds the same
+    strategy at the same T (KeyError naming the candidate when the sweep has none)."""
+    from benchmarks.rivals import table_entry
+
+    for spec, row in json.loads(SWEEP.read_text())["settings"].items():
+        entry = table_entry(spec)
+        if entry["strategy"] == cand.strategy and entry["steps"] == cand.steps:
+            return row["nfe_mean"]
+    raise KeyError(f"no NFE for calibration candidate {cand.name!r} in {VALIDATION.name} or "
+                   f"{SWEEP.name}; run it on the validation prompts first")
 
 
 def section_d(device: torch.device, smoke: bool, deadline: Callable[[], float]) -> dict[str, Any]:

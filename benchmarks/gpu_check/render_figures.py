@@ -131,7 +131,8 @@ def calibration(d: dict[str, Any] | None, where: str | None, pending: str,
     head = (f"A full calibration (64 steps, the default candidates) makes "
             f"**{calls['calls_per_image']:.1f} denoiser calls per image**: the reference's "
             f"{calls['reference']}, the candidates' NFE on DiMOO-nano's validation prompts "
-            f"({sum(calls['candidates_nfe'].values()):.1f}, {calls['file']}), the official "
+            f"({sum(calls['candidates_nfe'].values()):.1f}, {calls['file']}"
+            f"{'; ' + calls['sweep'] if calls.get('sweep') else ''}), the official "
             f"sampler at {calls['matched_baselines']} ({sum(calls['matched_baselines'])}) and "
             f"{calls['self_score_passes']} self-score passes. ")
     if d is None:

@@ -22,6 +22,10 @@ _EXPORTS: dict[str, str] = {
     "CALIBRATION_FILE": ".state",
     "fingerprint": ".state",
     "load_calibration": ".state",
+    "Candidate": ".candidates",
+    "default_candidates": ".candidates",
+    "strategy_spec": ".candidates",
+    "strategy_from_spec": ".candidates",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -10,22 +10,33 @@ The list (``default_candidates``), in the order they run:
   tau<x>         a small grid over the rescue's own threshold: tau = x in every phase, alpha
                  1, gumbel ranking, argmax rescue token, seen-only frontier (the nano preset's
                  rule at DiMOO's T = 64), x in ``TAU_GRID``;
+  halton-ladr    LADR's rescue on a Halton-ordered baseline (``HaltonLADR()``, T = 128) and
+  ladr-global    LADR's rescue over every masked token (``LADRGlobal()``, T = 256): the
+                 training-free settings that did best on nano's test set at about 12 and 18
+                 forwards per image (docs/reports/SAMPLERS.md), at their tuned defaults;
 and, after them, the baseline at each candidate's measured NFE (rounded; one run per distinct
 T), against which every candidate is also compared.
 
-A candidate is stored as {"kind": "baseline" | "ladr", "steps": T, "policy": {field: value}}
-(``strategy_spec``); ``strategy_from_spec`` rebuilds the object and refuses a damaged entry
+A candidate is stored as {"kind": its registered strategy name, "steps": T, and every other field
+of the strategy dataclass} with nested dataclasses as objects and tuples as lists
+(``strategy_spec``): {"kind": "baseline", "steps": T}, {"kind": "ladr", "steps": T, "policy":
+{field: value}}, {"kind": "threshold", "steps": T, "tau": 0.9, "token": "argmax"}, ...;
+``strategy_from_spec`` rebuilds any registered dataclass strategy and refuses a damaged entry
 with a message naming the field.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from dataclasses import dataclass, fields, is_dataclass, replace
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
 from ..baseline import Baseline
+from ..halton_ladr import HaltonLADR
 from ..ladr import LADR
-from ..policy import PRESETS, AdaptiveRescue, LADRPolicy
+from ..ladr_global import LADRGlobal
+from ..policy import PRESETS, LADRPolicy
+from ..registry import _REGISTRY, strategy_names
 from ..step import Strategy
 
 __all__ = ["TAU_GRID", "Candidate", "default_candidates", "matched_baseline", "strategy_from_spec",
@@ -59,6 +70,7 @@ def default_candidates(steps: int = 64) -> list[Candidate]:
     for preset in ("adaptive", "nano"):
         out.append(Candidate(preset, LADR.preset(preset), PRESETS[preset].steps or steps))
     out += [Candidate(f"tau{t:g}", LADR(tau_policy(t)), steps) for t in TAU_GRID]
+    out += [Candidate(s.name, s, s.run_steps()) for s in (HaltonLADR(), LADRGlobal())]
     return out
 
 
@@ -68,54 +80,80 @@ def matched_baseline(nfe: float) -> Candidate:
     return Candidate(f"baseline-{t}", Baseline(), t, "matched")
 
 
-def _policy_dict(policy: LADRPolicy) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields(policy):
-        value = getattr(policy, f.name)
-        if isinstance(value, AdaptiveRescue):
-            value = {"pace": value.pace, "anchor_quantile": value.anchor_quantile}
-        elif isinstance(value, tuple):
-            value = list(value)
-        out[f.name] = value
-    return out
+def _to_json(value: Any) -> Any:
+    """A strategy field as JSON data: a dataclass as {field: value}, a tuple as a list."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _to_json(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
 
 
 def strategy_spec(candidate: Candidate) -> dict[str, Any]:
-    """JSON-ready description of a candidate's strategy (module docstring)."""
+    """JSON-ready description of a candidate's strategy: {"kind": its registered name, "steps":
+    T, and every other field of the strategy dataclass} (module docstring). A strategy that is
+    not a registered dataclass cannot be described (ValueError)."""
     s = candidate.strategy
-    if isinstance(s, LADR):
-        return {"kind": "ladr", "steps": candidate.steps, "policy": _policy_dict(s.policy)}
-    if isinstance(s, Baseline):
-        return {"kind": "baseline", "steps": candidate.steps}
-    raise ValueError(f"cannot describe a {type(s).__name__} candidate")
+    if not is_dataclass(s) or _REGISTRY.get(s.name) is not type(s):
+        raise ValueError(f"cannot describe a {type(s).__name__} candidate: only a registered "
+                         "dataclass strategy (ladr_core.register_strategy) has a JSON form")
+    out: dict[str, Any] = {"kind": s.name, "steps": candidate.steps}
+    out.update({f.name: _to_json(getattr(s, f.name)) for f in fields(s) if f.name != "steps"})
+    return out
+
+
+def _dataclass_of(hint: Any) -> type | None:
+    """The dataclass a field annotation names (X or X | None), else None."""
+    options = get_args(hint) if get_origin(hint) in (Union, UnionType) else (hint,)
+    return next((o for o in options if isinstance(o, type) and is_dataclass(o)), None)
+
+
+def _from_json(value: Any, hint: Any, where: str) -> Any:
+    """A field's value from JSON data: a dict rebuilds the dataclass the annotation names, a
+    list becomes a tuple; ValueError naming `where` (the field's path) otherwise."""
+    nested = _dataclass_of(hint)
+    if nested is not None and isinstance(value, dict):
+        return _build(nested, value, where)
+    if nested is not None and value is not None:
+        raise ValueError(f"{where} must be an object of {nested.__name__} fields; got {value!r}")
+    if isinstance(value, list):
+        return tuple(tuple(v) if isinstance(v, list) else v for v in value)
+    return value
+
+
+def _build(cls: type, data: dict[str, Any], where: str, **extra: Any) -> Any:
+    """cls(**fields from data, **extra): a field missing from data takes its default (a file
+    written before the field existed stays readable); an unknown field or a refused value
+    raises ValueError naming `where`."""
+    names = {f.name for f in fields(cls) if f.init} - set(extra)
+    unknown = sorted(set(data) - names)
+    if unknown:
+        raise ValueError(f"{where} has unknown fields {unknown} (known: {sorted(names)})")
+    hints = get_type_hints(cls)
+    args = {k: _from_json(v, hints.get(k), f"{where}.{k}") for k, v in data.items()}
+    try:
+        return cls(**args, **extra)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def strategy_from_spec(spec: Any, where: str = "strategy") -> tuple[Strategy, int]:
-    """(strategy object, T) from ``strategy_spec``'s dict; ValueError naming the bad field."""
+    """(strategy object, T) from ``strategy_spec``'s dict, for any registered dataclass
+    strategy; ValueError naming the bad field (its path under `where`)."""
     if not isinstance(spec, dict):
-        raise ValueError(f"{where} must be an object with kind, steps (and policy); got {spec!r}")
+        raise ValueError(f"{where} must be an object with kind, steps and the strategy's "
+                         f"fields; got {spec!r}")
     steps = spec.get("steps")
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"{where}.steps must be an int >= 1; got {steps!r}")
     kind = spec.get("kind")
-    if kind == "baseline":
-        return Baseline(steps=steps), steps
-    if kind != "ladr":
-        raise ValueError(f"{where}.kind must be 'baseline' or 'ladr'; got {kind!r}")
-    raw = spec.get("policy")
-    if not isinstance(raw, dict):
-        raise ValueError(f"{where}.policy must be an object of LADRPolicy fields; got {raw!r}")
-    known = {f.name for f in fields(LADRPolicy)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ValueError(f"{where}.policy has unknown fields {unknown} (known: {sorted(known)})")
-    args = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}
-    if isinstance(args.get("adaptive"), dict):
-        try:
-            args["adaptive"] = AdaptiveRescue(**args["adaptive"])
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{where}.policy.adaptive: {exc}") from None
-    try:
-        return LADR(LADRPolicy(**args), steps), steps
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{where}.policy: {exc}") from None
+    names = strategy_names()
+    if kind not in names:
+        raise ValueError(f"{where}.kind must be a registered strategy name {list(names)}; got "
+                         f"{kind!r}")
+    cls = _REGISTRY[kind]
+    if not is_dataclass(cls):
+        raise ValueError(f"{where}.kind {kind!r} is not a dataclass strategy; it has no JSON "
+                         "form")
+    data = {k: v for k, v in spec.items() if k not in ("kind", "steps")}
+    return _build(cls, data, where, steps=steps), steps

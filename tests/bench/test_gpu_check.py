@@ -21,6 +21,7 @@ from support import ROOT
 from support.scripts import run_script
 
 from ladr_core import preset_names, strategy_names
+from ladr_core.calibrate import default_candidates
 
 NO_DIFFUSERS = ("import runpy, sys; sys.modules['diffusers'] = None; "
                 "sys.argv = ['gpu_check', *sys.argv[1:]]; "
@@ -99,7 +100,14 @@ def test_smoke_speed_per_image_and_calibration(smoke: dict[str, Any]) -> None:
     d = smoke["sections"]["d"]
     assert d["prompts"] == 16 and d["short_run"]["settings"] == ["baseline-4", "nano"]
     assert d["short_run"]["image_calls"] == 2 * 16 * (4 + 2)
-    assert 264 < d["full"]["calls_per_image"] < 265 and d["how"] == "projected"
+    full = d["full"]  # every default candidate counted with its measured validation NFE
+    assert d["how"] == "projected" and set(full["candidates_nfe"]) == {
+        c.name for c in default_candidates(64) if c.role != "reference"}
+    assert full["calls_per_image"] == pytest.approx(
+        full["reference"] + sum(full["candidates_nfe"].values()) + sum(full["matched_baselines"])
+        + full["self_score_passes"])
+    assert full["matched_baselines"] == sorted({max(1, round(v)) for v in
+                                                full["candidates_nfe"].values()} - {64})
 
 
 @pytest.mark.parametrize(("args", "names"), [

@@ -55,7 +55,8 @@ def test_cli_writes_the_report_the_plot_and_the_checkpoint_file(folder, finished
     out, report = finished
     names = [c["name"] for c in report["candidates"]]
     assert names[0] == "baseline-4" and {"paper", "paper-gumbel", "adaptive", "nano",
-                                         "tau0.5", "tau0.7", "tau0.9"} <= set(names)
+                                         "tau0.5", "tau0.7", "tau0.9", "halton-ladr",
+                                         "ladr-global"} <= set(names)
     for c in report["candidates"]:
         assert isinstance(c["name"], str) and c["nfe"] >= 1 and isinstance(c["self_score"], float)
         assert c["token_forwards"] > 0 and c["wall_s"] >= 0

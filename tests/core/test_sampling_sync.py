@@ -14,9 +14,13 @@ import pytest
 import torch
 from support import ROOT, strategy_from
 
-from ladr_core import LADR, PRESETS, LADRPolicy, sample
+from ladr_core import LADR, PRESETS, LADRPolicy, resolve_strategy, sample, strategy_names
 from testbed.fakes import LocalityDenoiser, make_table
 from testbed.syncs import HostData, SyncCounter, sampler_reads
+
+# Every registered strategy beyond the three the lists below spell out, with its defaults
+# (a new strategy joins these checks by registering).
+OTHERS = [n for n in strategy_names() if n not in ("baseline", "ladr", "prophet")]
 
 
 @pytest.mark.parametrize(
@@ -25,7 +29,8 @@ from testbed.syncs import HostData, SyncCounter, sampler_reads
      ("ladr", LADRPolicy(candidates="non_neighbors")), ("ladr", LADRPolicy(candidates="random")),
      ("ladr", LADRPolicy(metric="random")), ("ladr", LADRPolicy(metric="confidence")),
      ("ladr", LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True)),
-     ("ladr", PRESETS["adaptive"].policy)],
+     ("ladr", PRESETS["adaptive"].policy),
+     *[(name, None) for name in OTHERS]],
 )
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
@@ -83,11 +88,12 @@ def test_counter_detects_host_data() -> None:
     assert made.made == ["aten.lift_fresh.default"]
 
 
-@pytest.mark.parametrize("strategy", ["baseline", "prophet", *sorted(PRESETS)])
+@pytest.mark.parametrize("strategy", ["baseline", "prophet", *sorted(PRESETS), *OTHERS])
 def test_sample_copies_no_host_data_to_the_device(strategy) -> None:
-    """No fixed sync inside sample() on an accelerator: policy tables and the baseline keep
-    table are built on the device, per-phase values enter kernels as scalars."""
-    chosen = strategy if strategy in ("baseline", "prophet") else LADR.preset(strategy)
+    """No fixed sync inside sample() on an accelerator: policy tables, the baseline keep
+    table and the Halton order are built on the device, per-phase values enter kernels as
+    scalars."""
+    chosen = resolve_strategy(strategy) if strategy in strategy_names() else LADR.preset(strategy)
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     with HostData() as made:

@@ -16,7 +16,7 @@ import torch
 from support.official_i2i import edit_generate, to_pil
 
 import ladr_core
-from ladr_core import LADR, Baseline, MLCacheConfig, Prophet
+from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, resolve_strategy, strategy_names
 from ladr_core.dimoo import EDIT_TYPES, DiMOOPipeline, build_edit_batch, edit_texts
 
 INSTRUCTION = "make the circle green"
@@ -89,15 +89,25 @@ def test_a_rolling_batch_gives_each_item_its_single_run(pipe: DiMOOPipeline) -> 
 
 
 STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("nano"),
-              "prophet": Prophet()}
+              "prophet": Prophet(),
+              # every other registered strategy (a new one joins by registering)
+              **{name: resolve_strategy(name) for name in strategy_names()
+                 if name not in ("baseline", "ladr", "prophet")}}
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
-    res = pipe.edit(INSTRUCTION, steps=12, seed=2, strategy=STRATEGIES[strategy],
-                        image=_float(_image(6)), decode=False, size="as is")
+    kw = dict(steps=12, strategy=STRATEGIES[strategy], image=_float(_image(6)), decode=False,
+              size="as is")
+    res = pipe.edit(INSTRUCTION, seed=2, **kw)
     assert res.tokens.shape == (1, 64) and 1 <= res.nfe <= 12
     assert int(res.tokens.min()) >= 0 and int(res.tokens.max()) < pipe.ids.codebook_size
+    # in a rolling batch each edit equals its single run
+    both = pipe.edit(INSTRUCTION, seed=2, batch_size=3, max_batch=2, **kw)
+    assert torch.equal(both.tokens[0], res.tokens[0])
+    for i in (1, 2):
+        single = pipe.edit(INSTRUCTION, seed=2 + i, **kw)
+        assert torch.equal(both.tokens[i], single.tokens[0])
 
 
 def test_rows_hold_the_reference_before_the_last_prompt_token(pipe: DiMOOPipeline) -> None:

@@ -15,7 +15,7 @@ from support.official_i2i import paint_generate, paint_tokens, to_pil
 
 from ladr_core import LADR, Baseline, InputError, MLCacheConfig, Prophet, sample
 from ladr_core.dimoo import DiMOOPipeline, PaintOptions, fit_image, plan_painting, token_mask
-from ladr_core.registry import preset_names
+from ladr_core.registry import preset_names, resolve_strategy, strategy_names
 
 PROMPT = "a red circle left of a blue square"
 
@@ -74,9 +74,11 @@ def test_batch_items_equal_the_official_script_one_by_one(pipe: DiMOOPipeline) -
         assert torch.equal(res.tokens[i:i + 1], ref)
 
 
-# every strategy and every LADR preset of the registry (a new preset is covered automatically)
+# every strategy and every LADR preset of the registry (a new one is covered automatically)
 STRATEGIES = {"baseline": Baseline(), "prophet": Prophet(),
-              **{f"ladr-{name}": LADR.preset(name) for name in preset_names()}}
+              **{f"ladr-{name}": LADR.preset(name) for name in preset_names()},
+              **{name: resolve_strategy(name) for name in strategy_names()
+                 if name not in ("baseline", "ladr", "prophet")}}
 CACHES = {"none": None, "official": MLCacheConfig(warmup_ratio=0.1, refresh_interval=2),
           "ladr": MLCacheConfig.ladr()}
 

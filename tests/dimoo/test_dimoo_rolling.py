@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from ladr_core import LADR, PRESETS, Baseline, MLCacheConfig, Prophet
+from ladr_core import (
+    LADR,
+    PRESETS,
+    Baseline,
+    MLCacheConfig,
+    Prophet,
+    resolve_strategy,
+    strategy_names,
+)
 from ladr_core.dimoo import DiMOOPipeline
 
 PROMPTS = ["a red circle", "two blue squares left of a green circle", "the circle",
@@ -18,6 +28,12 @@ CASES = {
     "prophet": (Prophet(), None),
     "ladr-nano+cache": (LADR(PRESETS["nano"].policy, 24), MLCacheConfig.ladr()),
     "baseline+cache": (Baseline(), MLCacheConfig(warmup_ratio=0.2, refresh_interval=3)),
+    # every other registered strategy, alone and with each cache (a new one joins by registering)
+    **{f"{name}{tag}": (replace(resolve_strategy(name), steps=16), cache)
+       for name in strategy_names() if name not in ("baseline", "ladr", "prophet")
+       for tag, cache in (("", None), ("+cache", MLCacheConfig.ladr()),
+                          ("+official-cache", MLCacheConfig(warmup_ratio=0.2,
+                                                            refresh_interval=3)))},
 }
 
 

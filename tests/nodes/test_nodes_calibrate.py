@@ -108,3 +108,22 @@ def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> Non
     monkeypatch.setattr(host, "check_interrupt", real)
     _, _, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
     assert path.is_file() and not partial_path(path).exists() and "recommended:" in text
+
+
+@pytest.mark.parametrize(("kind", "says"), [
+    ("ladr", None), ("baseline", "the official sampler at 12 steps: set DiMOO Sampler's strategy "
+                                 "to 'baseline'"),
+    *[(name, f"strategy {name!r}: set DiMOO Sampler's strategy to {name!r}")
+      for name in ladr_core.strategy_names() if name not in ("baseline", "ladr")]])
+def test_the_text_says_which_sampler_strategy_runs_the_recommendation(monkeypatch, kind: str,
+                                                                      says: str | None) -> None:
+    """Every registered kind the calibration can recommend gets the sampler's setting."""
+    import ladr_core.calibrate.report as report_module
+    from nodes.calibrate import _text
+
+    monkeypatch.setattr(report_module, "report_text", lambda report: "table")
+    report = {"recommended": "x", "candidates": [{"name": "x", "strategy": {"kind": kind,
+                                                                          "steps": 12}}]}
+    text = _text(report, "here")
+    assert text.startswith("table") and text.endswith("\n(here)")
+    assert (says is None and text == "table\n(here)") or (says is not None and says in text)

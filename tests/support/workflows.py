@@ -128,6 +128,8 @@ def check_ui_workflow(path: Path) -> None:
             assert lk[0] in nodes[lk[1]]["outputs"][lk[2]]["links"]
         values = list(n["widgets_values"])
         for spec in widgets:
+            if not values and spec.optional:  # appended later: the frontend gives its default
+                continue
             check_value(f"{path.stem} node {n['id']} {spec.id}", spec, values.pop(0))
             if getattr(spec, "control_after_generate", None):  # INT / COMBO only
                 assert values.pop(0) in ("fixed", "increment", "decrement", "randomize")
@@ -144,6 +146,8 @@ def ui_to_api(ui: dict) -> dict:
         inputs: dict = {}
         values = list(n["widgets_values"])
         for spec in sch[n["type"]][0]:
+            if spec.io_type in WIDGETS | {UI_ONLY} and not values and spec.optional:
+                continue  # a widget appended later: absent, as the frontend queues it
             if spec.io_type == UI_ONLY:
                 values.pop(0)
             elif spec.io_type in WIDGETS:

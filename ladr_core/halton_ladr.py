@@ -1,0 +1,55 @@
+"""LADR's rescue on a Halton-ordered baseline: `HaltonLADR(policy)`.
+
+Algorithm 1 (ladr_core.ladr) with one change: standard selection (lines 17-20) keeps masked the
+n_mask masked tokens latest in the Halton order over the token grid (ladr_core.halton) instead of
+the least confident ones; the inverse schedule and the neighbour rescue (lines 21-31: frontier,
+threshold, budget, pick by margin) are LADR's, with the policy's settings. The order is built
+once per run on the device; known tokens (painting) are not masked, so they are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import partial
+from typing import TYPE_CHECKING, ClassVar
+
+import torch
+
+from .halton import halton_score
+from .ladr import LADR
+from .policy import PRESETS, LADRPolicy
+from .registry import register_strategy
+from .step import Commit, Needs
+
+if TYPE_CHECKING:  # annotations only
+    from .noise import StepNoise
+    from .step import RunInfo, Stats, StepRule
+
+
+@register_strategy
+@dataclass(frozen=True)
+class HaltonLADR(LADR):
+    """LADR with Halton-ordered standard selection. policy: the rescue's settings (the
+    policy's `selection` is not used: the order ranks); steps: T. Defaults tuned on nano's
+    validation prompts (docs/reports/SAMPLERS.md)."""
+
+    name: ClassVar[str] = "halton-ladr"
+    policy: LADRPolicy = field(default_factory=lambda: replace(PRESETS["nano"].policy,
+                                                               tau=(0.95, 0.95, 0.95)))
+    steps: int | None = 128
+
+    def needs(self) -> Needs:
+        """LADR's, without the noisy confidence of its "gumbel" ranking (the order ranks)."""
+        base = super().needs()
+        return Needs(base.stats - {"log_conf"}, remask=False, uniform=base.uniform)
+
+    def begin(self, run: RunInfo) -> StepRule:
+        return partial(self.halton_commit, run, halton_score(run.grid, run.device))
+
+    def halton_commit(self, run: RunInfo, score: torch.Tensor, step: torch.Tensor,
+                      masked: torch.Tensor, stats: Stats, noise: StepNoise) -> Commit:
+        """`LADR.commit` with the Halton score [1, N] as standard selection's ranking."""
+        return self.commit(run, step, masked, stats, noise, rank=score.expand_as(masked))
+
+
+__all__ = ["HaltonLADR"]
