@@ -1,8 +1,7 @@
 """Self-score: how plausible the model finds an image's final tokens, judged by the model itself.
 
-No outside model. For each image, ``passes`` copies of its final tokens are made (times
-``rounds``, each round with its own placement of the blocks); in each copy a random set of
-square token blocks is masked again (``block`` x ``block`` tokens, ``fraction`` of
+No outside model. For each image, ``passes`` copies of its final tokens are made; in each copy a
+random set of square token blocks is masked again (``block`` x ``block`` tokens, ``fraction`` of
 the image's blocks per copy; the copies' blocks are disjoint while ``passes * fraction <= 1``).
 ONE packed transformer pass per copy (``DiMOODenoiser.masked_logits``: the prompt rows, cond
 and uncond rows together, as a sampling step, no ML-Cache) predicts the masked tokens, and the log
@@ -19,9 +18,9 @@ probability of the TRUE token is read at every re-masked position:
 ``SelfScore.score`` is the component named by ``SelfScoreConfig.kind``. Block placement is
 drawn per image from its own CPU ``torch.Generator`` (``DiMOOPipeline.self_score``: seeded
 ``seed + i``, as the sampler's items), so a score depends on the tokens, the prompt and the seed
-only: not on the batch, the chunking or the device. Cost: ``calls`` = passes x rounds denoiser
-calls per image (token-forwards ``calls`` x the prompt's real tokens, as ``calls`` sampling
-steps); images are scored ``chunk`` at a time (``chunk * calls`` items per call).
+only: not on the batch, the chunking or the device. Cost: ``passes`` denoiser calls per image (token-forwards
+``passes`` x the prompt's real tokens, as ``passes`` sampling steps); images are scored
+``chunk`` at a time (``chunk * passes`` items per call).
 """
 
 from __future__ import annotations
@@ -36,26 +35,21 @@ __all__ = ["KINDS", "SelfScore", "SelfScoreConfig", "block_masks", "score_tokens
 
 KINDS = ("cond", "uncond", "adherence", "guided", "cond_acc", "guided_acc")
 MAX_PASSES = 4
-MAX_ROUNDS = 8
 
 
 @dataclass(frozen=True)
 class SelfScoreConfig:
     """How the self-score re-masks and which component it reports (module docstring).
 
-    passes: denoiser calls per image and round, 1..4. block: side of the re-masked token
-    squares (>= 1). fraction: share of the image's blocks re-masked in each pass, in (0, 1].
-    kind: one of KINDS, the component reported as ``score``. rounds: independent placements
-    of the blocks, 1..8: each round draws a new offset and order of the squares and makes
-    ``passes`` passes (so ``calls`` = passes x rounds per image); more rounds average out
-    which tokens happened to be masked together.
+    passes: denoiser calls per image, 1..4. block: side of the re-masked token squares (>= 1).
+    fraction: share of the image's blocks re-masked in each pass, in (0, 1]. kind: one of
+    KINDS, the component reported as ``score``.
     """
 
     passes: int = 2
     block: int = 2
     fraction: float = 0.25
     kind: str = "guided"
-    rounds: int = 1
 
     def __post_init__(self) -> None:
         p = self.passes
@@ -70,15 +64,6 @@ class SelfScoreConfig:
             raise ValueError(f"self-score fraction must be a number in (0, 1]; got {f!r}")
         if self.kind not in KINDS:
             raise ValueError(f"self-score kind must be one of {KINDS}; got {self.kind!r}")
-        r = self.rounds
-        if isinstance(r, bool) or not isinstance(r, int) or not 1 <= r <= MAX_ROUNDS:
-            raise ValueError(f"self-score rounds must be an int in [1, {MAX_ROUNDS}] "
-                             f"(independent block placements); got {r!r}")
-
-    @property
-    def calls(self) -> int:
-        """Denoiser calls (passes) per image: ``passes`` x ``rounds``."""
-        return self.passes * self.rounds
 
 
 @dataclass
@@ -87,8 +72,8 @@ class SelfScore:
 
     ``score`` is ``getattr(self, config.kind)``. Without guidance (cfg 0) there is no uncond
     row: ``uncond`` and ``adherence`` are NaN and ``guided`` equals ``cond``. Cost: ``calls``
-    packed passes made (one per chunk, each holding ``config.calls`` copies of its images),
-    i.e. ``config.calls`` passes per image; ``token_forwards`` real tokens pushed through the
+    packed passes made (one per chunk, each holding ``passes`` copies of its images), i.e.
+    ``config.passes`` passes per image; ``token_forwards`` real tokens pushed through the
     transformer.
     """
 
@@ -111,21 +96,13 @@ class SelfScore:
 
 def block_masks(grid: tuple[int, int], config: SelfScoreConfig,
                 generator: torch.Generator) -> torch.Tensor:
-    """Re-mask pattern of ONE image: BoolTensor [rounds * passes, h * w] (row-major over
-    ``grid``; round-major).
+    """Re-mask pattern of ONE image: BoolTensor [passes, h * w] (row-major over ``grid``).
 
-    Per round, the grid is tiled into ``block`` x ``block`` squares from a random offset in
-    [0, block)^2 (edge squares may be cut), the squares are shuffled, and pass p masks squares
+    The grid is tiled into ``block`` x ``block`` squares from a random offset in [0, block)^2
+    (edge squares may be cut), the squares are shuffled, and pass p masks squares
     ``[p * k, (p + 1) * k)`` of the shuffled order (cyclically), k = max(1, round(fraction *
-    squares)). Every pass masks at least one token. Round 0 draws first, so a config with
-    more rounds starts with the masks of one round.
+    squares)). Every pass masks at least one token.
     """
-    return torch.cat([_round_masks(grid, config, generator) for _ in range(config.rounds)])
-
-
-def _round_masks(grid: tuple[int, int], config: SelfScoreConfig,
-                 generator: torch.Generator) -> torch.Tensor:
-    """One round of ``block_masks``: BoolTensor [passes, h * w]."""
     h, w = grid
     s = config.block
     oy, ox = (int(v) for v in torch.randint(0, s, (2,), generator=generator))
@@ -197,7 +174,7 @@ def score_tokens(make_denoiser: Callable[[list[str]], object], tokens: torch.Ten
         raise ValueError(f"self-score: {len(generators)} generators for {b} images")
     if not isinstance(chunk, int) or chunk < 1:
         raise ValueError(f"self-score chunk must be an int >= 1; got {chunk!r}")
-    p = config.calls
+    p = config.passes
     masks = torch.stack([block_masks(grid, config, g) for g in generators])  # [B, P, N]
     sums: dict[str, list[torch.Tensor]] = {}
     calls = forwards = 0
