@@ -57,13 +57,16 @@ class TextProgress:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    from .prompts import BUILTIN_COUNT
+
     ap = argparse.ArgumentParser(prog="python -m ladr_core.calibrate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout); "
                     "'nano' = the built-in DiMOO-nano")
     ap.add_argument("--prompts", default=None,
                     help="text file, one prompt per line (default: the checkpoint's "
-                    "calibration_prompts.txt, else 16 built-in prompts for Lumina-DiMOO)")
+                    f"calibration_prompts.txt, else the {BUILTIN_COUNT} built-in prompts for "
+                    "Lumina-DiMOO, as many as the default margin needs)")
     ap.add_argument("--json", default="ladr_calibration_report.json",
                     help="report to write (its .png: the Pareto plot)")
     ap.add_argument("--size", type=int, default=None,
