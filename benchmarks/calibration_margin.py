@@ -32,11 +32,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import write_result  # noqa: E402
-from benchmarks.paired_stats import group_index  # noqa: E402
-from benchmarks.self_score import BASE, BROKEN, DROP  # noqa: E402
-from benchmarks.self_score_variants import fit, load_set, margin_interval, variants  # noqa: E402
+from benchmarks.self_score_variants import load_set, variants  # noqa: E402
 from ladr_core.calibrate.stats import paired_spread  # noqa: E402
 from testbed import scenes  # noqa: E402
+from testbed.paired_stats import group_index  # noqa: E402
+from testbed.self_score_study import BASE, BROKEN, DROP, fit, margin_interval  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -5,7 +5,7 @@
 
 For each setting of the sweep and each prompt where baseline-64's image passes the nano
 evaluator and the setting's image fails (a *loss*), the kind of error, read from the
-evaluator's own detections (``testbed.evaluator.detect``) in this order:
+evaluator's own detections (``testbed.self_score_study.error_kind``) in this order:
 
   malformed  a detected component fits no shape (a broken, bitten or merged shape: "blob");
   count      the number of well-formed objects differs from the prompt's (missing or extra);
@@ -36,27 +36,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import env_info  # noqa: E402
-from benchmarks.self_score import BASE  # noqa: E402
 from benchmarks.self_score_variants import load_set, variants  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from testbed import scenes  # noqa: E402
-from testbed.evaluator import check, detect  # noqa: E402
-
-KINDS = ("malformed", "count", "shape", "colour", "relation", "other")
-
-
-def error_kind(spec: scenes.Spec, image: np.ndarray) -> str:
-    """The first kind of error (module docstring) that explains why ``image`` fails ``spec``."""
-    dets = detect(image)
-    if any(d.shape == "blob" for d in dets):
-        return "malformed"
-    if len(dets) != len(spec.objects):
-        return "count"
-    if sorted(o[0] for o in spec.objects) != sorted(d.shape for d in dets):
-        return "shape"
-    if not check(scenes.Spec(spec.category, spec.objects), dets):
-        return "colour"
-    return "relation" if spec.relation is not None else "other"
+from testbed.self_score_study import BASE, KINDS, error_kind  # noqa: E402
 
 
 def decode(pipe: Any, tokens: np.ndarray) -> np.ndarray:

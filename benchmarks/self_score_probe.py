@@ -8,7 +8,7 @@ For every setting of ``benchmarks.self_score_runs`` (complete chunks only) and e
 token at every re-masked position, per pass, under the cond row, the uncond row and the CFG
 logits (``guided``), as float32 maps [images, passes, h * w] (NaN where a pass did not mask the
 token), plus each token's block id [images, h * w]. The blocks are those of
-``ladr_core.dimoo.selfscore.block_masks`` with image i's generator seeded ``seed0 + i``, so
+``ladr_core.dimoo.tasks.selfscore.block_masks`` with image i's generator seeded ``seed0 + i``, so
 the probe ``b2`` restricted to its first two passes is the calibration's current self-score
 (``SelfScoreConfig(passes=2, block=2, fraction=0.25)``, checked on every run).
 
@@ -33,8 +33,7 @@ if str(ROOT) not in sys.path:
 from benchmarks.self_score import stored_runs  # noqa: E402
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
-from ladr_core.dimoo.pipeline import item_generator  # noqa: E402
-from ladr_core.dimoo.selfscore import SelfScoreConfig, block_masks  # noqa: E402
+from ladr_core.dimoo import SelfScoreConfig, block_masks, item_generator  # noqa: E402
 from testbed import scenes  # noqa: E402
 
 PROBES = {

@@ -4,6 +4,7 @@
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.self_score_variants \
         --json benchmarks/results/self_score_variants.json
 
+The arithmetic (aggregation, fit, verdict) is ``testbed.self_score_study``'s.
 For each variant (``variants()``: a probe, a branch, the passes used and how the re-masked
 tokens of an image become one number) and each prompt set, per setting the paired difference of
 the mean self-score to baseline-64 (95 % bootstrap, prompts resampled) beside the nano
@@ -42,55 +43,22 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import env_info  # noqa: E402
-from benchmarks.paired_stats import group_index  # noqa: E402
-from benchmarks.self_score import BASE, BROKEN, DROP, evaluator_rows, stored_runs  # noqa: E402
+from benchmarks.self_score import evaluator_rows, stored_runs  # noqa: E402
 from benchmarks.self_score_runs import settings  # noqa: E402
-from ladr_core.calibrate.margin import prompts_needed  # noqa: E402
-from ladr_core.calibrate.stats import paired_mean_ci, paired_spread, spearman  # noqa: E402
 from testbed import scenes  # noqa: E402
+from testbed.paired_stats import group_index  # noqa: E402
+from testbed.self_score_study import (  # noqa: E402
+    BASE,
+    BROKEN,
+    DROP,
+    Maps,
+    fit,
+    judge,
+)
+from testbed.self_score_study import mean_score as _mean  # noqa: E402
+from testbed.self_score_study import tail_score as _tail  # noqa: E402
 
-NEAREST = 3
-"""The spread that plans the prompts is the median over the ``NEAREST`` settings the evaluator
-puts closest to baseline-64: the spread grows with the loss (on validation from 0.13 at an
-evaluator drop of 0.15 to 0.24 at 0.44), and the settings a calibration hopes to accept are
-the near ones."""
-Maps = dict[str, dict[str, np.ndarray]]  # probe -> {branch or "block": array}
 Agg = Callable[[Maps], np.ndarray]
-
-
-def _mean(maps: Maps, probe: str, branch: str, passes: int | None) -> np.ndarray:
-    x = maps[probe][branch][:, :passes]
-    if branch == "adherence":
-        x = maps[probe]["cond"][:, :passes] - maps[probe]["uncond"][:, :passes]
-    return np.nansum(x, axis=(1, 2)) / np.isfinite(x).sum(axis=(1, 2))
-
-
-def _block_means(maps: Maps, probe: str, branch: str, passes: int | None) -> list[np.ndarray]:
-    """Per image: the mean log p of every re-masked block (one entry per pass and block)."""
-    x = maps[probe][branch][:, :passes]
-    blocks = maps[probe]["block"].astype(np.int64)
-    out = []
-    for i in range(x.shape[0]):
-        vals = []
-        for p in range(x.shape[1]):
-            m = np.isfinite(x[i, p])
-            if not m.any():
-                continue
-            b = blocks[i][m]
-            sums = np.bincount(b, weights=x[i, p][m])
-            counts = np.bincount(b)
-            vals.append(sums[counts > 0] / counts[counts > 0])
-        out.append(np.concatenate(vals))
-    return out
-
-
-def _tail(maps: Maps, probe: str, branch: str, passes: int | None, q: float) -> np.ndarray:
-    """Mean of the lowest share ``q`` of an image's block means (q -> 0: the worst block)."""
-    out = []
-    for v in _block_means(maps, probe, branch, passes):
-        k = max(1, int(round(q * v.size)))
-        out.append(np.sort(v)[:k].mean())
-    return np.array(out)
 
 
 def variants() -> dict[str, tuple[Agg, int]]:
@@ -147,67 +115,6 @@ def load_set(runs_dir: Path, which: str, prompts: int, batch: int
                 s, branch = k.split("|")
                 maps[s].setdefault(path.stem, {})[branch] = z[k][:n]
     return maps, evaluator_rows(runs, gidx), gidx, runs
-
-
-def fit(values: dict[str, np.ndarray], evaluator: dict[str, dict]) -> dict[str, Any]:
-    """Slope through the origin, margin, spread, prompts needed, worst LADR ratio."""
-    ok = [s for s in values if s != BASE and evaluator[s]["overall"] >= BROKEN]
-    ss = np.array([float((values[s] - values[BASE]).mean()) for s in ok])
-    ev = np.array([evaluator[s]["diff"]["diff"] for s in ok])
-    slope = float((ss * ev).sum() / (ev * ev).sum())
-    margin = slope * DROP
-    spreads = [paired_spread(values[s], values[BASE]) for s in ok]
-    nearest = np.argsort(-ev)[:NEAREST]  # the settings the evaluator puts closest to 64 steps
-    spread = float(np.median([spreads[i] for i in nearest]))
-    ladr = [i for i, s in enumerate(ok) if not s.startswith("baseline") and ev[i] < 0]
-    ratios = {ok[i]: float(ss[i] / (slope * ev[i])) for i in ladr}
-    return {"slope": slope, "margin": margin, "spread": spread,
-            "spread_nearest_settings": [ok[i] for i in nearest],
-            "spread_all_median": float(np.median(spreads)), "settings": ok,
-            "prompts_needed": prompts_needed(spread, margin) if margin > 0 else None,
-            "worst_ratio": min(ratios.values()) if ratios else None, "ratios": ratios}
-
-
-def margin_interval(values: dict[str, np.ndarray], passed: dict[str, np.ndarray],
-                    gidx: np.ndarray, settings_ok: list[str], n_boot: int = 1000,
-                    seed: int = 0) -> list[float]:
-    """95 % percentile interval of the margin: prompts resampled within their category (as
-    the evaluator's intervals), the evaluator's overall and the self-score's mean recomputed
-    on the same draw, the fit repeated."""
-    from benchmarks.paired_stats import _boot_scores, _resample
-
-    draws = _resample(gidx, n_boot, np.random.default_rng(seed))
-    idx = np.concatenate(list(draws.values()), axis=1)  # [n_boot, n]
-    base_eval = _boot_scores(passed[BASE].astype(np.float64), draws)["overall"]
-    ss = np.stack([(values[s][idx] - values[BASE][idx]).mean(axis=1) for s in settings_ok])
-    ev = np.stack([_boot_scores(passed[s].astype(np.float64), draws)["overall"] - base_eval
-                   for s in settings_ok])
-    out = (ss * ev).sum(axis=0) / (ev * ev).sum(axis=0) * DROP
-    return [float(np.percentile(out, 2.5)), float(np.percentile(out, 97.5))]
-
-
-def judge(values: dict[str, np.ndarray], evaluator: dict[str, dict], margin: float
-          ) -> dict[str, Any]:
-    """Per setting: self-score difference with its interval, the evaluator's; the misses."""
-    rows = {}
-    for s in values:
-        ci = None if s == BASE else paired_mean_ci(values[s], values[BASE])
-        rows[s] = {"self_score": float(values[s].mean()), "vs_base": ci,
-                   "evaluator": evaluator[s]["overall"],
-                   "evaluator_vs_base": None if s == BASE else evaluator[s]["diff"]}
-    drops = [s for s in values if s != BASE and evaluator[s]["diff"]["diff"] <= -DROP
-             and evaluator[s]["diff"]["hi"] < 0]
-    names = list(values)
-    working = [s for s in names if evaluator[s]["overall"] >= BROKEN]
-    return {
-        "settings": rows, "evaluator_drops": drops,
-        "missed_mean": [s for s in drops if rows[s]["vs_base"]["diff"] > -margin],
-        "missed_lo": [s for s in drops if rows[s]["vs_base"]["lo"] > -margin],
-        "missed_zero": [s for s in drops if rows[s]["vs_base"]["hi"] >= 0],
-        "spearman": spearman([rows[s]["self_score"] for s in names],
-                             [rows[s]["evaluator"] for s in names]),
-        "spearman_working": spearman([rows[s]["self_score"] for s in working],
-                                     [rows[s]["evaluator"] for s in working])}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .state import CalibrationError
+from .state import CalibrationInputError
 
 __all__ = ["DEFAULT_MARGIN", "EVALUATOR_DROP", "MARGIN_SOURCE", "POWER", "PRIOR_SPREAD",
            "check_margin", "margin_info", "prompts_needed", "shortfall_message"]
@@ -48,16 +48,17 @@ _Z_INTERVAL = 1.959964  # two-sided 95 %
 _Z_POWER = 0.841621  # one-sided 80 %
 
 
-def check_margin(value: Any, name: str = "--margin") -> float:
-    """The margin as a float; CalibrationError naming ``name`` unless it is a finite number
-    > 0."""
+def check_margin(value: Any, name: str = "margin") -> float:
+    """The margin as a float; CalibrationInputError naming ``name`` (the command line names
+    its flag, ``--margin``) unless it is a finite number > 0."""
     ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
           and math.isfinite(value) and value > 0)
     if not ok:
-        raise CalibrationError(
-            f"{name} must be a positive number (the most self-score a setting may lose against "
-            f"the reference and still qualify); got {value!r}. Leave it out for the fitted "
-            f"default {DEFAULT_MARGIN:g}, or give a number such as 0.02")
+        raise CalibrationInputError(
+            name, "must be a positive number (the most self-score a setting may lose against "
+            f"the reference and still qualify), got {value!r}",
+            f"leave it out for the fitted default {DEFAULT_MARGIN:g}, or give a number such as "
+            "0.02")
     return float(value)
 
 

@@ -97,21 +97,31 @@ def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference
     cheaper = [c for c in cands if c["token_forwards"] < ref_cost]
     if not cheaper:
         return "no cheaper setting was measured", None
-    far = [c for c in cheaper if c["vs_reference"]["diff"] <= -margin]
-    near = [c for c in cheaper if c["vs_reference"]["diff"] > -margin]
-    if not near:
-        return (f"no cheaper setting qualifies: the self-score puts every one of the "
-                f"{len(cheaper)} more than the margin ({margin:g}) below {reference}; more "
-                "prompts would not change that"), None
-    spreads = sorted(c["spread"] for c in near)
+    worse = [c for c in cheaper if _upper(c) < -margin]
+    open_ = [c for c in cheaper if _upper(c) >= -margin]
+    if not open_:
+        return (f"no cheaper setting qualifies: the self-score shows every one of the "
+                f"{len(cheaper)} to lose more than the margin ({margin:g}) against {reference} "
+                f"(the upper ends of their intervals are below -{margin:g}); more prompts "
+                "would not change that"), None
+    spreads = sorted(c["spread"] for c in open_)
     sd = spreads[len(spreads) // 2]
     need = prompts_needed(sd, margin)
-    return (f"no cheaper setting qualifies on {prompts} prompts: {len(far)} of the "
-            f"{len(cheaper)} cheaper settings are more than the margin ({margin:g}) below "
-            f"{reference} by the self-score, and the intervals of the other {len(near)} "
-            f"({', '.join(c['name'] for c in near)}) reach below -{margin:g}. At the spread "
-            f"of the per-prompt differences seen here (sd {sd:.3g}) a setting as good as "
-            f"{reference} would need about {need} prompts to qualify"), need
+    shown = (f"{len(worse)} of the {len(cheaper)} cheaper settings are shown to lose more than "
+             f"the margin ({margin:g}) against {reference}, and " if worse else "")
+    return (f"no cheaper setting qualifies on {prompts} prompts: {shown}the intervals of "
+            f"{'the other' if worse else 'all'} {len(open_)} "
+            f"({', '.join(c['name'] for c in open_)}) reach below -{margin:g}, so these prompts "
+            f"cannot show that they lose at most the margin. At the spread of the per-prompt "
+            f"differences seen here (sd {sd:.3g}) a setting as good as {reference} would need "
+            f"about {need} prompts to qualify"), need
+
+
+def _upper(c: dict[str, Any]) -> float:
+    """The upper end of a setting's interval against the reference, the more cautious
+    (higher) of the bootstrap's and Student's t."""
+    t = c.get("vs_reference_t")
+    return max(c["vs_reference"]["hi"], t["hi"] if t else c["vs_reference"]["hi"])
 
 
 def _ci(d: dict[str, Any] | None) -> str:

@@ -67,6 +67,28 @@ def test_a_setting_qualifies_only_when_shown_within_the_margin() -> None:
     assert "more than the margin" in worse["why"] and worse["prompts_needed"] is None
 
 
+def test_why_tells_a_setting_shown_worse_from_one_the_prompts_cannot_judge() -> None:
+    """Six prompts: a mean below -margin is not proof of a loss while the interval still
+    reaches above -margin; only a setting whose whole interval lies below -margin is called
+    shown worse, and more prompts are asked for the others."""
+    margin = 0.05
+    runs = _runs(6, -0.06)  # baseline-32: mean below -margin, interval wide
+    ref = np.array(runs["baseline-64"]["self_score"])
+    runs["baseline-16"] = _run("baseline-16", 16, ref - 1.0 + 0.01 * np.arange(6))
+    report = build_report(runs, list(range(6)), "baseline-64", margin)
+    cheap = next(c for c in report["candidates"] if c["name"] == "baseline-32")
+    assert cheap["vs_reference"]["diff"] < -margin < cheap["vs_reference"]["hi"]
+    why = report["why"]
+    assert report["recommended"] == "baseline-64" and "would not change" not in why
+    assert "1 of the 2 cheaper settings are shown to lose more than the margin" in why
+    assert "the other 1 (baseline-32)" in why
+    assert f"about {report['prompts_needed']} prompts" in why
+    del runs["baseline-32"]
+    only_worse = build_report(runs, list(range(6)), "baseline-64", margin)
+    assert "more prompts would not change that" in only_worse["why"]
+    assert only_worse["prompts_needed"] is None
+
+
 def test_a_few_prompts_that_all_favour_a_setting_do_not_show_it_within_the_margin() -> None:
     """Four prompts, every one a little better under the cheap setting: the bootstrap's
     lower end is 0, Student's t is honest about four prompts."""
@@ -95,8 +117,10 @@ def test_t_quantiles() -> None:
 
 @pytest.mark.parametrize("value", [0, -0.01, float("nan"), float("inf"), "abc", True, None])
 def test_a_margin_that_is_not_a_positive_number(value) -> None:
-    with pytest.raises(CalibrationError, match=r"--margin must be a positive number .* got"):
+    with pytest.raises(CalibrationError, match=r"^margin must be a positive number .*, got .*; "
+                       r"leave it out for the fitted default") as info:
         check_margin(value)
+    assert isinstance(info.value, ladr_core.InputError) and info.value.name == "margin"
 
 
 @pytest.fixture(scope="module")
@@ -210,11 +234,12 @@ def test_the_builtin_list_is_as_long_as_the_margin_needs() -> None:
     assert prompts == list(BUILTIN_PROMPTS) and "built-in" in source
 
 
+@pytest.mark.committed_result("benchmarks/results/calibration_margin.json")
 def test_the_default_margin_is_the_fitted_one() -> None:
     """margin.py carries the committed fit (rounded), made with the calibration's self-score."""
     from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
 
-    fit = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    fit = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results"
                       / "calibration_margin.json").read_text())
     assert fit["set"] == "validation" and fit["evaluator_drop"] == 0.05
     assert abs(DEFAULT_MARGIN - fit["margin"]) < 5e-5

@@ -1,21 +1,14 @@
-"""The self-score studies' own arithmetic (benchmarks/self_score_variants.py, self_score_misses.py)
-on data where the answer is known: the margin fit, the block aggregation and the error kinds."""
+"""The self-score study's arithmetic (testbed/self_score_study.py, used by the self-score and
+calibration benchmarks) on data where the answer is known: the margin fit, the block
+aggregation and the error kinds."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from benchmarks import self_score_misses as misses  # noqa: E402
-from benchmarks import self_score_variants as sv  # noqa: E402
-from testbed import scenes  # noqa: E402
+from testbed import scenes
+from testbed import self_score_study as sv
 
 
 def _evaluator(diffs: dict[str, float]) -> dict[str, dict]:
@@ -51,9 +44,9 @@ def test_block_aggregation_takes_the_worst_re_masked_block() -> None:
     logp[0, 0, :2] = [-0.1, -0.3]  # block 0 in pass 0: mean -0.2
     logp[0, 1, 2:] = [-1.0, -2.0]  # block 1 in pass 1: mean -1.5
     maps = {"p": {"guided": logp, "block": np.array([[0, 0, 1, 1]])}}
-    assert sv._tail(maps, "p", "guided", None, 0.0)[0] == pytest.approx(-1.5)
-    assert sv._mean(maps, "p", "guided", None)[0] == pytest.approx(-0.85)
-    assert sv._mean(maps, "p", "guided", 1)[0] == pytest.approx(-0.2)
+    assert sv.tail_score(maps, "p", "guided", None, 0.0)[0] == pytest.approx(-1.5)
+    assert sv.mean_score(maps, "p", "guided", None)[0] == pytest.approx(-0.85)
+    assert sv.mean_score(maps, "p", "guided", 1)[0] == pytest.approx(-0.2)
 
 
 def _image(objects: tuple[scenes.Obj, ...]) -> np.ndarray:
@@ -72,10 +65,10 @@ def _image(objects: tuple[scenes.Obj, ...]) -> np.ndarray:
      (scenes.Obj("circle", "red", 36, 24, 12), scenes.Obj("square", "blue", 12, 24, 12)),
      "relation")])
 def test_error_kinds_read_from_the_evaluators_detections(spec, objects, kind) -> None:
-    assert misses.error_kind(spec, _image(objects)) == kind
+    assert sv.error_kind(spec, _image(objects)) == kind
 
 
 def test_a_merged_shape_is_malformed() -> None:
     spec = scenes.Spec("two_object", (("square", None), ("circle", None)))
     merged = (scenes.Obj("square", "red", 20, 24, 16), scenes.Obj("circle", "red", 30, 24, 16))
-    assert misses.error_kind(spec, _image(merged)) == "malformed"
+    assert sv.error_kind(spec, _image(merged)) == "malformed"
