@@ -10,10 +10,13 @@ one CPU thread) on the first ``--prompts`` lines of nano's built-in list
 every setting's NFE, token-forwards, self-score difference to the reference with its interval,
 whether it qualifies, its spread and the prompts it would need, the denoiser calls the run made
 (the cost the wall time follows), the recommendation and why; beside each setting, the nano
-evaluator's paired difference to baseline-64 on the TEST set (490 prompts; from the sweep of
-``benchmarks.self_score_runs``; None for a setting the sweep does not run). The contact sheet is
-copied to ``calibration_nano_<n>.sheet.png``. Wall times are left out: this machine is shared
-(the calibration's time is measured on an idle machine, from the same command).
+evaluator's paired difference to baseline-64 on the TEST set (the complete chunks of the sweep
+of ``benchmarks.self_score_runs --set test``; None for a setting the sweep does not run). The
+contact sheet is copied to ``calibration_nano_<n>.sheet.png``. Wall times are left out: this
+machine is shared (the calibration's time is measured on an idle machine, from the same
+command). With ``--work DIR`` the calibration runs in DIR and a finished report there is
+reused (``report_reused_from_work``), so the verdicts can be attached again after the sweep
+grows without calibrating twice.
 """
 
 from __future__ import annotations
@@ -35,12 +38,12 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import RESULTS_DIR, write_result  # noqa: E402
-from benchmarks.paired_stats import group_index  # noqa: E402
 from benchmarks.self_score import BASE, evaluator_rows, stored_runs  # noqa: E402
 from benchmarks.self_score_runs import settings  # noqa: E402
 from ladr_core import nano_model_path  # noqa: E402
 from ladr_core.calibrate.cli import main as calibrate_main  # noqa: E402
 from testbed import scenes  # noqa: E402
+from testbed.paired_stats import group_index  # noqa: E402
 
 SWEEP_NAME = {"paper": "ladr-paper", "paper-gumbel": "ladr-paper-gumbel",
               "adaptive": "ladr-adaptive", "nano": "ladr-nano", "tau0.5": "ladr-tau0.5",
@@ -64,29 +67,50 @@ def test_verdicts(runs_dir: Path, prompts: int = 490, batch: int = 35) -> dict[s
                 "prompts": n} for s, r in rows.items()}
 
 
+def run_calibration(chosen: list[str], work: Path | None
+                    ) -> tuple[dict[str, Any], int, str, bool]:
+    """(report, exit status, stderr, reused?) of the calibrate command on ``chosen``, run in
+    ``work`` (a temporary folder when None). A report already in ``work`` for the same
+    prompts is reused with its exit status and stderr: the verdicts can be attached again
+    without a second run."""
+    tmp = work or Path(tempfile.mkdtemp(prefix="ladr_cal_"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    try:
+        done = tmp / "report.json"
+        if work is not None and done.is_file():
+            report = json.loads(done.read_text())
+            if report["conditions"].get("prompt_texts") == chosen:
+                return (report, int((tmp / "exit_status.txt").read_text()),
+                        (tmp / "stderr.txt").read_text(), True)
+        (tmp / "prompts.txt").write_text("\n".join(chosen) + "\n")
+        argv_cal = ["nano", "--prompts", str(tmp / "prompts.txt"), "--json", str(done),
+                    "--calibration-file", str(tmp / "beside.json")]
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = calibrate_main(argv_cal)
+        (tmp / "stderr.txt").write_text(err.getvalue())
+        (tmp / "exit_status.txt").write_text(f"{code}\n")
+        return json.loads(done.read_text()), code, err.getvalue(), False
+    finally:
+        if work is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--prompts", type=int, default=48)
     ap.add_argument("--runs", default=str(RESULTS_DIR / "self_score_runs"))
     ap.add_argument("--out", default=str(RESULTS_DIR))
+    ap.add_argument("--work", default="", help="folder to run the calibration in and keep it "
+                    "(a finished report there for the same prompts is reused)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
     lines = (nano_model_path() / "calibration_prompts.txt").read_text().splitlines()
     chosen = [p for p in lines if p.strip()][: a.prompts]
-    tmp = Path(tempfile.mkdtemp(prefix="ladr_cal_"))
-    try:
-        (tmp / "prompts.txt").write_text("\n".join(chosen) + "\n")
-        argv_cal = ["nano", "--prompts", str(tmp / "prompts.txt"), "--json",
-                    str(tmp / "report.json"), "--calibration-file", str(tmp / "beside.json")]
-        err = io.StringIO()
-        with contextlib.redirect_stderr(err):
-            code = calibrate_main(argv_cal)
-        report = json.loads((tmp / "report.json").read_text())
-        name = f"calibration_nano_{a.prompts}"
-        if report.get("sheet"):
-            shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    report, code, err, reused = run_calibration(chosen, Path(a.work) if a.work else None)
+    name = f"calibration_nano_{a.prompts}"
+    if report.get("sheet"):
+        shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
     verdicts = test_verdicts(Path(a.runs))
     cands = []
     for c in report["candidates"]:
@@ -99,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     payload = {
         "command": "python -m ladr_core.calibrate nano --prompts <first "
                    f"{a.prompts} lines of calibration_prompts.txt>",
-        "exit_status": code, "stderr_lines": [ln for ln in err.getvalue().splitlines()
+        "exit_status": code, "report_reused_from_work": reused, "stderr_lines": [ln for ln in err.splitlines()
                                               if not ln.startswith("[")],
         "prompts": chosen, "conditions": {k: v for k, v in report["conditions"].items()
                                           if k != "prompt_texts"},
@@ -111,8 +135,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "sheet_columns": report.get("sheet_columns"),
         "sheet": f"benchmarks/results/{name}.sheet.png" if report.get("sheet") else None,
         "candidates": cands,
-        "evaluator_note": "evaluator_test: the nano evaluator on the TEST set (490 prompts, "
-                          "benchmarks.self_score_runs), overall and paired difference to "
+        "evaluator_note": "evaluator_test: the nano evaluator on the TEST set ("
+                          f"{next(iter(verdicts.values()))['prompts'] if verdicts else 0} "
+                          "prompts, benchmarks.self_score_runs), overall and paired difference to "
                           "baseline-64 (95 % bootstrap, stratified); None: not in the sweep"}
     path = write_result(name, payload, Path(a.out))
     print(report["text"])  # the table's s/img column: this shared machine, not a figure

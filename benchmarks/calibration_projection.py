@@ -13,7 +13,8 @@ Nothing here is measured on the 8B model. Inputs (both committed):
 
 An image's call costs about what one image's call costs alone (the measured call already fills
 the GPU: ~8,400 tokens at ~490 TFLOPS), so GPU time = prompts x seeds x calls per image x
-ms per call. Model loading, the probe call and VQ decoding of the contact sheet are left out.
+ms per call (``benchmarks.gpu_check.projection.projected_seconds``, the one projection
+function). Model loading, the probe call and VQ decoding of the contact sheet are left out.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.common import RESULTS_DIR, write_result  # noqa: E402
+from benchmarks.gpu_check.projection import projected_seconds  # noqa: E402
 from ladr_core.calibrate.prompts import BUILTIN_COUNT, HANDWRITTEN  # noqa: E402
 
 GPU_FILE = RESULTS_DIR / "gpu_nvidia_h100_80gb_hbm3.json"
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     rows = []
     for label, prompts in (("built-in list (as long as the margin needs)", BUILTIN_COUNT),
                            ("the sixteen hand-written prompts", len(HANDWRITTEN))):
-        seconds = prompts * calls * ms / 1000.0
+        seconds = projected_seconds(prompts * calls, ms)
         rows.append({"list": label, "prompts": prompts, "seeds": 1,
                      "calls_per_image": calls, "ms_per_call": ms,
                      "projected_gpu_s": seconds, "projected_gpu_h": seconds / 3600.0})

@@ -16,8 +16,8 @@ evaluator's own detections (``testbed.self_score_study.error_kind``) in this ord
 Per setting and kind: how many losses, and the mean per-image self-score difference (setting
 minus baseline-64, same prompt and seed) of each variant on them, beside its mean over the
 prompts where both pass (no loss): a self-score that sees a kind of error puts those images
-well below the no-loss ones. ``--sheet`` also writes example pairs (baseline-64 | setting)
-of the settings named in ``--examples``, enlarged 4x, to the .png beside the JSON.
+well below the no-loss ones. The .png beside the JSON shows example pairs (baseline-64 | setting)
+of the settings named in ``--examples``, enlarged 4x.
 """
 
 from __future__ import annotations

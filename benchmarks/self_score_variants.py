@@ -139,9 +139,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         agg, calls = table[name]
         try:
             val = {s: agg(m) for s, m in val_maps.items()}
-            test = {s: agg(m) for s, m in test_maps.items()}
-        except KeyError:  # a probe not computed for one of the sets
+        except KeyError:  # a probe not computed on the validation set
             continue
+        try:
+            test = {s: agg(m) for s, m in test_maps.items()}
+        except KeyError:  # not probed on the test set: its validation fit alone
+            test = {}
         f = fit(val, val_eval)
         results[name] = {"calls_per_image": calls, "validation_fit": f,
                          "validation": judge(val, val_eval, f["margin"]),
