@@ -16,7 +16,8 @@ evaluator's own detections (``testbed.self_score_study.error_kind``) in this ord
 Per setting and kind: how many losses, and the mean per-image self-score difference (setting
 minus baseline-64, same prompt and seed) of each variant on them, beside its mean over the
 prompts where both pass (no loss): a self-score that sees a kind of error puts those images
-well below the no-loss ones. The .png beside the JSON shows example pairs (baseline-64 | setting)
+well below the no-loss ones. ``pooled``: the same over the settings that are not broken, also
+in units of the per-prompt spread, so variants on other scales compare. The .png beside the JSON shows example pairs (baseline-64 | setting)
 of the settings named in ``--examples``, enlarged 4x.
 """
 
@@ -38,8 +39,9 @@ if str(ROOT) not in sys.path:
 from benchmarks.common import env_info  # noqa: E402
 from benchmarks.self_score_variants import load_set, variants  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
+from ladr_core.calibrate.stats import paired_spread  # noqa: E402
 from testbed import scenes  # noqa: E402
-from testbed.self_score_study import BASE, KINDS, error_kind  # noqa: E402
+from testbed.self_score_study import BASE, BROKEN, KINDS, error_kind  # noqa: E402
 
 
 def decode(pipe: Any, tokens: np.ndarray) -> np.ndarray:
@@ -67,6 +69,26 @@ def sheet(pairs: list[tuple[np.ndarray, np.ndarray, str]], path: Path, scale: in
     out.save(path)
 
 
+def pooled(result: dict[str, Any], values: dict[str, np.ndarray], working: list[str],
+           variant: str) -> dict[str, Any]:
+    """Over the settings that are not broken: the mean self-score difference of the losses of
+    each kind and of the images both pass, also in units of ``spread`` (the median over those
+    settings of the sd of the per-prompt differences), so variants on other scales compare."""
+    spread = float(np.median([paired_spread(values[s], values[BASE]) for s in working]))
+    kinds: dict[str, list[float]] = {}
+    for s in working:
+        for k, c in result[s]["kinds"].items():
+            kinds.setdefault(k, []).extend([result[s][variant]["by_kind"][k]] * c)
+    both = [(result[s][variant]["no_loss_mean"], result[s]["both_pass"]) for s in working
+            if result[s]["both_pass"]]
+    no_loss = sum(m * c for m, c in both) / sum(c for _, c in both)
+    return {"settings": working, "spread": spread, "no_loss_mean": no_loss,
+            "no_loss_in_spreads": no_loss / spread,
+            "by_kind": {k: {"losses": len(x), "mean": float(np.mean(x)),
+                            "in_spreads": float(np.mean(x)) / spread}
+                        for k, x in kinds.items()}}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--set", choices=("test", "validation"), default="test")
@@ -79,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results"
                                           / "self_score_misses.json"))
     a = ap.parse_args(argv)
-    maps, _, _, runs = load_set(Path(a.runs), a.set, a.prompts, a.batch)
+    maps, evaluator, _, runs = load_set(Path(a.runs), a.set, a.prompts, a.batch)
     n = len(runs[BASE]["passed"])
     specs = scenes.quality_test_specs(n) if a.set == "test" else scenes.validation_specs(n)
     table = variants()
@@ -121,8 +143,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     meta = {"set": a.set, "prompts": n, "variants": chosen, "examples": a.examples,
             "command": "python -m benchmarks.self_score_misses " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
-    out.write_text(json.dumps({"env": env_info(), "meta": meta, "settings": result},
-                              indent=1) + "\n")
+    working = [s for s in result if evaluator[s]["overall"] >= BROKEN]
+    summary = {v: pooled(result, values[v], working, v) for v in chosen}
+    for v, row in summary.items():
+        print(v, {k: round(x["in_spreads"], 2) for k, x in row["by_kind"].items()}, flush=True)
+    out.write_text(json.dumps({"env": env_info(), "meta": meta, "pooled": summary,
+                               "settings": result}, indent=1) + "\n")
     print(f"wrote {out}")
     return result
 
