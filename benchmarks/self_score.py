@@ -49,6 +49,7 @@ from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E
 from ladr_core.dimoo import KINDS, SelfScoreConfig  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.paired_stats import group_index, paired_bootstrap, scores  # noqa: E402
+from testbed.self_score_study import BASE, BROKEN, DROP  # noqa: E402
 
 VARIANTS = {
     "b1p4": SelfScoreConfig(passes=4, block=1, fraction=0.25),
@@ -62,9 +63,7 @@ VARIANTS = {
 }
 COMBOS = {"cond+adh": ("cond", 1.0), "cond+3adh": ("cond", 3.0), "guided+adh": ("guided", 1.0)}
 """name -> (component, w): component + w * adherence."""
-BASE = "baseline-64"
-DROP, NEAR = 0.05, 0.02
-BROKEN = 0.35  # evaluator overall below this: a broken setting (spearman_working leaves them out)
+NEAR = 0.02  # within this of baseline-64: a setting no self-score should flag
 
 
 def stored_runs(folder: Path, names: list[str], prompts: int, batch: int

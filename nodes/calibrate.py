@@ -6,10 +6,12 @@ a checkpoint (its file is keyed to the weights' fingerprint) and the policy node
 input; running one takes minutes and needs a progress bar, a Cancel that works, and a report
 to look at. This node takes the model, loads the checkpoint's `ladr_calibration.json` when it
 was made for these weights and these settings (or runs the calibration and writes it), and
-outputs the recommended strategy (LADR_POLICY, for DiMOO Sampler's `policy`), the Pareto plot
-and the report's text.
+outputs the recommended strategy (LADR_POLICY, for DiMOO Sampler's `policy`), the Pareto plot,
+the report's text and the A/B contact sheet (the same prompts and seeds under the reference, the
+recommendation and the next cheaper settings: the sheet, not the self-score alone, is the
+verdict).
 
-Files: beside the checkpoint (`ladr_calibration.json`, `.png`, and while running
+Files: beside the checkpoint (`ladr_calibration.json`, `.png`, `.sheet.png`, and while running
 `ladr_calibration.json.partial.json`, from which an interrupted run resumes); when that folder
 is read-only, in the system's temporary folder under `ladr_calibration/`.
 """
@@ -18,13 +20,14 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from ladr_core import InputError
-from ladr_core.calibrate.api import calibrate, calibrated_strategy, default_prompts
+from ladr_core.calibrate import BUILTIN_COUNT, calibrate, calibrated_strategy, default_prompts
 from ladr_core.calibrate.state import CALIBRATION_FILE, CalibrationError, fingerprint
 from ladr_core.dimoo import size_error
 
@@ -101,8 +104,9 @@ def check_size(model: DiMOOModel, prompts: list[str], size: int) -> None:
 
 
 def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int, steps: int,
-                budget_minutes: float, batch: int) -> tuple[Any, Any, str]:
-    """(strategy, plot PIL image, report text) for the node (module docstring)."""
+                budget_minutes: float, batch: int) -> tuple[Any, Any, str, Any]:
+    """(strategy, plot IMAGE, report text, contact sheet IMAGE) for the node (module
+    docstring)."""
     if mode not in MODES:
         raise input_error(NODE, "mode", f"is {mode!r}", f"use one of {MODES}")
     folder = checkpoint_folder(model)
@@ -115,7 +119,8 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
         try:
             strategy, _, report = calibrated_strategy(folder, path)
             if _matches(report, wanted) or mode == "load":
-                return strategy, _plot(report), _text(report, "loaded " + str(path))
+                return (strategy, _plot(report), _text(report, "loaded " + str(path)),
+                        _sheet(report))
             note = "the stored calibration was made with other prompts/size/steps: ran again\n"
         except CalibrationError as exc:
             if mode == "load":
@@ -125,7 +130,7 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
             note = f"{exc}\n-> calibrated again\n" if path.exists() else ""
     report = _run(model, folder, path, wanted, budget_minutes, batch)
     strategy, _, report = calibrated_strategy(folder, path)
-    return strategy, _plot(report), note + _text(report, "wrote " + str(path))
+    return strategy, _plot(report), note + _text(report, "wrote " + str(path)), _sheet(report)
 
 
 def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
@@ -161,6 +166,26 @@ def _plot(report: dict[str, Any]) -> torch.Tensor:
     return image_tensor(plot_report(report))
 
 
+def _sheet(report: dict[str, Any]) -> torch.Tensor:
+    """The report's contact sheet as IMAGE; when there is none (it could not be written, or a
+    calibration saved without one), a card saying why and what to do."""
+    from PIL import Image, ImageDraw
+
+    path = report.get("sheet")
+    if path and Path(path).is_file():
+        with Image.open(path) as pic:
+            return image_tensor(pic)
+    why = report.get("sheet_error") or (
+        f"the contact sheet {path} is missing" if path else
+        "this calibration was saved without a contact sheet")
+    card = Image.new("RGB", (720, 96), "white")
+    d = ImageDraw.Draw(card)
+    for k, line in enumerate(textwrap.wrap(f"No contact sheet: {why}.", 110)[:4]
+                             + ["Set mode to 'run' to calibrate again and draw it."]):
+        d.text((8, 8 + 16 * k), line, fill="black")
+    return image_tensor(card)
+
+
 def _text(report: dict[str, Any], where: str) -> str:
     from ladr_core.calibrate.report import report_text
 
@@ -186,8 +211,9 @@ class LADRCalibrate(io.ComfyNode):
             search_aliases=["calibrate", "self-score", "which preset", "ladr calibration"],
             description="Measures the LADR presets against the official sampler on this "
             "checkpoint (the model scores its own images) and outputs the cheapest setting "
-            "that is not measurably worse than 64 steps. Takes minutes; the result is saved "
-            "beside the checkpoint and reused.",
+            "shown to be within a small margin of 64 steps, with a contact sheet of the same "
+            "prompts under each: judge the sheet, not the number alone. Takes minutes; the "
+            "result is saved beside the checkpoint and reused.",
             inputs=_inputs(),
             outputs=[
                 io.Custom(POLICY_TYPE).Output("policy", tooltip="The recommended strategy with "
@@ -196,15 +222,19 @@ class LADRCalibrate(io.ComfyNode):
                                 "to 64 steps (95 % CI) against forwards per image."),
                 io.String.Output("report", tooltip="Every setting's NFE, forwards, time and "
                                  "self-score with paired intervals; the recommendation."),
+                io.Image.Output("sheet", tooltip="A/B contact sheet: the same prompts and "
+                                "seeds under the reference, the recommendation and the next "
+                                "cheaper settings, enlarged. The verdict is yours: the "
+                                "self-score misses some losses the eye sees."),
             ],
         )
 
     @classmethod
     def execute(cls, model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int,
                 steps: int, budget_minutes: float, batch: int) -> io.NodeOutput:
-        strategy, image, text = load_or_run(model, mode, prompts, seeds, size, steps,
-                                            budget_minutes, batch)
-        return io.NodeOutput(strategy, image, text)
+        strategy, image, text, sheet = load_or_run(model, mode, prompts, seeds, size, steps,
+                                                   budget_minutes, batch)
+        return io.NodeOutput(strategy, image, text, sheet)
 
 
 def _inputs() -> list:
@@ -217,7 +247,8 @@ def _inputs() -> list:
                        "run again. load: only load (error if there is none)."),
         io.String.Input("prompts", multiline=True, default="",
                         tooltip="One prompt per line, like the images you make. Empty: the "
-                        "checkpoint's calibration_prompts.txt, else 16 built-in prompts."),
+                        "checkpoint's calibration_prompts.txt, else the built-in list "
+                        f"({BUILTIN_COUNT} prompts, as many as the default margin needs)."),
         io.Int.Input("seeds", default=1, min=1, max=16,
                      tooltip="Images per prompt; more narrows the intervals (and takes longer)."),
         io.Int.Input("size", default=0, min=0, max=2048, step=16,

@@ -5,7 +5,9 @@ the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdi
 
 ``calibrate`` runs it, ``calibrated_strategy`` reads the recommendation back for a checkpoint,
 ``load_calibration`` checks a file. Submodules: candidates (what runs), runner (the resumable
-loop), report (comparisons, recommendation, plot), state (files), stats (bootstrap, ranks).
+loop), report (comparisons, recommendation, plot), margin (the non-inferiority margin and the
+prompts it needs), prompts (the built-in list), sheet (the A/B contact sheet), state (files),
+stats (bootstrap, Student t, ranks).
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ _EXPORTS: dict[str, str] = {
     "calibrated_strategy": ".api",
     "read_prompts": ".api",
     "default_prompts": ".api",
+    "sheet_path": ".api",
+    "BUILTIN_COUNT": ".prompts",
+    "DEFAULT_MARGIN": ".margin",
     "CalibrationError": ".state",
     "CalibrationInputError": ".state",
     "CALIBRATION_FILE": ".state",

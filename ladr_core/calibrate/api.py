@@ -6,6 +6,10 @@ Files written by a finished calibration (all atomically, state.py):
                               wall_s, self_score, paired intervals), ``recommended``, the rule,
                               the conditions and the checkpoint's fingerprint;
   OUT with suffix .png        the Pareto plot (report.py);
+  OUT's stem + .sheet.png     the A/B contact sheet (sheet.py): the same prompts and seeds under
+                              the reference, the recommendation and the next cheaper settings;
+                              the report names it in ``sheet`` (None and ``sheet_error`` saying
+                              why when it could not be written; the report is written anyway);
   <checkpoint>/ladr_calibration.json   the same report, keyed to the checkpoint's fingerprint
                               (``calibration_file`` overrides the place; a read-only folder is
                               reported in ``calibration_file_error``, the run still succeeds).
@@ -19,10 +23,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from .candidates import Candidate, strategy_from_spec
+from .margin import DEFAULT_MARGIN, check_margin, shortfall_message
 from .prompts import BUILTIN_PROMPTS
 from .report import build_report, plot_report, report_text
 from .runner import CALIBRATION_SELF_SCORE, Calibration, CalibrationConfig, Progress
+from .sheet import draw_sheet, sheet_columns, sheet_items
 from .state import (
     CALIBRATION_FILE,
     FORMAT,
@@ -35,7 +43,7 @@ from .state import (
 )
 
 __all__ = ["calibrate", "calibrated_strategy", "default_prompts",
-           "read_prompts"]
+           "read_prompts", "sheet_path"]
 
 CHECKPOINT_PROMPTS = "calibration_prompts.txt"
 """A checkpoint folder may ship its own prompt list (the built-in DiMOO-nano does)."""
@@ -81,15 +89,18 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
               calibration_file: str | Path | None = None, restart: bool = False,
               progress: Progress | None = None, check: Callable[[], None] | None = None,
               prompt_source: str = "given",
-              candidates: list[Candidate] | None = None) -> dict[str, Any]:
+              candidates: list[Candidate] | None = None,
+              margin: float | None = None) -> dict[str, Any]:
     """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module docstring).
 
     prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
     every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state
     stays for a resume). ``restart`` ignores a stored partial state. ``candidates``: the
     settings to run (default ``default_candidates(steps)``; the first is the reference).
-    Returns the report.
+    ``margin``: the non-inferiority margin (None: ``margin.DEFAULT_MARGIN``); prompts too few
+    for it are run anyway and reported in ``warnings``. Returns the report.
     """
+    margin = DEFAULT_MARGIN if margin is None else check_margin(margin)
     fp = fingerprint(folder)
     if prompts is None:
         prompts, prompt_source = default_prompts(folder)
@@ -107,8 +118,10 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
     cal = Calibration(pipe, config, state, config.key(fp, _weights_desc(pipe, weight_dtype)),
                       progress, check, candidates)
     runs = cal.run()
-    report = build_report(runs, config.groups, next(iter(runs)))
+    report = build_report(runs, config.groups, next(iter(runs)), margin)
+    short = shortfall_message(len(config.prompts), seeds, margin)
     report = {"format": FORMAT, **report, "skipped": cal.skipped,
+              "warnings": [short] if short else [],
               "checkpoint": {"folder": str(Path(folder).resolve()), "fingerprint": fp},
               "conditions": {"prompts": len(config.prompts), "prompt_texts": list(prompts),
                              "seeds": seeds,
@@ -117,21 +130,65 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
                              "cfg": pipe.default_cfg if cfg is None else cfg,
                              "weights": _weights_desc(pipe, weight_dtype),
                              "device": str(pipe.device), "self_score": repr(config.self_score),
-                             "self_score_passes_per_image": config.self_score.passes},
+                             "self_score_passes_per_image": config.self_score.passes,
+                             "margin": margin},
               "seconds": time.perf_counter() - start, "resumed_chunks": cal.resumed,
               "created": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    _write_sheet(report, runs, pipe, config, out)
     _write_outputs(report, out, Path(folder), calibration_file)
     state.unlink(missing_ok=True)
     return report
+
+
+def _save_png(image: Any, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp.png")
+    try:
+        image.save(tmp)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def sheet_path(out: str | Path) -> Path:
+    """Where the contact sheet of a report written to ``out`` goes: OUT's stem + .sheet.png."""
+    out = Path(out)
+    return out.with_name(out.stem + ".sheet.png")
+
+
+def _write_sheet(report: dict[str, Any], runs: dict[str, dict[str, Any]], pipe: Any,
+                 config: CalibrationConfig, out: Path) -> None:
+    """Decode the sheet's items and write the sheet; sets ``sheet`` (its path) or, when it
+    cannot be made, ``sheet`` None and ``sheet_error`` (the reason)."""
+    path = sheet_path(out)
+    items = sheet_items(len(config.prompts), config.seeds)
+    size = config.size or pipe.default_size
+    grid = (size // pipe.vq_factor, size // pipe.vq_factor)
+    report["sheet"], report["sheet_columns"] = None, sheet_columns(report)
+    try:
+        images: dict[str, list[Any]] = {}
+        for name in report["sheet_columns"]:
+            stored = runs[name]["sheet_tokens"]
+            have = [i for i in items if i in stored]
+            decoded = {}
+            if have:
+                codes = torch.tensor([stored[i] for i in have], dtype=torch.long)
+                pics = (pipe.decode(codes, grid).float().clamp(0, 1) * 255).round()
+                decoded = dict(zip(have, pics.to(torch.uint8).cpu().numpy(), strict=True))
+            images[name] = [decoded.get(i) for i in items]
+        _save_png(draw_sheet(report, images, [config.items[i] for i in items]), path)
+    except (OSError, RuntimeError, ValueError) as exc:
+        report["sheet_error"] = (f"could not write the contact sheet {path} ({exc}); the "
+                                 "report is complete without it. Make that folder writable "
+                                 "(or free space) and run again, or give --json elsewhere")
+        return
+    report["sheet"] = str(path)
 
 
 def _write_outputs(report: dict[str, Any], out: Path, folder: Path,
                    calibration_file: str | Path | None) -> None:
     """The plot, OUT and the checkpoint's calibration file (each atomic)."""
     png = out.with_suffix(".png")
-    tmp = png.with_name(png.name + ".tmp.png")
-    plot_report(report).save(tmp)
-    tmp.replace(png)
+    _save_png(plot_report(report), png)
     report["plot"] = str(png)
     report["text"] = report_text(report)
     beside = Path(calibration_file) if calibration_file else folder / CALIBRATION_FILE

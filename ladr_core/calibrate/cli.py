@@ -4,8 +4,11 @@ Runs the official sampler at T (``--steps``, default 64), the LADR candidates
 (ladr_core.calibrate.candidates) and the official sampler at each candidate's NFE on the same
 prompts and seeds, scores every image with the model's own self-score and prints, for each
 setting, NFE, token-forwards, wall time and the self-score with paired 95 % intervals against
-T steps and against the baseline at the same NFE. Writes OUT (JSON), OUT's .png (Pareto plot)
-and ``ladr_calibration.json`` beside the checkpoint. Interrupted (Ctrl-C), it resumes from
+T steps and against the baseline at the same NFE. Writes OUT (JSON), OUT's .png (Pareto plot),
+the contact sheet (OUT's stem + .sheet.png) and ``ladr_calibration.json`` beside the checkpoint.
+A setting qualifies when the lower end of its paired interval against T steps is above
+-margin (``--margin``; default fitted on DiMOO-nano); too few prompts for the margin are run
+anyway, with a warning saying how many are needed. Interrupted (Ctrl-C), it resumes from
 ``OUT.partial.json`` when run again with the same arguments.
 
 Exit status: 0 done, 2 bad input (one line naming the file or option and the fix), 130
@@ -54,13 +57,16 @@ class TextProgress:
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    from .prompts import BUILTIN_COUNT
+
     ap = argparse.ArgumentParser(prog="python -m ladr_core.calibrate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout); "
                     "'nano' = the built-in DiMOO-nano")
     ap.add_argument("--prompts", default=None,
                     help="text file, one prompt per line (default: the checkpoint's "
-                    "calibration_prompts.txt, else 16 built-in prompts for Lumina-DiMOO)")
+                    f"calibration_prompts.txt, else the {BUILTIN_COUNT} built-in prompts for "
+                    "Lumina-DiMOO, as many as the default margin needs)")
     ap.add_argument("--json", default="ladr_calibration_report.json",
                     help="report to write (its .png: the Pareto plot)")
     ap.add_argument("--size", type=int, default=None,
@@ -83,6 +89,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="where to write the checkpoint's calibration (default: "
                     "MODEL_FOLDER/ladr_calibration.json)")
     ap.add_argument("--restart", action="store_true", help="ignore a stored partial run")
+    ap.add_argument("--margin", default=None,
+                    help="non-inferiority margin in self-score units: a setting qualifies when "
+                    "the lower end of its 95 %% interval against the reference is above -margin "
+                    "(default: the value fitted on DiMOO-nano, see the report's 'margin')")
     return ap.parse_args(argv)
 
 
@@ -99,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command; returns the exit status (module docstring)."""
     from ..dimoo import CheckpointError
     from ..errors import InputError
-    from .api import calibrate, read_prompts
+    from .api import calibrate, default_prompts, read_prompts
+    from .margin import DEFAULT_MARGIN, check_margin, shortfall_message
     from .state import CalibrationError, fingerprint
 
     a = parse(argv)
@@ -108,8 +119,13 @@ def main(argv: list[str] | None = None) -> int:
 
         a.model_folder = str(nano_model_path())
     try:
+        margin = None if a.margin is None else check_margin(_number(a.margin))
         prompts = read_prompts(a.prompts) if a.prompts is not None else None
         fingerprint(a.model_folder)  # a folder without weights fails before any loading
+        short = shortfall_message(len(prompts or default_prompts(a.model_folder)[0]), a.seeds,
+                                  DEFAULT_MARGIN if margin is None else margin)
+        if short:  # the run goes ahead; the report repeats it
+            print(f"warning: {short}", file=sys.stderr)
         from ..dimoo import load_dimoo
 
         device, dtype = _device_and_dtype(a.device, a.dtype)
@@ -119,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                            steps=a.steps, cfg=a.cfg, batch=a.batch,
                            budget_minutes=a.budget_minutes, weight_dtype=weight_dtype,
                            calibration_file=a.calibration_file, restart=a.restart,
-                           progress=TextProgress(), prompt_source=a.prompts or "default")
+                           progress=TextProgress(), prompt_source=a.prompts or "default",
+                           margin=margin)
     except InputError as exc:  # an argument: named by its flag
         print(f"error: --{exc.name.replace('_', '-')} {exc.problem}; {exc.fix}", file=sys.stderr)
         return 2
@@ -135,7 +152,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     print(report["text"], end="")
     print(f"wrote {a.json}, {report['plot']}"
+          + (f", {report['sheet']}" if report.get("sheet") else "")
           + (f", {report['calibration_file']}" if report.get("calibration_file") else ""))
     if report.get("calibration_file_error"):
         print(f"warning: {report['calibration_file_error']}", file=sys.stderr)
+    if report.get("sheet_error"):
+        print(f"warning: {report['sheet_error']}", file=sys.stderr)
     return 0
+
+
+def _number(text: str) -> float | str:
+    """``text`` as a float, else unchanged (check_margin then names it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text

@@ -1,10 +1,16 @@
 """The calibration report: paired comparisons, the recommendation, a text table and a Pareto plot.
 
-Recommendation rule (``RULE``): among every measured setting (the reference, the candidates and
-the baselines at their NFE), those whose self-score is not measurably below the reference
-(the paired 95 % interval of the difference reaches 0 or above) qualify; the one with the
-fewest token-forwards per image is recommended (ties: the higher self-score). The reference
-always qualifies, so there is always a recommendation.
+Recommendation rule (``RULE``, non-inferiority): among every measured setting (the reference,
+the candidates and the baselines at their NFE), a setting qualifies when the lower end of its
+paired 95 % interval of the self-score difference to the reference is above ``-margin``
+(margin.py says where the default comes from; the lower end ``noninferiority_lo`` is the lower
+of the percentile bootstrap's and Student's t, because on a few prompts the bootstrap interval
+is too narrow: four prompts that all happen to favour a setting give it a lower end of 0); the qualifying one with the fewest
+token-forwards per image is recommended (ties: the higher self-score). The reference always
+qualifies, so there is always a recommendation; ``why`` says in words why it was chosen and,
+when the prompts were too few for any cheaper setting, about how many would be needed (from the
+spread of the per-prompt differences observed in this run). ``below_reference`` (the interval
+entirely below 0) is kept for reading; it no longer decides.
 
 The plot is drawn with PIL (a runtime dependency), so it works in any ComfyUI install.
 """
@@ -14,26 +20,34 @@ from __future__ import annotations
 from typing import Any
 
 from .candidates import strategy_spec
-from .stats import paired_mean_ci, pareto_front
+from .margin import DEFAULT_MARGIN, margin_info, prompts_needed
+from .stats import paired_mean_ci, paired_spread, paired_t_interval, pareto_front
 
-__all__ = ["RULE", "build_report", "plot_report", "report_text"]
+__all__ = ["RULE", "build_report", "plot_report", "report_text", "why_recommended"]
 
-RULE = ("fewest token-forwards per image among the settings whose self-score is not measurably "
-        "below the reference (paired 95 % bootstrap interval of the difference reaching 0 or "
-        "above); ties go to the higher self-score")
+RULE = ("non-inferiority: a setting qualifies when the lower end of its paired 95 % interval "
+        "of the self-score difference to the reference is above -margin (it is shown to lose "
+        "at most the margin; the lower end is the more cautious of the bootstrap and Student-t "
+        "intervals, as the bootstrap's is too narrow on a few prompts); among those, the "
+        "fewest token-forwards per image, ties to the higher self-score; the reference always "
+        "qualifies")
 
 
 def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: str
-                 ) -> dict[str, Any]:
-    """``candidates`` (one entry per measured setting, run order) and ``recommended``."""
+def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: str,
+                 margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+    """``candidates`` (one entry per measured setting, run order), ``recommended``, ``why``
+    and the ``margin`` it was judged with (module docstring)."""
     ref = runs[reference]["self_score"]
     out = []
     for name, r in runs.items():
         vs_ref = None if name == reference else paired_mean_ci(r["self_score"], ref, groups)
+        spread = None if name == reference else paired_spread(r["self_score"], ref, groups)
+        t_ref = None if name == reference else paired_t_interval(r["self_score"], ref, groups)
+        low = None if vs_ref is None else min(vs_ref["lo"], t_ref["lo"])
         matched = r.get("matched")
         vs_matched = None
         if matched in runs and matched != name:
@@ -48,17 +62,66 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
             # an item rides along until its batch finishes: denoiser calls x batch rows / image
             "batch_calls_per_image": r["row_calls"] / n,
             "self_score_seconds": r["score_seconds"],
+            "denoiser_calls": r.get("denoiser_calls"),
             "self_score": _mean(r["self_score"]),
             "components": {k: _mean(v) for k, v in r["scores"].items()},
             "vs_reference": vs_ref, "vs_matched": vs_matched,
-            "below_reference": bool(vs_ref is not None and vs_ref["hi"] < 0)})
-    ok = [c for c in out if not c["below_reference"]]
+            "below_reference": bool(vs_ref is not None and vs_ref["hi"] < 0),
+            "vs_reference_t": t_ref, "noninferiority_lo": low,
+            "qualifies": bool(low is None or low > -margin),
+            "spread": spread,
+            "prompts_needed": None if spread is None else prompts_needed(spread, margin)})
+    ok = [c for c in out if c["qualifies"]]
     best = min(ok, key=lambda c: (c["token_forwards"], -c["self_score"]))
     front = pareto_front([c["token_forwards"] for c in out], [c["self_score"] for c in out])
     for i, c in enumerate(out):
         c["pareto"] = i in front
+    why, needed = why_recommended(out, best, reference, margin, len(set(groups)))
+    calls = [c["denoiser_calls"] for c in out]
     return {"reference": reference, "candidates": out, "recommended": best["name"],
-            "recommend_rule": RULE}
+            "recommend_rule": RULE, "margin": margin_info(margin), "why": why,
+            "prompts_needed": needed,
+            "denoiser_calls": None if None in calls else sum(calls)}
+
+
+def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference: str,
+                    margin: float, prompts: int) -> tuple[str, int | None]:
+    """(why ``best`` was recommended, in words; the prompts a setting as good as the reference
+    would need to qualify at the spread observed among the cheaper settings whose self-score
+    is within the margin, None when that does not apply)."""
+    if best["name"] != reference:
+        lo = best["noninferiority_lo"]
+        return (f"{best['name']} is the cheapest setting shown to lose at most the margin: the "
+                f"lower end of its interval ({lo:+.4f}) is above -{margin:g}"), None
+    ref_cost = best["token_forwards"]
+    cheaper = [c for c in cands if c["token_forwards"] < ref_cost]
+    if not cheaper:
+        return "no cheaper setting was measured", None
+    worse = [c for c in cheaper if _upper(c) < -margin]
+    open_ = [c for c in cheaper if _upper(c) >= -margin]
+    if not open_:
+        return (f"no cheaper setting qualifies: the self-score shows every one of the "
+                f"{len(cheaper)} to lose more than the margin ({margin:g}) against {reference} "
+                f"(the upper ends of their intervals are below -{margin:g}); more prompts "
+                "would not change that"), None
+    spreads = sorted(c["spread"] for c in open_)
+    sd = spreads[len(spreads) // 2]
+    need = prompts_needed(sd, margin)
+    shown = (f"{len(worse)} of the {len(cheaper)} cheaper settings are shown to lose more than "
+             f"the margin ({margin:g}) against {reference}, and " if worse else "")
+    return (f"no cheaper setting qualifies on {prompts} prompts: {shown}the intervals of "
+            f"{'the other' if worse else 'all'} {len(open_)} "
+            f"({', '.join(c['name'] for c in open_)}) reach below -{margin:g}, so these prompts "
+            f"cannot show that they lose at most the margin. At the spread of the per-prompt "
+            f"differences seen here (sd {sd:.3g}) a setting as good as {reference} would need "
+            f"about {need} prompts to qualify"), need
+
+
+def _upper(c: dict[str, Any]) -> float:
+    """The upper end of a setting's interval against the reference, the more cautious
+    (higher) of the bootstrap's and Student's t."""
+    t = c.get("vs_reference_t")
+    return max(c["vs_reference"]["hi"], t["hi"] if t else c["vs_reference"]["hi"])
 
 
 def _ci(d: dict[str, Any] | None) -> str:
@@ -66,7 +129,8 @@ def _ci(d: dict[str, Any] | None) -> str:
 
 
 def report_text(report: dict[str, Any]) -> str:
-    """A fixed-width table of every setting, then the recommendation and its rule."""
+    """A fixed-width table of every setting ("ok": it qualifies), then the recommendation, why,
+    the rule and the margin, and any warnings."""
     head = (f"{'setting':16s} {'NFE':>6s} {'tok-fwd/img':>12s} {'s/img':>7s} {'self-score':>10s}"
             f"  {'vs ' + report['reference']:32s}  vs baseline at same NFE")
     lines = [head, "-" * len(head)]
@@ -76,11 +140,27 @@ def report_text(report: dict[str, Any]) -> str:
                      f"{c['seconds_per_image']:7.2f} {c['self_score']:+10.4f}  "
                      f"{_ci(c['vs_reference']):32s}  "
                      f"{'-' if m is None else m['name'] + ' ' + _ci(m)}"
-                     f"{'  BELOW' if c['below_reference'] else ''}")
+                     f"{'  ok' if c.get('qualifies') else ''}")
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
-    lines += ["", f"recommended: {rec['name']} ({rec['nfe']:.1f} NFE, "
-              f"{report['candidates'][0]['token_forwards'] / rec['token_forwards']:.2f}x fewer "
-              f"token-forwards than {report['reference']})", f"rule: {report['recommend_rule']}"]
+    if rec["name"] == report["reference"]:
+        lines += ["", f"recommended: {rec['name']} (the reference, {rec['nfe']:.1f} NFE)"]
+    else:
+        lines += ["", f"recommended: {rec['name']} ({rec['nfe']:.1f} NFE, "
+                  f"{report['candidates'][0]['token_forwards'] / rec['token_forwards']:.2f}x "
+                  f"fewer token-forwards than {report['reference']})"]
+    if report.get("why"):
+        lines.append(f"why: {report['why']}")
+    lines.append(f"rule: {report['recommend_rule']}")
+    m = report.get("margin")
+    if m:
+        lines.append(f"margin: {m['value']:g} ({m['source']})")
+    lines += [f"warning: {w}" for w in report.get("warnings", [])]
+    if report.get("sheet"):
+        lines.append(f"contact sheet: {report['sheet']} (the same prompts and seeds under each "
+                     "setting: judge the images; the sheet, not the self-score alone, is the "
+                     "verdict)")
+    if report.get("sheet_error"):
+        lines.append(f"warning: {report['sheet_error']}")
     for s in report.get("skipped", []):
         lines.append(f"not run ({s['reason']}): {s['name']}")
     return "\n".join(lines) + "\n"
@@ -109,7 +189,8 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
     cands = report["candidates"]
     pts = [(c, c["vs_reference"] or {"diff": 0.0, "lo": 0.0, "hi": 0.0}) for c in cands]
     xs = [math.log2(c["token_forwards"]) for c in cands]
-    ys = [v for _, ci in pts for v in (ci["lo"], ci["hi"])]
+    margin = (report.get("margin") or {}).get("value")
+    ys = [v for _, ci in pts for v in (ci["lo"], ci["hi"])] + ([-margin] if margin else [])
     x0, x1 = min(xs) - 0.2, max(xs) + 0.2
     y0, y1 = min(ys + [0.0]), max(ys + [0.0])
     pad = (y1 - y0) * 0.08 or 1e-3
@@ -122,6 +203,11 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
     d.rectangle([left, top, w - right, h - bottom], outline="black")
     zx, zy = px(x0, 0.0)
     d.line([left, zy, w - right, zy], fill=(160, 160, 160))
+    if margin:  # the non-inferiority line: a lower interval end above it qualifies
+        _, my = px(x0, -margin)
+        for sx in range(left, w - right, 12):
+            d.line([sx, my, min(sx + 6, w - right), my], fill=(214, 39, 40))
+        d.text((w - right + 4, my - 6), f"-margin {margin:g}", fill=(214, 39, 40))
     for k in range(math.ceil(x0 * 2), math.floor(x1 * 2) + 1):  # ticks at powers of sqrt(2)
         tx, _ = px(k / 2, y0)
         d.line([tx, h - bottom, tx, h - bottom + 5], fill="black")

@@ -23,12 +23,15 @@ import torch
 
 from ..dimoo import KINDS, SelfScoreConfig
 from .candidates import Candidate, default_candidates, matched_baseline
+from .sheet import sheet_items
 from .state import CalibrationError, CalibrationInputError, load_partial, write_json_atomic
 
 __all__ = ["CALIBRATION_SELF_SCORE", "CalibrationConfig", "Calibration", "LADR_NFE_GUESS"]
 
-CALIBRATION_SELF_SCORE = SelfScoreConfig(passes=2, block=2, fraction=0.25, kind="guided")
-"""The self-score a calibration reports (docs/reports/SELF_SCORE.md says how it was chosen)."""
+CALIBRATION_SELF_SCORE = SelfScoreConfig(passes=4, block=2, fraction=0.25, kind="guided")
+"""The self-score a calibration reports: every token re-masked once (4 passes of a quarter of
+the 2 x 2 blocks). Chosen on nano's validation set (docs/reports/SELF_SCORE.md): the 2 passes
+it replaces score half the tokens and need about 1.6x the prompts for the same margin."""
 LADR_NFE_GUESS = 1 / 3
 """Share of T a LADR candidate is assumed to need before it has run (budget planning only)."""
 Progress = Callable[[float, str], None]
@@ -100,6 +103,7 @@ class Calibration:
         self.skipped: list[dict[str, str]] = []
         self._start = self.clock()
         self._item_call_s: float | None = None
+        self._sheet = set(sheet_items(len(self.config.prompts), self.config.seeds))
 
     # ---- public --------------------------------------------------------------------------
     def run(self) -> dict[str, dict[str, Any]]:
@@ -216,7 +220,10 @@ class Calibration:
         return {"nfe": nfe.tolist(), "token_forwards": [float(v) for v in res.item_token_forwards],
                 "calls": res.nfe, "items": hi - lo, "seconds": res.seconds,
                 "score_seconds": score_s,
-                "scores": {k: getattr(score, k).tolist() for k in KINDS}}
+                "scores": {k: getattr(score, k).tolist() for k in KINDS},
+                # the contact sheet's items (sheet.py): their final tokens, by item index
+                "sheet_tokens": {str(i): res.tokens[i - lo].tolist() for i in sorted(self._sheet)
+                                 if lo <= i < hi}}
 
     def _merge(self, cand: Candidate, stored: dict[str, Any]) -> dict[str, Any]:
         chunks = [stored["chunks"][k] for k in sorted(stored["chunks"], key=int)]
@@ -226,9 +233,13 @@ class Calibration:
                 "token_forwards": [v for c in chunks for v in c["token_forwards"]],
                 "seconds": sum(c["seconds"] for c in chunks),
                 "row_calls": sum(c["calls"] * c["items"] for c in chunks),
+                # denoiser calls as made: each chunk's sampler calls and its one scoring call
+                "denoiser_calls": sum(c["calls"] + 1 for c in chunks),
                 "score_seconds": sum(c["score_seconds"] for c in chunks),
                 "scores": {k: [v for c in chunks for v in c["scores"][k]] for k in KINDS},
-                "self_score": [v for c in chunks for v in c["scores"][kind]]}
+                "self_score": [v for c in chunks for v in c["scores"][kind]],
+                "sheet_tokens": {int(k): v for c in chunks
+                                 for k, v in c.get("sheet_tokens", {}).items()}}
 
     def _emit(self, fraction: float, message: str) -> None:
         if self.progress is not None:

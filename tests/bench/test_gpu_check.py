@@ -22,6 +22,7 @@ from support.scripts import run_script
 
 from ladr_core import preset_names, strategy_names
 from ladr_core.calibrate import default_candidates
+from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
 
 NO_DIFFUSERS = ("import runpy, sys; sys.modules['diffusers'] = None; "
                 "sys.argv = ['gpu_check', *sys.argv[1:]]; "
@@ -99,7 +100,8 @@ def test_smoke_speed_per_image_and_calibration(smoke: dict[str, Any]) -> None:
     assert len({r["calls"] for r in c["rolling"]}) > 1  # fewer passes with more in flight
     d = smoke["sections"]["d"]
     assert d["prompts"] == 16 and d["short_run"]["settings"] == ["baseline-4", "nano"]
-    assert d["short_run"]["image_calls"] == 2 * 16 * (4 + 2)
+    passes = CALIBRATION_SELF_SCORE.passes  # the calibration's self-score passes per image
+    assert d["short_run"]["image_calls"] == 2 * 16 * (4 + passes)
     full = d["full"]  # every default candidate counted with its measured validation NFE
     assert d["how"] == "projected" and set(full["candidates_nfe"]) == {
         c.name for c in default_candidates(64) if c.role != "reference"}

@@ -76,14 +76,24 @@ def test_cli_writes_the_report_the_plot_and_the_checkpoint_file(folder, finished
 
 
 def test_recommendation_follows_the_stated_rule(finished) -> None:
+    """Non-inferiority: a setting qualifies only when its interval's lower end is above
+    -margin; the cheapest qualifying one is recommended."""
+    from ladr_core.calibrate.margin import DEFAULT_MARGIN
+
     _, report = finished
-    ok = [c for c in report["candidates"] if not c["below_reference"]]
+    margin = report["margin"]["value"]
+    assert margin == DEFAULT_MARGIN and "calibration_margin.json" in report["margin"]["source"]
     for c in report["candidates"]:
         ci = c["vs_reference"]
         assert c["below_reference"] == (ci is not None and ci["hi"] < 0)
+        low = None if ci is None else min(ci["lo"], c["vs_reference_t"]["lo"])
+        assert c["noninferiority_lo"] == low
+        assert c["qualifies"] == (ci is None or low > -margin)
+    ok = [c for c in report["candidates"] if c["qualifies"]]
     best = min(ok, key=lambda c: (c["token_forwards"], -c["self_score"]))
     assert report["recommended"] == best["name"]
-    assert "not measurably below" in report["recommend_rule"]
+    assert "above -margin" in report["recommend_rule"]
+    assert report["why"] and f"why: {report['why']}" in report["text"]
 
 
 def test_calibrated_strategy_rebuilds_the_recommendation(folder, finished) -> None:

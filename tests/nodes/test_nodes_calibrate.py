@@ -1,5 +1,6 @@
 """LADR Calibrate node: runs or loads the checkpoint's calibration, outputs the recommended
-strategy, the plot and the text; Cancel propagates and leaves only a resumable partial state."""
+strategy, the plot, the text and the contact sheet; Cancel propagates and leaves only a
+resumable partial state."""
 
 from __future__ import annotations
 
@@ -39,8 +40,23 @@ def model(tmp_path: Path) -> DiMOOModel:
     return DiMOOModel(pipe=pipe, key=(str(folder), 0.0, "torch.float32", "cpu"), name="tiny")
 
 
+def _outputs(**kw) -> dict:
+    """The node's outputs by the names its schema gives them."""
+    names = [o.id for o in LADRCalibrate.define_schema().outputs]
+    values = LADRCalibrate.execute(**kw).args
+    assert len(values) == len(names)
+    return dict(zip(names, values, strict=True))
+
+
+def test_the_outputs_are_the_schemas() -> None:
+    """Outputs are appended, never reordered: saved workflows keep their links."""
+    outputs = LADRCalibrate.define_schema().outputs
+    assert [o.id for o in outputs] == ["policy", "report_image", "report", "sheet"]
+
+
 def test_runs_then_loads_the_saved_calibration(model, monkeypatch) -> None:
-    strategy, image, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
+    out = _outputs(model=model, mode="load or run", **ARGS)
+    strategy, image, text = out["policy"], out["report_image"], out["report"]
     folder = model.pipe.source_folder
     saved = json.loads((folder / CALIBRATION_FILE).read_text())
     assert isinstance(strategy, Strategy) and f"recommended: {saved['recommended']}" in text
@@ -50,17 +66,18 @@ def test_runs_then_loads_the_saved_calibration(model, monkeypatch) -> None:
     import nodes.calibrate as node
 
     monkeypatch.setattr(node, "calibrate", lambda *a, **k: pytest.fail("ran again"))
-    again, _, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
-    assert "loaded" in text and again == strategy
+    again = _outputs(model=model, mode="load or run", **ARGS)
+    assert "loaded" in again["report"] and again["policy"] == strategy
+    assert torch.equal(again["sheet"], out["sheet"])
     # "load" takes what is saved even when it was made with other inputs
-    _, _, text = LADRCalibrate.execute(model=model, mode="load", **{**ARGS, "seeds": 3}).args
+    text = _outputs(model=model, mode="load", **{**ARGS, "seeds": 3})["report"]
     assert "loaded" in text
 
 
 def test_other_inputs_run_again(model) -> None:
     LADRCalibrate.execute(model=model, mode="run", **ARGS)
-    _, _, text = LADRCalibrate.execute(model=model, mode="load or run",
-                                       **{**ARGS, "prompts": "the circle\nthe square"}).args
+    text = _outputs(model=model, mode="load or run",
+                    **{**ARGS, "prompts": "the circle\nthe square"})["report"]
     assert "other prompts/size/steps: ran again" in text
     saved = json.loads((model.pipe.source_folder / CALIBRATION_FILE).read_text())
     assert saved["conditions"]["prompt_texts"] == ["the circle", "the square"]
@@ -106,7 +123,7 @@ def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> Non
     path = model.pipe.source_folder / CALIBRATION_FILE
     assert not path.exists() and partial_path(path).is_file()
     monkeypatch.setattr(host, "check_interrupt", real)
-    _, _, text = LADRCalibrate.execute(model=model, mode="load or run", **ARGS).args
+    text = _outputs(model=model, mode="load or run", **ARGS)["report"]
     assert path.is_file() and not partial_path(path).exists() and "recommended:" in text
 
 
@@ -127,3 +144,24 @@ def test_the_text_says_which_sampler_strategy_runs_the_recommendation(monkeypatc
     text = _text(report, "here")
     assert text.startswith("table") and text.endswith("\n(here)")
     assert (says is None and text == "table\n(here)") or (says is not None and says in text)
+
+
+def test_the_sheet_output_is_the_contact_sheet_beside_the_checkpoint(model) -> None:
+    """The artist sees the sheet the run wrote (same pixels), and a card naming why when a
+    saved calibration has none."""
+    import numpy as np
+    from PIL import Image
+
+    out = _outputs(model=model, mode="run", **ARGS)
+    folder = model.pipe.source_folder
+    saved = json.loads((folder / CALIBRATION_FILE).read_text())
+    png = folder / "ladr_calibration.sheet.png"
+    assert saved["sheet"] == str(png) and png.is_file()
+    want = np.asarray(Image.open(png).convert("RGB"), dtype=np.float32) / 255.0
+    sheet = out["sheet"]
+    assert sheet.dtype == torch.float32 and sheet.shape == (1, *want.shape)
+    assert torch.equal(sheet[0], torch.from_numpy(want))
+    assert sheet.shape[1] > 256 and sheet.shape[2] > 256  # 32 px images enlarged 8x
+    png.unlink()
+    card = _outputs(model=model, mode="load", **ARGS)["sheet"]
+    assert card.shape[0] == 1 and card.shape[1:3] != sheet.shape[1:3] and card.min() < 0.5

@@ -1,0 +1,94 @@
+"""The non-inferiority margin of a calibration and the prompts it needs.
+
+A setting qualifies only when the LOWER end of its paired 95 % interval against the reference
+is above ``-margin`` (report.py): the calibration must show that the setting loses at most
+``margin`` self-score, not merely fail to show that it loses something. An interval that
+reaches 0 on a few prompts is absence of evidence, not equality.
+
+``DEFAULT_MARGIN`` was fitted on DiMOO-nano's validation set (``benchmarks/calibration_margin.py``,
+``benchmarks/results/calibration_margin.json``): over the sweep's settings that are not broken,
+the self-score difference to baseline-64 against the nano evaluator's difference (a least-squares
+line through the reference's (0, 0)); the margin is that line's self-score at an evaluator drop
+of ``EVALUATOR_DROP``. ``PRIOR_SPREAD`` is the standard deviation of the per-prompt paired
+self-score differences observed there, on the settings nearest to the reference. The real
+model's self-score may be on another scale: for it, these are the only evidence there is, and
+``--margin`` overrides the default.
+
+How many prompts: a setting whose true self-score equals the reference's qualifies with
+probability ``POWER`` when ``z_(0.975) * sd / sqrt(n) + z_POWER * sd / sqrt(n) < margin``, i.e.
+``n >= ((1.96 + 0.84) * sd / margin) ** 2`` prompts (sd: the spread of the per-prompt
+differences; with several seeds a prompt's images are averaged first).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .state import CalibrationInputError
+
+__all__ = ["DEFAULT_MARGIN", "EVALUATOR_DROP", "MARGIN_SOURCE", "POWER", "PRIOR_SPREAD",
+           "check_margin", "margin_info", "prompts_needed", "shortfall_message"]
+
+EVALUATOR_DROP = 0.05
+"""The evaluator loss (overall GenEval-style score, 0..1) the default margin stands for."""
+DEFAULT_MARGIN = 0.0169
+"""Self-score units (the calibration's self-score, runner.CALIBRATION_SELF_SCORE);
+benchmarks/results/calibration_margin.json ``margin`` (0.01693, 95 % interval 0.0142 to
+0.0203), rounded."""
+PRIOR_SPREAD = 0.135
+"""sd of the per-prompt paired self-score differences to baseline-64 on nano's validation set,
+median over the three settings the evaluator puts closest to it (same file, ``spread``)."""
+MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration_margin.py -> "
+                 "benchmarks/results/calibration_margin.json): the self-score difference to "
+                 "baseline-64 that goes with an evaluator drop of 0.05 (least squares through "
+                 "the reference over the 17 settings that are not broken)")
+POWER = 0.8
+_Z_INTERVAL = 1.959964  # two-sided 95 %
+_Z_POWER = 0.841621  # one-sided 80 %
+
+
+def check_margin(value: Any, name: str = "margin") -> float:
+    """The margin as a float; CalibrationInputError naming ``name`` (the command line names
+    its flag, ``--margin``) unless it is a finite number > 0."""
+    ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+          and math.isfinite(value) and value > 0)
+    if not ok:
+        raise CalibrationInputError(
+            name, "must be a positive number (the most self-score a setting may lose against "
+            f"the reference and still qualify), got {value!r}",
+            f"leave it out for the fitted default {DEFAULT_MARGIN:g}, or give a number such as "
+            "0.02")
+    return float(value)
+
+
+def prompts_needed(spread: float, margin: float) -> int:
+    """Prompts at which a setting as good as the reference qualifies with probability
+    ``POWER``, at a per-prompt spread ``spread`` (module docstring); at least 2."""
+    if not spread > 0:
+        return 2
+    return max(2, math.ceil(((_Z_INTERVAL + _Z_POWER) * spread / margin) ** 2))
+
+
+def shortfall_message(prompts: int, seeds: int, margin: float,
+                      spread: float = PRIOR_SPREAD) -> str | None:
+    """None when ``prompts`` are enough for ``margin`` at the prior spread, else one line
+    naming the input, the prompts needed and the fix (the run still goes ahead)."""
+    need = prompts_needed(spread, margin)
+    if prompts >= need:
+        return None
+    more = " (a second seed of a prompt helps less than a new prompt)" if seeds > 1 else ""
+    return (f"prompts: {prompts} prompts are too few for margin {margin:g}: a setting as good "
+            f"as the reference qualifies {POWER:.0%} of the time only from about {need} prompts "
+            f"(at the self-score spread seen on DiMOO-nano, sd {spread:g}){more}. The "
+            f"calibration runs and writes its report, but expect it to recommend the "
+            f"reference; give about {need} prompts (--prompts FILE) or a larger --margin")
+
+
+def margin_info(margin: float) -> dict[str, Any]:
+    """The report's ``margin`` entry: value, where it comes from, what it stands for."""
+    default = margin == DEFAULT_MARGIN
+    return {"value": margin, "default": default,
+            "source": MARGIN_SOURCE if default else "given by the user (--margin / margin=)",
+            "evaluator_drop": EVALUATOR_DROP if default else None,
+            "prior_spread": PRIOR_SPREAD, "power": POWER}
