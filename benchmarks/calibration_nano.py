@@ -107,10 +107,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     lines = (nano_model_path() / "calibration_prompts.txt").read_text().splitlines()
     chosen = [p for p in lines if p.strip()][: a.prompts]
-    report, code, err, reused = run_calibration(chosen, Path(a.work) if a.work else None)
-    name = f"calibration_nano_{a.prompts}"
-    if report.get("sheet"):
-        shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
+    # a temporary work folder lives until the sheet is copied out of it
+    work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="ladr_cal_"))
+    try:
+        report, code, err, reused = run_calibration(chosen, work)
+        name = f"calibration_nano_{a.prompts}"
+        if report.get("sheet"):
+            shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
     verdicts = test_verdicts(Path(a.runs))
     cands = []
     for c in report["candidates"]:
