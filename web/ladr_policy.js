@@ -5,6 +5,7 @@
 // as its adaptive toggle changes. Logic: ladr_policy_fields.js.
 import { app } from "../../scripts/app.js";
 import { applyFieldState } from "./ladr_policy_fields.js";
+import { reannounceSelection, refreshOnChange } from "./ladr_node_hooks.js";
 
 const NODES = new Set(["LADR_Policy", "LADR_MLCacheOptions"]);
 
@@ -22,32 +23,8 @@ app.registerExtension({
         node.setSize([node.size[0], node.computeSize()[1]]);
       }
       node.setDirtyCanvas?.(true, true);
-      // the right-hand Parameters panel lists a selected node's widgets when the selection
-      // changes; re-announce it so an open panel hides and greys what the node now does
-      const canvas = app.canvas;
-      if (canvas?.selected_nodes?.[node.id]) canvas.onSelectionChange?.(canvas.selected_nodes);
+      reannounceSelection(app.canvas, node);
     };
-    const created = nodeType.prototype.onNodeCreated;
-    nodeType.prototype.onNodeCreated = function () {
-      const out = created?.apply(this, arguments);
-      for (const name of ["preset", rescueSwitch?.field]) {
-        const widget = this.widgets?.find((w) => w.name === name);
-        if (!widget) continue;
-        const callback = widget.callback;
-        widget.callback = (...args) => {
-          const r = callback?.apply(widget, args);
-          refresh(this);
-          return r;
-        };
-      }
-      refresh(this);
-      return out;
-    };
-    const configured = nodeType.prototype.onConfigure;
-    nodeType.prototype.onConfigure = function () {
-      const out = configured?.apply(this, arguments);
-      refresh(this); // a loaded workflow: show what its preset sets
-      return out;
-    };
+    refreshOnChange(nodeType, ["preset", rescueSwitch?.field], refresh);
   },
 });

@@ -185,8 +185,8 @@ def test_extension_rehides_fields_when_the_toggle_or_preset_changes(tmp_path: Pa
         pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
     ext = tmp_path / "extensions" / "ComfyUI-LADR"
     ext.mkdir(parents=True)
-    for name in ("ladr_policy.js", "ladr_policy_fields.js"):
-        shutil.copy(ROOT / "web" / name, ext / name)
+    for module in (ROOT / "web").glob("*.js"):  # the extension's modules, as ComfyUI serves them
+        shutil.copy(module, ext / module.name)
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "app.js").write_text(
         "export const app = { extensions: [], registerExtension(e) { this.extensions.push(e); } };")

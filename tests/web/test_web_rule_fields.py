@@ -61,8 +61,8 @@ def test_extension_greys_what_the_chosen_strategy_does_not_read(tmp_path: Path) 
         pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
     ext = tmp_path / "extensions" / "ComfyUI-LADR"
     ext.mkdir(parents=True)
-    for name in ("ladr_rules.js", "ladr_rule_fields.js", "ladr_policy_fields.js"):
-        shutil.copy(ROOT / "web" / name, ext / name)
+    for module in (ROOT / "web").glob("*.js"):  # the extension's modules, as ComfyUI serves them
+        shutil.copy(module, ext / module.name)
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "app.js").write_text(
         "export const app = { extensions: [], registerExtension(e) { this.extensions.push(e); } };")
