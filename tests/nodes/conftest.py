@@ -24,6 +24,15 @@ def sent(monkeypatch) -> list[tuple[str, dict]]:
 
 
 @pytest.fixture
+def seen(fake_model, monkeypatch) -> list[dict]:
+    """The keyword arguments of every pipe.run call the sampler node makes."""
+    calls: list[dict] = []
+    real = fake_model.pipe.run
+    monkeypatch.setattr(fake_model.pipe, "run", lambda *a, **k: calls.append(k) or real(*a, **k))
+    return calls
+
+
+@pytest.fixture
 def real_model_installed(tmp_path, monkeypatch) -> None:
     """As on a machine where the user put the real checkpoint at models/lumina_dimoo/."""
     (tmp_path / "Lumina-DiMOO").mkdir()

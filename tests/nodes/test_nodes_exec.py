@@ -61,15 +61,6 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
     assert text.endswith("; T=128 from the policy preset (steps=64 not used)")
 
 
-@pytest.fixture
-def seen(fake_model, monkeypatch) -> list[dict]:
-    """The keyword arguments of every pipe.run call the sampler node makes."""
-    calls: list[dict] = []
-    real = fake_model.pipe.run
-    monkeypatch.setattr(fake_model.pipe, "run", lambda *a, **k: calls.append(k) or real(*a, **k))
-    return calls
-
-
 def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
     (policy,) = LADRPolicyNode.execute(preset="delayed", **policy_fields()).args
     _, text = run(fake_model, policy=policy)

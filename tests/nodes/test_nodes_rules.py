@@ -26,14 +26,6 @@ def run(model, **kw) -> tuple:
     return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
 
 
-@pytest.fixture
-def seen(fake_model, monkeypatch) -> list[dict]:
-    calls: list[dict] = []
-    real = fake_model.pipe.run
-    monkeypatch.setattr(fake_model.pipe, "run", lambda *a, **k: calls.append(k) or real(*a, **k))
-    return calls
-
-
 def test_every_registered_strategy_is_a_choice_and_the_rules_are_the_rest() -> None:
     assert sorted(STRATEGIES) == sorted(strategy_names())
     assert set(RULES) == set(strategy_names()) - {"baseline", "ladr", "prophet"}
