@@ -1,10 +1,12 @@
-"""The real-frontend tests' shared checks: node, playwright-core and Chromium are there, or the
-test skips with the command that installs them (scripts/setup.sh installs all three)."""
+"""The web tests' shared pieces: node, playwright-core and Chromium are there, or the test skips
+with the command that installs them (scripts/setup.sh installs all three); the extension laid
+out as ComfyUI serves it, for tests that run it in node against a stub of ComfyUI's app."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +14,23 @@ import torch
 from . import ROOT
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+APP_STUB = ("export const app = { extensions: [], registerExtension(e) { "
+            "this.extensions.push(e); } };")
+
+
+def extension_stub(root: Path, app_js: str = APP_STUB) -> Path:
+    """`root` laid out as ComfyUI serves the extension: every module of web/ under
+    extensions/ComfyUI-LADR and `app_js` as scripts/app.js (their `../../scripts/app.js`).
+    Skips when node is missing. Returns `root`."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
+    ext = root / "extensions" / "ComfyUI-LADR"
+    ext.mkdir(parents=True)
+    for module in (ROOT / "web").glob("*.js"):
+        shutil.copy(module, ext / module.name)
+    (root / "scripts").mkdir()
+    (root / "scripts" / "app.js").write_text(app_js)
+    return root
 
 
 def require_browser() -> None:

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.browser import extension_stub
 
 from nodes.loader import NANO
 
@@ -62,15 +63,10 @@ console.log(JSON.stringify(app.toasts));
 
 
 def test_one_notice_per_missing_checkpoint_when_a_workflow_opens(tmp_path: Path) -> None:
-    ext = tmp_path / "extensions" / "ComfyUI-LADR"
-    ext.mkdir(parents=True)
-    for name in ("ladr_checkpoint.js", "ladr_checkpoint_hint.js"):
-        shutil.copy(ROOT / "web" / name, ext / name)
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "app.js").write_text(
+    extension_stub(tmp_path, app_js=(
         "export const app = { extensions: [], toasts: [], registerExtension(e) { "
         "this.extensions.push(e); }, extensionManager: { toast: { add(t) { "
-        "app.toasts.push(t); } } } };")
+        "app.toasts.push(t); } } } };"))
     (tmp_path / "package.json").write_text('{"type": "module"}')
     toasts = _node(LOAD, [
         ["LADR_LoadDiMOOModel", "Lumina-DiMOO", [NANO]],

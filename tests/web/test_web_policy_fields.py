@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.browser import extension_stub
 
 from ladr_core import PRESETS, AdaptiveRescue, LADRPolicy
 from nodes.policy import policy_fields, preset_table, switch_table
@@ -181,15 +182,7 @@ def test_extension_rehides_fields_when_the_toggle_or_preset_changes(tmp_path: Pa
     """web/ladr_policy.js in node against a minimal app stub: on a custom node, turning the
     adaptive toggle on hides tau/alpha/delayed and shows pace/anchor_quantile at once, and the
     node shrinks to its visible widgets; choosing `paper` then hides pace/anchor_quantile."""
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
-    ext = tmp_path / "extensions" / "ComfyUI-LADR"
-    ext.mkdir(parents=True)
-    for module in (ROOT / "web").glob("*.js"):  # the extension's modules, as ComfyUI serves them
-        shutil.copy(module, ext / module.name)
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "app.js").write_text(
-        "export const app = { extensions: [], registerExtension(e) { this.extensions.push(e); } };")
+    extension_stub(tmp_path)
     (tmp_path / "main.mjs").write_text(REGISTER)
     node_data = {"name": "LADR_Policy", "input": {"required": {"preset": [
         ["custom"], {"ladr_presets": preset_table(), "ladr_switch": switch_table()}]}}}

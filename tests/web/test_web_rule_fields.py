@@ -7,11 +7,10 @@ updates them at once."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from support.browser import extension_stub
 
 from ladr_core import strategy_names
 from nodes.rules import WIDGETS, applies, applies_table
@@ -57,15 +56,7 @@ def test_the_table_is_every_strategy_with_the_fields_it_has() -> None:
 
 
 def test_extension_greys_what_the_chosen_strategy_does_not_read(tmp_path: Path) -> None:
-    if shutil.which("node") is None:
-        pytest.skip("node is not installed (scripts/setup.sh installs nodejs)")
-    ext = tmp_path / "extensions" / "ComfyUI-LADR"
-    ext.mkdir(parents=True)
-    for module in (ROOT / "web").glob("*.js"):  # the extension's modules, as ComfyUI serves them
-        shutil.copy(module, ext / module.name)
-    (tmp_path / "scripts").mkdir()
-    (tmp_path / "scripts" / "app.js").write_text(
-        "export const app = { extensions: [], registerExtension(e) { this.extensions.push(e); } };")
+    extension_stub(tmp_path)
     (tmp_path / "main.mjs").write_text(REGISTER)
     choices = ["ladr", *[n for n in strategy_names() if n != "ladr"], "threshold", "ladr"]
     proc = subprocess.run(["node", str(tmp_path / "main.mjs"),
