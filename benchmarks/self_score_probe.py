@@ -71,6 +71,18 @@ def masks_and_blocks(grid: tuple[int, int], config: SelfScoreConfig, seed: int,
     return masks, (rows[:, None] * n_cols + cols[None, :]).reshape(-1)
 
 
+def _chunks(pipe: Any, tokens: torch.Tensor, captions: list[str], masks: torch.Tensor,
+            p: int, chunk: int):
+    """Per chunk of images: (lo, hi, denoiser of p copies of each prompt, tokens [k*p, N],
+    masks [k*p, N]), every image repeated once per placement of its masks."""
+    n, size = tokens.shape
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        copies = [captions[i] for i in range(lo, hi) for _ in range(p)]
+        yield (lo, hi, pipe.make_denoiser(copies), tokens[lo:hi].repeat_interleave(p, dim=0),
+               masks[lo:hi].reshape(-1, size))
+
+
 def token_maps(pipe: Any, tokens: torch.Tensor, captions: list[str], seed0: int,
                config: SelfScoreConfig, grid: tuple[int, int], chunk: int = 35,
                rounds: int = 1) -> dict[str, np.ndarray]:
@@ -81,12 +93,7 @@ def token_maps(pipe: Any, tokens: torch.Tensor, captions: list[str], seed0: int,
     masks = torch.stack([m for m, _ in pairs])  # [n, P, N]
     out = {b: np.full((n, p, size), np.nan, dtype=np.float32) for b in BRANCHES}
     with torch.no_grad():
-        for lo in range(0, n, chunk):
-            hi = min(n, lo + chunk)
-            copies = [captions[i] for i in range(lo, hi) for _ in range(p)]
-            denoise = pipe.make_denoiser(copies)
-            tok = tokens[lo:hi].repeat_interleave(p, dim=0)
-            m = masks[lo:hi].reshape(-1, size)
+        for lo, hi, denoise, tok, m in _chunks(pipe, tokens, captions, masks, p, chunk):
             cond, uncond = denoise.masked_logits(tok, m)
             cfg = denoise.cfg
             truth = tok[m]
@@ -114,13 +121,8 @@ def regen_maps(pipe: Any, tokens: torch.Tensor, captions: list[str], seed0: int,
     masks = torch.stack([m for m, _ in pairs])
     agree = np.full((n, p, size), np.nan, dtype=np.float32)
     with torch.no_grad():
-        for lo in range(0, n, chunk):
-            hi = min(n, lo + chunk)
-            copies = [captions[i] for i in range(lo, hi) for _ in range(p)]
-            denoise = pipe.make_denoiser(copies)
-            tok = tokens[lo:hi].repeat_interleave(p, dim=0)
-            m = masks[lo:hi].reshape(-1, size)
-            res = sample(denoise, (len(copies), *grid), steps=steps, strategy=Baseline(),
+        for lo, hi, denoise, tok, m in _chunks(pipe, tokens, captions, masks, p, chunk):
+            res = sample(denoise, (tok.shape[0], *grid), steps=steps, strategy=Baseline(),
                          temperature=0.0, known=KnownTokens(tok, m))
             same = (res.tokens.cpu() == tok).float().numpy()
             agree[lo:hi] = np.where(m.numpy(), same, np.nan).reshape(hi - lo, p, size)
