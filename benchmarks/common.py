@@ -111,6 +111,21 @@ def sync_device(device: torch.device) -> None:
 # --------------------------------------------------------------------------- output
 
 
+def median_ms(fn: Callable[[], Any], device: torch.device, reps: int, warmup: int = 1) -> float:
+    """Median ms of ``reps`` calls of ``fn`` after ``warmup`` calls, the device synchronised
+    around each timed call."""
+    for _ in range(warmup):
+        fn()
+    sync_device(device)
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        sync_device(device)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
 def env_info() -> dict[str, Any]:
     """Machine/software facts stored next to every result."""
     try:

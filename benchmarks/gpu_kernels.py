@@ -23,8 +23,6 @@ not, and images in flight are measured by ``python -m benchmarks.gpu_check``):
 
 from __future__ import annotations
 
-import statistics
-import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -32,7 +30,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from benchmarks.common import base_parser, device_slug, result_name, sync_device, write_result
+from benchmarks.common import (
+    base_parser,
+    device_slug,
+    median_ms,
+    result_name,
+    write_result,
+)
 
 D, HEADS, HD, MLP = 4096, 32, 128, 12288
 BLOCK = {"q": (D, D), "k": (D, D), "v": (D, D), "o": (D, D), "ff_proj": (MLP, D),
@@ -44,20 +48,6 @@ COND_UNCOND = (64, 24)  # prompt tokens of a typical cond / uncond row
 def image_tokens(px: int) -> int:
     g = px // 16
     return g * (g + 1) + 4
-
-
-def timed(fn: Callable[[], Any], device: torch.device, reps: int) -> float:
-    """Median ms of ``reps`` calls after two warm-ups."""
-    for _ in range(2):
-        fn()
-    sync_device(device)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync_device(device)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 # ---------------------------------------------------------------------------------- linears
@@ -151,7 +141,7 @@ def linear_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, A
 
                 got = [o.float() for o in block()]
                 row["rel_err"] = max(float((a - b).norm() / b.norm()) for a, b in zip(got, ref, strict=True))
-                row["ms_block"] = timed(block, device, reps) if device.type == "cuda" else None
+                row["ms_block"] = median_ms(block, device, reps, warmup=2) if device.type == "cuda" else None
             except (RuntimeError, TypeError, NotImplementedError, ValueError) as exc:
                 row["error"] = f"{type(exc).__name__}: {exc}"[:300]
             rows.append(row)
@@ -198,7 +188,7 @@ def attention_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str
                         raise RuntimeError("not available in this torch build")
                     out = fn().float()
                     row["max_abs_diff"] = float((out - ref).abs().max())
-                    row["ms_per_layer"] = timed(fn, device, reps)
+                    row["ms_per_layer"] = median_ms(fn, device, reps, warmup=2)
                 except (RuntimeError, TypeError, NotImplementedError, ValueError,
                         AttributeError, ImportError) as exc:
                     row["error"] = f"{type(exc).__name__}: {exc}"[:300]

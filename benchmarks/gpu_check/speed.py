@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import json
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +19,7 @@ from typing import Any
 
 import torch
 
-from benchmarks.common import RESULTS_DIR, sync_device
+from benchmarks.common import RESULTS_DIR, median_ms, sync_device
 from ladr_core.dimoo import DiMOOIds, LLaDAConfig, MLCacheConfig, stream_blocks
 
 from .models import SHAPE_8B, SHAPE_TINY, TINY_IDS, random_model, shaped_pipeline
@@ -68,19 +67,6 @@ def build_layout(layout: str, config: LLaDAConfig, device: torch.device,
     return build_variant(config, device, layout, dtype)
 
 
-def _timed(fn: Callable[[], Any], device: torch.device, reps: int) -> float:
-    """Median ms of ``reps`` calls after one warm-up call."""
-    fn()
-    sync_device(device)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        sync_device(device)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
-
-
 def _state(pipe: Any, px: int) -> tuple[torch.Tensor, torch.Tensor]:
     n = (px // pipe.vq_factor) ** 2
     g = torch.Generator().manual_seed(0)
@@ -98,7 +84,7 @@ def call_ms(pipe: Any, px: int, reps: int, cached: bool) -> dict[str, Any]:
     den(tokens, masked)  # the first call: the refresh that fills the cache / a compile
     sync_device(pipe.device)
     first = time.perf_counter() - start
-    ms = _timed(lambda: den(tokens, masked), pipe.device, reps)
+    ms = median_ms(lambda: den(tokens, masked), pipe.device, reps)
     return {"ms": ms, "first_call_s": first, "real_tokens": den.real_tokens}
 
 
@@ -197,7 +183,7 @@ def vq_decode(vq_config: Path | None, device: torch.device, smoke: bool) -> dict
     codes = torch.randint(0, vq.config.num_vq_embeddings, (1, grid, grid), device=device)
     shape_ = (1, grid, grid, vq.config.vq_embed_dim or vq.config.latent_channels)
     with torch.no_grad():
-        ms = _timed(lambda: vq.decode(codes, force_not_quantize=True, shape=shape_),
+        ms = median_ms(lambda: vq.decode(codes, force_not_quantize=True, shape=shape_),
                     device, 3)
     return {"status": "measured", "ms": ms, "grid": grid, "config": str(vq_config)}
 
