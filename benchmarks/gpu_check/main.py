@@ -7,7 +7,8 @@ one command that fits a short GPU slot (docs/reports/GPU.md says what each secti
     d  calibration   a calibration's cost at 512 px, 16 prompts (calibration.py)
 
 Options: ``--budget-minutes`` (default 9: one H100, the model builds included); ``--json PATH``
-(default benchmarks/results/gpu_check_<device>.json); ``--sections a,b,...``; ``--device
+(default gpu_check_<device>.json under $OUT when that variable is set, as a lent GPU machine
+sets it to the folder it returns, else under benchmarks/results/); ``--sections a,b,...``; ``--device
 cuda|cpu``; ``--smoke`` (tiny shapes on any device, no timing claims: what CI runs);
 ``--docs`` (only rewrite the generated parts of the documents from the committed JSON, or
 the one ``--json`` names; with ``--check``: exit 1 when they differ, writing nothing);
@@ -80,19 +81,34 @@ def _sections(text: str) -> list[str]:
     return [s for s in SECTIONS if s in chosen]
 
 
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check",
+                                 description=" ".join(__doc__.split("\n\n")[0].split()))
+    ap.add_argument("--budget-minutes", type=float, default=9.0,
+                    help="the run's time budget (default 9: one H100, the model builds included)")
+    ap.add_argument("--json", type=Path, default=None, metavar="PATH",
+                    help="where the results go (default: gpu_check_<device>[_smoke].json in $OUT "
+                    "when that environment variable is set, as a lent GPU machine sets it to the "
+                    "folder it returns; else in benchmarks/results/); with --docs, the run to "
+                    "render (default: the newest committed one)")
+    ap.add_argument("--sections", default="a,b,c,d",
+                    help="a comma-separated list of " + ", ".join(
+                        f"{k} ({v})" for k, v in NAMES.items()) + " (default: all)")
+    ap.add_argument("--device", default="cuda", help="cuda (default) or cpu (with --smoke)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="tiny shapes on any device, no timing claims (what CI runs)")
+    ap.add_argument("--docs", action="store_true",
+                    help="only rewrite the documents' generated parts from the JSON")
+    ap.add_argument("--check", action="store_true",
+                    help="with --docs: exit 1 when they differ, writing nothing")
+    ap.add_argument("--vq-config", type=Path, default=None, metavar="PATH",
+                    help="a Lumina-DiMOO vqvae/config.json, for the VQ decode row")
+    return ap
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     """The options, each checked before any work (module docstring); exits 2 on a bad one."""
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check",
-                                 description=__doc__.splitlines()[0])
-    ap.add_argument("--budget-minutes", type=float, default=9.0)
-    ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--sections", default="a,b,c,d")
-    ap.add_argument("--device", default="cuda")
-    ap.add_argument("--smoke", action="store_true")
-    ap.add_argument("--docs", action="store_true")
-    ap.add_argument("--check", action="store_true")
-    ap.add_argument("--vq-config", type=Path, default=None)
-    args = ap.parse_args(argv)
+    args = _parser().parse_args(argv)
     args.sections = _sections(args.sections)
     if args.check and not args.docs:
         _fail("--check: only with --docs (is every generated part as the JSON says?)")
@@ -130,7 +146,10 @@ def _driver() -> str | None:
 
 
 def default_json(device: torch.device, smoke: bool) -> Path:
-    return RESULTS_DIR / f"gpu_check_{device_slug(device)}{'_smoke' if smoke else ''}.json"
+    """gpu_check_<device>[_smoke].json in $OUT when it is set (a lent GPU machine returns only
+    that folder), else in benchmarks/results/."""
+    folder = Path(os.environ["OUT"]) if os.environ.get("OUT") else RESULTS_DIR
+    return folder / f"gpu_check_{device_slug(device)}{'_smoke' if smoke else ''}.json"
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:

@@ -1,0 +1,93 @@
+"""benchmarks/gpu_check's run control, in process with its sections replaced by fakes (no model
+is built): where the JSON goes, what counts in the exit status, the budget's estimate of
+section a, an optional compile that runs out of time, the alarm with no time left, and the
+packages checked before any section.
+
+Unlike test_gpu_check.py (the smoke run as a program), these import the script's modules, so a
+section can fail, time can run out and a package can be missing on demand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from benchmarks.gpu_check import main as gc
+from benchmarks.gpu_check import speed
+
+PROBE = {"full_ms": {"128": 1.0, "64": 1.0}, "block_ms": {"128": 1.0, "64": 1.0},
+         "step_ms": {"cpu": 1.0, "device": 1.0}, "sizes": [128, 64]}
+SMOKE = ["--smoke", "--device", "cpu"]
+
+
+def _measured(key: str) -> dict[str, Any]:
+    """What each section returns when all is well (the parts the run control reads)."""
+    if key == "a":
+        return {"models": {"tiny": {"status": "measured", "cases": [
+            {"case": "text/baseline", "check": "passed"}]}},
+            "sampler_syncs": [], "summary": {"passed": 1, "failed": 0, "error": 0}}
+    if key == "b":
+        return {"layouts": {"bf16": {"status": "measured"}, "q4_k_m": {"status": "measured"}},
+                "compiled": {"status": "pending"}, "vq_decode": {"status": "not measured"}}
+    return {}
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> SimpleNamespace:
+    """main() with the probe and every section faked: ``sections[key]`` is what a section
+    returns (or an exception it raises); ``compiled`` is what the compiled shapes return (or
+    raise); ``ran`` lists what ran. The committed results folder is kept out of reach."""
+    state = SimpleNamespace(sections={k: _measured(k) for k in "abcd"}, ran=[],
+                            compiled={"backend": "eager", "layout": "bf16"})
+    monkeypatch.delenv("OUT", raising=False)
+    monkeypatch.setattr(gc, "RESULTS_DIR", tmp_path / "results")
+    monkeypatch.setattr(gc, "probe", lambda device, smoke: dict(PROBE))
+
+    def section(key: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        state.ran.append(key)
+        if isinstance(state.sections[key], BaseException):
+            raise state.sections[key]
+        return json.loads(json.dumps(state.sections[key]))
+
+    def compiled(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        state.ran.append("compiled")
+        if isinstance(state.compiled, BaseException):
+            raise state.compiled
+        return dict(state.compiled)
+
+    monkeypatch.setattr(gc, "_run_section", section)
+    monkeypatch.setattr(speed, "compiled_section", compiled)
+    state.json = tmp_path / "run.json"
+    state.doc = lambda: json.loads(state.json.read_text())
+    return state
+
+
+# ------------------------------------------------------------ 1. the JSON's default place
+def test_the_json_goes_under_out_when_the_machine_sets_it(fake: SimpleNamespace,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    monkeypatch.setenv("OUT", str(out))
+    assert gc.main(SMOKE) == 0
+    assert json.loads((out / "gpu_check_cpu_smoke.json").read_text())["smoke"] is True
+    assert not (tmp_path / "results").exists()
+
+
+def test_the_json_goes_to_the_results_folder_without_out(fake: SimpleNamespace,
+                                                        monkeypatch: pytest.MonkeyPatch,
+                                                        tmp_path: Path) -> None:
+    monkeypatch.setenv("OUT", "")
+    assert gc.main(SMOKE) == 0
+    assert (tmp_path / "results" / "gpu_check_cpu_smoke.json").is_file()
+
+
+def test_help_says_where_the_json_goes(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        gc.parse(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert exit_.value.code == 0
+    assert "$OUT" in text and "benchmarks/results/" in text, text
