@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,13 @@ class OverBudget(BaseException):
 
 
 def _arm(seconds: float) -> None:
-    """Raise OverBudget in ``seconds`` (0: disarm); a no-op where there is no SIGALRM."""
+    """Raise OverBudget in ``seconds``, at once when none is left (``seconds <= 0``); where there
+    is no SIGALRM only the at-once case is caught. ``_disarm()`` cancels it."""
     import signal
 
+    if seconds <= 0:
+        _disarm()
+        raise OverBudget
     if not hasattr(signal, "setitimer"):
         return
 
@@ -61,7 +66,25 @@ def _arm(seconds: float) -> None:
         raise OverBudget
 
     signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, max(0.0, seconds))
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def _disarm() -> None:
+    """Cancel the alarm ``_arm`` set (a no-op where there is none)."""
+    import signal
+
+    if hasattr(signal, "setitimer"):
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+
+
+def _within(seconds: float, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``work()``, stopped by OverBudget after ``seconds`` (at once when none is left); the
+    alarm is off when this returns or raises, so it never fires outside the caller's try."""
+    try:
+        _arm(seconds)
+        return work()
+    finally:
+        _disarm()
 
 
 def _fail(message: str) -> None:
@@ -179,12 +202,14 @@ def _run_section(key: str, device: torch.device, smoke: bool, left: Any,
 
 def _compiled(device: torch.device, smoke: bool, clock: Clock, est: dict[str, Any]
               ) -> dict[str, Any]:
-    """Section b's compiled shapes, last, in the time left (speed.compiled_section)."""
-    from .speed import compiled_section
+    """Section b's compiled shapes, last, in the time left (speed.compiled_section), stopped at
+    the budget itself (optional work: no grace)."""
+    from . import speed
 
     start = time.perf_counter()
     try:
-        out = compiled_section(device, smoke, clock.left, est["compile_s"])
+        out = _within(clock.left(), lambda: speed.compiled_section(device, smoke, clock.left,
+                                                                   est["compile_s"]))
     except OverBudget:
         out = {"status": "error", "error": f"stopped: over the budget by {GRACE_S:.0f} s"}
     out["seconds"] = time.perf_counter() - start
@@ -198,20 +223,21 @@ def _failures(doc: dict[str, Any]) -> int:
     return bad + summary.get("failed", 0) + summary.get("error", 0)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse(argv)
-    if args.docs:
-        from .docs import update_docs
+def _docs(args: argparse.Namespace) -> int:
+    """``--docs``: rewrite (or with ``--check``, compare) the documents' generated parts."""
+    from .docs import update_docs
 
-        stale = update_docs(args.json, write=not args.check)
-        for file in stale:
-            print(f"gpu_check: {'stale' if args.check else 'rewrote'}: the generated parts of "
-                  f"{file}" + (f" (run {COMMAND} --docs)" if args.check else ""))
-        return 1 if args.check and stale else 0
-    clock = Clock(args.budget_minutes * 60)
-    device = torch.device(args.device)
+    stale = update_docs(args.json, write=not args.check)
+    for file in stale:
+        print(f"gpu_check: {'stale' if args.check else 'rewrote'}: the generated parts of "
+              f"{file}" + (f" (run {COMMAND} --docs)" if args.check else ""))
+    return 1 if args.check and stale else 0
+
+
+def _start(args: argparse.Namespace, clock: Clock, device: torch.device
+           ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The JSON's header, the probe and the estimates each section is planned with."""
     kind = "cpu" if device.type == "cpu" else "cuda"
-    path = args.json or default_json(device, args.smoke)
     env = env_info()
     doc: dict[str, Any] = {
         "benchmark": "gpu_check", "env": env, "device": device_slug(device),
@@ -229,45 +255,60 @@ def main(argv: list[str] | None = None) -> int:
         est = {**PRIOR_S[kind], "layout_s": 30.0, "compile_s": 90.0, "rolling_mode_s": 20.0}
     doc["estimates_s"] = est
     doc["probe"]["seconds"] = clock.elapsed()
-    _arm(clock.left() + GRACE_S)
+    return doc, est
+
+
+def _section(key: str, args: argparse.Namespace, clock: Clock, device: torch.device,
+             est: dict[str, Any]) -> dict[str, Any]:
+    """One section's entry: skipped when not selected or when its estimate does not fit the
+    time left; else run, stopped GRACE_S past the budget, an exception recorded as an error."""
+    entry: dict[str, Any] = {"name": NAMES[key], "estimate_s": est[key]}
+    if key not in args.sections:
+        return {**entry, "status": "not selected (--sections)"}
+    if est[key] > clock.left():
+        entry["status"] = (f"not measured: budget (estimated {est[key]:.0f} s, "
+                           f"{clock.left():.0f} s left)")
+        print(f"gpu_check: {key} {NAMES[key]}: {entry['status']}", flush=True)
+        return entry
+    start = time.perf_counter()
+    print(f"gpu_check: {key} {NAMES[key]} (estimated {est[key]:.0f} s)", flush=True)
+    try:
+        entry.update(_within(clock.left() + GRACE_S, lambda: _run_section(
+            key, device, args.smoke, clock.left, est, args.sections, args.vq_config)))
+        entry["status"] = "measured"
+    except OverBudget:
+        entry.update({"status": "error", "error": f"stopped: over the budget by {GRACE_S:.0f} s",
+                      "traceback": traceback.format_exc()[-3000:]})
+    except Exception as exc:  # noqa: BLE001 - recorded; the other sections still run
+        entry.update({"status": "error", "error": f"{type(exc).__name__}: {exc}",
+                      "traceback": traceback.format_exc()[-3000:]})
+    entry["seconds"] = time.perf_counter() - start
+    print(f"gpu_check: {key} {NAMES[key]}: {entry['status']} in {entry['seconds']:.0f} s",
+          flush=True)
+    return entry
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    if args.docs:
+        return _docs(args)
+    clock = Clock(args.budget_minutes * 60)
+    device = torch.device(args.device)
+    path = args.json or default_json(device, args.smoke)
+    doc, est = _start(args, clock, device)
     for key in SECTIONS:
-        entry: dict[str, Any] = {"name": NAMES[key], "estimate_s": est[key]}
-        doc["sections"][key] = entry
-        if key not in args.sections:
-            entry["status"] = "not selected (--sections)"
-            continue
-        if est[key] > clock.left():
-            entry["status"] = (f"not measured: budget (estimated {est[key]:.0f} s, "
-                               f"{clock.left():.0f} s left)")
-            print(f"gpu_check: {key} {NAMES[key]}: {entry['status']}", flush=True)
-            continue
-        start = time.perf_counter()
-        print(f"gpu_check: {key} {NAMES[key]} (estimated {est[key]:.0f} s)", flush=True)
-        try:
-            entry.update(_run_section(key, device, args.smoke, clock.left, est, args.sections,
-                                      args.vq_config))
-            entry["status"] = "measured"
-        except OverBudget:
-            entry.update({"status": "error", "error": f"stopped: over the budget by {GRACE_S:.0f} s",
-                          "traceback": traceback.format_exc()[-3000:]})
-        except Exception as exc:  # noqa: BLE001 - recorded; the other sections still run
-            entry.update({"status": "error", "error": f"{type(exc).__name__}: {exc}",
-                          "traceback": traceback.format_exc()[-3000:]})
-        entry["seconds"] = time.perf_counter() - start
-        print(f"gpu_check: {key} {NAMES[key]}: {entry['status']} in {entry['seconds']:.0f} s",
-              flush=True)
-        doc["seconds"] = clock.elapsed()
-        _write(path, doc)
+        doc["sections"][key] = _section(key, args, clock, device, est)
+        if key in args.sections:
+            doc["seconds"] = clock.elapsed()
+            _write(path, doc)
     b = doc["sections"]["b"]
     if b.get("status") == "measured":
-        _arm(clock.left())  # optional work: stopped at the budget itself
         b["compiled"] = _compiled(device, args.smoke, clock, est)
         print(f"gpu_check: b compiled: {b['compiled'].get('seconds', 0):.0f} s", flush=True)
-    _arm(0)
     doc["seconds"] = clock.elapsed()
     _write(path, doc)
     print(f"gpu_check: wrote {path} ({doc['seconds']:.0f} s)", flush=True)
-    if kind == "cuda" and not args.smoke and os.environ.get("GPU_CHECK_NO_DOCS") != "1":
+    if device.type == "cuda" and not args.smoke and os.environ.get("GPU_CHECK_NO_DOCS") != "1":
         from .docs import update_docs
 
         try:

@@ -10,6 +10,7 @@ section can fail, time can run out and a package can be missing on demand.
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -91,3 +92,19 @@ def test_help_says_where_the_json_goes(capsys: pytest.CaptureFixture[str]) -> No
     text = " ".join(capsys.readouterr().out.split())
     assert exit_.value.code == 0
     assert "$OUT" in text and "benchmarks/results/" in text, text
+
+
+# ---------------------------------------------------------- 5. the alarm with no time left
+@pytest.mark.parametrize("seconds", [0.0, -3.0])
+def test_the_alarm_fires_at_once_when_no_time_is_left(seconds: float) -> None:
+    with pytest.raises(gc.OverBudget):
+        gc._arm(seconds)
+    if hasattr(signal, "getitimer"):
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left pending
+
+
+def test_the_alarm_armed_with_time_left_is_disarmed_without_firing() -> None:
+    gc._arm(60.0)
+    gc._disarm()
+    if hasattr(signal, "getitimer"):
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
