@@ -68,3 +68,15 @@ def test_dequantize_casts_to_the_requested_dtype_and_rows_decode_alone() -> None
 def test_a_row_that_is_not_a_whole_number_of_blocks_is_refused() -> None:
     with pytest.raises(ValueError, match="Q4_K needs rows of a multiple of 256 weights, got 128"):
         ggml.quantize(torch.zeros(2, 128), "Q4_K")
+
+
+@pytest.mark.parametrize("name", TYPES)
+def test_quantize_and_dequantize_build_every_tensor_on_the_input_device(name: str) -> None:
+    """On the shape-only 'meta' device a tensor made without ``device=`` (a CPU ``arange``)
+    meets a meta tensor and raises, as it would meet a CUDA tensor on a GPU (Q5_K / Q6_K did)."""
+    w = torch.empty(4, 512, device="meta")
+    data = ggml.quantize(w, name)
+    assert data.device.type == "meta" and data.shape == (4, ggml.row_bytes(name, 512))
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        out = ggml.dequantize(data, name, 512, dtype)
+        assert out.device.type == "meta" and out.shape == (4, 512) and out.dtype == dtype

@@ -187,7 +187,7 @@ def _q_k(x: torch.Tensor, five: bool) -> torch.Tensor:
     qs = (low[:, :, 0] | (low[:, :, 1] << 4)).reshape(-1, 128).to(torch.uint8)
     parts = [_f16_bytes(d), _f16_bytes(dmin), _pack_scales(sc, mn)]
     if five:
-        bits = (q >> 4) << torch.arange(8).view(1, 8, 1)
+        bits = (q >> 4) << torch.arange(8, device=q.device).view(1, 8, 1)
         parts.append(bits.sum(dim=1).to(torch.uint8))
     return torch.cat([*parts, qs], dim=1)
 
@@ -203,7 +203,7 @@ def _q6_k(x: torch.Tensor) -> torch.Tensor:
     q = q.view(-1, 2, 128)
     low, high = q & 15, q >> 4
     ql = (low[:, :, :64] | (low[:, :, 64:] << 4)).reshape(-1, 128)
-    hv = high.view(-1, 2, 4, 32) << (2 * torch.arange(4)).view(1, 1, 4, 1)
+    hv = high.view(-1, 2, 4, 32) << (2 * torch.arange(4, device=q.device)).view(1, 1, 4, 1)
     qh = hv.sum(dim=2).reshape(-1, 64)
     return torch.cat([ql.to(torch.uint8), qh.to(torch.uint8),
                       sc.to(torch.int8).view(torch.uint8), _f16_bytes(d)], dim=1)
