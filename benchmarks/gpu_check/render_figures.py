@@ -68,7 +68,8 @@ def speed(b: dict[str, Any] | None, where: str | None, pending: str, older: dict
     for key in (f"{big}/full", f"{big}/cached", f"{small}/full", f"{small}/cached"):
         c = comp.get(key, {})
         cells.append(f"{_f(c['ms'])} (compile {c['compile_s']:.0f} s)"
-                     if c.get("status") == "measured" else c.get("status", "-"))
+                     if c.get("status") == "measured"
+                     else c.get("status", comp.get("status", "-")))
     rows.append(f"| bf16, `pipe.compile()` ({comp.get('backend', '?')}) | | | | | | "
                 + " | ".join(cells) + " |")
     bf16 = b["layouts"].get("bf16", {})

@@ -145,15 +145,18 @@ def layout_row(layout: str, device: torch.device, smoke: bool, reps: int) -> dic
 
 
 def compiled_rows(device: torch.device, smoke: bool, reps: int, deadline: Callable[[], float],
-                  compile_s: float, backend: str) -> dict[str, Any]:
+                  compile_s: float, backend: str, out: dict[str, Any] | None = None
+                  ) -> dict[str, Any]:
     """bf16 through pipe.compile(): ms per full and cached call at each size, one compile per
     shape, each started only while ``deadline()`` covers the larger of ``compile_s`` and 1.5x
-    the longest compile so far."""
+    the longest compile so far. Rows go into ``out`` as they are measured (what a caller
+    stopping this keeps)."""
     config, ids, dtype, sizes = shape(smoke)
     release(device)
     model = random_model(config, device, dtype)
     view = shaped_pipeline(model, config, ids, sizes[0]).compile(backend=backend)
-    out: dict[str, Any] = {"backend": backend, "layout": "bf16"}
+    out = {} if out is None else out
+    out.update({"backend": backend, "layout": "bf16"})
     longest = 0.0
     for px in sizes:
         for kind in ("full", "cached"):
@@ -202,12 +205,14 @@ def previous() -> dict[str, Any]:
 
 
 def compiled_section(device: torch.device, smoke: bool, deadline: Callable[[], float],
-                     compile_s: float) -> dict[str, Any]:
+                     compile_s: float, out: dict[str, Any] | None = None) -> dict[str, Any]:
     """Section b's compiled shapes, run last (after d) so that a compile longer than assumed
-    takes no time from c and d; inductor on a GPU, torch's eager backend in the smoke run."""
+    takes no time from c and d; inductor on a GPU, torch's eager backend in the smoke run.
+    The shapes measured so far are in ``out`` if the caller stops it."""
     backend = "inductor" if device.type == "cuda" else "eager"
     try:
-        return compiled_rows(device, smoke, 1 if smoke else REPS, deadline, compile_s, backend)
+        return compiled_rows(device, smoke, 1 if smoke else REPS, deadline, compile_s, backend,
+                             out)
     except Exception as exc:  # noqa: BLE001 - recorded in the JSON
         release(device)
         return {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:600]}

@@ -108,3 +108,39 @@ def test_the_alarm_armed_with_time_left_is_disarmed_without_firing() -> None:
     gc._disarm()
     if hasattr(signal, "getitimer"):
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+# ------------------------------------------- 4. an optional compile that runs out of time
+def test_a_compile_stopped_by_the_budget_is_skipped_not_failed(
+        fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch) -> None:
+    def stopped(device: Any, smoke: bool, deadline: Any, compile_s: float,
+                out: dict[str, Any]) -> dict[str, Any]:
+        out["128/full"] = {"status": "measured", "ms": 1.0, "compile_s": 2.0}
+        raise gc.OverBudget  # what the alarm raises inside the next shape's compile
+
+    monkeypatch.setattr(speed, "compiled_section", stopped)
+    assert gc.main([*SMOKE, "--json", str(fake.json)]) == 0
+    doc = fake.doc()
+    compiled = doc["sections"]["b"]["compiled"]
+    assert compiled["status"].startswith("not measured: out of time"), compiled
+    assert "error" not in compiled
+    assert compiled["128/full"]["status"] == "measured"  # the shape done before it stopped
+
+
+def test_no_compile_starts_when_the_budget_is_spent(fake: SimpleNamespace,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    spent = {"yes": False}
+
+    def section(key: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        fake.ran.append(key)
+        spent["yes"] = key == "d"  # section d used the last of the budget
+        return _measured(key)
+
+    monkeypatch.setattr(gc, "_run_section", section)
+    real_left = gc.Clock.left
+    monkeypatch.setattr(gc.Clock, "left",
+                        lambda self: -1.0 if spent["yes"] else real_left(self))
+    assert gc.main([*SMOKE, "--json", str(fake.json)]) == 0
+    assert fake.ran == ["a", "b", "c", "d"]  # the compiled shapes never started
+    compiled = fake.doc()["sections"]["b"]["compiled"]
+    assert compiled["status"].startswith("not measured: out of time"), compiled
