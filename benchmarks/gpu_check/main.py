@@ -18,8 +18,9 @@ and written to the JSON as it ends; a section the budget cannot fit is listed as
 measured, and one that overruns the budget by GRACE_S is stopped (recorded as an error);
 section b's compiled shapes, optional, run last in what is left and, stopped by the budget
 itself, are recorded as not measured (out of time), not as an error. A full GPU run rewrites
-the documents' generated parts (docs.py). Exit status 1 when a check failed or a section
-raised.
+the documents' generated parts (docs.py). Every failure, a section that raised or a check
+or layout inside one that failed or raised, is listed in the JSON's ``failures`` with its
+section, case and error (failures.py); exit status 1 when there is any.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import torch
 from benchmarks.common import RESULTS_DIR, _json_safe, device_slug, env_info
 
 from .budget import PRIOR_S, SECTIONS, Clock, estimates, probe
+from .failures import failures
 from .render import COMMAND
 
 __all__ = ["NAMES", "main", "parse"]
@@ -223,13 +225,6 @@ def _compiled(device: torch.device, smoke: bool, clock: Clock, est: dict[str, An
     return out
 
 
-def _failures(doc: dict[str, Any]) -> int:
-    bad = sum(1 for s in doc["sections"].values() if s["status"] == "error")
-    bad += doc["sections"]["b"].get("compiled", {}).get("status") == "error"
-    summary = doc["sections"].get("a", {}).get("summary", {})
-    return bad + summary.get("failed", 0) + summary.get("error", 0)
-
-
 def _docs(args: argparse.Namespace) -> int:
     """``--docs``: rewrite (or with ``--check``, compare) the documents' generated parts."""
     from .docs import update_docs
@@ -312,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     if b.get("status") == "measured":
         b["compiled"] = _compiled(device, args.smoke, clock, est)
         print(f"gpu_check: b compiled: {b['compiled'].get('seconds', 0):.0f} s", flush=True)
+    doc["failures"] = failures(doc)
     doc["seconds"] = clock.elapsed()
     _write(path, doc)
     print(f"gpu_check: wrote {path} ({doc['seconds']:.0f} s)", flush=True)
@@ -322,8 +318,10 @@ def main(argv: list[str] | None = None) -> int:
             update_docs(path)
         except (OSError, ValueError) as exc:  # the JSON is written; --docs redoes this
             print(f"gpu_check: the documents were not rewritten ({exc})", flush=True)
-    failures = _failures(doc)
-    if failures:
-        print(f"gpu_check: {failures} failed check(s) or section error(s): see {path}",
-              flush=True)
-    return 1 if failures else 0
+    for f in doc["failures"]:
+        print(f"gpu_check: FAILED {f['section']} {NAMES[f['section']]}"
+              f"{' ' + f['case'] if f['case'] else ''}: {f['error'][:300]}", flush=True)
+    if doc["failures"]:
+        print(f"gpu_check: {len(doc['failures'])} failed check(s) or section error(s): see "
+              f"{path} (failures)", flush=True)
+    return 1 if doc["failures"] else 0

@@ -238,6 +238,10 @@ def section_b(device: torch.device, smoke: bool, deadline: Callable[[], float],
             release(device)
         print(f"  b: {layout}: {out['layouts'][layout].get('status')}", flush=True)
     out["compiled"] = {"status": "pending: runs after section d (compiled_section)"}
-    out["vq_decode"] = vq_decode(vq_config, device, smoke)
+    try:
+        out["vq_decode"] = vq_decode(vq_config, device, smoke)
+    except Exception as exc:  # noqa: BLE001 - a finding (failures.py), the layouts kept
+        out["vq_decode"] = {"status": "error", "error": f"{type(exc).__name__}: {exc}"[:600]}
+        release(device)
     out["previous"] = previous()
     return out

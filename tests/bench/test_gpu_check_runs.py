@@ -16,9 +16,11 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 
 from benchmarks.gpu_check import main as gc
 from benchmarks.gpu_check import speed
+from benchmarks.gpu_check.failures import failures
 
 PROBE = {"full_ms": {"128": 1.0, "64": 1.0}, "block_ms": {"128": 1.0, "64": 1.0},
          "step_ms": {"cpu": 1.0, "device": 1.0}, "sizes": [128, 64]}
@@ -123,7 +125,7 @@ def test_a_compile_stopped_by_the_budget_is_skipped_not_failed(
     doc = fake.doc()
     compiled = doc["sections"]["b"]["compiled"]
     assert compiled["status"].startswith("not measured: out of time"), compiled
-    assert "error" not in compiled
+    assert "error" not in compiled and doc["failures"] == []
     assert compiled["128/full"]["status"] == "measured"  # the shape done before it stopped
 
 
@@ -144,3 +146,57 @@ def test_no_compile_starts_when_the_budget_is_spent(fake: SimpleNamespace,
     assert fake.ran == ["a", "b", "c", "d"]  # the compiled shapes never started
     compiled = fake.doc()["sections"]["b"]["compiled"]
     assert compiled["status"].startswith("not measured: out of time"), compiled
+
+
+# ------------------------------------------------------- 2. every failure in the exit status
+def test_a_clean_run_exits_0_with_no_failures(fake: SimpleNamespace) -> None:
+    assert gc.main([*SMOKE, "--json", str(fake.json)]) == 0
+    assert fake.doc()["failures"] == []
+
+
+def test_a_layout_that_raises_in_section_b_fails_the_run(fake: SimpleNamespace) -> None:
+    fake.sections["b"]["layouts"]["q4_k_m"] = {"status": "error",
+                                               "error": "RuntimeError: Expected all tensors"}
+    assert gc.main([*SMOKE, "--json", str(fake.json)]) == 1
+    assert fake.doc()["failures"] == [{"section": "b", "case": "layouts/q4_k_m",
+                                       "error": "RuntimeError: Expected all tensors"}]
+
+
+def test_every_failure_of_every_section_is_counted_and_recorded(fake: SimpleNamespace) -> None:
+    a = fake.sections["a"]
+    a["models"]["tiny"]["cases"].append({"case": "format/q4_k_m", "check": "error",
+                                         "error": "RuntimeError: cpu and cuda"})
+    a["models"]["tiny"]["cases"].append({"case": "text/nano", "check": "failed",
+                                         "tokens_equal": False, "tokens_differ_share": 0.25})
+    a["models"]["nano"] = {"status": "error", "check": "error", "error": "OSError: no file"}
+    a["sampler_syncs"].append({"strategy": "halton", "batch": 2, "temperature": 0.0,
+                               "syncs": 9, "sampler_reads": 6, "check": "failed"})
+    a["gpu_tests"] = {"check": "failed", "returncode": 1, "counts": {"failed": 2}}
+    fake.sections["b"]["vq_decode"] = {"status": "error", "error": "ValueError: config"}
+    fake.sections["c"] = RuntimeError("CUDA out of memory")
+    fake.compiled = {"status": "error", "error": "BackendCompilerFailed: inductor"}
+    assert gc.main([*SMOKE, "--json", str(fake.json)]) == 1
+    found = fake.doc()["failures"]
+    where = [(f["section"], f["case"]) for f in found]
+    assert where == [("a", "tiny/format/q4_k_m"), ("a", "tiny/text/nano"), ("a", "nano"),
+                     ("a", "sampler_syncs/halton/batch 2/temperature 0.0"), ("a", "gpu_tests"),
+                     ("b", "vq_decode"), ("b", "compiled"), ("c", None)]
+    errors = dict(zip(where, (f["error"] for f in found), strict=True))
+    assert errors[("a", "tiny/format/q4_k_m")] == "RuntimeError: cpu and cuda"
+    assert "tokens_differ_share=0.25" in errors[("a", "tiny/text/nano")]
+    assert errors[("c", None)] == "RuntimeError: CUDA out of memory"
+    assert errors[("b", "compiled")] == "BackendCompilerFailed: inductor"
+    assert all(isinstance(e, str) and e for e in errors.values())
+
+
+def test_a_vq_decode_that_raises_is_a_failure_of_section_b_not_its_end(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> dict[str, Any]:
+        raise ValueError("not a VQModel config")
+
+    monkeypatch.setattr(speed, "vq_decode", broken)
+    b = speed.section_b(torch.device("cpu"), True, lambda: 0.0, 1.0, None)  # no layout fits
+    assert set(b["layouts"]) == set(speed.LAYOUTS) and "previous" in b
+    assert b["vq_decode"] == {"status": "error", "error": "ValueError: not a VQModel config"}
+    assert failures({"sections": {"b": {"status": "measured", **b}}}) == [
+        {"section": "b", "case": "vq_decode", "error": "ValueError: not a VQModel config"}]
