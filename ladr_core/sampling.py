@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from .devices import index, to_device
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
 from .schedules import Schedule
@@ -61,15 +62,6 @@ class SampleResult:
     item_nfe: list[int] = field(default_factory=list)
 
 
-def _index(slots: list[int], device: torch.device) -> torch.Tensor:
-    """A host list of slots as an index tensor on `device`, copied without waiting for the host
-    (from pinned memory on CUDA)."""
-    idx = torch.tensor(slots, dtype=torch.long)
-    if device.type == "cuda":
-        return idx.pin_memory().to(device, non_blocking=True)
-    return idx.to(device)
-
-
 @dataclass
 class _Run:
     """State of one sample() call: the slots' tokens / masks on the denoiser's device, which item
@@ -109,8 +101,8 @@ class _Run:
         if args.known is None:
             return cls(args, args.strategy.needs(), n, (h, w), tokens, masked,
                        Slots.start([n] * b, width), out=out)
-        generate = args.known.generate.to(args.device)
-        known = args.known.tokens.to(args.device, torch.long).masked_fill(generate, 0)
+        generate = to_device(args.known.generate, args.device)
+        known = to_device(args.known.tokens, args.device).long().masked_fill(generate, 0)
         counts = generate.sum(dim=1)
         values = torch.cat([counts, known.amin().view(1), known.amax().view(1)]).tolist()
         if values[-2] < 0:
@@ -134,7 +126,7 @@ class _Run:
             if name in self.buffers:
                 self.buffers[name] = self.buffers[name].to(device)
         a = self.args
-        item = _index(self.slots.item, device) if self.slots.rolling else None
+        item = index(self.slots.item, device) if self.slots.rolling else None
         self.buffers["item"] = item  # type: ignore[assignment]
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
                                              a.temperature, device, self.total, item))
@@ -247,7 +239,7 @@ class _Run:
             return a.denoise(self.tokens, self.masked), None
         if len(active) == width and not self.slots.rolling:
             return a.denoise(self.tokens, self.masked, items=None), None
-        idx = _index(active, self.tokens.device)
+        idx = index(active, self.tokens.device)
         logits = a.denoise(self.tokens.index_select(0, idx), self.masked.index_select(0, idx),
                            items=[self.slots.item[s] for s in active])
         rows = [0] * width

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..devices import synchronize
 from ..sampling import sample
 from ..step import Strategy
 from .jobs import Built
@@ -128,6 +129,7 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
                     strategy=options.strategy, temperature=options.temperature,
                     generator=generators, callback=options.callback, device=device,
                     known=built.known, max_batch=options.max_batch)
+    synchronize(device)  # the clock after the device's work, not after its queueing
     seconds = time.perf_counter() - start
     start = time.perf_counter()
     images = None
@@ -135,6 +137,7 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
         images = decode_codes(vq, result.tokens, (layout.h, layout.w), check_range=False)
         if built.paint is not None:
             images = built.paint.finish(images)
+        synchronize(images.device)
     stats = denoise.stats
     return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                             stats.token_forwards, stats.token_forwards_full,

@@ -32,6 +32,7 @@ from typing import Any
 
 import torch
 
+from ...devices import index
 from ..model.compile import CompiledPasses
 from ..model.config import DiMOOIds
 from ..model.packed import full_pass, partial_pass
@@ -61,12 +62,6 @@ def valid_cfg(value: object) -> bool:
     """A guidance scale: a real (not bool) finite number >= 0 (0 disables guidance)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value) and value >= 0)
-
-
-def _index(items: list[int], device: torch.device) -> torch.Tensor:
-    idx = torch.tensor(items, dtype=torch.long)
-    return idx.pin_memory().to(device, non_blocking=True) if device.type == "cuda" else \
-        idx.to(device)
 
 
 class DiMOODenoiser:
@@ -251,7 +246,7 @@ class DiMOODenoiser:
         skipped = torch.zeros(len(items), dtype=torch.long, device=self.device)
         if refresh:
             sub = codes if len(refresh) == len(items) else \
-                codes.index_select(0, _index([where[i] for i in refresh], self.device))
+                codes.index_select(0, index([where[i] for i in refresh], self.device))
             self._full(tuple(refresh), sub, keep=True)
             parts.update({item: caches[item].logits for item in refresh})
             self.stats.refresh_steps += 1
@@ -261,7 +256,7 @@ class DiMOODenoiser:
             rb = self.table.branches
             sel = [where[i] for i in cached]
             local = pack.code_local.view(rb, len(items), -1).transpose(0, 1)
-            idx = _index(sel, self.device)
+            idx = index(sel, self.device)
             got, stale = self._cached(cached, codes.index_select(0, idx),
                                       local.index_select(0, idx).reshape(-1, local.shape[-1]),
                                       previous)

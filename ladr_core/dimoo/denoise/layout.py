@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ...devices import to_device
 from ..model.packed import PackedRows
 from .prompt import PromptBatch
 
@@ -61,10 +62,7 @@ class RowTable:
         parts = [torch.cat([self.row_ids[r] for r in rows]), code_pos, local, packed.starts,
                  packed.positions]
         flat = torch.cat([t.reshape(-1).long() for t in parts])
-        if device.type == "cuda":  # from pinned memory the copy need not wait for the host
-            flat = flat.pin_memory().to(device, non_blocking=True)
-        else:
-            flat = flat.to(device)
+        flat = to_device(flat, device)  # one copy that need not wait for the host
         ids, code_pos, local, starts, positions = (
             v.view(t.shape) for v, t in zip(flat.split([t.numel() for t in parts]), parts,
                                             strict=True))
