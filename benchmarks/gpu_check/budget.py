@@ -37,9 +37,12 @@ COMPILE_8B_S = {"cuda": 90.0, "cpu": 2.0}
 BUILD_S = {"cuda": 15.0, "cpu": 0.5}
 STREAMED_CALL_S = {"cuda": 0.75, "cpu": 0.0}  # ~15 GiB of blocks over PCIe per call
 GPU_TESTS_S = {"cuda": 60.0, "cpu": 0.0}
-#: section a's planned work per checkpoint: runs (cases.py) x their T (the nano preset's 128
-#: and the baseline's 64 dominate) on the CPU and on the device
+#: section a's planned work per checkpoint: cases (cases.py) x their T (the nano preset's 128
+#: and the baseline's 64 dominate), each case run A_CPU_RUNS times on the CPU (the reference)
+#: and A_DEVICE_RUNS times on the device (a warm-up, then the run whose syncs are counted:
+#: correctness.run_case)
 A_RUNS, A_STEPS = 32, 80
+A_CPU_RUNS, A_DEVICE_RUNS = 1, 2
 
 
 @dataclass
@@ -95,7 +98,7 @@ def probe(device: torch.device, smoke: bool) -> dict[str, Any]:
 def estimates(p: dict[str, Any], kind: str, smoke: bool) -> dict[str, Any]:
     """Seconds per section from the probe (module docstring), and the parts b and c use."""
     big, small = (p["full_ms"][str(s)] / 1e3 for s in p["sizes"])
-    step = (p["step_ms"]["cpu"] + p["step_ms"]["device"]) / 1e3
+    step = (A_CPU_RUNS * p["step_ms"]["cpu"] + A_DEVICE_RUNS * p["step_ms"]["device"]) / 1e3
     models = 1 if smoke else 2
     steps = 6 if smoke else A_STEPS
     a = SAFETY * models * A_RUNS * steps * step + COMPILE_SMALL_S[kind] + GPU_TESTS_S[kind]

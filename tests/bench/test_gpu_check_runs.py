@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 import torch
 
+from benchmarks.gpu_check import budget, correctness, speed
 from benchmarks.gpu_check import main as gc
-from benchmarks.gpu_check import speed
+from benchmarks.gpu_check.cases import Case
 from benchmarks.gpu_check.failures import failures
 
 PROBE = {"full_ms": {"128": 1.0, "64": 1.0}, "block_ms": {"128": 1.0, "64": 1.0},
@@ -200,3 +201,34 @@ def test_a_vq_decode_that_raises_is_a_failure_of_section_b_not_its_end(
     assert b["vq_decode"] == {"status": "error", "error": "ValueError: not a VQModel config"}
     assert failures({"sections": {"b": {"status": "measured", **b}}}) == [
         {"section": "b", "case": "vq_decode", "error": "ValueError: not a VQModel config"}]
+
+
+# ------------------------------------------------------------- 3. section a's estimate
+def _runs_per_case() -> dict[str, int]:
+    """How many runs section a makes of one case on the CPU and on the device (run_case, with
+    a fake case: no model)."""
+    ref, dev = SimpleNamespace(name="cpu"), SimpleNamespace(name="device")
+    runs = {"cpu": 0, "device": 0}
+
+    def run(pipe: SimpleNamespace) -> SimpleNamespace:
+        runs[pipe.name] += 1
+        return SimpleNamespace(tokens=torch.zeros(1, 4, dtype=torch.long), item_nfe=[2],
+                               steps=2)
+
+    row = correctness.run_case(Case("text/fake", run, 2), ref, dev, torch.device("cpu"))
+    assert row["check"] == "passed", row
+    return runs
+
+
+def _a_estimate(cpu_ms: float, device_ms: float) -> float:
+    probe = {**PROBE, "step_ms": {"cpu": cpu_ms, "device": device_ms}}
+    return budget.estimates(probe, "cpu", True)["a"]
+
+
+def test_section_a_is_estimated_with_every_run_it_makes_on_each_side() -> None:
+    runs = _runs_per_case()
+    assert runs == {"cpu": 1, "device": 2}  # the reference; a warm-up and the counted run
+    per_cpu_ms = _a_estimate(1000.0, 0.0) - _a_estimate(0.0, 0.0)
+    per_device_ms = _a_estimate(0.0, 1000.0) - _a_estimate(0.0, 0.0)
+    assert per_cpu_ms > 0
+    assert per_device_ms / per_cpu_ms == pytest.approx(runs["device"] / runs["cpu"])
