@@ -8,19 +8,20 @@ one command that fits a short GPU slot (docs/reports/GPU.md says what each secti
 
 Options: ``--budget-minutes`` (default 9: one H100, the model builds included); ``--json PATH``
 (default gpu_check_<device>.json under $OUT when that variable is set, as a lent GPU machine
-sets it to the folder it returns, else under benchmarks/results/); ``--sections a,b,...``; ``--device
-cuda|cpu``; ``--smoke`` (tiny shapes on any device, no timing claims: what CI runs);
-``--docs`` (only rewrite the generated parts of the documents from the committed JSON, or
-the one ``--json`` names; with ``--check``: exit 1 when they differ, writing nothing);
-``--vq-config PATH`` (a Lumina-DiMOO vqvae/config.json, for the VQ decode row). A bad option
-is one line naming it and the fix, exit status 2, before anything runs. Each section is timed
-and written to the JSON as it ends; a section the budget cannot fit is listed as not
-measured, and one that overruns the budget by GRACE_S is stopped (recorded as an error);
-section b's compiled shapes, optional, run last in what is left and, stopped by the budget
-itself, are recorded as not measured (out of time), not as an error. A full GPU run rewrites
-the documents' generated parts (docs.py). Every failure, a section that raised or a check
-or layout inside one that failed or raised, is listed in the JSON's ``failures`` with its
-section, case and error (failures.py); exit status 1 when there is any.
+sets it to the folder it returns, else under benchmarks/results/); ``--sections a,b,...``;
+``--device cuda|cpu``; ``--smoke`` (tiny shapes on any device, no timing claims: what CI runs);
+``--docs`` (only rewrite the generated parts of the documents from the committed JSON, or the
+one ``--json`` names; with ``--check``: exit 1 when they differ, writing nothing);
+``--vq-config PATH`` (a Lumina-DiMOO vqvae/config.json, for the VQ decode row). A bad option,
+or packages the run needs and cannot import (PACKAGES, all named at once), is one line naming
+it and the fix, exit status 2, before anything runs. Each section is timed and written to the
+JSON as it ends; a section the budget cannot fit is listed as not measured, and one that
+overruns the budget by GRACE_S is stopped (recorded as an error); section b's compiled shapes,
+optional, run last in what is left and, stopped by the budget itself, are recorded as not
+measured (out of time), not as an error. A full GPU run rewrites the documents' generated parts
+(docs.py). Every failure, a section that raised or a check or layout inside one that failed or
+raised, is listed in the JSON's ``failures`` with its section, case and error (failures.py);
+exit status 1 when there is any.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ from .budget import PRIOR_S, SECTIONS, Clock, estimates, probe
 from .failures import failures
 from .render import COMMAND
 
-__all__ = ["NAMES", "main", "parse"]
+__all__ = ["NAMES", "PACKAGES", "main", "missing_packages", "parse"]
 
 NAMES = {"a": "correctness", "b": "speed", "c": "per_image", "d": "calibration"}
 GRACE_S = 20.0  # past the budget by this much, the running section is stopped
+#: what the sections import beyond torch: the weights and tokenizers of the checkpoints, the
+#: calibration's statistics, tests/core/test_gpu.py (checked before any section runs)
+PACKAGES = ("numpy", "safetensors", "tokenizers", "pytest")
 OUT_OF_TIME = "not measured: out of time (optional; the budget ran out before it finished)"
 
 
@@ -162,7 +166,20 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     if args.vq_config is not None and not args.vq_config.is_file():
         _fail(f"--vq-config {args.vq_config}: no such file; give a Lumina-DiMOO "
               "vqvae/config.json or leave the option out")
+    missing = missing_packages(args.sections, args.device)
+    if missing:
+        _fail(f"missing package(s) {', '.join(missing)}: the run needs them; install them "
+              f"(pip install {' '.join(missing)}) and run it again")
     return args
+
+
+def missing_packages(sections: list[str], device: str) -> list[str]:
+    """The packages of PACKAGES the selected sections need that this Python cannot import
+    (pytest only for tests/core/test_gpu.py: section a on CUDA)."""
+    import importlib.util
+
+    need = [p for p in PACKAGES if p != "pytest" or ("a" in sections and device == "cuda")]
+    return [p for p in need if importlib.util.find_spec(p) is None]
 
 
 def _driver() -> str | None:

@@ -232,3 +232,36 @@ def test_section_a_is_estimated_with_every_run_it_makes_on_each_side() -> None:
     per_device_ms = _a_estimate(0.0, 1000.0) - _a_estimate(0.0, 0.0)
     assert per_cpu_ms > 0
     assert per_device_ms / per_cpu_ms == pytest.approx(runs["device"] / runs["cpu"])
+
+
+# ------------------------------------------------- 6. the packages, checked before any section
+def _without(monkeypatch: pytest.MonkeyPatch, *missing: str) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name in missing else real(name, *a))
+
+
+def test_every_missing_package_is_named_in_one_message_before_any_section(
+        fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _without(monkeypatch, "numpy", "safetensors", "tokenizers")
+    with pytest.raises(SystemExit) as exit_:
+        gc.main([*SMOKE, "--json", str(fake.json)])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert exit_.value.code != 0 and len(lines) == 1, lines
+    assert all(name in lines[0] for name in ("numpy", "safetensors", "tokenizers")), lines
+    assert fake.ran == [] and not fake.json.exists()
+
+
+def test_a_gpu_run_of_section_a_needs_pytest_for_the_gpu_tests(
+        fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    _without(monkeypatch, "pytest", "tokenizers")
+    with pytest.raises(SystemExit) as exit_:
+        gc.main(["--device", "cuda", "--json", str(fake.json)])
+    err = capsys.readouterr().err
+    assert exit_.value.code != 0 and "pytest" in err and "tokenizers" in err, err
+    assert fake.ran == [] and not fake.json.exists()
