@@ -1,0 +1,184 @@
+"""The ``torch.cuda`` API for an emulated device: availability and properties, memory figures
+from the emulation's allocator model, streams and events (no concurrency: work runs when
+issued, so waits only count as host waits), CUDA generators (CPU generators that say ``cuda``)
+and CUDA graphs (a tape of the aten ops issued during capture, replayed into the captured
+outputs, as a real graph writes into its fixed addresses)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_flatten, tree_map
+
+from .state import EmulationState, active
+from .tensor import EmuTensor
+
+GIB = 1024 ** 3
+
+
+class EmuGenerator(torch._C.Generator):
+    """A CPU generator whose ``device`` is ``cuda:0``: draws for emulated tensors come from it."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
+
+
+class _GeneratorMeta(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, torch._C.Generator)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, torch._C.Generator)
+
+    def __call__(cls, device: Any = "cpu") -> torch._C.Generator:
+        if torch.device(device).type == "cuda":
+            return EmuGenerator()
+        return torch._C.Generator(device)
+
+
+class Generator(metaclass=_GeneratorMeta):
+    """Stands for ``torch.Generator`` inside the emulation: ``torch.Generator(device="cuda")``
+    gives an EmuGenerator; isinstance checks accept every generator."""
+
+
+class EmuEvent:
+    def __init__(self, enable_timing: bool = False, blocking: bool = False,
+                 interprocess: bool = False) -> None:
+        self.state, self.when = active(), None
+
+    def record(self, stream: Any = None) -> None:
+        self.when = time.perf_counter()
+
+    def wait(self, stream: Any = None) -> None:
+        pass  # a device-side wait
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self.state.wait("torch.cuda.Event.synchronize()")
+
+    def elapsed_time(self, end: EmuEvent) -> float:
+        return (end.when - self.when) * 1e3
+
+
+class EmuStream:
+    def __init__(self, device: Any = None, priority: int = 0) -> None:
+        self.state, self.device = active(), torch.device("cuda", 0)
+
+    def wait_stream(self, other: Any) -> None:
+        pass
+
+    def wait_event(self, event: Any) -> None:
+        pass
+
+    def record_event(self, event: EmuEvent | None = None) -> EmuEvent:
+        event = event or EmuEvent()
+        event.record(self)
+        return event
+
+    def query(self) -> bool:
+        return True
+
+    def synchronize(self) -> None:
+        self.state.wait("torch.cuda.Stream.synchronize()")
+
+
+class EmuGraph:
+    """torch.cuda.CUDAGraph: capture records the ops, replay reruns them into the outputs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.state = active()
+        self.tape: list[tuple[Any, tuple, dict, Any]] = []
+
+    def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
+        self.tape = []
+        self.state.capture = self
+
+    def capture_end(self) -> None:
+        self.state.capture = None
+
+    def record(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        self.tape.append((func, args, kwargs, result))
+
+    def replay(self) -> None:
+        for func, args, kwargs, result in self.tape:
+            inner = tree_map(lambda x: x.inner if isinstance(x, EmuTensor) else x, (args, kwargs))
+            fresh = func(*inner[0], **inner[1])
+            inputs = {a.inner.untyped_storage()._cdata for a in tree_flatten(args)[0]
+                      if isinstance(a, EmuTensor)}
+            for old, new in zip(tree_flatten(result)[0], tree_flatten(fresh)[0], strict=True):
+                if isinstance(old, EmuTensor) and \
+                        old.inner.untyped_storage()._cdata not in inputs:
+                    old.inner.copy_(new)
+
+    def reset(self) -> None:
+        self.tape = []
+
+    def pool(self) -> object:
+        return object()
+
+
+def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
+    """The torch.cuda attributes the emulation replaces, by name."""
+    mem = state.memory
+    default = EmuStream()
+    current = [default]
+
+    @contextlib.contextmanager
+    def stream(s: EmuStream | None) -> Iterator[None]:
+        before = current[0]
+        current[0] = s or before
+        try:
+            yield
+        finally:
+            current[0] = before
+
+    @contextlib.contextmanager
+    def graph(g: EmuGraph, pool: Any = None, stream: Any = None,
+              capture_error_mode: str = "global") -> Iterator[None]:
+        state.wait("torch.cuda.graph() (it synchronises before capture)")
+        g.capture_begin()
+        try:
+            yield
+        finally:
+            g.capture_end()
+
+    props = SimpleNamespace(name="Emulated CUDA (CPU data)", total_memory=total_memory,
+                            major=9, minor=0, multi_processor_count=132)
+    stats = lambda: {"allocated_bytes.all.current": mem.allocated,  # noqa: E731
+                     "allocated_bytes.all.peak": mem.peak_allocated,
+                     "reserved_bytes.all.current": mem.reserved,
+                     "reserved_bytes.all.peak": mem.peak_reserved}
+    return {
+        "is_available": lambda: True, "is_initialized": lambda: True, "init": lambda: None,
+        "_lazy_init": lambda: None, "device_count": lambda: 1,
+        "current_device": lambda: 0, "set_device": lambda d: None,
+        "get_device_name": lambda d=None: props.name,
+        "get_device_properties": lambda d=None: props,
+        "get_device_capability": lambda d=None: (9, 0), "is_bf16_supported": lambda *a: True,
+        "synchronize": lambda d=None: state.wait("torch.cuda.synchronize()"),
+        "mem_get_info": lambda d=None: (total_memory - mem.reserved, total_memory),
+        "memory_allocated": lambda d=None: mem.allocated,
+        "max_memory_allocated": lambda d=None: mem.peak_allocated,
+        "memory_reserved": lambda d=None: mem.reserved,
+        "max_memory_reserved": lambda d=None: mem.peak_reserved,
+        "memory_stats": lambda d=None: stats(),
+        "reset_peak_memory_stats": lambda d=None: mem.reset_peak(),
+        "reset_max_memory_allocated": lambda d=None: mem.reset_peak(),
+        "empty_cache": mem.empty_cache,
+        "Stream": EmuStream, "Event": EmuEvent,
+        "current_stream": lambda d=None: current[0], "default_stream": lambda d=None: default,
+        "stream": stream, "set_stream": lambda s: current.__setitem__(0, s),
+        "CUDAGraph": EmuGraph, "graph": graph,
+        "graph_pool_handle": lambda: object(),
+        "manual_seed": lambda s: None, "manual_seed_all": lambda s: None,
+        "set_sync_debug_mode": lambda m: None, "get_sync_debug_mode": lambda: 0,
+        "default_generators": (EmuGenerator(),),
+    }
