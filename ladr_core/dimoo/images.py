@@ -1,7 +1,13 @@
 """What a pipeline does with images apart from generating them: the official VQ encoding, the
 full decode and the cheap codebook -> RGB preview (model/vq.py), as a mixin of DiMOOPipeline.
 
-Uses the pipeline's ``vq``, ``vq_factor``, ``preview_size`` and its cached ``_preview_table``.
+Uses the pipeline's ``vq``, ``vq_factor``, ``preview_size`` and ``_preview_copies``.
+
+The preview table lives with the VQ, as its non-persistent buffer ``ladr_preview_table``: it
+moves when the VQ moves (``vq.to(...)``, a host's full load of the VQ onto the GPU) and stays out
+of its state dict. The per-step gather runs on the tokens' device: when the VQ (and so the
+table) was left elsewhere, a copy on the tokens' device is made once, without waiting for the
+host, and kept; the tokens never travel to the table.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from typing import Any
 
 import torch
 
+from ..devices import to_device
 from .model.vq import (
     build_preview_table,
     decode_codes,
@@ -21,7 +28,9 @@ from .model.vq import (
 from .tasks.painting import check_image
 from .weights.files import CheckpointError
 
-__all__ = ["PipelineImages"]
+__all__ = ["PREVIEW_BUFFER", "PipelineImages"]
+
+PREVIEW_BUFFER = "ladr_preview_table"  # the table's buffer name on the VQ module
 
 
 class PipelineImages:
@@ -30,7 +39,7 @@ class PipelineImages:
     vq: Any
     vq_factor: int
     preview_size: int
-    _preview_table: torch.Tensor | None
+    _preview_copies: dict[torch.device, torch.Tensor]  # the table on devices the VQ is not on
 
     def encode_image(self, image: torch.Tensor) -> torch.Tensor:
         """IMAGE float [B, H, W, 3] in [0, 1] -> codes LongTensor [B, h*w] (CPU), the official
@@ -51,16 +60,31 @@ class PipelineImages:
             table = load_preview_table(path, self.vq.config.num_vq_embeddings, p)
         except ValueError as exc:
             raise CheckpointError(str(exc)) from exc
-        self._preview_table = table.to(next(self.vq.parameters()).device)
+        self._keep_preview_table(table)
 
-    def preview_table(self) -> torch.Tensor:
+    def _keep_preview_table(self, table: torch.Tensor) -> None:
+        """The table as the VQ's buffer, on the VQ's device (module docstring)."""
+        device = next(self.vq.parameters()).device
+        self.vq.register_buffer(PREVIEW_BUFFER, table.to(device), persistent=False)
+        self._preview_copies.clear()
+
+    def preview_table(self, device: torch.device | None = None) -> torch.Tensor:
         """Codebook -> RGB table [K, p, p, 3]: the checkpoint's fitted table, else built once
-        on first use by probing the decoder (vq.py)."""
-        if self._preview_table is None:
-            self._preview_table = build_preview_table(self.vq, self.vq_factor, self.preview_size)
-        return self._preview_table
+        on first use by probing the decoder (vq.py). On the VQ's device, or on ``device``
+        (a copy made once per device, without waiting for the host, when the VQ is elsewhere)."""
+        table = getattr(self.vq, PREVIEW_BUFFER, None)
+        if table is None:
+            self._keep_preview_table(build_preview_table(self.vq, self.vq_factor,
+                                                         self.preview_size))
+            table = getattr(self.vq, PREVIEW_BUFFER)
+        if device is None or table.device == device:
+            return table
+        if device not in self._preview_copies:
+            self._preview_copies[device] = to_device(table, device)
+        return self._preview_copies[device]
 
     def preview(self, tokens: torch.Tensor, masked: torch.Tensor | None,
                 grid: tuple[int, int]) -> torch.Tensor:
-        """Cheap preview [B, h*p, w*p, 3]: table gather, masked tokens grey; no decoder call."""
-        return preview_from_table(self.preview_table(), tokens, masked, grid)
+        """Cheap preview [B, h*p, w*p, 3] on the tokens' device: table gather, masked tokens
+        grey; no decoder call, no host copy of the tokens."""
+        return preview_from_table(self.preview_table(tokens.device), tokens, masked, grid)

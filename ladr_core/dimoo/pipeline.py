@@ -107,7 +107,7 @@ class DiMOOPipeline(PipelineImages):
                                             lambda v: isinstance(v, bool), "true or false")
         self.preview_size = preview_size
         self.context_length: int = context_length(self.config, self.ids)
-        self._preview_table: torch.Tensor | None = None
+        self._preview_copies: dict[torch.device, torch.Tensor] = {}  # images.py
         self.compiled: Any = None  # compile.CompiledPasses on a view made by compile()
         self._compiled_views: dict[tuple, DiMOOPipeline] = {}
 

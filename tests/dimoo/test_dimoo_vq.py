@@ -81,3 +81,37 @@ def test_table_rows_are_decoded_uniform_patches(pipe: DiMOOPipeline) -> None:
     torch.testing.assert_close(table[code], expected, atol=1e-5, rtol=1e-5)
     with pytest.raises(ValueError, match="context"):
         build_preview_table(pipe.vq, pipe.vq_factor, context=2)
+
+
+def test_the_shipped_table_moves_with_the_vq_and_stays_out_of_its_state_dict() -> None:
+    """The nano checkpoint's fitted table is a buffer of the VQ: a host moving the VQ (here a
+    dtype change, as a device change would) moves the table with it (issue 40 finding 1: it
+    stayed on the offload device while the VQ went to the GPU)."""
+    from ladr_core import nano_model_path
+    from ladr_core.dimoo.images import PREVIEW_BUFFER
+
+    nano = load_dimoo(nano_model_path(), dtype=torch.float32)
+    table = nano.preview_table()
+    assert table.dtype == torch.float32 and getattr(nano.vq, PREVIEW_BUFFER) is table
+    assert PREVIEW_BUFFER not in nano.vq.state_dict()  # not a weight: never saved or counted
+    nano.vq.to(torch.float64)
+    moved = nano.preview_table()
+    assert moved.dtype == torch.float64
+    torch.testing.assert_close(moved.float(), table)
+
+
+def test_the_preview_gathers_on_the_tokens_device(pipe: DiMOOPipeline) -> None:
+    """Tokens on another device than the VQ (meta here, a GPU in ComfyUI after a partial
+    load): the table goes to the tokens once and is kept, the tokens never go to the table,
+    and the preview is on the tokens' device (events.step_update concatenates it with the
+    masks there)."""
+    meta = torch.device("meta")
+    tokens = torch.randint(0, 32, (2, 12)).to(meta)
+    masked = torch.zeros(2, 12, dtype=torch.bool).to(meta)
+    preview = pipe.preview(tokens, masked, (3, 4))
+    assert preview.device == meta and preview.shape == (2, 12, 16, 3)
+    copy = pipe.preview_table(meta)
+    assert copy.device == meta and pipe.preview_table(meta) is copy  # made once, kept
+    assert pipe.preview_table().device == torch.device("cpu")  # the VQ's own stays put
+    pipe.vq.to(meta)  # the VQ follows: its own table is now the one used
+    assert pipe.preview_table(meta) is pipe.vq.ladr_preview_table

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
+from ...devices import to_device
 from ..model.vq import MASK_GREY
 from .painting import PaintPlan
 
@@ -76,17 +77,18 @@ class PreviewBase:
         place, on the preview's device."""
         p = preview.shape[0] // self.grid[0]
         key = (p, preview.device, preview.dtype)
-        if key not in self._pooled:
-            self._pooled[key] = pool_to_preview(self.pixels, self.grid, p).to(preview.device,
-                                                                             preview.dtype)
-        pixels = self._pick(self._pooled[key], item)
+        if key not in self._pooled:  # once per run: copies that do not wait for the host
+            pooled = pool_to_preview(self.pixels, self.grid, p)
+            known = None if self.known is None else to_device(self.known, preview.device)
+            self._pooled[key] = (to_device(pooled, preview.device).to(preview.dtype), known)
+        table, known = self._pooled[key]
+        pixels = self._pick(table, item)
         out = preview
         if self.faded:
             under = pixels * FADE + MASK_GREY * (1.0 - FADE)
             out = torch.where(_cells(masked.to(preview.device), self.grid, p), under, out)
-        if self.known is not None:
-            keep = self._pick(self.known, item).to(preview.device)
-            out = torch.where(_cells(keep, self.grid, p), pixels, out)
+        if known is not None:
+            out = torch.where(_cells(self._pick(known, item), self.grid, p), pixels, out)
         return out
 
 
