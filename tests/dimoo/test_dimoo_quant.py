@@ -204,3 +204,80 @@ def test_e5m2_folder_loads_in_its_own_dtype(tmp_path: Path) -> None:
     assert q.quant_format == "float8_e5m2" and q.weight.dtype == torch.float8_e5m2
     ref = _logits(load_dimoo(nano_model_path(), dtype=torch.float32))
     assert _rel(_logits(pipe), ref) < 0.06  # 2 mantissa bits: coarser than e4m3fn
+
+
+E5M2 = torch.float8_e5m2
+
+
+def _e4m3_w8a8(layer: quant.QuantLinear, x: torch.Tensor, s_x: torch.Tensor) -> torch.Tensor:
+    """The W8A8 product with e4m3fn activations at scale s_x, from the same fp8 values."""
+    xq = (x / s_x).clamp(-448, 448).to(E4M3).float()
+    return (xq @ layer.weight.float().t()) * (s_x * layer.weight_scale)
+
+
+@pytest.mark.parametrize("calibrated", [True, False])
+def test_e5m2_layers_quantize_their_inputs_to_e4m3fn(calibrated: bool) -> None:
+    """_scaled_mm refuses e5m2 x e5m2: an e5m2 layer's activations are e4m3fn, at the stored
+    input scale moved to e4m3's range (x 57344 / 448) or, uncalibrated, at max|x| / 448."""
+    g = torch.Generator().manual_seed(4)
+    w, x = torch.randn(32, 64, generator=g) * 0.05, torch.randn(6, 64, generator=g) * 30
+    layer = _layer("float8_e5m2", w, input_amax=120.0 if calibrated else None)
+    layer.quantize_input = True
+    assert layer.weight.dtype == E5M2
+    s_x = (layer.input_scale * 128 if calibrated else x.abs().max() / 448)
+    if calibrated:
+        assert float(s_x) == pytest.approx(120.0 / 448, rel=1e-6)  # what an e4m3 layer stores
+    torch.testing.assert_close(layer(x), _e4m3_w8a8(layer, x, s_x), rtol=1e-5, atol=1e-5)
+    s5 = layer.input_scale if calibrated else torch.ones(())
+    e5m2_inputs = ((x / s5).to(E5M2).float() @ layer.weight.float().t()) * s5 * layer.weight_scale
+    assert not torch.allclose(layer(x), e5m2_inputs, rtol=1e-3, atol=1e-3)  # not e5m2 inputs
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2"])
+def test_the_scaled_mm_path_takes_e4m3_inputs_for_both_weight_formats(fmt: str,
+                                                                      monkeypatch) -> None:
+    """The fast path (chosen where fp8_matmul_available) runs torch._scaled_mm, here on the
+    CPU, on the same e4m3 activations as the exact fallback: equal up to float32 sums."""
+    g = torch.Generator().manual_seed(5)
+    w, x = torch.randn(32, 64, generator=g) * 0.05, torch.randn(2, 8, 64, generator=g)
+    layer = _layer(fmt, w, input_amax=4.0)
+    slow = layer(x)  # CPU: W8A16 by default
+    monkeypatch.setattr(quant, "fp8_matmul_available", lambda device: True)
+    fast = layer(x)
+    s_x = quant.fp8_input_scale(layer.weight.dtype, layer.input_scale, x)
+    want = _e4m3_w8a8(layer, x.reshape(-1, 64), s_x).reshape(2, 8, 32)
+    torch.testing.assert_close(fast, want, rtol=1e-5, atol=1e-5)
+    assert not torch.equal(fast, slow)  # W8A8 now, not the W8A16 fallback
+
+
+def test_w8a16_multiplies_by_the_float32_scale_as_comfyui_does() -> None:
+    """ComfyUI's ``weight.to(dtype) * scale``: on the CPU the scale is not rounded to bf16."""
+    g = torch.Generator().manual_seed(6)
+    w, x = torch.randn(16, 32, generator=g) * 0.01, torch.randn(4, 32, generator=g)
+    layer = _layer("float8_e4m3fn", w)
+    y = layer(x.bfloat16())
+    want = F.linear(x.bfloat16(), (layer.weight.float() * layer.weight_scale).bfloat16())
+    torch.testing.assert_close(y, want, rtol=0, atol=0)
+
+
+def test_int8_matmul_is_exact_for_few_rows_and_on_the_float32_fallback() -> None:
+    g = torch.Generator().manual_seed(7)
+    # biased codes: sums reach ~5e7 > 2**24, where a single float32 matmul rounds
+    xq = torch.randint(100, 128, (20, 4096), generator=g, dtype=torch.int8)
+    wq = torch.randint(100, 128, (24, 4096), generator=g, dtype=torch.int8)
+    want = xq.long() @ wq.long().t()
+    assert not torch.equal((xq.float() @ wq.float().t()).long(), want)  # the test can fail
+    for m in (1, 16, 17, 20):  # fewer than 17 rows are padded for CUDA's _int_mm
+        got = quant._int8_matmul(xq[:m], wq)
+        assert got.dtype == torch.int32 and torch.equal(got.long(), want[:m])
+    assert torch.equal(quant._int8_matmul_float32(xq, wq).long(), want)
+    assert torch.equal(quant._int8_matmul_float32(xq[:, :1000], wq[:, :1000]).long(),
+                       xq[:, :1000].long() @ wq[:, :1000].long().t())  # K below one chunk
+
+
+@pytest.mark.parametrize("fmt", ["float8_e4m3fn", "float8_e5m2", "int8_tensorwise"])
+def test_quantize_layer_builds_every_tensor_on_the_weight_device(fmt: str) -> None:
+    w = torch.empty(16, 64, device="meta")  # a factory without device= would meet meta and raise
+    out = quant.quantize_layer(w, fmt, input_amax=3.0 if fmt != "int8_tensorwise" else None,
+                               weight_amax=1.0)
+    assert {t.device.type for t in out.values()} == {"meta"}

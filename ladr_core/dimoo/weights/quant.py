@@ -19,13 +19,25 @@ consumes; this loader builds the same state dict, so ComfyUI's classes load it d
 Arithmetic of ``QuantLinear`` (what ComfyUI computes on the same device):
 
 * fp8 on a GPU with fp8 matmuls (CUDA capability >= 8.9, ComfyUI's ``supports_fp8_compute``):
-  ``y = fp8(x / s_in) @ weight.T * s_in * s_w`` through ``torch._scaled_mm`` (W8A8); elsewhere
-  the weight is dequantized and the input stays as is (W8A16), as ComfyUI's emulated fp8 does.
+  ``y = e4m3(x / s_x) @ weight.T * s_x * s_w`` through ``torch._scaled_mm`` (W8A8); elsewhere
+  the weight is dequantized and the input stays as is (W8A16), as ComfyUI's emulated fp8 does:
+  ``weight.to(x.dtype) * weight_scale`` with the float32 scale as ComfyUI passes it (torch
+  applies a 0-dim scale at float32 precision on the CPU; a CUDA kernel casts a device scale to
+  ``x``'s dtype first, in ComfyUI too).
   ``quantize_input`` (True / False / None = by device) overrides the choice; with True and no
-  fp8 matmul the W8A8 product is computed exactly from the same fp8 values in the input dtype.
+  fp8 matmul the W8A8 product is computed exactly from the same fp8 values in float32.
+  The activations are ``float8_e4m3fn`` for both weight formats: ``_scaled_mm`` (cuBLASLt)
+  refuses e5m2 x e5m2 but takes an e5m2 weight with e4m3 inputs, and e4m3 keeps one more
+  mantissa bit. ``s_x`` is ``input_scale`` for e4m3 weights (absent: 1, clipping at 448); for
+  e5m2 weights the stored ``input_scale`` (calibrated amax / 57344, e5m2's max) times
+  57344 / 448 = 128, i.e. the calibrated amax / 448 that an e4m3 layer stores, and, absent,
+  ``max|x| / 448`` of each call (computed on the device, no sync), so an uncalibrated e5m2
+  layer clips nothing as its e5m2 inputs did not.
 * int8: every row of ``x`` is quantized on the fly (``s_x = max|x_row| / 127``) and
   ``y = (x8 @ weight.T) * s_x * s_w`` with ``torch._int_mm`` (W8A8, comfy-kitchen's
-  ``int8_linear``), on every device.
+  ``int8_linear``), on every device; fewer than 17 rows (CUDA's ``_int_mm`` refuses them) are
+  padded with zero rows, and where the kernel refuses the shapes or the device the int32 sums
+  are computed exactly through float32 matmuls over chunks of ``K`` (``_int8_matmul``).
 """
 
 from __future__ import annotations
@@ -39,7 +51,7 @@ from torch import nn
 
 __all__ = ["COMFY_FORMATS", "WEIGHT_DTYPES", "METADATA_KEY", "quant_conf_tensor",
            "quantize_layer", "QuantLinear", "QuantOps", "fp8_matmul_available",
-           "parse_metadata", "SCALE_KINDS"]
+           "parse_metadata", "SCALE_KINDS", "fp8_input_scale"]
 
 METADATA_KEY = "_quantization_metadata"
 #: format name (ComfyUI QUANT_ALGOS key) -> storage dtype attribute of torch
@@ -104,7 +116,8 @@ def quantize_layer(weight: torch.Tensor, fmt: str, input_amax: float | None = No
     if input_amax is not None:
         if not (input_amax > 0 and input_amax < float("inf")):
             raise ValueError(f"input_amax must be finite and > 0, got {input_amax}")
-        out["input_scale"] = torch.tensor(input_amax / fmax, dtype=torch.float32)
+        out["input_scale"] = torch.tensor(input_amax / fmax, dtype=torch.float32,
+                                          device=w.device)
     return out
 
 
@@ -115,15 +128,60 @@ def fp8_matmul_available(device: torch.device) -> bool:
     return torch.cuda.get_device_capability(device) >= (8, 9)
 
 
+#: CUDA's ``_int_mm`` needs more than 16 rows; fewer are padded with zero rows (exact)
+INT_MM_MIN_ROWS = 17
+#: K chunk of the float32 fallback: |x8| <= 128 and |w8| <= 127, so a product is <= 16256 and
+#: 1024 of them sum to <= 16_646_144 < 2**24: every partial sum is an integer float32 holds
+#: exactly, in any summation order (int8 inputs are exact in TF32 and bf16 too)
+EXACT_K = 1024
+
+
 def _int8_matmul(xq: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:
-    """``xq @ wq.T`` summed exactly in int32 by ``torch._int_mm``; where that kernel refuses the
-    shapes or the device, in float64 (exact: |sum| < 2**53), or float32 on devices without
-    float64 (MPS; relative error < 1e-7)."""
+    """``xq @ wq.T`` (int8 [M, K] and [N, K]) summed exactly in int32 by ``torch._int_mm``;
+    where that kernel refuses the shapes or the device, exactly through float32 chunks."""
+    m = xq.shape[0]
+    padded = (torch.cat([xq, xq.new_zeros(INT_MM_MIN_ROWS - m, xq.shape[1])])
+              if m < INT_MM_MIN_ROWS else xq)
     try:
-        return torch._int_mm(xq, wq.t())
-    except (RuntimeError, NotImplementedError):
-        dt = torch.float32 if xq.device.type == "mps" else torch.float64
-        return xq.to(dt) @ wq.to(dt).t()
+        return torch._int_mm(padded, wq.t())[:m]
+    except (RuntimeError, NotImplementedError, ValueError):
+        return _int8_matmul_float32(xq, wq)
+
+
+def _int8_matmul_float32(xq: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:
+    """The int32 sums of ``_int8_matmul`` as float32 matmuls over ``EXACT_K`` columns at a
+    time (each exact, see EXACT_K), added in int32 (exact while K * 16256 < 2**31)."""
+    acc = None
+    for k in range(0, xq.shape[1], EXACT_K):
+        part = xq[:, k:k + EXACT_K].float() @ wq[:, k:k + EXACT_K].float().t()
+        acc = part.to(torch.int32) if acc is None else acc.add_(part.to(torch.int32))
+    assert acc is not None, "int8 matmul of an empty K"
+    return acc
+
+
+def fp8_input_scale(weight_dtype: torch.dtype, input_scale: torch.Tensor | None,
+                    x: torch.Tensor) -> torch.Tensor:
+    """float32 scale ``s_x`` of a layer's ``float8_e4m3fn`` activations (module docstring):
+    ``input_scale`` rescaled from the weight format's range to e4m3's (x128 for e5m2, exact),
+    1 for an e4m3 layer without one, ``max|x| / 448`` for an e5m2 layer without one."""
+    e4m3 = torch.float8_e4m3fn
+    ratio = torch.finfo(weight_dtype).max / torch.finfo(e4m3).max
+    if input_scale is not None:
+        return input_scale.to(x.device).float() * ratio
+    if weight_dtype == e4m3:
+        return torch.ones((), device=x.device)
+    amax = x.abs().amax().float() / torch.finfo(e4m3).max
+    return amax.clamp(min=torch.finfo(torch.float32).tiny)
+
+
+def _scaled_mm(xq: torch.Tensor, w: torch.Tensor, s_x: torch.Tensor, s_w: torch.Tensor,
+               out_dtype: torch.dtype) -> torch.Tensor | None:
+    """``torch._scaled_mm`` of e4m3 activations [M, K] and the fp8 weight [N, K]; None where the
+    kernel refuses the shapes (not multiples of 16) or the device."""
+    try:
+        return torch._scaled_mm(xq, w.t(), scale_a=s_x, scale_b=s_w.float(), out_dtype=out_dtype)
+    except (RuntimeError, ValueError):
+        return None
 
 
 class QuantLinear(nn.Module):
@@ -198,21 +256,14 @@ class QuantLinear(nn.Module):
     def _fp8(self, x: torch.Tensor, w: torch.Tensor, s_w: torch.Tensor) -> torch.Tensor:
         fast = fp8_matmul_available(x.device)
         quantized = fast if self.quantize_input is None else self.quantize_input
-        if not quantized:  # W8A16: ComfyUI's dequantize fallback
-            return F.linear(x, w.to(x.dtype) * s_w.to(x.dtype))
-        s_in = (self.input_scale.to(x.device) if self.input_scale is not None
-                else torch.ones((), device=x.device))
+        if not quantized:  # W8A16: ComfyUI's dequantize fallback, its expression
+            return F.linear(x, w.to(x.dtype) * s_w)
         x2 = x.reshape(-1, x.shape[-1])
-        xq = _fp8_quantize(x2, s_in, w.dtype)
-        y = None
-        if fast:
-            try:
-                y = torch._scaled_mm(xq, w.t(), scale_a=s_in.float(), scale_b=s_w.float(),
-                                     out_dtype=x.dtype)
-            except RuntimeError:  # shapes the kernel refuses (not multiples of 16)
-                y = None
+        s_x = fp8_input_scale(w.dtype, self.input_scale, x2)
+        xq = _fp8_quantize(x2, s_x, torch.float8_e4m3fn)
+        y = _scaled_mm(xq, w, s_x, s_w, x.dtype) if fast else None
         if y is None:  # the same fp8 values; exact products, float32 sums
-            y = (xq.float() @ w.float().t()) * (s_in.float() * s_w.float())
+            y = (xq.float() @ w.float().t()) * (s_x * s_w.float())
         return y.to(x.dtype).reshape(*x.shape[:-1], w.shape[0])
 
 
