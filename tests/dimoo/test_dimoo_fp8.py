@@ -183,3 +183,49 @@ def test_biased_linears_stay_in_the_compute_dtype() -> None:
     assert swapped == []  # every block linear has a bias here
     with pytest.raises(ValueError, match="bias-less"):
         fp8.scaled_linear_class(torch.nn.Linear)(4, 4, bias=True)
+
+
+def _scaled_layer(out: int = 64, inp: int = 48, seed: int = 0) -> torch.nn.Module:
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(out, inp, generator=g) * torch.logspace(-3, 0, out)[:, None]
+    q, s = fp8.quantize(w, E4M3)
+    layer = fp8.scaled_linear_class(torch.nn.Linear)(inp, out)
+    layer.load_state_dict({"weight": q, "weight_scale": s})
+    return layer
+
+
+def test_the_output_scale_is_applied_in_float32_and_rounded_once() -> None:
+    """y * s with y = x @ W8.T in bf16: rounding the float32 product once to bf16 errs by at most
+    u = 2**-8 (bf16's unit roundoff) plus the float32 product's 2**-24, relative to the exact
+    y * s; rounding s to bf16 first (the old code) errs by up to 2u + u**2 and breaks it."""
+    layer = _scaled_layer()
+    x = torch.randn(32, 48, generator=torch.Generator().manual_seed(1)).bfloat16()
+    with torch.no_grad():
+        got = layer(x)
+        y = torch.nn.functional.linear(x, layer.weight.to(torch.bfloat16))
+    exact = y.double() * layer.weight_scale.double()
+    bound = (2.0 ** -8 + 2.0 ** -24) * exact.abs()
+    assert got.dtype == torch.bfloat16 and bool(((got.double() - exact).abs() <= bound).all())
+    old = y * layer.weight_scale.to(torch.bfloat16)
+    assert not bool(((old.double() - exact).abs() <= bound).all())  # the bound catches it
+
+
+def test_a_layer_left_on_another_device_copies_its_scale_once_per_change() -> None:
+    """A host's offloaded layer (weights on the CPU, input elsewhere; 'meta' stands for the GPU):
+    the scale's copy on the input's device is made once and kept until the buffer changes."""
+    layer = _scaled_layer()
+    x = torch.empty(4, 48, device="meta")
+    assert layer(x).device.type == "meta"
+    first = layer.__dict__["_scale_copy"][2]
+    assert first.device.type == "meta" and first.dtype == torch.float32
+    layer(x)
+    assert layer.__dict__["_scale_copy"][2] is first  # no copy per call
+    with torch.no_grad():
+        layer.weight_scale.mul_(2)  # written in place (load_state_dict copies into it)
+    layer(x)
+    assert layer.__dict__["_scale_copy"][2] is not first
+    second = layer.__dict__["_scale_copy"][2]
+    layer.weight_scale = layer.weight_scale.clone()  # replaced, as module.to(device) does
+    layer(x)
+    assert layer.__dict__["_scale_copy"][2] is not second
+    assert layer.__dict__["_scale_copy"][0] is layer.weight_scale

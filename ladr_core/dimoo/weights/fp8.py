@@ -9,7 +9,12 @@ float8 and a float32 buffer ``weight_scale [out]`` (the state-dict key next to `
 
 At use the weight is cast to the input's dtype (the host's ``Linear`` does it: ComfyUI's
 ``manual_cast``, or ``CastLinear`` here) and the output is multiplied by ``weight_scale``:
-``x @ (W8 * s[:, None]).T == (x @ W8.T) * s``. The embedding, the norms and the output head stay
+``x @ (W8 * s[:, None]).T == (x @ W8.T) * s``. The product ``y * s`` is computed in float32 (the
+float32 scale is never rounded to the compute dtype) and rounded once to ``y``'s dtype, in
+place: relative error <= u against ``y * s`` (u = 2**-8 in bf16) where rounding the scale
+first gave up to 2u + u**2. A host that leaves the layer on another device (ComfyUI lowvram)
+gets a copy of the scale on the compute device, made once and kept until the buffer changes,
+instead of a blocking copy from pageable memory in every call. The embedding, the norms and the output head stay
 in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
 Measured quality on the nano model: docs/reports/FP8.md.
 """
@@ -116,6 +121,21 @@ class CastLinear(nn.Linear):
 _SCALED: dict[type, type] = {}
 
 
+def _scale_on(layer: nn.Module, device: torch.device) -> torch.Tensor:
+    """``layer.weight_scale`` (float32) on ``device``: the buffer itself where it is, else a
+    copy kept on the layer until the buffer is replaced (``module.to``) or written in place
+    (``load_state_dict``: its version counter moves)."""
+    scale = layer.weight_scale
+    if scale.device == device:
+        return scale
+    kept = layer.__dict__.get("_scale_copy")
+    if kept is None or kept[0] is not scale or kept[1] != scale._version \
+            or kept[2].device != device:
+        kept = (scale, scale._version, scale.to(device))
+        layer.__dict__["_scale_copy"] = kept
+    return kept[2]
+
+
 def scaled_linear_class(base: type) -> type:
     """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
 
@@ -139,7 +159,7 @@ def scaled_linear_class(base: type) -> type:
                 y = F.linear(x, self.weight.to(x.dtype))
             else:  # left elsewhere by a host: its class brings the weight over and casts it
                 y = base.forward(self, x)
-            return y * self.weight_scale.to(y.device, y.dtype)
+            return y.mul_(_scale_on(self, y.device))  # float32 product, rounded once
 
         def _load_from_state_dict(self: Any, *args: Any, **kwargs: Any) -> None:
             # a subclass with its own loader: ComfyUI then uses the plain torch loading path
