@@ -80,3 +80,17 @@ def test_quantize_and_dequantize_build_every_tensor_on_the_input_device(name: st
     for dtype in (torch.float32, torch.float16, torch.bfloat16):
         out = ggml.dequantize(data, name, 512, dtype)
         assert out.device.type == "meta" and out.shape == (4, 512) and out.dtype == dtype
+
+
+def test_q8_0_into_float16_equals_the_float32_route_bit_for_bit() -> None:
+    """fp16 d times int8 q rounded once in float16 is the float32 product (exact) rounded to
+    float16: the same values, scales from subnormal to near the fp16 maximum included."""
+    g = torch.Generator().manual_seed(3)
+    data = torch.randint(0, 256, (64, 34), generator=g, dtype=torch.uint8)
+    d = torch.cat([torch.tensor([6e-8, 1e-5, 3.0, 500.0, 65000.0, -2.0]),
+                   torch.randn(58, generator=g)]).to(torch.float16)
+    data[:, :2] = d.view(torch.uint8).view(64, 2)
+    via32 = ggml.dequantize(data, "Q8_0", 32, torch.float32).to(torch.float16)
+    direct = ggml.dequantize(data, "Q8_0", 32, torch.float16)
+    assert direct.dtype == torch.float16
+    assert torch.equal(direct.view(torch.int16), via32.view(torch.int16))  # infs included

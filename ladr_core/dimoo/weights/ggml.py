@@ -17,7 +17,12 @@ row_bytes]`` and a float tensor ``[rows, n]``:
 The quantizers are this project's own: Q8_0 rounds to nearest (as GGML does); the K formats take
 the sub-block range (min clamped to <= 0) and then refit scale and min by least squares on the
 chosen codes once, before the 6-bit scale codes are fixed. Dequantization is exact: it is the
-format's definition, computed in float32 and cast to the requested dtype.
+format's definition, rounded once to the requested dtype. Q8_0 into float16 is computed in
+float16 (``d`` is fp16 and ``q`` int8, so the product is the exact one rounded once, the values of
+the float32 route without its 4 bytes per weight); every other type and dtype goes through
+float32, kept on purpose: bf16 cannot hold the fp16 scales exactly and the K formats take
+several operations, each of which would round in a 16-bit dtype. A GGUF layer (gguf.py)
+dequantizes its whole matrix per call, as ComfyUI-GGUF does: the cost of keeping no float copy.
 """
 
 from __future__ import annotations
@@ -66,9 +71,11 @@ def _f16_bytes(x: torch.Tensor) -> torch.Tensor:
 # ---------------------------------------------------------------- dequantize
 # Codes are unpacked in uint8 and turned into float32 once; scales are applied in place, so a
 # matrix of n weights needs n bytes of codes and 4n bytes of floats on top of its GGML bytes.
-def _deq_q8_0(b: torch.Tensor) -> torch.Tensor:
-    d = _f16(b[:, :2])
-    return b[:, 2:].contiguous().view(torch.int8).float().mul_(d[:, None])
+def _deq_q8_0(b: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    q = b[:, 2:].contiguous().view(torch.int8)
+    if dtype == torch.float16:  # exact product rounded once (module docstring)
+        return q.to(torch.float16).mul_(b[:, :2].contiguous().view(torch.float16))
+    return q.float().mul_(_f16(b[:, :2])[:, None])
 
 
 def _unpack_scales(s: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,8 +117,9 @@ def _deq_q6_k(b: torch.Tensor) -> torch.Tensor:
     return w.view(-1, QK)
 
 
-_DEQ = {"Q8_0": _deq_q8_0, "Q4_K": lambda b: _deq_k(b, False),
-        "Q5_K": lambda b: _deq_k(b, True), "Q6_K": _deq_q6_k}
+#: type -> (blocks, requested dtype) -> float32 or, where exact, the requested dtype
+_DEQ = {"Q8_0": _deq_q8_0, "Q4_K": lambda b, dt: _deq_k(b, False),
+        "Q5_K": lambda b, dt: _deq_k(b, True), "Q6_K": lambda b, dt: _deq_q6_k(b)}
 
 
 def dequantize(data: torch.Tensor, name: str, n: int, dtype: torch.dtype = torch.float32
@@ -126,7 +134,7 @@ def dequantize(data: torch.Tensor, name: str, n: int, dtype: torch.dtype = torch
         return data.contiguous().view(view).view(rows, n).to(dtype)
     per, size = block_bytes(name)
     blocks = data.reshape(-1, size)
-    return _DEQ[name](blocks).view(rows, n).to(dtype)
+    return _DEQ[name](blocks, dtype).view(rows, n).to(dtype)
 
 
 # ---------------------------------------------------------------- quantize
