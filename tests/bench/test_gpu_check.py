@@ -53,6 +53,7 @@ def test_smoke_runs_every_section_and_records_the_run(smoke: dict[str, Any]) -> 
         assert section["name"] == name and section["status"] == "measured", section
         assert section["seconds"] > 0 and section["estimate_s"] > 0
     assert smoke["seconds"] <= smoke["budget_s"]
+    assert smoke["failures"] == []  # what the exit status counts (each with section and case)
 
 
 def test_smoke_correctness_names_every_case(smoke: dict[str, Any]) -> None:

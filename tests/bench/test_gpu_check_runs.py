@@ -98,15 +98,25 @@ def test_help_says_where_the_json_goes(capsys: pytest.CaptureFixture[str]) -> No
 
 
 # ---------------------------------------------------------- 5. the alarm with no time left
+@pytest.fixture
+def alarm() -> Any:
+    """The process's SIGALRM handler and timer as they were, whatever the test left."""
+    before = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
+    yield
+    gc._disarm()
+    if before is not None:
+        signal.signal(signal.SIGALRM, before)
+
+
 @pytest.mark.parametrize("seconds", [0.0, -3.0])
-def test_the_alarm_fires_at_once_when_no_time_is_left(seconds: float) -> None:
+def test_the_alarm_fires_at_once_when_no_time_is_left(alarm: None, seconds: float) -> None:
     with pytest.raises(gc.OverBudget):
         gc._arm(seconds)
     if hasattr(signal, "getitimer"):
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left pending
 
 
-def test_the_alarm_armed_with_time_left_is_disarmed_without_firing() -> None:
+def test_the_alarm_armed_with_time_left_is_disarmed_without_firing(alarm: None) -> None:
     gc._arm(60.0)
     gc._disarm()
     if hasattr(signal, "getitimer"):
