@@ -7,11 +7,14 @@ counted by CUDA (torch.cuda.set_sync_debug_mode) by benchmarks/gpu_check, sectio
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
+from torch.overrides import TorchFunctionMode
 
 from ladr_core import LADR, sample
-from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig
+from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
 from testbed.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]
@@ -78,3 +81,50 @@ def test_a_sampler_that_re_masks_tokens_is_refused(pipe: DiMOOPipeline) -> None:
     assert den.stats.cached_steps == 3
     with pytest.raises(RuntimeError, match="re-masked"):
         den(*states[4])
+
+
+class _ListIndexes(TorchFunctionMode):
+    """Records every tensor indexing whose index holds a Python list: on a GPU torch copies
+    such a list to the device from pageable memory, a copy the host waits for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[object] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        if getattr(func, "__name__", "") in ("__getitem__", "__setitem__") and len(args) > 1:
+            index = args[1] if isinstance(args[1], tuple) else (args[1],)
+            if any(isinstance(i, list) for i in index):
+                self.found.append(args[1])
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("items", [1, 2])
+def test_cache_refreshes_and_cached_calls_index_with_no_host_lists(
+        pipe: DiMOOPipeline, items: int) -> None:
+    """Issue 40 finding 9: a refresh stored each item's rows as ``logits[[a, a + A]]``, a host
+    list per item per refresh; each item's rows are a strided slice now."""
+    cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.0, refresh_interval=2,
+                          recompute_changed=True)
+    den = pipe.make_denoiser(PROMPTS[:items], None, width=16, height=12, cfg=2.0, cache=cache,
+                             steps=8)
+    states = _states(12)
+    with _ListIndexes() as mode:
+        for tokens, masked in states[:4]:
+            den(tokens[:items], masked[:items])
+    assert den.stats.refresh_steps == 2 and den.stats.cached_steps == 2
+    assert mode.found == []
+    for i in range(items):  # each item's cache owns its logits (not a view of another's)
+        own = den.item(i).logits
+        assert own.is_contiguous() and own.shape[0] == 2
+
+
+def test_a_denoiser_copies_no_prompt_batch_to_the_device(dimoo_checkpoint: Path) -> None:
+    """Issue 40 finding 10: the padded input_ids / attention_mask (read by nothing but tests)
+    were copied to the model's device, two blocking copies per run; they stay on the host.
+    A model on the meta device shows where the copies would go."""
+    meta_pipe = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    meta_pipe.transformer.to("meta")
+    den = meta_pipe.make_denoiser(PROMPTS, None, width=16, height=12, cfg=2.0)
+    assert den.device == torch.device("meta") and den.pack(den.all_items).ids.is_meta
+    assert den.input_ids.device.type == "cpu" and den.attention_mask.device.type == "cpu"

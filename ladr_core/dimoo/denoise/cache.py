@@ -216,13 +216,14 @@ class BranchCache:
 
     def store(self, logits: torch.Tensor, codes: torch.Tensor) -> None:
         """After a refresh (its K/V already written into the buffers): keep the logits (copied
-        into the existing buffer when there is one) and the code-slot ids."""
+        into the existing buffer when there is one, else into a buffer of their own: they may
+        be a strided view of the whole pass's rows) and the code-slot ids."""
         if self.config.tracks_codes:
             self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:
             self.logits.copy_(logits)
         else:
-            self.logits = logits
+            self.logits = logits.contiguous()
 
     def nbytes(self) -> int:
         """Bytes of the distinct storages the cache holds (K/V, logits, index, codes)."""

@@ -100,9 +100,9 @@ class DiMOODenoiser:
         self._packs: dict[tuple[int, ...], Pack] = {}
         self.all_items = tuple(range(self.batch))
         full = self.pack(self.all_items)
-        # the whole batch, for inspection and the padded benchmark path
-        self.input_ids = batch.input_ids.to(self.device)
-        self.attention_mask = batch.attention_mask.to(self.device)
+        # the whole padded batch, for inspection only: host tensors (the passes read the
+        # packed ids, layout.py), so building a denoiser copies nothing to the device for them
+        self.input_ids, self.attention_mask = batch.input_ids, batch.attention_mask
         self.rows, self.code_pos, self.real_tokens = full.rows, full.code_pos, full.real_tokens
         self.codebook = slice(ids.image_offset, ids.image_offset + ids.codebook_size)
         self.stats = DenoiserStats(item_token_forwards=[0] * self.batch)
@@ -171,8 +171,8 @@ class DiMOODenoiser:
                             for a in range(len(items))])
         if keep:
             row_codes = seq[pack.code_pos]
-            for a, item in enumerate(items):
-                rows = self._item_rows(pack, a)
+            for a, item in enumerate(items):  # rows a, a + A, ...: a slice, no host index
+                rows = slice(a, None, len(items))
                 self.caches[item].store(logits[rows], row_codes[rows])  # type: ignore[index]
         return logits
 
