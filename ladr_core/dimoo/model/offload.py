@@ -1,47 +1,76 @@
 """Low-VRAM without a host: blocks rest on the CPU and are streamed to the GPU one block ahead.
 
 ``stream_blocks(model, device)`` moves everything but the blocks (embedding, final norm, output
-head) to ``device``, keeps every block's weights on the CPU (pinned when CUDA is present) and
-sets ``model.device``. Iterating ``model.blocks`` then yields block i with its weights on
-``device`` while block i + 1 is being copied on a side CUDA stream, and gives block i back
-after it ran: at most two blocks are resident. ``unstream_blocks`` undoes it.
+head) to ``device``, keeps every block's weights on the CPU and sets ``model.device``.
+Iterating ``model.blocks`` then yields block i with its weights on ``device`` while block i + 1
+is being copied, and gives block i back after it ran. ``unstream_blocks`` undoes it.
+
+Memory, bounded by construction rather than by the allocator:
+
+* Device: two slots, each one flat byte buffer as large as the largest block, allocated once.
+  Block i runs from slot ``i % 2``; its tensors are views into the slot (offsets aligned to
+  ``ALIGN`` bytes). No block copy allocates, so reserved memory stays at two blocks however far
+  the CPU runs ahead of the GPU.
+* Order on the GPU (CUDA): the copy of block i + 1 goes on a side stream after that stream
+  waits on the event the compute stream recorded when block i - 1 (the slot's last user) was
+  given back; the compute stream waits on the copy's event before it runs block i + 1. So at
+  most one block is copied ahead of the one computing, and a copy never overwrites a slot a
+  queued kernel still reads. The slots live as long as the ``BlockStream`` and are marked
+  (``record_stream``) as used by the side stream, so when they are freed the allocator reuses
+  their memory only after every queued copy into them has finished (an interrupted pass
+  included). With autograd on (``torch.is_grad_enabled()``) a block is copied into a buffer of
+  its own instead, since a backward pass may keep its weights: inference runs under no_grad.
+* Host: each block's tensors are laid end to end (same alignment) so a block is one copy.
+  Blocks are packed into arenas whose sizes are powers of two (``arena_plan``), pinned when
+  ``device`` is CUDA: torch's pinned host allocator rounds every request up to a power of two
+  and keeps freed pinned memory cached, so pinning tensor by tensor (or block by block) rounded
+  each of them up (the 8B model's 96 MiB MLP matrices to 128 MiB, its 416 MiB bf16 blocks to
+  512 MiB: 16 GiB pinned for 13 GiB of blocks); arenas of power-of-two sizes lose only their
+  unfilled tails (14 GiB: 8 + 4 + 1 + 0.5 + 0.5). The arenas are the blocks' storage for as
+  long as the model lives; freed, they go back to torch's pinned cache like any pinned tensor.
+* Reserved device memory for the 8B model in bf16: the two slots, 2 x 416 MiB.
 
 Why our own and not accelerate's ``cpu_offload`` / diffusers' sequential offload: those hook a
 module's ``forward``, but the DiMOO passes call ``block.qkv`` / ``block.finish`` (the ML-Cache
 splits a block in two), so forward hooks would never fire; and they move one module at a
-time without prefetch. Here one block = one batch of copies on one side stream.
+time without prefetch.
 
-With ``device`` = CPU the same logic runs (copies are clones, no stream), which is how the tests
-check it: identical logits, the load/run/free order and the two-block bound (``trace``).
+With ``device`` = CPU the same slots and copies run without streams or events, which is how the
+tests check it: identical logits, the load/run/free order and the two-block bound (``trace``);
+``use_streams=True`` on the CPU runs the CUDA ordering against stand-in streams and events.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["BlockStream", "stream_blocks", "unstream_blocks"]
+__all__ = ["BlockStream", "stream_blocks", "unstream_blocks", "arena_plan", "ALIGN", "SLOTS"]
+
+ALIGN = 512  # bytes: every tensor starts at a multiple (dtype views, vectorized loads)
+SLOTS = 2  # blocks on the device: the one computing and the one copied ahead
+
+Slot = tuple[nn.Module, str, bool]
 
 
-def _slots(block: nn.Module) -> list[tuple[nn.Module, str, bool]]:
+def _slots(block: nn.Module) -> list[Slot]:
     """(module, name, is_parameter) of every tensor the block owns."""
-    out: list[tuple[nn.Module, str, bool]] = []
+    out: list[Slot] = []
     for module in block.modules():
         out += [(module, n, True) for n, p in module._parameters.items() if p is not None]
         out += [(module, n, False) for n, b in module._buffers.items() if b is not None]
     return out
 
 
-def _get(slot: tuple[nn.Module, str, bool]) -> torch.Tensor:
+def _get(slot: Slot) -> torch.Tensor:
     module, name, is_param = slot
     return (module._parameters if is_param else module._buffers)[name].data  # type: ignore[union-attr]
 
 
-def _set(slot: tuple[nn.Module, str, bool], tensor: torch.Tensor) -> None:
+def _set(slot: Slot, tensor: torch.Tensor) -> None:
     module, name, is_param = slot
     if is_param:
         module._parameters[name].data = tensor  # type: ignore[union-attr]
@@ -49,48 +78,124 @@ def _set(slot: tuple[nn.Module, str, bool], tensor: torch.Tensor) -> None:
         module._buffers[name] = tensor
 
 
-@dataclass
-class _Copy:
-    tensors: list[torch.Tensor]
-    event: Any  # torch.cuda.Event or None
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _layout(tensors: Sequence[torch.Tensor]) -> tuple[list[int], int]:
+    """Byte offset of each tensor laid end to end (each aligned to ALIGN) and the total."""
+    offsets, at = [], 0
+    for t in tensors:
+        offsets.append(at)
+        at += -(-_nbytes(t) // ALIGN) * ALIGN
+    return offsets, at
+
+
+def _views(flat: torch.Tensor, like: Sequence[torch.Tensor], offsets: Sequence[int]
+           ) -> list[torch.Tensor]:
+    """Tensors shaped and typed as ``like``, viewing the bytes of ``flat`` at ``offsets``."""
+    return [flat[o:o + _nbytes(t)].view(t.dtype).view(t.shape)
+            for t, o in zip(like, offsets, strict=True)]
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def arena_plan(sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
+    """Blocks of ``sizes`` bytes (in order) grouped into arenas of power-of-two bytes: each the
+    largest power of two not above the bytes still to place, or the smallest that holds the
+    next block, filled with whole blocks in order. Returns (arena bytes, block indices)."""
+    plan: list[tuple[int, list[int]]] = []
+    i = 0
+    while i < len(sizes):
+        left = max(sum(sizes[i:]), 1)
+        cap = max(1 << (left.bit_length() - 1), _pow2_ceil(max(sizes[i], ALIGN)))
+        group: list[int] = []
+        used = 0
+        while i < len(sizes) and used + sizes[i] <= cap:
+            group.append(i)
+            used += sizes[i]
+            i += 1
+        plan.append((cap, group))
+    return plan
 
 
 class BlockStream:
-    """Per-block CPU storage and the copy-ahead iteration (see module docstring)."""
+    """Per-block CPU storage, the two device slots and the copy-ahead iteration (module
+    docstring). ``use_streams``: order copies and compute with CUDA streams and events (None:
+    when ``device`` is CUDA)."""
 
-    def __init__(self, blocks: Sequence[nn.Module], device: torch.device) -> None:
+    def __init__(self, blocks: Sequence[nn.Module], device: torch.device,
+                 use_streams: bool | None = None) -> None:
         self.device = torch.device(device)
         self.cuda = self.device.type == "cuda"
         self.slots = [_slots(b) for b in blocks]
-        self.stored: list[list[torch.Tensor]] = []
-        for slots in self.slots:
-            cpu = [_get(s).to("cpu") for s in slots]
-            cpu = [t.pin_memory() for t in cpu] if self.cuda else cpu
-            for slot, tensor in zip(slots, cpu, strict=True):
-                _set(slot, tensor)
-            self.stored.append(cpu)
-        self.stream = torch.cuda.Stream(self.device) if self.cuda else None
+        self.stored: list[list[torch.Tensor]] = []  # block i's tensors in its arena
+        self.flats: list[torch.Tensor] = []  # block i's bytes in its arena (one range)
+        self.offsets: list[list[int]] = []
+        self._store(pin=self.cuda)
+        size = max((f.numel() for f in self.flats), default=0)
+        self.device_slots = [torch.empty(size, dtype=torch.uint8, device=self.device)
+                             for _ in range(SLOTS)]
+        streams = self.cuda if use_streams is None else use_streams
+        self.stream = torch.cuda.Stream(self.device) if streams else None
+        self.loaded: list[Any] = [None] * SLOTS  # the bytes of the block copied for each slot
+        self.copied: list[Any] = [None] * SLOTS  # event after the last copy into each slot
+        self.freed: list[Any] = [None] * SLOTS  # event after the last block run from it
+        if self.stream is not None:
+            for slot in self.device_slots:
+                slot.record_stream(self.stream)  # freed only after the copies into it
         self.active: set[int] = set()
-        self.trace: list[tuple[str, int]] = []
+        self.trace: list[tuple[Any, ...]] = []
 
-    def _copy(self, i: int) -> _Copy:
-        """Start copying block i to the device (side stream on CUDA, a clone on the CPU)."""
+    def _store(self, pin: bool) -> None:
+        """Lay every block's tensors end to end in power-of-two arenas on the CPU (pinned for
+        CUDA) and point the modules at them."""
+        tensors = [[_get(s) for s in slots] for slots in self.slots]
+        layouts = [_layout(ts) for ts in tensors]
+        self.offsets = [offsets for offsets, _ in layouts]
+        self.stored = [[] for _ in tensors]
+        self.flats = [torch.empty(0, dtype=torch.uint8) for _ in tensors]
+        for cap, group in arena_plan([total for _, total in layouts]):
+            arena = torch.empty(cap, dtype=torch.uint8, pin_memory=pin)
+            at = 0
+            for i in group:
+                self.flats[i] = arena[at:at + layouts[i][1]]
+                self.stored[i] = _views(self.flats[i], tensors[i], self.offsets[i])
+                for slot, dst, src in zip(self.slots[i], self.stored[i], tensors[i], strict=True):
+                    dst.copy_(src)
+                    _set(slot, dst)
+                at += layouts[i][1]
+
+    def _copy(self, i: int) -> None:
+        """Issue block i's copy into slot i % SLOTS, after the slot's last block ran."""
+        s = i % SLOTS
         self.trace.append(("load", i))
+        src = self.flats[i]
+        if torch.is_grad_enabled():  # autograd may keep the weights: a buffer of their own
+            dst = torch.empty(src.numel(), dtype=torch.uint8, device=self.device)
+            if self.stream is not None:
+                dst.record_stream(self.stream)
+        else:
+            dst = self.device_slots[s][:src.numel()]
+        self.loaded[s] = dst
         if self.stream is None:
-            return _Copy([t.to(self.device, copy=True) for t in self.stored[i]], None)
+            dst.copy_(src)
+            return
+        if self.freed[s] is not None:
+            self.stream.wait_event(self.freed[s])
         with torch.cuda.stream(self.stream):
-            tensors = [t.to(self.device, non_blocking=True) for t in self.stored[i]]
-            event = torch.cuda.Event()
-            event.record(self.stream)
-        return _Copy(tensors, event)
+            dst.copy_(src, non_blocking=True)
+        self.copied[s] = torch.cuda.Event()
+        self.copied[s].record(self.stream)
 
-    def _activate(self, i: int, copy: _Copy) -> None:
-        if copy.event is not None:
-            current = torch.cuda.current_stream(self.device)
-            current.wait_event(copy.event)
-            for t in copy.tensors:
-                t.record_stream(current)  # freed only after the compute stream used it
-        for slot, tensor in zip(self.slots[i], copy.tensors, strict=True):
+    def _activate(self, i: int) -> None:
+        s = i % SLOTS
+        if self.stream is not None:
+            torch.cuda.current_stream(self.device).wait_event(self.copied[s])
+        views = _views(self.loaded[s], self.stored[i], self.offsets[i])
+        for slot, tensor in zip(self.slots[i], views, strict=True):
             _set(slot, tensor)
         self.active.add(i)
         self.trace.append(("run", i))
@@ -98,6 +203,10 @@ class BlockStream:
     def _release(self, i: int) -> None:
         for slot, tensor in zip(self.slots[i], self.stored[i], strict=True):
             _set(slot, tensor)
+        self.loaded[i % SLOTS] = None  # a grad-mode buffer is now autograd's alone
+        if self.stream is not None:
+            self.freed[i % SLOTS] = torch.cuda.Event()
+            self.freed[i % SLOTS].record(torch.cuda.current_stream(self.device))
         self.active.discard(i)
         self.trace.append(("free", i))
 
@@ -107,17 +216,20 @@ class BlockStream:
             self._release(i)
 
     def iterate(self, blocks: Sequence[nn.Module]) -> Iterator[nn.Module]:
-        """Yield block i resident on the device; block i + 1 is copied while i runs."""
+        """Yield block i resident on the device; block i + 1 is copied while i runs. ``trace``
+        holds this pass's order."""
         self.release_all()
+        del self.trace[:]
         n = len(blocks)
-        pending = self._copy(0) if n else None
+        if n:
+            self._copy(0)
         try:
             for i in range(n):
-                upcoming = self._copy(i + 1) if i + 1 < n else None
-                self._activate(i, pending)  # type: ignore[arg-type]
+                if i + 1 < n:
+                    self._copy(i + 1)
+                self._activate(i)
                 yield blocks[i]
                 self._release(i)
-                pending = upcoming
         finally:
             self.release_all()
 
