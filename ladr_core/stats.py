@@ -14,6 +14,9 @@ import torch
 
 from .step import Needs, Stats
 
+PROB_STATS = frozenset({"entropy", "log_conf", "top1", "margin", "argmax"})
+"""The statistics read from the softmax (the others need none)."""
+
 
 def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
     """Positions of each item's masked tokens first, in index order: LongTensor [B, M].
@@ -88,8 +91,9 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
                buf: torch.Tensor) -> Stats:
     """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
 
-    One softmax, then the top two of it (top1 / margin / argmax) or of the logits (logit_gap)
-    and a gather for p(sampled), as the official loop does on its [1, L, K] masked rows;
+    One softmax (only when a statistic of PROB_STATS is asked for), then the top two of it
+    (top1 / margin / argmax) or of the logits (logit_gap) and a gather for p(sampled), as the
+    official loop does on its [1, L, K] masked rows;
     entropy -sum p log p of the same softmax (one [L, K] temporary, only when asked for).
     sampled: the Gumbel-max sample [L], or None for greedy (argmax of the logits, as official).
     buf: a float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is
@@ -104,6 +108,8 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
     if "logit_gap" in want:
         first, second, _ = top2_(own.copy_(x) if own is not None else x.clone())
         out.logit_gap = first - second
+    if not want & PROB_STATS:  # e.g. Halton: the sample alone, no [L, K] softmax
+        return out
     probs = torch.softmax(x, dim=-1, out=own)
     if "entropy" in want:  # before top2_, which overwrites probs; entr(0) = 0, no 0 * log 0
         out.entropy = torch.special.entr(probs).sum(dim=-1)
@@ -136,4 +142,4 @@ def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tu
     return out
 
 
-__all__ = ["item_stats", "top2_"]
+__all__ = ["PROB_STATS", "item_stats", "top2_"]

@@ -373,3 +373,33 @@ def test_halton_ladr_standard_selection_follows_the_order() -> None:
         assert got == sorted(order[done:done + len(got)])
         done += len(got)
     assert done == N
+
+
+@pytest.mark.parametrize("want", [(), ("logit_gap",), ("log_conf",), ("top1", "argmax"),
+                                  ("margin",), ("entropy",), ("log_conf", "logit_gap")])
+def test_item_stats_runs_the_softmax_only_for_statistics_that_read_it(want: tuple) -> None:
+    """Halton (nothing but the sample) and logit_gap alone need no [L, K] softmax; every
+    asked-for statistic is what the full set gives."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from ladr_core.stats import PROB_STATS, item_stats
+    from ladr_core.step import STAT_NAMES, Needs
+
+    class Ops(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            self.names.append(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    x = torch.randn(6, K, generator=torch.Generator().manual_seed(3)) * 2
+    sampled = torch.randint(0, K, (6,), generator=torch.Generator().manual_seed(4))
+    full = item_stats(x.clone(), Needs(frozenset(STAT_NAMES)), sampled, torch.empty(6, K))
+    with Ops() as ops:
+        got = item_stats(x.clone(), Needs(frozenset(want)), sampled, torch.empty(6, K))
+    assert any("softmax" in n for n in ops.names) == bool(set(want) & PROB_STATS), ops.names
+    assert torch.equal(got.sampled, sampled)
+    for name in want:
+        assert torch.equal(getattr(got, name), getattr(full, name)), name
