@@ -1,17 +1,32 @@
 """Opt-in ``torch.compile`` of the transformer passes (like ComfyUI's TorchCompileModel node).
 
 ``CompiledPasses`` wraps the two passes the denoiser runs (``packed.full_pass``,
-``packed.partial_pass``) in ``torch.compile`` with ``dynamic=False`` by default: one graph per
-shape (prompt lengths, grid, cache on/off), compiled on the first call with that shape and
-reused by every later call and run, as long as the object lives (``DiMOOPipeline.compile``
-keeps it on the pipeline, which ComfyUI keeps across queue runs). Each first call is timed
-(``compile_seconds``, per shape in ``shapes``) and logged once, so the one-time cost is visible.
-torch's own recompile limit applies (``torch._dynamo.config.recompile_limit``, 8 by default):
-past it a new shape runs eagerly with a torch warning.
+``packed.partial_pass``) in ``torch.compile``, compiled on first use and reused by every later
+call and run as long as the object lives (``DiMOOPipeline.compile`` keeps it on the pipeline,
+which ComfyUI keeps across queue runs).
+
+``dynamic=True`` (the default) compiles the packed sizes as symbols from the first call: the
+token count T, each row's length and start, the partial pass's per-row counts and the
+ML-Cache lengths. They change with every prompt length, with items leaving a rolling batch and
+with the cached pass's counts, and they reach the passes both as tensor dimensions and as
+Python ints (``PackedRows.lengths`` / ``runs``, ``counts``), which ``mark_dynamic`` cannot
+mark; ``dynamic=True`` makes both symbolic, while the model's parameters stay static (torch's
+``force_parameter_static_shapes``), so kernels still specialise on the model's widths. A new
+graph is then compiled only for a new packing structure (how many runs of equal-length rows, a
+row count of 1, with or without the cache writer), not for every length. ``dynamic=False``
+compiles one graph per shape instead.
+
+torch's recompile limit (``torch._dynamo.config.recompile_limit``, 8 by default) still
+applies per pass. Where torch would then run the pass eagerly with only a log line of its own,
+this module asks torch to raise instead (``fail_on_recompile_limit_hit``, torch >= 2.6), warns
+once per pass naming the limit and how to raise it, and runs that call eagerly: reruns are
+safe, a pass writes the same K/V values into the caches each time. A call that compiled a
+graph is timed (``compile_seconds``, per shape in ``shapes``) and logged once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -30,11 +45,28 @@ COMPILE_BACKENDS = ("inductor", "aot_eager", "eager")
 COMPILE_MODES = ("default", "max-autotune-no-cudagraphs")
 
 
+def _limit_switch() -> tuple[dict[str, bool], tuple[type[BaseException], ...], str]:
+    """(config patch making dynamo raise at its recompile limit, the exception it raises, the
+    limit's config name) under this torch's names; an empty patch where torch has none."""
+    cfg, exc = torch._dynamo.config, torch._dynamo.exc
+    names = [("fail_on_recompile_limit_hit", "FailOnRecompileLimitHit", "recompile_limit"),
+             ("fail_on_cache_limit_hit", "FailOnCacheLimitHit", "cache_size_limit")]
+    for flag, error, limit in names:
+        if hasattr(cfg, flag) and hasattr(exc, error):
+            return {flag: True}, (getattr(exc, error),), limit
+    return {}, (), "recompile_limit"
+
+
+def _graphs() -> int:
+    """Graphs dynamo has compiled in this process so far."""
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
 class CompiledPasses:
     """Compiled ``full`` / ``partial`` passes with the packed.py signatures, timed per shape."""
 
     def __init__(self, backend: str = "inductor", mode: str = "default",
-                 dynamic: bool = False) -> None:
+                 dynamic: bool = True) -> None:
         if backend not in COMPILE_BACKENDS:
             raise ValueError(f"compile backend must be one of {COMPILE_BACKENDS} (got {backend!r})")
         if mode not in COMPILE_MODES:
@@ -49,30 +81,48 @@ class CompiledPasses:
         self._full = torch.compile(full_pass, **options)
         self._partial = torch.compile(partial_pass, **options)
         self.shapes: dict[tuple, float] = {}
+        self.limit_hit: set[str] = set()  # passes that met the recompile limit (warned once)
 
     @property
     def compile_seconds(self) -> float:
-        """Wall time of every first call of a shape so far (compile + that call's run)."""
+        """Wall time of every call that compiled a graph so far (compile + that call's run)."""
         return sum(self.shapes.values())
 
     def full(self, model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
              kv_sink: KVSink | None = None) -> torch.Tensor:
         key = ("full", rows.lengths, kv_sink is not None, input_ids.device.type)
-        return self._timed(key, self._full, model, input_ids, rows, kv_sink)
+        return self._call(key, self._full, full_pass, model, input_ids, rows, kv_sink)
 
     def partial(self, model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
                 counts: list[int], kv: list[LayerKV]) -> torch.Tensor:
         key = ("partial", tuple(counts), ids.device.type)
-        return self._timed(key, self._partial, model, ids, positions, counts, kv)
+        return self._call(key, self._partial, partial_pass, model, ids, positions, counts, kv)
 
-    def _timed(self, key: tuple, fn: Any, *args: Any) -> Any:
-        if key in self.shapes:
-            return fn(*args)
-        start = time.perf_counter()
-        out = fn(*args)
-        if args[1].device.type == "cuda":
-            torch.cuda.synchronize(args[1].device)
-        self.shapes[key] = time.perf_counter() - start
-        log.info("LADR: compiled the DiMOO %s pass for rows %s (backend %s) in %.1f s; later "
-                 "calls with this shape reuse it", key[0], key[1], self.backend, self.shapes[key])
+    def _call(self, key: tuple, fn: Any, eager: Any, *args: Any) -> Any:
+        """``fn(*args)``, timed when it compiles; eager (with one warning) past the limit."""
+        patch, limit_error, limit = _limit_switch()
+        before, start = _graphs(), time.perf_counter()
+        guard = torch._dynamo.config.patch(**patch) if patch else contextlib.nullcontext()
+        try:
+            with guard:
+                out = fn(*args)
+        except limit_error:
+            self._warn_limit(key[0], limit)
+            return eager(*args)
+        if _graphs() > before:
+            if args[1].device.type == "cuda":
+                torch.cuda.synchronize(args[1].device)
+            self.shapes[key] = self.shapes.get(key, 0.0) + time.perf_counter() - start
+            log.info("LADR: compiled the DiMOO %s pass for rows %s (backend %s) in %.1f s",
+                     key[0], key[1], self.backend, self.shapes[key])
         return out
+
+    def _warn_limit(self, which: str, limit: str) -> None:
+        if which in self.limit_hit:
+            return
+        self.limit_hit.add(which)
+        log.warning("LADR: the compiled DiMOO %s pass reached torch._dynamo.config.%s (%s "
+                    "graphs); calls with a shape not compiled yet now run eagerly (slower). "
+                    "Raise torch._dynamo.config.%s, or compile with dynamic=True (one graph "
+                    "per packing structure instead of per shape)", which, limit,
+                    getattr(torch._dynamo.config, limit), limit)
