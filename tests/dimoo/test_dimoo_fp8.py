@@ -229,3 +229,9 @@ def test_a_layer_left_on_another_device_copies_its_scale_once_per_change() -> No
     layer(x)
     assert layer.__dict__["_scale_copy"][2] is not second
     assert layer.__dict__["_scale_copy"][0] is layer.weight_scale
+
+
+@pytest.mark.parametrize("kind", fp8.SCALE_KINDS)
+def test_quantize_builds_every_tensor_on_the_weight_device(kind: str) -> None:
+    q, s = fp8.quantize(torch.empty(8, 16, device="meta"), E4M3, kind)  # a CPU factory raises
+    assert q.device.type == s.device.type == "meta" and q.dtype == E4M3
