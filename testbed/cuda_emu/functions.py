@@ -42,6 +42,8 @@ class EmulatedFunctions(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         kwargs = kwargs or {}
+        if func is torch.device and args and isinstance(args[0], int):
+            return torch.device("cuda", args[0])  # an index means the accelerator
         if func is _T.pin_memory:
             return self._pin(args[0])
         if func is _T.record_stream:

@@ -25,6 +25,7 @@ _COPIES = {aten.copy_, aten._to_copy, aten._copy_from, aten._copy_from_and_resiz
 # ops whose output size depends on the data: the host waits for the device
 _DATA_SHAPED = {aten.nonzero, aten.masked_select, aten.unique_dim, aten._unique, aten._unique2,
                 aten.unique_consecutive, aten.bincount, aten.argwhere, aten.histc}
+_SCALAR_READS = {aten._local_scalar_dense, aten.is_nonzero, aten.equal}
 _INDEXING = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 _NO_OUTPUT_CHECK = {aten.record_stream}
 # float64 is refused on the device except for per-item schedule scalars: the sampler computes
@@ -57,6 +58,8 @@ class EmuTensor(torch.Tensor):
             state = active()
             state.read(f"Tensor.{func.__name__}()")
             return func(unwrap(args[0]), *args[1:], **kwargs)
+        if func in _INDEX_METHODS and len(args) > 1:
+            args = (args[0], _device_index(active(), args[1]), *args[2:])
         with torch._C.DisableTorchFunctionSubclass():
             return func(*args, **kwargs)
 
@@ -66,6 +69,19 @@ class EmuTensor(torch.Tensor):
 
 
 _HOST_METHODS = {torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.__array__}
+_INDEX_METHODS = {torch.Tensor.__getitem__, torch.Tensor.__setitem__}
+
+
+def _device_index(state: EmulationState, index: Any) -> Any:
+    """A Python list in an index becomes a tensor on the device, as CUDA makes it: a blocking
+    host-to-device copy (torch builds it outside Python's dispatch, so it is done here)."""
+    if isinstance(index, tuple):
+        return tuple(_device_index(state, i) for i in index)
+    if isinstance(index, list):
+        state.host_to_device("a Python list used as an index of a device tensor (a host "
+                             "copy of the list)")
+        return wrap(state, torch.tensor(index).to(state.inner_device))
+    return index
 
 
 def wrap(state: EmulationState, inner: torch.Tensor) -> EmuTensor:
@@ -103,7 +119,9 @@ def _check_operands(state: EmulationState, func: Any, flat: list[Any]) -> None:
         state.violate("mismatch", f"{func} got a host tensor {tuple(host[0].shape)} with device "
                                   "tensors (on a GPU: 'Expected all tensors to be on the same "
                                   "device')")
-    if func.overloadpacket in _DATA_SHAPED:
+    if func.overloadpacket in _SCALAR_READS:
+        state.read(f"{func} (.item(), bool(), int(), float() of a device tensor)")
+    elif func.overloadpacket in _DATA_SHAPED:
         state.read(f"{func} (its output size depends on the data)")
     elif func.overloadpacket in _INDEXING and any(isinstance(t, torch.Tensor) and t.dtype == torch.bool
                                    for t in flat[1:]):
@@ -111,13 +129,20 @@ def _check_operands(state: EmulationState, func: Any, flat: list[Any]) -> None:
 
 
 def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
-    """Copies between host and device; everything else with the inner tensors."""
+    """Copies between host and device; everything else with the inner tensors.
+
+    With ``storage="meta"`` a non-blocking copy into (pinned) host memory hands the host zeros:
+    the device holds no values, and such a copy is no read (the caller reads it a call later,
+    e.g. the ML-Cache's lagged counts, hostlag.py), so a shape-only run goes on with counts of
+    0; a blocking one is a read, refused as ``estimate``."""
     if func.overloadpacket is aten._to_copy:
         src, dev = args[0], kwargs.get("device")
         if dev is not None and dev.type == "cpu":  # device -> host
             if kwargs.get("non_blocking"):
                 # a pinned host copy the caller must wait for: values are right at once here
                 kw = {**kwargs, "device": torch.device("cpu")}
+                if state.storage == "meta":  # no values: the host receives zeros (_copy doc)
+                    return torch.zeros(src.shape, dtype=kw.get("dtype") or src.dtype)
             else:
                 state.read("a device-to-host copy (.cpu() / .to('cpu'))")
                 kw = kwargs
@@ -128,6 +153,8 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
         if not isinstance(dst, EmuTensor) and isinstance(src, EmuTensor):
             if not (non_blocking and state.is_pinned(dst)):
                 state.read("a blocking device-to-host copy_")
+            if state.storage == "meta":  # no values: the host receives zeros (_copy doc)
+                return dst.zero_()
             dst.copy_(src.inner)
             return dst
         if isinstance(dst, EmuTensor) and not isinstance(src, EmuTensor):
@@ -141,6 +168,8 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
 
 def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
     flat, _ = tree_flatten((args, kwargs))
+    if func.overloadpacket is aten.record_stream:
+        return None  # work runs in issue order here: nothing to keep alive
     if func.overloadpacket in _COPIES:
         done = _copy(state, func, args, kwargs)
         if done is not None:

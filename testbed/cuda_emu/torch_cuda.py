@@ -68,9 +68,23 @@ class EmuEvent:
         return (end.when - self.when) * 1e3
 
 
-class EmuStream:
+class EmuStream(torch.Stream):
+    """A CUDA stream object torch's bindings accept (``tensor.record_stream(s)``); work runs
+    when issued, so every wait is already satisfied."""
+
+    _count = 0
+
+    def __new__(cls, device: Any = None, priority: int = 0) -> EmuStream:
+        EmuStream._count += 1
+        return super().__new__(cls, stream_id=EmuStream._count, device_index=0,
+                               device_type=1)  # 1: c10::DeviceType::CUDA
+
     def __init__(self, device: Any = None, priority: int = 0) -> None:
-        self.state, self.device = active(), torch.device("cuda", 0)
+        self.state = active()
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
 
     def wait_stream(self, other: Any) -> None:
         pass
