@@ -1,0 +1,157 @@
+"""The emulation catches the GPU defects issue 40 found by reading the code: each fix is put
+back into a scratch copy of the repository (the code as it was, as a text patch), a run of the
+path it breaks goes through the emulated CUDA device in a fresh process, and the run must fail
+with the emulation's message naming the patched file and line.
+
+1. the preview table left on the CPU while the VQ runs on the GPU (images.py): each step's
+   preview read the tokens back to the host inside the step loop;
+2. the K-quant bit-shift tables built with ``torch.arange`` on the CPU (ggml.py): saving
+   Q4_K_M with ``--device cuda`` met CUDA tensors;
+9. the ML-Cache refresh indexing device tensors with a Python list (denoiser.py);
+10. the prompt's padded ids and mask copied to the device for nothing (denoiser.py): two
+   blocking copies per run, beyond the one a run may add to the sampler's reads.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PREVIEW_FIXED = '''    def preview(self, tokens: torch.Tensor, masked: torch.Tensor | None,
+                grid: tuple[int, int]) -> torch.Tensor:'''
+
+
+@dataclass(frozen=True)
+class PutBack:
+    finding: int
+    file: str
+    fixed: str  # the fixed code, found verbatim in the file
+    broken: str  # the code as it was before the fix
+    scenario: str  # what runs on the emulated device
+    expect: tuple[str, str] | None = None  # (file, text): where the failure shows, if not at
+    # the patched line itself (the first line of ``broken``)
+
+    def where(self, root: Path) -> str:
+        """``file:line`` the emulation must name, in the patched scratch copy."""
+        file, text = self.expect or (self.file, self.broken.splitlines()[0].strip())
+        lines = (root / file).read_text().splitlines()
+        return f"{file}:{next(i + 1 for i, s in enumerate(lines) if text in s)}"
+
+
+LOAD = """
+import torch
+from ladr_core.dimoo import load_dimoo, MLCacheConfig
+from testbed.cuda_emu import emulated_cuda
+from testbed.tiny_checkpoint import write_tiny_checkpoint
+import tempfile, pathlib
+folder = write_tiny_checkpoint(pathlib.Path(tempfile.mkdtemp()) / "ck")
+"""
+PREVIEW_RUN = LOAD + """
+pipe = load_dimoo(folder, device="cpu", dtype=torch.float32)  # built on the offload device
+getattr(pipe, "_cpu_table", pipe.preview_table)()  # made at load, as nano's fitted table
+with emulated_cuda():
+    pipe.vq.to("cuda"); pipe.transformer.to("cuda")  # a host's full load
+    step = lambda r: torch.cat([pipe.preview(r["tokens"], r["masked"], r["grid"]).flatten(),
+                                r["masked"].flatten().float()])
+    pipe.generate("a red circle", width=32, height=32, steps=6, seed=0, callback=step)
+"""
+BUDGET_RUN = LOAD + """
+with emulated_cuda() as emu:
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32)
+    before = emu.h2d + emu.reads
+    pipe.generate("a red circle", width=32, height=32, steps=6, seed=0, decode=False)
+    extra = (emu.h2d + emu.reads) - before
+    if sum(extra.values()) > 1:  # tests/core/test_gpu.py: a run adds at most one sync
+        raise SystemExit(f"[cuda-emulation:budget] {sum(extra.values())} blocking transfers "
+                         f"in one run outside the step loop: {dict(extra)}")
+"""
+
+# what the GGUF writer does per tensor with --device cuda (the tiny checkpoint's rows are too
+# short for K-quants, which need multiples of 256: Q4_K_M writes them as Q8_0 there)
+K_QUANT_RUN = """
+import torch
+from ladr_core.dimoo.weights import ggml
+from testbed.cuda_emu import emulated_cuda
+with emulated_cuda():
+    w = torch.randn(4, 512, generator=torch.Generator().manual_seed(0)).cuda()
+    for name in ("Q5_K", "Q6_K"):
+        ggml.quantize(w, name)
+"""
+
+CASES = [
+    PutBack(1, "ladr_core/dimoo/images.py", PREVIEW_FIXED + '''
+        """Cheap preview [B, h*p, w*p, 3] on the tokens' device: table gather, masked tokens
+        grey; no decoder call, no host copy of the tokens."""
+        return preview_from_table(self.preview_table(tokens.device), tokens, masked, grid)''',
+            PREVIEW_FIXED + '''
+        """The code before the fix: the table stays where the pipeline was built."""
+        return preview_from_table(self._cpu_table(), tokens, masked, grid)
+
+    def _cpu_table(self) -> torch.Tensor:
+        if getattr(self, "_preview_table", None) is None:
+            self._preview_table = self.preview_table().cpu()
+        return self._preview_table''', PREVIEW_RUN,
+            ("ladr_core/dimoo/model/vq.py", "codes = _grid(tokens, grid).flatten(1).to(")),
+    PutBack(2, "ladr_core/dimoo/weights/ggml.py",
+            "bits = (q >> 4) << torch.arange(8, device=q.device).view(1, 8, 1)",
+            "bits = (q >> 4) << torch.arange(8).view(1, 8, 1)", K_QUANT_RUN),
+    PutBack(2, "ladr_core/dimoo/weights/ggml.py",
+            "(2 * torch.arange(4, device=q.device)).view(1, 1, 4, 1)",
+            "(2 * torch.arange(4)).view(1, 1, 4, 1)", K_QUANT_RUN),
+    PutBack(9, "ladr_core/dimoo/denoise/denoiser.py",
+            "rows = slice(a, None, len(items))",
+            "rows = list(range(a, logits.shape[0], len(items)))", LOAD + """
+with emulated_cuda():
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32)
+    pipe.generate("a red circle", width=32, height=32, steps=12, seed=0, decode=False,
+                  cache=MLCacheConfig.ladr())
+""", ("ladr_core/dimoo/denoise/denoiser.py", "self.caches[item].store(logits[rows]")),
+    PutBack(10, "ladr_core/dimoo/denoise/denoiser.py",
+            "self.input_ids, self.attention_mask = batch.input_ids, batch.attention_mask",
+            "self.input_ids, self.attention_mask = (batch.input_ids.to(self.device), "
+            "batch.attention_mask.to(self.device))", BUDGET_RUN),
+]
+
+
+def scratch_copy(tmp: Path, case: PutBack) -> Path:
+    root = tmp / "repo"
+    for part in ("ladr_core", "testbed"):
+        shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
+    path = root / case.file
+    text = path.read_text()
+    assert text.count(case.fixed) == 1, (
+        f"finding {case.finding}'s fix is no longer in {case.file} as this test knows it; "
+        "update the put-back to the code as it is now")
+    path.write_text(text.replace(case.fixed, case.broken))
+    return root
+
+
+def run(root: Path, scenario: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(scenario)], cwd=root,
+                          capture_output=True, text=True, timeout=300,
+                          env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
+                               "HOME": str(Path.home())})
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"finding{c.finding}-{c.file.split('/')[-1]}-{c.broken[:24]}")
+def test_a_finding_put_back_is_caught_and_named(case: PutBack, tmp_path: Path) -> None:
+    root = scratch_copy(tmp_path, case)
+    done = run(root, case.scenario)
+    assert done.returncode != 0, "the emulation did not catch the defect put back"
+    tail = done.stderr.strip().splitlines()[-1]
+    assert "[cuda-emulation:" in tail, done.stderr[-3000:]
+    assert f"{case.where(root)} (" in tail, tail
+
+
+@pytest.mark.parametrize("scenario", [PREVIEW_RUN, BUDGET_RUN], ids=["preview", "budget"])
+def test_the_scenarios_pass_on_the_fixed_code(scenario: str) -> None:
+    """Without a put-back the same runs end cleanly: the failures above are the defects'."""
+    done = run(REPO, scenario)
+    assert done.returncode == 0, done.stderr[-3000:]
