@@ -48,6 +48,26 @@ def test_decode_matches_official_decode_path(pipe: DiMOOPipeline) -> None:
         pipe.decode(codes, (4, 4))
 
 
+def test_a_batch_is_decoded_one_image_at_a_time(pipe: DiMOOPipeline) -> None:
+    """The decoder's float32 activations are one image's whatever the batch (issue 40 finding
+    3: the node, runs.py and the calibration decoded whole batches beside the resident
+    transformer); image i equals its own decode exactly, and the whole batch at once within
+    float rounding."""
+    from ladr_core.dimoo.model.vq import decode_codes
+
+    codes = torch.randint(0, 32, (4, 3 * 5), generator=torch.Generator().manual_seed(2))
+    batch = pipe.decode(codes, (3, 5))
+    assert pipe.vq.decoder.calls == 4
+    singles = torch.cat([pipe.decode(codes[i:i + 1], (3, 5)) for i in range(4)])
+    assert torch.equal(batch, singles)
+    whole = decode_codes(pipe.vq, codes, (3, 5), chunk=4)
+    assert pipe.vq.decoder.calls == 4 + 4 + 1
+    torch.testing.assert_close(whole, batch, atol=1e-5, rtol=0)
+    pairs = decode_codes(pipe.vq, codes, (3, 5), chunk=3)  # a last chunk of one
+    torch.testing.assert_close(pairs, batch, atol=1e-5, rtol=0)
+    assert decode_codes(pipe.vq, codes[:0], (3, 5)).shape == (0, 12, 20, 3)
+
+
 def test_preview_table_built_once_and_preview_never_calls_decoder(pipe: DiMOOPipeline) -> None:
     decoder = pipe.vq.decoder
     table = pipe.preview_table()

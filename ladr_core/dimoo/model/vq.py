@@ -47,18 +47,26 @@ def _grid(codes: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
 
 
 def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
-                 check_range: bool = True) -> torch.Tensor:
+                 check_range: bool = True, chunk: int = 1) -> torch.Tensor:
     """Codes in [0, K) -> images float [B, h*f, w*f, 3] in [0, 1] (f = VQ factor).
 
     check_range: refuse codes outside [0, K) (one host sync); False for codes the sampler made,
-    which are in range by construction (indices into the K logits)."""
+    which are in range by construction (indices into the K logits). The decoder takes
+    ``chunk`` images at a time (default one), so its float32 activations are one image's
+    whatever B, and image i equals its own decode whatever the batch (as ``encode_images``).
+    A larger chunk suits many small grids (``build_preview_table``)."""
     codes = _grid(codes, grid)
     k = vq.config.num_vq_embeddings
     lo, hi = torch.stack(torch.aminmax(codes)).tolist() if check_range and codes.numel() else (0, 0)
     if lo < 0 or hi >= k:  # (one transfer for both ends)
         raise ValueError(f"tokens must be codes in [0, {k}) (subtract the image token offset first)")
-    device = next(vq.parameters()).device
-    codes = codes.to(device)
+    codes = codes.to(next(vq.parameters()).device)
+    parts = [_decode_chunk(vq, part) for part in codes.split(max(1, chunk))]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
+def _decode_chunk(vq: Any, codes: torch.Tensor) -> torch.Tensor:
+    """Codes LongTensor [b, h, w] on the VQ's device -> images float [b, h*f, w*f, 3]."""
     b, h, w = codes.shape
     shape = (b, h, w, vq.config.vq_embed_dim or vq.config.latent_channels)
     with torch.no_grad():
@@ -120,7 +128,7 @@ def build_preview_table(vq: Any, vq_factor: int, size: int = 4, context: int = 3
     for start in range(0, k, chunk):
         codes = torch.arange(start, min(k, start + chunk), device=device)
         grids = codes[:, None, None].expand(-1, context, context)
-        images = decode_codes(vq, grids, (context, context))  # [n, ctx*f, ctx*f, 3]
+        images = decode_codes(vq, grids, (context, context), chunk=chunk)  # [n, .., .., 3]
         centre = images[:, c * f:(c + 1) * f, c * f:(c + 1) * f].permute(0, 3, 1, 2)
         parts.append(F.adaptive_avg_pool2d(centre, p).permute(0, 2, 3, 1))
     return torch.cat(parts).contiguous()
