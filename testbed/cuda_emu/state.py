@@ -18,8 +18,10 @@ A violation is something a real GPU run would fail on or that breaks the sampler
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +62,17 @@ class EmulationState:
     _pinned: dict[int, weakref.ref] = field(default_factory=dict)
     _live: dict[int, list[int]] = field(default_factory=dict)  # storage -> [handle, refs]
     syncs: int = 0  # explicit torch.cuda.synchronize / event waits
+    host_copies: Counter = field(default_factory=Counter)  # a host's own weight streaming
+    _streaming: int = 0
+
+    @contextlib.contextmanager
+    def host_streaming(self) -> Iterator[None]:
+        """Copies made inside are the host's (comfy_host.py's partial load), not the pack's."""
+        self._streaming += 1
+        try:
+            yield
+        finally:
+            self._streaming -= 1
 
     @property
     def inner_device(self) -> torch.device:
@@ -74,6 +87,9 @@ class EmulationState:
 
     def read(self, what: str) -> None:
         """A blocking device-to-host read."""
+        if self._streaming:
+            self.host_copies[site()] += 1
+            return
         if self.storage == "meta":
             self.violate("estimate", f"{what} needs the data, which a shape-only run lacks")
         if self.capture is not None:
@@ -99,6 +115,9 @@ class EmulationState:
 
     def host_to_device(self, what: str) -> None:
         """A blocking host-to-device copy."""
+        if self._streaming:
+            self.host_copies[site()] += 1
+            return
         if self.capture is not None:
             self.violate("h2d", f"{what} while a CUDA graph is being captured")
         if in_step_loop()[0]:

@@ -58,13 +58,27 @@ def _loop() -> tuple[CodeType, int, int, CodeType]:
     return sampling.sample.__code__, start, end, sampling._Run.sync_counts.__code__
 
 
+@cache
+def _node_preview() -> CodeType | None:
+    """The node's one documented read per step: ``nodes.events.step_update`` copies the step's
+    preview bytes, masks and counts to the host in one transfer for the widget and ComfyUI's
+    progress preview (None where the nodes cannot be imported)."""
+    try:
+        from nodes import events
+    except ImportError:
+        return None
+    return events.step_update.__code__
+
+
 def in_step_loop(frame: FrameType | None = None) -> tuple[bool, bool]:
-    """(inside sample()'s step loop, inside the loop's documented read ``_Run.sync_counts``)."""
+    """(inside sample()'s step loop, inside one of its documented reads: the sampler's
+    ``_Run.sync_counts`` or the node's ``step_update``)."""
     code, start, end, documented = _loop()
+    allowed = {documented, _node_preview()}
     frame = frame or sys._getframe(1)
     in_documented = False
     while frame is not None:
-        if frame.f_code is documented:
+        if frame.f_code in allowed:
             in_documented = True
         if frame.f_code is code:
             return start <= frame.f_lineno <= end, in_documented
