@@ -13,7 +13,7 @@ contract (state.py): a host tensor meeting a device tensor (0-dim host scalars a
 allows them), a device-to-host read or a blocking host-to-device copy inside ``sample()``'s step
 loop beyond the loop's documented read, float64 on the device.
 
-Why this design (docs/reports/GPU_EMULATION.md): torch's FakeTensorMode catches device mismatches
+Why this design (docs/reports/GPU.md, "CUDA emulation"): torch's FakeTensorMode catches device mismatches
 but holds no values, so the sampler's per-step read, and with it any real run, cannot finish;
 a wrapper tensor subclass (``_make_wrapper_subclass`` with device cuda) keeps real CPU data
 behind a CUDA device and sees every aten op, so the same runs the CPU tests make run here
