@@ -121,8 +121,8 @@ def block_masks(grid: tuple[int, int], config: SelfScoreConfig,
 
 
 def _per_row_means(values: torch.Tensor, row: torch.Tensor, n_rows: int) -> torch.Tensor:
-    """Sum of ``values`` [M] per row id ``row`` [M] -> float64 [n_rows]."""
-    out = torch.zeros(n_rows, dtype=torch.float64, device=values.device)
+    """Sum of ``values`` [M] per row id ``row`` [M] -> float64 [n_rows] (host tensors)."""
+    out = torch.zeros(n_rows, dtype=torch.float64)
     return out.index_add_(0, row, values.double())
 
 
@@ -130,25 +130,29 @@ def _chunk_scores(denoise: object, tokens: torch.Tensor, masked: torch.Tensor
                   ) -> dict[str, torch.Tensor]:
     """Sums over re-masked positions per copy: {component: float64 [R]} and "count" [R].
 
-    tokens / masked: [R, N] (R copies = the denoiser's batch). One packed full pass.
+    tokens / masked: [R, N] (R copies = the denoiser's batch). One packed full pass. The
+    per-position values (log-probabilities, hits) are float32 on the logits' device and come
+    to the host in one transfer; the float64 sums per copy are made there (no float64 on the
+    device; float32 -> float64 is exact, so the sums are those of the device's values).
     """
     cond, uncond_or_none = denoise.masked_logits(tokens, masked)  # type: ignore[attr-defined]
     cfg = denoise.cfg  # type: ignore[attr-defined]
     r = tokens.shape[0]
     m = masked.to(cond.device)
     truth = tokens.to(cond.device)[m]
-    row = m.nonzero()[:, 0]
+    row = masked.cpu().nonzero()[:, 0]
     branches = 1 if uncond_or_none is None else 2
     uncond = cond if uncond_or_none is None else uncond_or_none
     guided = (1.0 + cfg) * cond - cfg * uncond if branches == 2 else cond
-    out = {"count": _per_row_means(torch.ones_like(truth, dtype=torch.float64), row, r)}
-    for name, lg in (("cond", cond), ("uncond", uncond), ("guided", guided)):
-        logp = lg.log_softmax(dim=-1).gather(1, truth[:, None])[:, 0]
-        out[name] = _per_row_means(logp, row, r)
+    names = ("cond", "uncond", "guided", "cond_acc", "guided_acc")
+    values = [lg.log_softmax(dim=-1).gather(1, truth[:, None])[:, 0].float()
+              for lg in (cond, uncond, guided)]
+    values += [(lg.argmax(dim=-1) == truth).float() for lg in (cond, guided)]
+    host = torch.stack(values).cpu()  # [5, M]: the chunk's one device -> host transfer
+    out = {"count": _per_row_means(torch.ones(row.shape[0], dtype=torch.float64), row, r)}
+    out |= {name: _per_row_means(v, row, r) for name, v in zip(names, host, strict=True)}
     if branches == 1:  # no uncond row without guidance
         out["uncond"] = torch.full_like(out["cond"], math.nan)
-    for name, lg in (("cond_acc", cond), ("guided_acc", guided)):
-        out[name] = _per_row_means((lg.argmax(dim=-1) == truth).double(), row, r)
     return out
 
 
