@@ -25,6 +25,24 @@ from .tensor import EmuTensor, wrap
 _FROM_HOST_DATA = {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
                    "torch.Tensor.new_tensor"}
 _T = torch.Tensor
+_DATA_SET = torch.Tensor.data.__set__
+
+
+def _set_data(old: torch.Tensor, new: torch.Tensor) -> None:
+    """``old.data = new`` across devices (a module's parameter given a device view, and back).
+
+    On a real GPU the tensor object keeps its identity and takes ``new``'s storage. Here the
+    wrapper class must change with it (a plain CPU tensor cannot hold an emulated one's data),
+    so ``old``'s contents are swapped (torch.utils.swap_tensors, identity kept) with a fresh
+    tensor sharing ``new``'s storage; ``new`` itself is left as it was."""
+    if not (isinstance(old, EmuTensor) or isinstance(new, EmuTensor)):
+        with torch._C.DisableTorchFunction():
+            _DATA_SET(old, new)
+        return
+    twin = new.detach()
+    if isinstance(old, torch.nn.Parameter) or getattr(old, "_is_param", False):
+        twin = torch.nn.Parameter(twin, requires_grad=old.requires_grad)
+    torch.utils.swap_tensors(old, twin)
 
 
 def _is_cuda(device: Any) -> bool:
@@ -46,6 +64,8 @@ class EmulatedFunctions(TorchFunctionMode):
             return torch.device("cuda", args[0])  # an index means the accelerator
         if func is _T.pin_memory:
             return self._pin(args[0])
+        if func == _DATA_SET:  # a method-wrapper: equal, not identical, each time
+            return _set_data(args[0], args[1])
         if func is _T.record_stream:
             return None  # streams run in issue order here: nothing to keep alive
         if func is _T.is_pinned:

@@ -163,3 +163,16 @@ def test_the_allocator_model_reuses_cached_blocks_and_releases_empty_segments() 
         mem.free(h)
     mem.empty_cache()
     assert mem.reserved == 0 and mem.peak_reserved == 12 * 2**20
+
+
+def test_data_assignment_moves_a_parameter_and_keeps_it(emu) -> None:
+    """``param.data = device_view`` (block streaming's slots) and back, as on a GPU."""
+    layer = torch.nn.Linear(3, 2)
+    weight = layer.weight
+    slot = torch.zeros(2, 3, device="cuda")
+    layer.weight.data = slot[:, :]
+    assert layer.weight is weight and layer.weight.device.type == "cuda"
+    slot.fill_(2.0)  # the parameter is a view of the slot
+    assert layer.weight.sum().item() == 12.0
+    layer.weight.data = torch.ones(2, 3)
+    assert layer.weight is weight and layer.weight.device.type == "cpu"
