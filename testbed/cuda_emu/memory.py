@@ -6,10 +6,10 @@ Reserved replays the allocator's segment rules (c10/cuda/CUDACachingAllocator.cp
 settings): requests of at most 1 MiB come from 2 MiB segments (the small pool), larger ones from
 20 MiB segments when under 10 MiB, else from a segment of their own size rounded up to 2 MiB
 (the large pool); a request takes the smallest cached free block of its pool that fits, split
-when the rest is over 512 bytes (small) or 1 MiB (large); freed blocks merge with free neighbours
-in their segment and stay reserved until ``empty_cache``. Not modelled: per-stream pools (a
-block freed on one stream and used on another), expandable segments, and fragmentation limits
-(``max_split_size_mb``): reserved is the allocator's figure for a single-stream run.
+when the rest is at least 512 bytes (small) or over 1 MiB (large); freed blocks merge with free
+neighbours in their segment and stay reserved until ``empty_cache``. Not modelled: per-stream
+pools (a block freed on one stream and used on another), expandable segments, and fragmentation
+limits (``max_split_size_mb``): reserved is the allocator's figure for a single-stream run.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ class Allocator:
         seg, offset = fit
         block = seg.free.pop(offset)
         rest = block - size
-        if rest > (512 if small else MIB):
+        if (rest >= 512) if small else (rest > MIB):  # CUDACachingAllocator should_split
             seg.free[offset + size] = rest
         else:
             size = block
