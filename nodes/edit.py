@@ -107,7 +107,7 @@ class DiMOOEdit(io.ComfyNode):
                           style_image, size)
         chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
-        host.load_to_device(model.patcher)
+        host.load_to_device(model.patcher, model.pipe.run_memory(job, len(job.items)))
         tokens, stats = generate_tokens(model, node_id, job, steps=steps,
                                         temperature=temperature, seed=seed, strategy=chosen,
                                         cache=None, max_batch=len(job.items))

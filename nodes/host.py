@@ -207,13 +207,16 @@ def load_to_device(patchers: Patchers | None, memory_required: int = 0,
     """Ask ComfyUI to load the weights (freeing other models if needed) before running.
 
     The VQ is loaded whole first; then the transformer, partially when memory is short (no
-    forced full load), with the VQ kept loaded. ``vq_only``: just the VQ (decoding).
+    forced full load), with the VQ kept loaded. ``memory_required``: the bytes the run needs
+    beyond the weights (``pipe.run_memory``; ``pipe.decode_bytes`` for a decode), which
+    ComfyUI keeps free, offloading weights if it must. ``vq_only``: just the VQ (decoding).
     """
     mm = _comfy_module("comfy.model_management")
     if mm is None or patchers is None:
         return
     if patchers.vq is not None:
-        mm.load_models_gpu([patchers.vq], force_full_load=True)
+        mm.load_models_gpu([patchers.vq], memory_required=memory_required if vq_only else 0,
+                           force_full_load=True)
     if vq_only:
         return
     models = [patchers.transformer] + ([patchers.vq] if patchers.vq is not None else [])

@@ -187,7 +187,10 @@ def run_sampler(model: DiMOOModel, job: Any, node_id: str | None, *, steps: int 
     steps None: the strategy's own T; max_batch: images in flight (batching.AUTO: from the
     device and its free memory), the rest roll in."""
     pipe = model.pipe
-    host.load_to_device(model.patcher)
+    # room for the run beside the weights: the images asked for, or one (the automatic choice
+    # then fills what is free after loading)
+    wanted = 1 if max_batch == batching.AUTO else min(max_batch, len(job.items))
+    host.load_to_device(model.patcher, pipe.run_memory(job, wanted, cache))
     flying = batching.in_flight(max_batch, pipe, len(job.items), job.layout.w * pipe.vq_factor,
                                 job.layout.h * pipe.vq_factor, cache)
     return generate_tokens(model, node_id, job, steps=steps, temperature=temperature,

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from ..devices import to_device
+from .model.memory import decode_memory
 from .model.vq import (
     build_preview_table,
     decode_codes,
@@ -49,8 +50,14 @@ class PipelineImages:
                              self.vq_factor)
 
     def decode(self, tokens: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor:
-        """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder)."""
+        """Codes [B, h*w] -> images float [B, h*f, w*f, 3] in [0, 1] (full VQ decoder, one
+        image at a time)."""
         return decode_codes(self.vq, tokens, grid)
+
+    def decode_bytes(self, width: int, height: int) -> int:
+        """Device memory the VQ decoder needs beyond its weights for one ``width`` x ``height``
+        image (model/memory.py ``decode_memory``): what a host keeps free to decode."""
+        return decode_memory(self.vq.config, height, width, next(self.vq.parameters()).dtype)
 
     def use_preview_table(self, path: str | Path) -> None:
         """Use a fitted table file (vq.py ``load_preview_table``); CheckpointError if it does

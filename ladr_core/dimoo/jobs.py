@@ -21,9 +21,9 @@ from ..errors import InputError
 from ..validation import KnownTokens
 from .denoise.cache import MLCacheConfig
 from .denoise.denoiser import DiMOODenoiser
-from .denoise.prompt import ImageLayout, build_prompt_batch
+from .denoise.prompt import ImageLayout, build_prompt_batch, cond_text, uncond_text
 from .model.config import DiMOOIds
-from .tasks.editing import EditPlan, edit_denoiser
+from .tasks.editing import EditPlan, edit_denoiser, edit_texts
 from .tasks.painting import PaintPlan
 from .tasks.preview import PreviewBase, edit_base, painting_base
 
@@ -78,6 +78,13 @@ class TextJob:
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
         return Built(self.denoiser(rt, steps, cache))
 
+    def rows(self, encode: Callable[[str], list[int]]) -> tuple[int, int]:
+        """(rows per image, tokens of the longest row) of the denoiser this job builds."""
+        texts = [cond_text(p) for p in set(self.items)]
+        texts += [uncond_text(self.negative_prompt)] if self.cfg > 0 else []
+        longest = max(len(encode(t)) for t in texts)
+        return (2 if self.cfg > 0 else 1), longest + self.layout.length
+
     def preview_base(self) -> PreviewBase | None:
         """What is known of the picture before sampling (tasks/preview.py): nothing here."""
         return None
@@ -111,6 +118,10 @@ class PaintJob:
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
         plan = self.plan.with_codes(rt.encode_image(self.plan.source))
         return Built(self.text.denoiser(rt, steps, cache, plan.n_generate()), plan.known, plan)
+
+    def rows(self, encode: Callable[[str], list[int]]) -> tuple[int, int]:
+        """(rows per image, tokens of the longest row): the text job's."""
+        return self.text.rows(encode)
 
     def preview_base(self) -> PreviewBase:
         """The input's own pixels under its known tokens (tasks/preview.py)."""
@@ -146,6 +157,18 @@ class EditJob:
                                  self.cfg, self.image_cfg, steps)
         denoiser.forward_hook = rt.forward_hook
         return Built(denoiser)
+
+    def rows(self, encode: Callable[[str], list[int]]) -> tuple[int, int]:
+        """(rows per image, tokens of the longest row): cond, text-uncond and image-uncond rows
+        (one without guidance), each its text, the input images and the part to generate
+        (editing.build_edit_batch)."""
+        plan = self.plan
+        longest = max(len(encode(t)) for p in set(plan.instructions)
+                      for t in edit_texts(p, plan.edit_type))
+        images = [plan.layout] + ([] if plan.first_layout is None else [plan.first_layout])
+        parts = sum(g.length - 2 for g in images)  # BOI .. EOI of each input image
+        guided = self.cfg > 0 or self.image_cfg > 0
+        return (3 if guided else 1), longest + parts + plan.layout.length
 
     def preview_base(self) -> PreviewBase | None:
         """The image being edited, faded under the tokens still masked, when it has the

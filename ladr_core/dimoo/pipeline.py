@@ -28,6 +28,7 @@ from .denoise.prompt import SIZE_STEP, ImageLayout, check_image_size, cond_text,
 from .images import PipelineImages
 from .jobs import EditJob, Job, PaintJob, Runtime, TextJob, check_job
 from .model.config import DiMOOIds, LLaDAConfig, context_length
+from .model.memory import working_memory
 from .model.transformer import LLaDAModel
 from .model.vq import (
     PREVIEW_TABLE_FILE,
@@ -139,22 +140,26 @@ class DiMOOPipeline(PipelineImages):
 
     def image_bytes(self, width: int | None = None, height: int | None = None,
                     cache: bool = False) -> int:
-        """Device memory one image in flight needs beyond the weights (an estimate, to choose
-        how many to run at once): the largest activations of its rows (cond and uncond, each
-        ~prompt + image tokens: two [tokens, MLP] buffers at the MLP's peak, in the compute
-        dtype), its code-slot logits in float32 (the guided logits and the sampler's two
-        [N, K] work buffers) and, with an ML-Cache, every layer's K/V of its rows."""
-        cfg, ids = self.config, self.ids
+        """Device memory beyond the weights of one image in flight, to choose how many run at
+        once: ``working_memory`` (model/memory.py) of one image, prompts of 96 tokens."""
         grid = ImageLayout((height or self.default_size) // self.vq_factor,
                            (width or self.default_size) // self.vq_factor)
-        tokens = 2 * (grid.length + 96)  # two rows, a typical prompt length
-        width_bytes = next(self.transformer.parameters()).element_size()
-        bytes_ = 2 * tokens * cfg.hidden_size * max(width_bytes, 2)
-        bytes_ += 3 * grid.n_codes * ids.codebook_size * 4
-        if cache:
-            kv = 2 * cfg.effective_n_kv_heads * cfg.head_dim * max(width_bytes, 2)
-            bytes_ += cfg.n_layers * tokens * kv + 2 * grid.n_codes * ids.codebook_size * 2
-        return int(bytes_)
+        return working_memory(self.config, 1, grid.length + 96, grid.n_codes,
+                              self.ids.codebook_size, cache=cache, dtype=self._compute_dtype())
+
+    def run_memory(self, job: Job, images: int = 1, cache: MLCacheConfig | None = None) -> int:
+        """Device memory beyond the weights of a run of ``job``, ``images`` in flight: its
+        sampling (``working_memory`` at the job's rows) or one image's decode, the larger (the
+        decode follows): what a host keeps free when loading the weights."""
+        branches, length = job.rows(self.encode)
+        grid = job.layout
+        sampling = working_memory(self.config, images, length, grid.n_codes,
+                                  self.ids.codebook_size, branches=branches,
+                                  cache=cache is not None, dtype=self._compute_dtype())
+        return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor))
+
+    def _compute_dtype(self) -> torch.dtype:  # the embedding's (every layout keeps it so)
+        return next(self.transformer.parameters()).dtype
 
     def encode(self, text: str) -> list[int]:
         """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""

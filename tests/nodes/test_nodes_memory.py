@@ -1,0 +1,67 @@
+"""What the nodes ask ComfyUI to keep free beside the weights (issue 40 finding 3: the sampler
+asked for 0 bytes, so all the weights loaded and left no room for the run): the pipeline's
+estimate for the job (ladr_core/dimoo/model/memory.py), and one image's decode for VQ Decode."""
+
+from __future__ import annotations
+
+import pytest
+from support.nodes import SAMPLER_DEFAULTS
+
+import ladr_core
+from nodes import host
+from nodes.decode import DiMOOVQDecode
+from nodes.sampler import DiMOOSampler
+
+
+@pytest.fixture
+def loads(monkeypatch) -> list[tuple[int, bool]]:
+    out: list[tuple[int, bool]] = []
+
+    def load(patchers: object, memory_required: int = 0, vq_only: bool = False) -> None:
+        out.append((memory_required, vq_only))
+
+    monkeypatch.setattr(host, "load_to_device", load)
+    return out
+
+
+@pytest.mark.parametrize(("max_batch", "flying"), [(0, 1), (2, 2), (9, 3)])
+def test_the_sampler_asks_for_the_runs_memory(fake_model, sent, loads, max_batch: int,
+                                              flying: int) -> None:
+    """Images in flight as asked (at most the batch); the automatic choice (0) asks for one
+    and fills what is free after loading."""
+    cache = ladr_core.MLCacheConfig()
+    args = {**SAMPLER_DEFAULTS, "batch_size": 3, "max_batch": max_batch, "cache": cache}
+    DiMOOSampler.execute(model=fake_model, **args)
+    pipe = fake_model.pipe
+    job = pipe.prepare_text([SAMPLER_DEFAULTS["prompt"]], width=48, height=48,
+                            cfg=SAMPLER_DEFAULTS["cfg"], batch_size=3)
+    assert loads[0] == (pipe.run_memory(job, flying, cache), False)
+    assert loads[0][0] > pipe.run_memory(job, flying) > 0  # the cache's buffers counted
+
+
+def test_vq_decode_asks_for_one_images_decode(fake_model, sent, loads) -> None:
+    tokens, _ = DiMOOSampler.execute(model=fake_model,
+                                     **{**SAMPLER_DEFAULTS, "batch_size": 2}).args
+    loads.clear()
+    DiMOOVQDecode.execute(model=fake_model, tokens=tokens)
+    assert loads == [(fake_model.pipe.decode_bytes(48, 48), True)]
+    assert loads[0][0] > 0
+
+
+def test_dimoo_edit_asks_for_its_runs_memory(dimoo_checkpoint, sent, loads) -> None:
+    """Every image of an edit is in flight at once (three rows each: cond, text-uncond,
+    image-uncond)."""
+    import torch
+
+    from nodes.edit import DiMOOEdit
+    from nodes.handles import DiMOOModel
+
+    pipe = ladr_core.load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    image = torch.rand(2, 32, 32, 3, generator=torch.Generator().manual_seed(0))
+    DiMOOEdit.execute(model=DiMOOModel(pipe=pipe, key=("tiny",), name="tiny"), image=image,
+                      instruction="make it green", edit_type="edit", cfg=2.5, image_cfg=4.0,
+                      steps=4, temperature=1.0, seed=0, strategy="ladr", size="as is")
+    job = pipe.prepare_edit("make it green", image=image, size="as is", cfg=2.5, image_cfg=4.0,
+                            batch_size=2)
+    assert job.rows(pipe.encode)[0] == 3
+    assert loads == [(pipe.run_memory(job, 2), False)]
