@@ -71,3 +71,33 @@ def test_an_edit_shows_its_reference_faded_under_the_masked_tokens() -> None:
     torch.testing.assert_close(out[under], ref[0][under] * FADE + MASK_GREY * (1 - FADE))
     assert torch.equal(out[~under], table[~under])
     assert edit_base(ref, (GRID[0], GRID[1] + 1), F) is None  # style: output of another size
+
+
+def test_the_base_goes_to_the_previews_device_once_per_run() -> None:
+    """The known tokens and pooled pixels are copied to the preview's device at the first step
+    and kept: later steps copy nothing from the host (a blocking copy per step before). The
+    meta device stands for a GPU."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Copies(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            if "_to_copy" in str(func) or "copy_" in str(func):
+                self.count += 1
+            return func(*args, **(kwargs or {}))
+
+    mask = torch.zeros(2, 12, 16)
+    mask[:, 4:8, 4:12] = 1.0
+    base = painting_base(plan_painting(["x", "y"], _images(2), mask, None, 1, F))
+    meta = torch.device("meta")
+    preview = torch.rand(12, 16, 3).to(meta)
+    masked = torch.ones(12, dtype=torch.bool).to(meta)
+    first = base.apply(preview, masked, item=0)
+    assert first.device == meta
+    with Copies() as copies:
+        for item in (0, 1, 0):
+            assert base.apply(preview, masked, item=item).device == meta
+    assert copies.count == 0
