@@ -118,10 +118,13 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
     if mode != "run":
         try:
             strategy, _, report = calibrated_strategy(folder, path)
-            if _matches(report, wanted) or mode == "load":
+            fresh = _matches(report, wanted) and not report.get("rejudged")
+            if fresh or mode == "load":
                 return (strategy, _plot(report), _text(report, "loaded " + str(path)),
                         _sheet(report))
-            note = "the stored calibration was made with other prompts/size/steps: ran again\n"
+            note = ("the stored calibration was judged by an older rule: ran again\n"
+                    if _matches(report, wanted) else
+                    "the stored calibration was made with other prompts/size/steps: ran again\n")
         except CalibrationError as exc:
             if mode == "load":
                 raise input_error(NODE, "mode", "is 'load', but no calibration of these weights "
@@ -172,10 +175,14 @@ def _sheet(report: dict[str, Any]) -> torch.Tensor:
     from PIL import Image, ImageDraw
 
     path = report.get("sheet")
+    if report.get("rejudged"):  # its sheet marks the recommendation of the older rule
+        path = None
     if path and Path(path).is_file():
         with Image.open(path) as pic:
             return image_tensor(pic)
     why = report.get("sheet_error") or (
+        "this calibration was saved under an older rule and judged again; its sheet marks "
+        "the old recommendation" if report.get("rejudged") else
         f"the contact sheet {path} is missing" if path else
         "this calibration was saved without a contact sheet")
     card = Image.new("RGB", (720, 96), "white")

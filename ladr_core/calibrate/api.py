@@ -26,9 +26,9 @@ from typing import Any
 import torch
 
 from .candidates import Candidate, strategy_from_spec
-from .margin import DEFAULT_MARGIN, check_margin, shortfall_message
+from .margin import DEFAULT_MARGIN, check_margin
 from .prompts import BUILTIN_PROMPTS
-from .report import build_report, plot_report, report_text
+from .report import build_report, plot_report, rejudge, report_text
 from .runner import CALIBRATION_SELF_SCORE, Calibration, CalibrationConfig, Progress
 from .sheet import draw_sheet, sheet_columns, sheet_items
 from .state import (
@@ -118,10 +118,11 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
     cal = Calibration(pipe, config, state, config.key(fp, _weights_desc(pipe, weight_dtype)),
                       progress, check, candidates)
     runs = cal.run()
+    # the prompt-shortfall warning is in report["warnings"] only with the reference as the
+    # recommendation (report.judge): a report never recommends a setting and calls the
+    # prompts too few
     report = build_report(runs, config.groups, next(iter(runs)), margin)
-    short = shortfall_message(len(config.prompts), seeds, margin)
     report = {"format": FORMAT, **report, "skipped": cal.skipped,
-              "warnings": [short] if short else [],
               "checkpoint": {"folder": str(Path(folder).resolve()), "fingerprint": fp},
               "conditions": {"prompts": len(config.prompts), "prompt_texts": list(prompts),
                              "seeds": seeds,
@@ -207,9 +208,16 @@ def calibrated_strategy(folder: str | Path, calibration_file: str | Path | None 
                         ) -> tuple[Any, int, dict[str, Any]]:
     """(strategy object, its T, the report) of the recommended setting for the checkpoint in
     ``folder``. CalibrationError when the file is missing, damaged, or made for other weights
-    (the message names the file, the field and the fix)."""
+    (the message names the file, the field and the fix). A file saved before the spread floor
+    is judged again by the current rule (``report.rejudge``; ``rejudged`` is set)."""
     path = Path(calibration_file) if calibration_file else Path(folder) / CALIBRATION_FILE
     data = load_calibration(path, fingerprint(folder))
+    try:
+        data = rejudge(data)
+    except (KeyError, TypeError, ValueError, StopIteration) as exc:
+        raise CalibrationError(f"{path}: saved before the current rule and missing what it "
+                               f"needs to be judged again ({exc!r}); delete the file and "
+                               "calibrate again") from None
     entry = next(c for c in data["candidates"] if c["name"] == data["recommended"])
     try:
         strategy, steps = strategy_from_spec(entry.get("strategy"),

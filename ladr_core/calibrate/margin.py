@@ -18,6 +18,16 @@ How many prompts: a setting whose true self-score equals the reference's qualifi
 probability ``POWER`` when ``z_(0.975) * sd / sqrt(n) + z_POWER * sd / sqrt(n) < margin``, i.e.
 ``n >= ((1.96 + 0.84) * sd / margin) ** 2`` prompts (sd: the spread of the per-prompt
 differences; with several seeds a prompt's images are averaged first).
+
+The interval cannot be narrower than the evidence allows: the Student-t interval that decides
+is computed with ``max(observed sd, SPREAD_FLOOR)``. The self-score's paired differences are
+heavy-tailed (most prompts of two good settings differ by about 0, a loss shows as a rare
+large negative), so a few prompts that miss the tail show an sd far below the one that goes
+with the margin, and without the floor an interval a few thousandths wide "proved" a setting
+the evaluator puts 0.14 below 64 steps. With the floor, ``n`` prompts can show a setting within
+the margin only when its mean difference is at least ``lead_needed(n, margin)`` (+0.125 on 6
+prompts, +0.022 on 48, about 0 near ``prompts_needed``); ``docs/reports/CALIBRATION.md`` shows
+the skew and the rule's measured error rate.
 """
 
 from __future__ import annotations
@@ -26,9 +36,11 @@ import math
 from typing import Any
 
 from .state import CalibrationInputError
+from .stats import t_quantile_975
 
 __all__ = ["DEFAULT_MARGIN", "EVALUATOR_DROP", "MARGIN_SOURCE", "POWER", "PRIOR_SPREAD",
-           "check_margin", "margin_info", "prompts_needed", "shortfall_message"]
+           "SPREAD_FLOOR", "check_margin", "lead_needed", "margin_info", "prompts_needed",
+           "shortfall_message"]
 
 EVALUATOR_DROP = 0.05
 """The evaluator loss (overall GenEval-style score, 0..1) the default margin stands for."""
@@ -39,6 +51,11 @@ benchmarks/results/calibration_margin.json ``margin`` (0.01693, 95 % interval 0.
 PRIOR_SPREAD = 0.135
 """sd of the per-prompt paired self-score differences to baseline-64 on nano's validation set,
 median over the three settings the evaluator puts closest to it (same file, ``spread``)."""
+SPREAD_FLOOR = PRIOR_SPREAD
+"""The least sd of the per-prompt differences a setting's deciding interval is computed with
+(module docstring): the spread the validation fit says a setting's differences have; the spread
+the margin's prompt count was planned with. Kept for a user's ``--margin`` too (it is a
+statement about the self-score's spread, not about the margin)."""
 MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration_margin.py -> "
                  "benchmarks/results/calibration_margin.json): the self-score difference to "
                  "baseline-64 that goes with an evaluator drop of 0.05 (least squares through "
@@ -70,18 +87,33 @@ def prompts_needed(spread: float, margin: float) -> int:
     return max(2, math.ceil(((_Z_INTERVAL + _Z_POWER) * spread / margin) ** 2))
 
 
+def lead_needed(prompts: int, margin: float, floor: float = SPREAD_FLOOR) -> float:
+    """The least mean self-score difference to the reference with which a setting can qualify
+    on ``prompts`` prompts: Student's half-width at the spread floor minus the margin (inf for
+    fewer than 2 prompts, which give no interval)."""
+    if prompts < 2:
+        return math.inf
+    return t_quantile_975(prompts - 1) * floor / math.sqrt(prompts) - margin
+
+
 def shortfall_message(prompts: int, seeds: int, margin: float,
                       spread: float = PRIOR_SPREAD) -> str | None:
     """None when ``prompts`` are enough for ``margin`` at the prior spread, else one line
-    naming the input, the prompts needed and the fix (the run still goes ahead)."""
+    naming the input, the prompts needed, the lead a cheaper setting would need on these
+    prompts, and the fix (the run still goes ahead)."""
     need = prompts_needed(spread, margin)
     if prompts >= need:
         return None
     more = " (a second seed of a prompt helps less than a new prompt)" if seeds > 1 else ""
+    lead = lead_needed(prompts, margin, spread)
+    can = ("no setting can qualify on fewer than 2 prompts" if math.isinf(lead) else
+           f"on {prompts} prompts a cheaper setting qualifies only when its self-score is at "
+           f"least {lead:+.3f} above the reference's (the interval is never computed with an "
+           f"sd below {spread:g})")
     return (f"prompts: {prompts} prompts are too few for margin {margin:g}: a setting as good "
             f"as the reference qualifies {POWER:.0%} of the time only from about {need} prompts "
-            f"(at the self-score spread seen on DiMOO-nano, sd {spread:g}){more}. The "
-            f"calibration runs and writes its report, but expect it to recommend the "
+            f"(at the self-score spread seen on DiMOO-nano, sd {spread:g}){more}, and {can}. "
+            f"The calibration runs and writes its report, but expect it to recommend the "
             f"reference; give about {need} prompts (--prompts FILE) or a larger --margin")
 
 
@@ -91,4 +123,4 @@ def margin_info(margin: float) -> dict[str, Any]:
     return {"value": margin, "default": default,
             "source": MARGIN_SOURCE if default else "given by the user (--margin / margin=)",
             "evaluator_drop": EVALUATOR_DROP if default else None,
-            "prior_spread": PRIOR_SPREAD, "power": POWER}
+            "prior_spread": PRIOR_SPREAD, "spread_floor": SPREAD_FLOOR, "power": POWER}

@@ -3,14 +3,22 @@
 Recommendation rule (``RULE``, non-inferiority): among every measured setting (the reference,
 the candidates and the baselines at their NFE), a setting qualifies when the lower end of its
 paired 95 % interval of the self-score difference to the reference is above ``-margin``
-(margin.py says where the default comes from; the lower end ``noninferiority_lo`` is the lower
-of the percentile bootstrap's and Student's t, because on a few prompts the bootstrap interval
-is too narrow: four prompts that all happen to favour a setting give it a lower end of 0); the qualifying one with the fewest
-token-forwards per image is recommended (ties: the higher self-score). The reference always
-qualifies, so there is always a recommendation; ``why`` says in words why it was chosen and,
-when the prompts were too few for any cheaper setting, about how many would be needed (from the
-spread of the per-prompt differences observed in this run). ``below_reference`` (the interval
-entirely below 0) is kept for reading; it no longer decides.
+(margin.py says where the default comes from). The lower end ``noninferiority_lo`` is the lower
+of the percentile bootstrap's and Student's t, and Student's t is computed with the spread of
+the per-prompt differences floored at ``margin.SPREAD_FLOOR`` (``vs_reference_t["sd"]``): on a
+few prompts the bootstrap interval is too narrow (four prompts that all happen to favour a
+setting give it a lower end of 0), and the self-score's differences are heavy-tailed, so a few
+prompts that miss the rare large loss show a spread far below the one the margin was fitted
+with. The qualifying one with the fewest token-forwards per image is recommended (ties: the
+higher self-score). The reference always qualifies, so there is always a recommendation; ``why``
+says in words why it was chosen and, when the prompts were too few for any cheaper setting,
+about how many would be needed and which settings are worth trying with more prompts
+(``to_try``: cheaper settings whose mean difference is within the margin so far). The
+prompt-shortfall warning is given only with the reference as the recommendation: a cheaper
+setting that qualifies on fewer prompts than the margin plans for has led the reference by
+more than ``lead_needed`` and ``why`` says so. ``rejudge`` applies the rule to a report saved
+before the floor existed. ``below_reference`` (the bootstrap interval entirely below 0) is kept
+for reading; it no longer decides.
 
 The plot is drawn with PIL (a runtime dependency), so it works in any ComfyUI install.
 """
@@ -20,16 +28,25 @@ from __future__ import annotations
 from typing import Any
 
 from .candidates import strategy_spec
-from .margin import DEFAULT_MARGIN, margin_info, prompts_needed
-from .stats import paired_mean_ci, paired_spread, paired_t_interval, pareto_front
+from .margin import (
+    DEFAULT_MARGIN,
+    SPREAD_FLOOR,
+    lead_needed,
+    margin_info,
+    prompts_needed,
+    shortfall_message,
+)
+from .stats import paired_mean_ci, paired_spread, paired_t_interval, pareto_front, t_interval
 
-__all__ = ["RULE", "build_report", "plot_report", "report_text", "why_recommended"]
+__all__ = ["RULE", "build_report", "decision_interval", "judge", "plot_report", "rejudge",
+           "report_text", "why_recommended"]
 
 RULE = ("non-inferiority: a setting qualifies when the lower end of its paired 95 % interval "
         "of the self-score difference to the reference is above -margin (it is shown to lose "
         "at most the margin; the lower end is the more cautious of the bootstrap and Student-t "
-        "intervals, as the bootstrap's is too narrow on a few prompts); among those, the "
-        "fewest token-forwards per image, ties to the higher self-score; the reference always "
+        "intervals, as the bootstrap's is too narrow on a few prompts, and Student's t never "
+        "uses a spread below the one the margin was fitted with); among those, the fewest "
+        "token-forwards per image, ties to the higher self-score; the reference always "
         "qualifies")
 
 
@@ -38,16 +55,17 @@ def _mean(values: list[float]) -> float:
 
 
 def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: str,
-                 margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
-    """``candidates`` (one entry per measured setting, run order), ``recommended``, ``why``
-    and the ``margin`` it was judged with (module docstring)."""
+                 margin: float = DEFAULT_MARGIN, floor: float = SPREAD_FLOOR
+                 ) -> dict[str, Any]:
+    """``candidates`` (one entry per measured setting, run order), ``recommended``, ``why``,
+    ``to_try``, ``warnings`` and the ``margin`` it was judged with (module docstring)."""
     ref = runs[reference]["self_score"]
     out = []
     for name, r in runs.items():
         vs_ref = None if name == reference else paired_mean_ci(r["self_score"], ref, groups)
         spread = None if name == reference else paired_spread(r["self_score"], ref, groups)
-        t_ref = None if name == reference else paired_t_interval(r["self_score"], ref, groups)
-        low = None if vs_ref is None else min(vs_ref["lo"], t_ref["lo"])
+        t_ref = None if name == reference else paired_t_interval(r["self_score"], ref, groups,
+                                                                 min_sd=floor)
         matched = r.get("matched")
         vs_matched = None
         if matched in runs and matched != name:
@@ -67,32 +85,65 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
             "components": {k: _mean(v) for k, v in r["scores"].items()},
             "vs_reference": vs_ref, "vs_matched": vs_matched,
             "below_reference": bool(vs_ref is not None and vs_ref["hi"] < 0),
-            "vs_reference_t": t_ref, "noninferiority_lo": low,
-            "qualifies": bool(low is None or low > -margin),
-            "spread": spread,
-            "prompts_needed": None if spread is None else prompts_needed(spread, margin)})
-    ok = [c for c in out if c["qualifies"]]
-    best = min(ok, key=lambda c: (c["token_forwards"], -c["self_score"]))
+            "vs_reference_t": t_ref, "spread": spread})
     front = pareto_front([c["token_forwards"] for c in out], [c["self_score"] for c in out])
     for i, c in enumerate(out):
         c["pareto"] = i in front
-    why, needed = why_recommended(out, best, reference, margin, len(set(groups)))
+    prompts = len(set(groups))
+    verdict = judge(out, reference, margin, prompts, len(groups) // max(1, prompts), floor)
     calls = [c["denoiser_calls"] for c in out]
-    return {"reference": reference, "candidates": out, "recommended": best["name"],
-            "recommend_rule": RULE, "margin": margin_info(margin), "why": why,
-            "prompts_needed": needed,
+    return {"reference": reference, "candidates": out, **verdict,
             "denoiser_calls": None if None in calls else sum(calls)}
 
 
+def judge(cands: list[dict[str, Any]], reference: str, margin: float, prompts: int,
+          seeds: int = 1, floor: float = SPREAD_FLOOR) -> dict[str, Any]:
+    """Apply the rule to measured candidates (each with ``vs_reference``, the floored
+    ``vs_reference_t`` and ``spread``; set here: ``noninferiority_lo``, ``qualifies``,
+    ``prompts_needed``): the report's ``recommended``, ``recommend_rule``, ``margin``, ``why``,
+    ``prompts_needed``, ``to_try``, ``lead_needed`` and ``warnings``. The shortfall warning
+    comes only with the reference as the recommendation."""
+    for c in cands:
+        boot, t = c.get("vs_reference"), c.get("vs_reference_t")
+        low = None if boot is None else min(boot["lo"], t["lo"])
+        c["noninferiority_lo"] = low
+        c["qualifies"] = bool(low is None or low > -margin)
+        c["prompts_needed"] = (None if c.get("spread") is None else
+                               prompts_needed(max(c["spread"], floor), margin))
+    best = min((c for c in cands if c["qualifies"]),
+               key=lambda c: (c["token_forwards"], -c["self_score"]))
+    ref_cost = next(c["token_forwards"] for c in cands if c["name"] == reference)
+    to_try = [] if best["name"] != reference else sorted(
+        (c for c in cands if c["token_forwards"] < ref_cost and not c["qualifies"]
+         and c["vs_reference"]["diff"] > -margin), key=lambda c: c["token_forwards"])
+    why, needed = why_recommended(cands, best, reference, margin, prompts, floor,
+                                  [c["name"] for c in to_try])
+    short = shortfall_message(prompts, seeds, margin, floor)
+    info = margin_info(margin)
+    info["spread_floor"] = floor
+    return {"recommended": best["name"], "recommend_rule": RULE, "margin": info, "why": why,
+            "prompts_needed": needed, "to_try": [c["name"] for c in to_try],
+            "lead_needed": lead_needed(prompts, margin, floor),
+            "warnings": [short] if short and best["name"] == reference else []}
+
+
 def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference: str,
-                    margin: float, prompts: int) -> tuple[str, int | None]:
+                    margin: float, prompts: int, floor: float = SPREAD_FLOOR,
+                    to_try: list[str] | None = None) -> tuple[str, int | None]:
     """(why ``best`` was recommended, in words; the prompts a setting as good as the reference
-    would need to qualify at the spread observed among the cheaper settings whose self-score
-    is within the margin, None when that does not apply)."""
+    would need to qualify at the spread observed among the cheaper settings whose interval
+    reaches above -margin (never below ``floor``), None when that does not apply)."""
     if best["name"] != reference:
         lo = best["noninferiority_lo"]
-        return (f"{best['name']} is the cheapest setting shown to lose at most the margin: the "
-                f"lower end of its interval ({lo:+.4f}) is above -{margin:g}"), None
+        text = (f"{best['name']} is the cheapest setting shown to lose at most the margin: the "
+                f"lower end of its interval ({lo:+.4f}) is above -{margin:g}")
+        need = prompts_needed(floor, margin)
+        if prompts < need:
+            text += (f"; on {prompts} prompts, fewer than the about {need} a setting as good "
+                     f"as {reference} needs, it qualified because its self-score leads "
+                     f"{reference}'s by {best['vs_reference']['diff']:+.4f}, more than the "
+                     f"{lead_needed(prompts, margin, floor):+.4f} these prompts require")
+        return text, None
     ref_cost = best["token_forwards"]
     cheaper = [c for c in cands if c["token_forwards"] < ref_cost]
     if not cheaper:
@@ -105,23 +156,58 @@ def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference
                 f"(the upper ends of their intervals are below -{margin:g}); more prompts "
                 "would not change that"), None
     spreads = sorted(c["spread"] for c in open_)
-    sd = spreads[len(spreads) // 2]
+    sd = max(spreads[len(spreads) // 2], floor)
     need = prompts_needed(sd, margin)
     shown = (f"{len(worse)} of the {len(cheaper)} cheaper settings are shown to lose more than "
              f"the margin ({margin:g}) against {reference}, and " if worse else "")
+    tries = (f". Worth trying with more prompts (their mean self-score is within the margin "
+             f"so far): {', '.join(to_try)}" if to_try else
+             ". None of them is within the margin even by its mean")
     return (f"no cheaper setting qualifies on {prompts} prompts: {shown}the intervals of "
             f"{'the other' if worse else 'all'} {len(open_)} "
             f"({', '.join(c['name'] for c in open_)}) reach below -{margin:g}, so these prompts "
             f"cannot show that they lose at most the margin. At the spread of the per-prompt "
-            f"differences seen here (sd {sd:.3g}) a setting as good as {reference} would need "
-            f"about {need} prompts to qualify"), need
+            f"differences seen here (sd {sd:.3g}, never below {floor:g}) a setting as good as "
+            f"{reference} would need about {need} prompts to qualify{tries}"), need
+
+
+def rejudge(report: dict[str, Any], floor: float = SPREAD_FLOOR) -> dict[str, Any]:
+    """A saved report judged by the current rule: one saved before the spread floor (its
+    ``margin`` has no ``spread_floor``) gets each Student-t interval recomputed from its stored
+    mean, spread and prompt count with the floor, then ``judge``; its text is rebuilt. A report
+    made with the floor is returned unchanged."""
+    if (report.get("margin") or {}).get("spread_floor") is not None:
+        return report
+    out = {**report, "candidates": [dict(c) for c in report["candidates"]]}
+    for c in out["candidates"]:
+        ci = c.get("vs_reference")
+        c["vs_reference_t"] = None if ci is None else t_interval(
+            ci["diff"], c.get("spread") or 0.0, ci["n"], floor)
+    cond = report.get("conditions") or {}
+    prompts = cond.get("prompts") or next(c["vs_reference"]["n"] for c in out["candidates"]
+                                          if c.get("vs_reference"))
+    margin = (report.get("margin") or {}).get("value", DEFAULT_MARGIN)
+    verdict = judge(out["candidates"], report["reference"], margin, prompts,
+                    cond.get("seeds", 1), floor)
+    kept = [w for w in report.get("warnings", []) if not w.startswith("prompts: ")]
+    out.update(verdict, warnings=verdict["warnings"] + kept, rejudged=True)
+    out["text"] = report_text(out)
+    return out
 
 
 def _upper(c: dict[str, Any]) -> float:
     """The upper end of a setting's interval against the reference, the more cautious
-    (higher) of the bootstrap's and Student's t."""
+    (higher) of the bootstrap's and Student's t (floored)."""
     t = c.get("vs_reference_t")
     return max(c["vs_reference"]["hi"], t["hi"] if t else c["vs_reference"]["hi"])
+
+
+def decision_interval(c: dict[str, Any]) -> dict[str, float] | None:
+    """The interval the rule reads: the mean difference, the lower end ``noninferiority_lo``
+    and the more cautious upper end (None for the reference)."""
+    if c.get("vs_reference") is None:
+        return None
+    return {"diff": c["vs_reference"]["diff"], "lo": c["noninferiority_lo"], "hi": _upper(c)}
 
 
 def _ci(d: dict[str, Any] | None) -> str:
@@ -129,8 +215,9 @@ def _ci(d: dict[str, Any] | None) -> str:
 
 
 def report_text(report: dict[str, Any]) -> str:
-    """A fixed-width table of every setting ("ok": it qualifies), then the recommendation, why,
-    the rule and the margin, and any warnings."""
+    """A fixed-width table of every setting ("ok": it qualifies; against the reference the
+    interval the rule reads, ``decision_interval``), then the recommendation, why, the settings
+    to try with more prompts, the rule and the margin, and any warnings."""
     head = (f"{'setting':16s} {'NFE':>6s} {'tok-fwd/img':>12s} {'s/img':>7s} {'self-score':>10s}"
             f"  {'vs ' + report['reference']:32s}  vs baseline at same NFE")
     lines = [head, "-" * len(head)]
@@ -138,7 +225,7 @@ def report_text(report: dict[str, Any]) -> str:
         m = c["vs_matched"]
         lines.append(f"{c['name']:16s} {c['nfe']:6.1f} {c['token_forwards']:12.0f} "
                      f"{c['seconds_per_image']:7.2f} {c['self_score']:+10.4f}  "
-                     f"{_ci(c['vs_reference']):32s}  "
+                     f"{_ci(decision_interval(c)):32s}  "
                      f"{'-' if m is None else m['name'] + ' ' + _ci(m)}"
                      f"{'  ok' if c.get('qualifies') else ''}")
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
@@ -150,6 +237,8 @@ def report_text(report: dict[str, Any]) -> str:
                   f"fewer token-forwards than {report['reference']})"]
     if report.get("why"):
         lines.append(f"why: {report['why']}")
+    if report.get("to_try"):
+        lines.append(f"to try with more prompts: {', '.join(report['to_try'])}")
     lines.append(f"rule: {report['recommend_rule']}")
     m = report.get("margin")
     if m:
@@ -176,7 +265,8 @@ def _count(v: float) -> str:
 
 
 def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> Any:
-    """PIL image: self-score difference to the reference (95 % intervals) against token-forwards
+    """PIL image: self-score difference to the reference (the intervals the rule reads,
+    ``decision_interval``) against token-forwards
     per image (log scale); baselines grey, LADR candidates blue, the recommendation ringed."""
     import math
 
@@ -187,7 +277,7 @@ def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> A
     img = Image.new("RGB", size, "white")
     d = ImageDraw.Draw(img)
     cands = report["candidates"]
-    pts = [(c, c["vs_reference"] or {"diff": 0.0, "lo": 0.0, "hi": 0.0}) for c in cands]
+    pts = [(c, decision_interval(c) or {"diff": 0.0, "lo": 0.0, "hi": 0.0}) for c in cands]
     xs = [math.log2(c["token_forwards"]) for c in cands]
     margin = (report.get("margin") or {}).get("value")
     ys = [v for _, ci in pts for v in (ci["lo"], ci["hi"])] + ([-margin] if margin else [])

@@ -5,7 +5,7 @@ The self-score is a number the model gives its own images; it is known to miss l
 sees (docs/reports/CALIBRATION.md). The sheet is the verdict: one row per prompt (the first
 ``SHEET_PROMPTS`` prompts, first seed of each), one column per setting (``sheet_columns``),
 each column headed by the setting's name, its forwards per image and its self-score difference
-to the reference with the 95 % interval. Small images are enlarged with nearest-neighbour
+to the reference with the 95 % interval the rule reads. Small images are enlarged with nearest-neighbour
 (every token's pixels stay sharp, nothing is invented); large ones are reduced to ``MAX_CELL``.
 
 The runner keeps the final tokens of these items for every setting (``sheet_items``);
@@ -20,6 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from .report import decision_interval
 
 __all__ = ["MAX_CELL", "MIN_CELL", "NEXT_CHEAPER", "SHEET_PROMPTS", "cell_size", "draw_sheet",
            "sheet_columns", "sheet_items"]
@@ -62,7 +64,8 @@ def cell_size(side: int) -> int:
 def _header(c: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
     role = ("reference" if c["name"] == report["reference"] else
             "RECOMMENDED" if c["name"] == report["recommended"] else "cheaper")
-    ci = c.get("vs_reference")
+    ci = decision_interval(c) if c.get("noninferiority_lo") is not None else c.get(
+        "vs_reference")
     diff = ("self-score: reference" if ci is None else
             f"{ci['diff']:+.3f} [{ci['lo']:+.3f}, {ci['hi']:+.3f}]")
     return [f"{c['name']} ({role})", f"{c['nfe']:.1f} forwards/image", diff]

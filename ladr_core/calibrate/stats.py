@@ -9,12 +9,13 @@ first and prompts are resampled (the prompt is the unit a user varies).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 __all__ = ["auroc", "paired_mean_ci", "paired_spread", "paired_t_interval", "pareto_front",
-           "rankdata", "spearman", "t_quantile_975"]
+           "rankdata", "spearman", "t_interval", "t_quantile_975"]
 
 
 def paired_mean_ci(a: Sequence[float], b: Sequence[float], groups: Sequence[int] | None = None,
@@ -79,19 +80,30 @@ def t_quantile_975(df: int) -> float:
 
 
 def paired_t_interval(a: Sequence[float], b: Sequence[float],
-                      groups: Sequence[int] | None = None) -> dict[str, float]:
+                      groups: Sequence[int] | None = None, min_sd: float = 0.0
+                      ) -> dict[str, float]:
     """mean(a) - mean(b) with Student's 95 % interval over the per-prompt differences (items of
-    a group averaged first): {"diff", "lo", "hi", "n"}. Wider than the percentile bootstrap on
-    a few prompts, where the bootstrap's interval is too narrow."""
+    a group averaged first): {"diff", "lo", "hi", "n", "sd"}. Wider than the percentile
+    bootstrap on a few prompts, where the bootstrap's interval is too narrow. ``min_sd``: the
+    least spread the interval is computed with (``sd`` = max(observed sd, min_sd)), so a few
+    prompts that happen to agree cannot make it narrower than the evidence of the spread
+    allows (report.py, margin.SPREAD_FLOOR)."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if groups is not None:
         _, inverse = np.unique(np.asarray(groups), return_inverse=True)
         d = np.bincount(inverse, weights=d) / np.bincount(inverse)
     if d.size < 2:
         raise ValueError(f"a paired interval needs at least 2 prompts; got {d.size}")
-    half = t_quantile_975(d.size - 1) * float(d.std(ddof=1)) / np.sqrt(d.size)
-    mean = float(d.mean())
-    return {"diff": mean, "lo": mean - half, "hi": mean + half, "n": int(d.size)}
+    return t_interval(float(d.mean()), float(d.std(ddof=1)), int(d.size), min_sd)
+
+
+def t_interval(mean: float, sd: float, n: int, min_sd: float = 0.0) -> dict[str, float]:
+    """Student's 95 % interval of a mean of ``n`` >= 2 values with standard deviation ``sd``
+    (n - 1), computed with max(sd, min_sd): {"diff", "lo", "hi", "n", "sd"} (``sd``: the one
+    used)."""
+    used = max(float(sd), float(min_sd))
+    half = t_quantile_975(n - 1) * used / math.sqrt(n)
+    return {"diff": mean, "lo": mean - half, "hi": mean + half, "n": int(n), "sd": used}
 
 
 def rankdata(x: Sequence[float]) -> np.ndarray:
