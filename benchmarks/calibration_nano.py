@@ -2,11 +2,14 @@
 
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.calibration_nano --prompts 6
     OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.calibration_nano --prompts 48
+    OMP_NUM_THREADS=1 nice -n 10 python -m benchmarks.calibration_nano \
+        --prompts-file benchmarks/results/calibration_nano_issue45.txt
 
 Runs ``python -m ladr_core.calibrate nano --prompts FILE`` (``ladr_core.calibrate.cli.main``,
 one CPU thread) on the first ``--prompts`` lines of nano's built-in list
-(``ladr_core/assets/dimoo_nano/calibration_prompts.txt``), then writes
-``benchmarks/results/calibration_nano_<n>.json``: the command, its exit status and warnings,
+(``ladr_core/assets/dimoo_nano/calibration_prompts.txt``), or on the prompts of
+``--prompts-file`` (the six of issue 45: ``calibration_nano_issue45.txt``), then writes
+``benchmarks/results/calibration_nano_<n or the file's stem>.json``: the command, its exit status and warnings,
 every setting's NFE, token-forwards, self-score difference to the reference with its interval,
 whether it qualifies, its spread and the prompts it would need, the denoiser calls the run made
 (the cost the wall time follows), the recommendation and why; beside each setting, the nano
@@ -50,17 +53,25 @@ SWEEP_NAME = {"paper": "ladr-paper", "paper-gumbel": "ladr-paper-gumbel",
               "tau0.7": "ladr-tau0.7", "tau0.9": "ladr-tau0.9"}
 """Calibration candidate -> the sweep's setting of the same strategy and T."""
 KEEP = ("name", "role", "strategy", "nfe", "token_forwards", "denoiser_calls", "self_score",
-        "vs_reference", "vs_matched", "qualifies", "below_reference", "spread",
-        "prompts_needed")
+        "vs_reference", "vs_reference_t", "noninferiority_lo", "vs_matched", "qualifies",
+        "below_reference", "spread", "prompts_needed")
 
 
 def test_verdicts(runs_dir: Path, prompts: int = 490, batch: int = 35) -> dict[str, Any]:
     """{sweep setting: the evaluator's overall and paired difference to baseline-64} on the
-    test set (complete chunks only; empty when the sweep is not there)."""
+    test set (complete chunks only); when the sweep is not there (it is outside git), the
+    committed verdicts of ``self_score_test.json`` (the same sweep's first 105 test prompts)."""
     try:
         runs, n = stored_runs(runs_dir / "test", list(settings()), prompts, batch)
     except SystemExit:
-        return {}
+        committed = RESULTS_DIR / "self_score_test.json"
+        if not committed.is_file():
+            return {}
+        data = json.loads(committed.read_text())
+        n = data["meta"]["prompts"]
+        return {s: {"overall": r["overall"], "vs_baseline_64": None if s == BASE else r["diff"],
+                    "prompts": n, "from": "self_score_test.json"}
+                for s, r in data["evaluator"].items()}
     gidx = group_index([scenes.group_of(s) for s in scenes.quality_test_specs(n)])
     rows = evaluator_rows(runs, gidx)
     return {s: {"overall": r["overall"], "vs_baseline_64": None if s == BASE else r["diff"],
@@ -99,19 +110,24 @@ def run_calibration(chosen: list[str], work: Path | None
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--prompts", type=int, default=48)
+    ap.add_argument("--prompts-file", default="", help="calibrate these prompts (one a line) "
+                    "instead of the first --prompts of nano's list; the results file is "
+                    "calibration_nano_<file's stem>.json")
     ap.add_argument("--runs", default=str(RESULTS_DIR / "self_score_runs"))
     ap.add_argument("--out", default=str(RESULTS_DIR))
     ap.add_argument("--work", default="", help="folder to run the calibration in and keep it "
                     "(a finished report there for the same prompts is reused)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
-    lines = (nano_model_path() / "calibration_prompts.txt").read_text().splitlines()
-    chosen = [p for p in lines if p.strip()][: a.prompts]
+    source = Path(a.prompts_file) if a.prompts_file else nano_model_path() / "calibration_prompts.txt"
+    lines = source.read_text().splitlines()
+    chosen = [p.strip() for p in lines if p.strip()][: None if a.prompts_file else a.prompts]
+    tag = source.stem.removeprefix("calibration_nano_") if a.prompts_file else str(a.prompts)
     # a temporary work folder lives until the sheet is copied out of it
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="ladr_cal_"))
     try:
         report, code, err, reused = run_calibration(chosen, work)
-        name = f"calibration_nano_{a.prompts}"
+        name = f"calibration_nano_{tag}"
         if report.get("sheet"):
             shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
     finally:
@@ -127,8 +143,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ref = report["candidates"][0]
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
     payload = {
-        "command": "python -m ladr_core.calibrate nano --prompts <first "
-                   f"{a.prompts} lines of calibration_prompts.txt>",
+        "command": "python -m ladr_core.calibrate nano --prompts " + (
+            a.prompts_file if a.prompts_file else
+            f"<first {a.prompts} lines of calibration_prompts.txt>"),
         "exit_status": code, "report_reused_from_work": reused, "stderr_lines": [ln for ln in err.splitlines()
                                               if not ln.startswith("[")],
         "prompts": chosen, "conditions": {k: v for k, v in report["conditions"].items()
@@ -136,6 +153,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "margin": report["margin"], "recommended": report["recommended"],
         "recommend_rule": report["recommend_rule"], "why": report["why"],
         "prompts_needed": report["prompts_needed"], "warnings": report["warnings"],
+        "to_try": report.get("to_try"), "lead_needed": report.get("lead_needed"),
+        "text": report["text"],
         "recommended_forwards_share": rec["token_forwards"] / ref["token_forwards"],
         "denoiser_calls": report["denoiser_calls"],
         "sheet_columns": report.get("sheet_columns"),
