@@ -78,6 +78,15 @@ def test_ml_cache_pass_and_an_interrupted_pass_also_stream() -> None:
     assert stream.active == {0}
     del it
     assert not stream.active
+    stale = iter(model.blocks)  # left unfinished and finalised later, during another pass
+    next(stale)
+    newer = iter(model.blocks)
+    block = next(newer)
+    assert stream.active == {0}
+    stale.close()  # the garbage collector's finalisation: gives back nothing of the newer pass
+    assert stream.active == {0} and not _inside(block.q_proj.weight, stream.flats[0])
+    newer.close()
+    assert not stream.active
     unstream_blocks(model)
     assert model.device is None and model._block_stream is None
 

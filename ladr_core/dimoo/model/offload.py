@@ -147,6 +147,7 @@ class BlockStream:
             for slot in self.device_slots:
                 slot.record_stream(self.stream)  # freed only after the copies into it
         self.active: set[int] = set()
+        self.passes = 0  # iterations started; only the latest may give blocks back
         self.trace: list[tuple[Any, ...]] = []
 
     def _store(self, pin: bool) -> None:
@@ -217,8 +218,12 @@ class BlockStream:
 
     def iterate(self, blocks: Sequence[nn.Module]) -> Iterator[nn.Module]:
         """Yield block i resident on the device; block i + 1 is copied while i runs. ``trace``
-        holds this pass's order."""
+        holds this pass's order. A pass left unfinished is closed by the next one: when its
+        generator is finalised later (by the garbage collector, at any point) it gives back
+        nothing, since the blocks resident then belong to the newer pass."""
         self.release_all()
+        self.passes += 1
+        me = self.passes
         del self.trace[:]
         n = len(blocks)
         if n:
@@ -231,7 +236,8 @@ class BlockStream:
                 yield blocks[i]
                 self._release(i)
         finally:
-            self.release_all()
+            if self.passes == me:
+                self.release_all()
 
     def view(self, blocks: Sequence[nn.Module]) -> _StreamedBlocks:
         return _StreamedBlocks(self, blocks)
