@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
-from torch.utils._pytree import tree_flatten
 
 from .state import EmulationState
 from .tensor import EmuTensor, wrap
+from .tree import leaves
 
 _FROM_HOST_DATA = {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
                    "torch.Tensor.new_tensor"}
@@ -74,7 +74,7 @@ class EmulatedFunctions(TorchFunctionMode):
             moved = self._to(func, args, kwargs)
             if moved is not None:
                 return moved
-        flat, _ = tree_flatten((args, kwargs))
+        flat = leaves((args, kwargs))
         has_emu = any(isinstance(x, EmuTensor) for x in flat)
         if func is _T.new_tensor and has_emu and "device" not in kwargs:
             kwargs = {**kwargs, "device": args[0].device}

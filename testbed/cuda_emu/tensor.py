@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
 
 from .state import EmulationState, active
+from .tree import leaves, tree_map
 
 DEVICE = torch.device("cuda", 0)
 aten = torch.ops.aten
@@ -167,7 +167,7 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
-    flat, _ = tree_flatten((args, kwargs))
+    flat = leaves((args, kwargs))
     if func.overloadpacket is aten.record_stream:
         return None  # work runs in issue order here: nothing to keep alive
     if func.overloadpacket in _COPIES:
@@ -187,7 +187,7 @@ def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any
 def _wrap_outputs(state: EmulationState, func: Any, args: tuple, kwargs: dict,
                   out: Any) -> Any:
     # in-place and out= ops return their (wrapped) argument itself
-    by_inner = {id(a.inner): a for a in tree_flatten(args)[0] if isinstance(a, EmuTensor)}
+    by_inner = {id(a.inner): a for a in leaves(args) if isinstance(a, EmuTensor)}
 
     def rewrap(x: Any) -> Any:
         if not isinstance(x, torch.Tensor) or isinstance(x, EmuTensor):

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_map
 
 from .state import EmulationState, active
 from .tensor import EmuTensor
+from .tree import leaves, tree_map
 
 GIB = 1024 ** 3
 
@@ -125,9 +125,9 @@ class EmuGraph:
         for func, args, kwargs, result in self.tape:
             inner = tree_map(lambda x: x.inner if isinstance(x, EmuTensor) else x, (args, kwargs))
             fresh = func(*inner[0], **inner[1])
-            inputs = {a.inner.untyped_storage()._cdata for a in tree_flatten(args)[0]
+            inputs = {a.inner.untyped_storage()._cdata for a in leaves(args)
                       if isinstance(a, EmuTensor)}
-            for old, new in zip(tree_flatten(result)[0], tree_flatten(fresh)[0], strict=True):
+            for old, new in zip(leaves(result), leaves(fresh), strict=True):
                 if isinstance(old, EmuTensor) and \
                         old.inner.untyped_storage()._cdata not in inputs:
                     old.inner.copy_(new)
