@@ -113,13 +113,15 @@ class DiMOOPipeline(PipelineImages):
         self._compiled_views: dict[tuple, DiMOOPipeline] = {}
 
     def compile(self, backend: str = "inductor", mode: str = "default",
-                dynamic: bool = False) -> DiMOOPipeline:
+                dynamic: bool = True) -> DiMOOPipeline:
         """Opt-in ``torch.compile`` of the transformer passes (ComfyUI TorchCompileModel-like).
 
         Returns a view of this pipeline (same weights, tokenizer, VQ) whose denoisers run the
         compiled passes; this pipeline stays eager. The view is kept per (backend, mode,
-        dynamic), so calling again returns it with every graph compiled so far: one compile
-        per shape, kept as long as this pipeline lives. The one-time cost is logged and
+        dynamic), so calling again returns it with every graph compiled so far, kept as long
+        as this pipeline lives. ``dynamic`` True (the default) compiles the packed sizes as
+        symbols, so a new prompt length, a rolling batch's changing width or a new cached count
+        reuses the graph (model/compile.py); False compiles one graph per shape. The one-time cost is logged and
         reported as ``GenerationResult.compile_seconds``.
         """
         import copy
