@@ -10,8 +10,8 @@ __all__ = ["h100_section", "method", "readme_table"]
 GIB = 2 ** 30
 #: README's groups of layouts, best quality first (the 8-bit ones are close to bf16 on nano,
 #: docs/reports/FP8.md and QUANT.md; streaming is bf16 but pays a host-to-device copy per block)
-GROUPS = (("bf16", ("bf16",)), ("8-bit", ("fp8", "comfy_fp8", "int8", "q8_0")),
-          ("Q4_K_M", ("q4_k_m",)), ("streamed", ("low_vram",)))
+GROUPS = (("bf16", ("bf16",)), ("fp8 / int8 / Q8_0", ("fp8", "comfy_fp8", "int8", "q8_0")),
+          ("Q4_K_M", ("q4_k_m",)), ("bf16 streamed", ("low_vram",)))
 SHORT = {"fp8": "fp8", "comfy_fp8": "ComfyUI fp8", "int8": "int8", "q8_0": "Q8_0"}
 
 
@@ -159,15 +159,16 @@ def _cell(doc: dict[str, Any], key: str, card: int) -> str:
     return ", ".join(names) or "-"
 
 
-README_ROWS = (("1024/1/none", "1024 px, 1 image"), ("1024/1/ml-cache", "1024 px, + ML-Cache"),
-               ("1024/4/none", "1024 px, 4 images"))
+README_ROWS = (("1024/1/none", "1024 px, 1 image"), ("1024/1/ml-cache", "1024 px, + ML-Cache"))
 
 
 def readme_table(doc: dict[str, Any]) -> str:
     """Per size / batch / cache (rows) and card (columns): the layouts whose node-path peak
     fits (cards.py), grouped."""
     rows = [(k, t) for k, t in README_ROWS if any(key.endswith("/" + k) for key in doc["cards"])]
-    lines = ["| fits (estimated) | " + " | ".join(f"{c} GB" for c in doc["cards_gb"]) + " |",
+    lines = ["| **Does it fit my card?** Estimated, no GPU run yet: [docs/reports/GPU.md]"
+             f"(docs/reports/GPU.md) Sec. 7 (VQ decode included, {doc['headroom_gib']:.0f} GiB "
+             "left for CUDA) | " + " | ".join(f"{c} GB" for c in doc["cards_gb"]) + " |",
              "|---" * (len(doc["cards_gb"]) + 1) + "|"]
     for key, title in rows:
         lines.append(f"| {title} | "

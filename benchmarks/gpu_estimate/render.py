@@ -139,9 +139,9 @@ def _layout_intro(doc: dict[str, Any]) -> str:
 
 def _vq_intro(doc: dict[str, Any]) -> str:
     vq = doc["vq"]
-    return (f"**Estimated.** The VQ-VAE ({vq['source']}): {vq['params'] / 1e6:.1f} M parameters, "
+    return (f"**Estimated.** The VQ-VAE, {vq['source']}: {vq['params'] / 1e6:.1f} M parameters, "
             f"{gib(vq['weights_bytes'])} GiB in float32. DiMOO VQ Decode decodes one image at a "
-            "time in float32 (``decode_codes``), so a batch's decode peaks as one image's:")
+            "time in float32 (`decode_codes`), so a batch's decode peaks as one image's:")
 
 
 def _node_intro() -> str:

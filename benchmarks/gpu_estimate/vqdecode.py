@@ -27,8 +27,9 @@ from .measure import settle
 
 __all__ = ["VQ_CONFIG", "VQ_SOURCE", "measure_vq"]
 
-VQ_SOURCE = ("aMUSEd's VQ (huggingface.co/amused/amused-512 vqvae/config.json), the tokenizer "
-             "Lumina-DiMOO's technical report (arXiv 2510.06308) names; factor 16, 8192 codes")
+VQ_SOURCE = ("aMUSEd's VQ, the tokenizer Lumina-DiMOO's technical report (arXiv 2510.06308) "
+             "names, as configured in huggingface.co/amused/amused-512 `vqvae/config.json` "
+             "(factor 16, 8192 codes)")
 VQ_CONFIG: dict[str, Any] = {
     "act_fn": "silu", "block_out_channels": [128, 256, 256, 512, 768],
     "down_block_types": ["DownEncoderBlock2D"] * 5, "in_channels": 3, "latent_channels": 64,
