@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -102,13 +103,9 @@ class LLaDAConfig:
 
     def validate(self, source: str = "LLaDAConfig") -> None:
         """Raise ConfigError for values the native model does not implement."""
-        problems: list[str] = []
-        for name in ("d_model", "n_heads", "n_layers", "vocab_size", "max_sequence_length"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-                problems.append(f"{name} must be a positive int (got {value!r})")
+        problems = _type_problems(self)
         if problems:
-            raise ConfigError(f"{source}: " + "; ".join(problems))
+            raise ConfigError(f"{source}: " + "; ".join(problems) + ". Fix the field in config.json.")
         if self.d_model % self.n_heads or self.head_dim % 2:
             problems.append(f"d_model {self.d_model} must split into n_heads {self.n_heads} heads of even size")
         if self.n_heads % self.effective_n_kv_heads:
@@ -184,6 +181,47 @@ class LLaDAConfig:
 
     def replace(self, **changes: Any) -> LLaDAConfig:
         return dataclasses.replace(self, **changes)
+
+
+#: size fields -> (may be null, largest value accepted). The bounds are far above any LLaDA
+#: (LLaDA-8B: d_model 4096, 32 layers, 126464 vocab), low enough that a lying config.json cannot
+#: make the meta model or the RoPE tables take unbounded time or memory.
+_SIZE_FIELDS = {"d_model": (False, 1 << 16), "n_heads": (False, 1 << 10),
+                "n_kv_heads": (True, 1 << 10), "n_layers": (False, 1 << 10),
+                "mlp_ratio": (False, 1 << 8), "mlp_hidden_size": (True, 1 << 20),
+                "block_group_size": (False, 1 << 10), "max_sequence_length": (False, 1 << 22),
+                "vocab_size": (False, 1 << 24), "embedding_size": (True, 1 << 24)}
+_BOOL_FIELDS = ("alibi", "rope", "rope_full_precision", "attention_layer_norm",
+                "input_emb_norm", "layer_norm_with_affine", "include_bias", "scale_logits",
+                "weight_tying")
+_OPTIONAL_BOOLS = ("multi_query_attention", "include_qkv_bias", "bias_for_layer_norm")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _type_problems(config: Any) -> list[str]:
+    """Each field of the wrong type or out of range, named (before any size is used)."""
+    problems = []
+    for name, (nullable, top) in _SIZE_FIELDS.items():
+        value = getattr(config, name)
+        if not (value is None and nullable) and not (_is_int(value) and 0 < value <= top):
+            problems.append(f"{name} must be an int in [1, {top}]"
+                            f"{' or null' if nullable else ''} (got {value!r})")
+    for name in _BOOL_FIELDS + _OPTIONAL_BOOLS:
+        value = getattr(config, name)
+        if not isinstance(value, bool) and not (value is None and name in _OPTIONAL_BOOLS):
+            problems.append(f"{name} must be true or false (got {value!r})")
+    for name in ("rope_theta", "rms_norm_eps"):
+        value = getattr(config, name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or \
+                not math.isfinite(value) or not 0 < value < 1e12:
+            problems.append(f"{name} must be a finite positive number (got {value!r})")
+    for name in ("activation_type", "block_type", "layer_norm_type"):
+        if not isinstance(getattr(config, name), str):
+            problems.append(f"{name} must be a string (got {getattr(config, name)!r})")
+    return problems
 
 
 def _default(cls: type, name: str) -> Any:

@@ -196,12 +196,21 @@ def load_preview_table(path: Any, codebook_size: int, size: int) -> torch.Tensor
     """
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="pt") as f:
-        names = list(f.keys())
-        if PREVIEW_TABLE_KEY not in names:
-            raise ValueError(f"{path}: no {PREVIEW_TABLE_KEY!r} tensor; delete the file or "
-                             "re-fit it (testbed/fit_preview_table.py)")
-        table = f.get_tensor(PREVIEW_TABLE_KEY).float()
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            names = list(f.keys())
+            if PREVIEW_TABLE_KEY not in names:
+                raise ValueError(f"{path}: no {PREVIEW_TABLE_KEY!r} tensor; delete the file or "
+                                 "re-fit it (testbed/fit_preview_table.py)")
+            table = f.get_tensor(PREVIEW_TABLE_KEY)
+    except ValueError:
+        raise
+    except Exception as exc:  # safetensors' own SafetensorError on a bad header or length
+        raise ValueError(f"{path} is truncated or corrupt ({exc}); delete or re-fit it") from None
+    if not table.is_floating_point() or not bool(torch.isfinite(table.float()).all()):
+        raise ValueError(f"{path}: preview table is {table.dtype} or holds non-finite values; "
+                         "delete or re-fit it")
+    table = table.float()
     if table.dim() != 4 or table.shape[0] != codebook_size or table.shape[3] != 3 or \
             table.shape[1] != table.shape[2]:
         raise ValueError(f"{path}: preview table has shape {tuple(table.shape)}, expected "

@@ -31,6 +31,7 @@ from .files import (
     PICKLE_SUFFIXES,
     CheckpointError,
     LoadedCheckpoint,
+    check_vq_config,
     get_tensor,
     load_tokenizer,
     open_shard,
@@ -192,9 +193,7 @@ def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, 
         pickles = sorted(p.name for p in vq_dir.glob("*") if p.suffix in PICKLE_SUFFIXES)
         why = f"only pickle weights ({', '.join(pickles)}) were found and are refused" if pickles else "it is missing"
         raise CheckpointError(f"{weights}: {why}; {HUB_HINT}")
-    channels = vq_config.get("block_out_channels")
-    if not isinstance(channels, list) or not channels:
-        raise CheckpointError(f"{vq_dir / 'config.json'} has no block_out_channels list; re-download it")
+    channels = check_vq_config(vq_config, str(vq_dir / "config.json"))
     if vq_config.get("num_vq_embeddings") != ids.codebook_size:
         raise CheckpointError(
             f"{vq_dir / 'config.json'}: num_vq_embeddings {vq_config.get('num_vq_embeddings')} != "

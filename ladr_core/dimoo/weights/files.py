@@ -20,7 +20,8 @@ from ..model.config import ConfigError, DiMOOIds, LLaDAConfig
 from ..model.transformer import LLaDAModel
 
 __all__ = ["CheckpointError", "DTYPES", "HUB_HINT", "INDEX_FILE", "LoadedCheckpoint",
-           "PICKLE_SUFFIXES", "SINGLE_FILE", "TEMPLATE_TOKENS", "check_tokenizer", "get_tensor",
+           "PICKLE_SUFFIXES", "SINGLE_FILE", "TEMPLATE_TOKENS", "check_tokenizer",
+           "check_vq_config", "get_tensor",
            "load_tokenizer", "open_shard", "parse_config", "read_config", "read_json",
            "resolve_device", "resolve_dtype", "shard_files"]
 
@@ -88,6 +89,40 @@ def parse_config(raw: dict[str, Any], source: str) -> tuple[LLaDAConfig, DiMOOId
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from None
     return config, ids
+
+
+#: VQ-VAE config sizes -> largest accepted (far above the real one's; a lying config.json
+#: must not make diffusers build a huge model before any weight is read)
+_VQ_SIZES = {"in_channels": 64, "out_channels": 64, "latent_channels": 1 << 12,
+             "layers_per_block": 16, "norm_num_groups": 1 << 10, "num_vq_embeddings": 1 << 20,
+             "sample_size": 1 << 14}
+
+
+def check_vq_config(config: dict[str, Any], source: str) -> list[int]:
+    """The VQ config's block_out_channels after checking every size field by type and range;
+    CheckpointError naming ``source`` and the field."""
+    def bad(key: str, why: str) -> CheckpointError:
+        return CheckpointError(f"{source}: {key} {why} (got {config.get(key)!r}); re-download "
+                               "the VQ-VAE config")
+
+    def size(value: Any, top: int) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= top
+
+    for key, top in _VQ_SIZES.items():
+        if key in config and not size(config[key], top):
+            raise bad(key, f"must be an int in [1, {top}]")
+    if config.get("vq_embed_dim") is not None and not size(config["vq_embed_dim"], 1 << 12):
+        raise bad("vq_embed_dim", "must be null or an int in [1, 4096]")
+    channels = config.get("block_out_channels")
+    if not isinstance(channels, list) or not 0 < len(channels) <= 8 or \
+            not all(size(c, 1 << 13) for c in channels):
+        raise bad("block_out_channels", "must be a list of 1 to 8 ints in [1, 8192]")
+    for key in ("down_block_types", "up_block_types"):
+        types = config.get(key)
+        if types is not None and (not isinstance(types, list) or len(types) != len(channels)
+                                  or not all(isinstance(t, str) for t in types)):
+            raise bad(key, f"must be a list of {len(channels)} block names")
+    return channels
 
 
 def shard_files(folder: Path) -> dict[Path, list[str] | None]:

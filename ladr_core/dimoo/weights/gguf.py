@@ -33,7 +33,13 @@ from torch import nn
 from ..model.config import LLaDAConfig
 from ..model.transformer import LLaDAModel
 from . import ggml
-from .files import CheckpointError, LoadedCheckpoint, check_tokenizer, parse_config
+from .files import (
+    CheckpointError,
+    LoadedCheckpoint,
+    check_tokenizer,
+    check_vq_config,
+    parse_config,
+)
 
 __all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
            "TRANSFORMER_PREFIX"]
@@ -153,10 +159,21 @@ class GGUFFile:
                                   f"tensors end at {end}); download it again or {CONVERT_HINT}")
 
     def string(self, key: str) -> str | None:
+        """Metadata string ``key`` (None if absent); CheckpointError naming the file and the key
+        when it is another type or not UTF-8 (a corrupted header)."""
+        from gguf import GGUFValueType
+
         field = self.reader.fields.get(key)
         if field is None:
             return None
-        return bytes(field.parts[field.data[0]]).decode("utf-8")
+        try:
+            if list(field.types) != [GGUFValueType.STRING] or len(field.data) != 1:
+                raise ValueError(f"it is {[t.name for t in field.types]}, not one string")
+            return bytes(field.parts[field.data[0]]).decode("utf-8")
+        except (ValueError, IndexError) as exc:  # UnicodeDecodeError is a ValueError
+            raise CheckpointError(f"{self.path}: metadata {key} is not a UTF-8 string ({exc}); "
+                                  f"the file is corrupt, download it again or {CONVERT_HINT}"
+                                  ) from None
 
     def json(self, key: str) -> dict[str, Any]:
         text = self.string(key)
@@ -217,6 +234,41 @@ def _check_tensor(f: GGUFFile, name: str, want: list[int]) -> str | None:
     return None
 
 
+#: byte offsets of the fp16 scales inside one block of each type (ggml.py layouts)
+_SCALE_OFFSETS = {"Q8_0": (0,), "Q4_K": (0, 2), "Q5_K": (0, 2), "Q6_K": (208,)}
+#: largest |float weight| accepted (norms, VQ-VAE: float16's largest value; real ones are
+#: small). GGUF has no checksum, and a flipped exponent byte would overflow the logits later
+FLOAT_LIMIT = 65504.0
+
+
+def _finite(f: GGUFFile, name: str, values: torch.Tensor, limit: float) -> torch.Tensor:
+    """``values`` if finite and within ``limit``; else CheckpointError naming the tensor."""
+    if not bool(torch.isfinite(values).all()) or float(values.abs().max()) > limit:
+        raise CheckpointError(f"{f.path}: tensor {name} holds non-finite or out-of-range "
+                              f"values (|x| > {limit:g}); the file is corrupt, download it "
+                              f"again or {CONVERT_HINT}")
+    return values
+
+
+def _check_scales(f: GGUFFile, name: str, raw: torch.Tensor) -> torch.Tensor:
+    """``raw`` if every fp16 block scale of its GGML type is finite (exponent bits not all
+    ones); else CheckpointError naming the tensor."""
+    kind = f.kind(name)
+    offsets = _SCALE_OFFSETS.get(kind, ())
+    if offsets:
+        blocks = raw.reshape(-1, ggml.block_bytes(kind)[1])
+        for at in offsets:
+            half = blocks[:, at:at + 2].contiguous().view(torch.int16)
+            if bool(((half & 0x7C00) == 0x7C00).any()):
+                raise CheckpointError(f"{f.path}: tensor {name} ({kind}) holds non-finite "
+                                      f"block scales; the file is corrupt, download it again "
+                                      f"or {CONVERT_HINT}")
+    elif not bool(torch.isfinite(f.values(name)).all()):
+        raise CheckpointError(f"{f.path}: tensor {name} holds non-finite values; the file is "
+                              f"corrupt, download it again or {CONVERT_HINT}")
+    return raw
+
+
 def _transformer_state(f: GGUFFile, config: LLaDAConfig, device: torch.device
                        ) -> dict[str, torch.Tensor]:
     with torch.device("meta"):
@@ -239,9 +291,9 @@ def _transformer_state(f: GGUFFile, config: LLaDAConfig, device: torch.device
     for key, want in expected.items():
         name = names[key]
         if len(want) == 1:  # norms: float values
-            state[key] = f.values(name).float()
+            state[key] = _finite(f, name, f.values(name).float(), FLOAT_LIMIT)
             continue
-        state[key] = f.raw(name).to(device)
+        state[key] = _check_scales(f, name, f.raw(name)).to(device)
         state[key.removesuffix("weight") + "ggml_type"] = torch.tensor(ggml.BLOCK[f.kind(name)][0])
     return state
 
@@ -250,6 +302,7 @@ def _vq(f: GGUFFile, device: torch.device) -> tuple[Any, int]:
     from diffusers import VQModel
 
     config = f.json(KEYS["vqvae"])
+    channels = check_vq_config(config, f"{f.path} ({KEYS['vqvae']})")
     try:
         vq = VQModel.from_config(config)
     except Exception as exc:
@@ -268,9 +321,8 @@ def _vq(f: GGUFFile, device: torch.device) -> tuple[Any, int]:
         if kind not in ("F32", "F16", "BF16") or shape != want[key]:
             raise CheckpointError(f"{f.path}: {name} is {kind} {tuple(shape)}; the VQ-VAE must "
                                   f"be float of shape {tuple(want[key])}; {CONVERT_HINT}")
-        state[key] = f.values(name).float()
+        state[key] = _finite(f, name, f.values(name).float(), FLOAT_LIMIT)
     vq.load_state_dict(state, strict=True)
-    channels = config.get("block_out_channels") or [0]
     return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
 
 
