@@ -27,7 +27,8 @@ def test_relative_links_resolve(page):
 
 
 def test_lab_reports_live_in_docs_reports():
-    guides = {"THREADS.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md", "USAGE.md"}
+    guides = {"THREADS.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md", "USAGE.md",
+              "SECURITY.md"}
     assert {p.name for p in (ROOT / "docs").glob("*.md")} <= guides
 
 
