@@ -248,3 +248,32 @@ def test_any_file_bytes(rel: str, data) -> None:
         vq_weights = rel == "vqvae/diffusion_pytorch_model.safetensors"
         return str(path.parent if vq_weights or rel == "vqvae/config.json" else path)
     _with_folder(edit)
+
+
+# ---- the loader node ---------------------------------------------------------------------------
+@_settings(10)
+@given(data=st.data())
+def test_loader_node_gguf(q8_bytes, data) -> None:
+    """The node's path (nodes/loader.py load_model: model folder lookup, cache key, host
+    operations): a corrupted GGUF ends in CheckpointError naming it and is not cached."""
+    from nodes import loader
+
+    raw, slots = q8_bytes
+    label, at, size = data.draw(st.sampled_from(slots), label="slot")
+    new = data.draw(st.binary(min_size=size, max_size=size), label="bytes")
+    old_dir = os.environ.get("LADR_MODELS_DIR")
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "bad.gguf").write_bytes(raw[:at] + new + raw[at + size:])
+        os.environ["LADR_MODELS_DIR"] = tmp
+        loader._CACHE.clear()
+        try:
+            loader.load_model("bad.gguf", "fp32")
+        except CheckpointError as exc:
+            assert "bad.gguf" in str(exc)
+            assert loader._CACHE == {}
+        finally:
+            loader._CACHE.clear()
+            if old_dir is None:
+                os.environ.pop("LADR_MODELS_DIR", None)
+            else:
+                os.environ["LADR_MODELS_DIR"] = old_dir
