@@ -64,8 +64,10 @@ NEAREST = ("baseline-32", "ladr-nano", "ladr-nano+mlcache")
 """The settings the spread floor is the median sd of (calibration_margin.json)."""
 
 
-def _score_set(pipe: Any, folder: Path, which: str, n: int, batch: int) -> dict[str, Any]:
-    """{setting: per-image lists} for every setting whose stored chunks cover ``n`` prompts."""
+def _score_set(pipe: Any, folder: Path, which: str, n: int, batch: int,
+               have: dict[str, Any] | None = None) -> dict[str, Any]:
+    """{setting: per-image lists} for every setting whose stored chunks cover ``n`` prompts;
+    settings ``have`` (the file's set, same prompts) already holds are kept, not scored again."""
     import torch
 
     from benchmarks.self_score import stored_runs
@@ -76,8 +78,12 @@ def _score_set(pipe: Any, folder: Path, which: str, n: int, batch: int) -> dict[
     specs = scenes.quality_test_specs(n) if which == "test" else scenes.validation_specs(n)
     captions = [scenes.caption_for(s) for s in specs]
     seed0 = scenes.TEST_IMAGE_SEED if which == "test" else 0
+    kept = (have or {}).get("settings", {}) if (have or {}).get("prompts") == n else {}
     out = {}
     for name in settings():
+        if name in kept:
+            out[name] = kept[name]
+            continue
         try:
             runs, done = stored_runs(folder / which, [name], n, batch)
         except SystemExit:
@@ -146,8 +152,8 @@ def collect(a: argparse.Namespace) -> dict[str, Any]:
     target = Path(a.out) / SCORES.name
     # a set given 0 prompts keeps what the file already holds (the sets are collected apart)
     sets = json.loads(target.read_text())["sets"] if target.is_file() else {}
-    sets.update({which: _score_set(pipe, runs, which, n, a.batch) for which, n in
-                 (("test", a.test_prompts), ("validation", a.validation_prompts)) if n > 0})
+    sets.update({which: _score_set(pipe, runs, which, n, a.batch, sets.get(which)) for which, n
+                 in (("test", a.test_prompts), ("validation", a.validation_prompts)) if n > 0})
     payload = {"self_score": "runner.CALIBRATION_SELF_SCORE (b2p4/guided), seed0 + image "
                "index as benchmarks.self_score", "reference": BASE, "sets": sets,
                "checks": _checks(sets),
