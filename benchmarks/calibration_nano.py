@@ -107,6 +107,17 @@ def run_calibration(chosen: list[str], work: Path | None
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def chosen_prompts(prompts_file: str, prompts: int) -> tuple[list[str], str]:
+    """(the prompts to calibrate, the results file's tag): every line of ``prompts_file``
+    (tag: its stem), else the first ``prompts`` lines of nano's list (tag: the count)."""
+    if prompts_file:
+        lines = Path(prompts_file).read_text().splitlines()
+        return ([p.strip() for p in lines if p.strip()],
+                Path(prompts_file).stem.removeprefix("calibration_nano_"))
+    lines = (nano_model_path() / "calibration_prompts.txt").read_text().splitlines()
+    return [p for p in lines if p.strip()][:prompts], str(prompts)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--prompts", type=int, default=48)
@@ -119,10 +130,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "(a finished report there for the same prompts is reused)")
     a = ap.parse_args(argv)
     torch.set_num_threads(1)
-    source = Path(a.prompts_file) if a.prompts_file else nano_model_path() / "calibration_prompts.txt"
-    lines = source.read_text().splitlines()
-    chosen = [p.strip() for p in lines if p.strip()][: None if a.prompts_file else a.prompts]
-    tag = source.stem.removeprefix("calibration_nano_") if a.prompts_file else str(a.prompts)
+    chosen, tag = chosen_prompts(a.prompts_file, a.prompts)
     # a temporary work folder lives until the sheet is copied out of it
     work = Path(a.work) if a.work else Path(tempfile.mkdtemp(prefix="ladr_cal_"))
     try:
