@@ -19,6 +19,7 @@ A violation is something a real GPU run would fail on or that breaks the sampler
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 from collections import Counter
 from collections.abc import Iterator
@@ -177,6 +178,8 @@ class _Allocation:
         self.state, self.key = state, key
 
     def __del__(self) -> None:
+        if sys.is_finalizing():  # wrappers outliving the run die at exit: nothing to count
+            return
         self.state._release(self.key)
 
 
