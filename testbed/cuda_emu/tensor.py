@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from ..syncs import SYNC_ATEN_OPS
 from .state import EmulationState, active
 from .tree import leaves, tree_map
 
@@ -22,10 +23,6 @@ aten = torch.ops.aten
 
 # ops that move data between devices (checked as copies, not as mismatches)
 _COPIES = {aten.copy_, aten._to_copy, aten._copy_from, aten._copy_from_and_resize}
-# ops whose output size depends on the data: the host waits for the device
-_DATA_SHAPED = {aten.nonzero, aten.masked_select, aten.unique_dim, aten._unique, aten._unique2,
-                aten.unique_consecutive, aten.bincount, aten.argwhere, aten.histc}
-_SCALAR_READS = {aten._local_scalar_dense, aten.is_nonzero, aten.equal}
 _INDEXING = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 _NO_OUTPUT_CHECK = {aten.record_stream}
 # float64 is refused on the device except for per-item schedule scalars: the sampler computes
@@ -119,10 +116,9 @@ def _check_operands(state: EmulationState, func: Any, flat: list[Any]) -> None:
         state.violate("mismatch", f"{func} got a host tensor {tuple(host[0].shape)} with device "
                                   "tensors (on a GPU: 'Expected all tensors to be on the same "
                                   "device')")
-    if func.overloadpacket in _SCALAR_READS:
-        state.read(f"{func} (.item(), bool(), int(), float() of a device tensor)")
-    elif func.overloadpacket in _DATA_SHAPED:
-        state.read(f"{func} (its output size depends on the data)")
+    if str(func.overloadpacket) in SYNC_ATEN_OPS:  # the sync counter's list (testbed.syncs)
+        state.read(f"{func} (its value or output size must reach the host: .item(), bool(), "
+                   "nonzero and the like)")
     elif func.overloadpacket in _INDEXING and any(isinstance(t, torch.Tensor) and t.dtype == torch.bool
                                    for t in flat[1:]):
         state.read(f"{func} with a boolean mask (its size depends on the data)")
