@@ -33,6 +33,16 @@ def dimoo_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_checkpoint(tmp_path_factory.mktemp("dimoo") / "Lumina-DiMOO")
 
 
+@pytest.fixture
+def sent(monkeypatch) -> list[tuple[str, dict]]:  # noqa: ANN001
+    """Events the nodes hand to the host (a no-op without ComfyUI), recorded."""
+    from nodes import host
+
+    out: list[tuple[str, dict]] = []
+    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
+    return out
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory):
     """A real ComfyUI server with this pack, one per test module (support/comfy_server.py);

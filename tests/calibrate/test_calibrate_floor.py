@@ -10,9 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from support.calibrate import made_up_run
 
-from ladr_core import Baseline
-from ladr_core.calibrate.candidates import Candidate
 from ladr_core.calibrate.margin import (
     DEFAULT_MARGIN,
     PRIOR_SPREAD,
@@ -25,20 +24,12 @@ from ladr_core.calibrate.report import build_report, decision_interval, rejudge,
 from ladr_core.calibrate.stats import paired_t_interval, t_quantile_975
 
 
-def _run(name: str, steps: int, scores: np.ndarray, role: str = "candidate") -> dict:
-    n = len(scores)
-    return {"candidate": Candidate(name, Baseline(), steps, role), "nfe": [steps] * n,
-            "nfe_mean": float(steps), "token_forwards": [100.0 * steps] * n, "seconds": 1.0,
-            "row_calls": steps * n, "score_seconds": 0.1, "scores": {"guided": list(scores)},
-            "self_score": list(scores)}
-
-
 def _report(diffs: dict[str, np.ndarray], margin: float = DEFAULT_MARGIN) -> dict:
     n = len(next(iter(diffs.values())))
     ref = np.random.default_rng(0).normal(-0.3, 0.2, n)
-    runs = {"baseline-64": _run("baseline-64", 64, ref, "reference")}
+    runs = {"baseline-64": made_up_run("baseline-64", 64, ref, "reference")}
     for k, (name, d) in enumerate(diffs.items()):
-        runs[name] = _run(name, 20 - k, ref + d)
+        runs[name] = made_up_run(name, 20 - k, ref + d)
     report = build_report(runs, list(range(n)), "baseline-64", margin)
     report["text"] = report_text(report)
     return report

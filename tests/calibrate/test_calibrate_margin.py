@@ -11,11 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from support.calibrate import made_up_run
 
 import ladr_core
 from ladr_core import Baseline
 from ladr_core.calibrate import CalibrationError, calibrate
-from ladr_core.calibrate.candidates import Candidate, default_candidates
+from ladr_core.calibrate.candidates import default_candidates
 from ladr_core.calibrate.cli import main
 from ladr_core.calibrate.margin import (
     DEFAULT_MARGIN,
@@ -28,14 +29,6 @@ from ladr_core.calibrate.report import build_report
 from ladr_core.calibrate.sheet import cell_size, sheet_columns
 
 
-def _run(name: str, steps: int, scores: np.ndarray, role: str = "candidate") -> dict:
-    n = len(scores)
-    return {"candidate": Candidate(name, Baseline(), steps, role), "nfe": [steps] * n,
-            "nfe_mean": float(steps), "token_forwards": [100.0 * steps] * n, "seconds": 1.0,
-            "row_calls": steps * n, "score_seconds": 0.1, "scores": {"guided": list(scores)},
-            "self_score": list(scores)}
-
-
 def _runs(n: int, shift: float, seed: int = 0) -> dict:
     """A reference and a half-cost setting whose per-prompt differences have sd 0.2 around
     ``shift``."""
@@ -43,8 +36,8 @@ def _runs(n: int, shift: float, seed: int = 0) -> dict:
     ref = rng.normal(-0.5, 0.3, n)
     d = rng.normal(0.0, 0.2, n)
     d = (d - d.mean()) / d.std(ddof=1) * 0.2 + shift
-    return {"baseline-64": _run("baseline-64", 64, ref, "reference"),
-            "baseline-32": _run("baseline-32", 32, ref + d)}
+    return {"baseline-64": made_up_run("baseline-64", 64, ref, "reference"),
+            "baseline-32": made_up_run("baseline-32", 32, ref + d)}
 
 
 def test_a_setting_qualifies_only_when_shown_within_the_margin() -> None:
@@ -74,7 +67,7 @@ def test_why_tells_a_setting_shown_worse_from_one_the_prompts_cannot_judge() -> 
     margin = 0.05
     runs = _runs(6, -0.06)  # baseline-32: mean below -margin, interval wide
     ref = np.array(runs["baseline-64"]["self_score"])
-    runs["baseline-16"] = _run("baseline-16", 16, ref - 1.0 + 0.01 * np.arange(6))
+    runs["baseline-16"] = made_up_run("baseline-16", 16, ref - 1.0 + 0.01 * np.arange(6))
     report = build_report(runs, list(range(6)), "baseline-64", margin)
     cheap = next(c for c in report["candidates"] if c["name"] == "baseline-32")
     assert cheap["vs_reference"]["diff"] < -margin < cheap["vs_reference"]["hi"]
@@ -93,8 +86,8 @@ def test_a_few_prompts_that_all_favour_a_setting_do_not_show_it_within_the_margi
     """Four prompts, every one a little better under the cheap setting: the bootstrap's
     lower end is 0, Student's t is honest about four prompts."""
     ref = np.array([-0.5, -0.2, -0.9, -0.4])
-    runs = {"baseline-64": _run("baseline-64", 64, ref, "reference"),
-            "baseline-32": _run("baseline-32", 32, ref + np.array([0.0, 0.3, 0.01, 0.2]))}
+    runs = {"baseline-64": made_up_run("baseline-64", 64, ref, "reference"),
+            "baseline-32": made_up_run("baseline-32", 32, ref + np.array([0.0, 0.3, 0.01, 0.2]))}
     report = build_report(runs, list(range(4)), "baseline-64", 0.05)
     cheap = report["candidates"][1]
     assert cheap["vs_reference"]["lo"] >= 0 > cheap["vs_reference_t"]["lo"] + 0.05

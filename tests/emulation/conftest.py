@@ -20,12 +20,3 @@ def emu() -> Iterator[EmulationState]:
     except GuardBuildError as exc:  # no compiler: say so loudly, this is not a pass
         pytest.fail(f"the CUDA emulation could not start: {exc}")
 
-
-@pytest.fixture
-def sent(monkeypatch) -> list[tuple[str, dict]]:  # noqa: ANN001
-    """Events the nodes hand to the host, recorded (as tests/nodes/conftest.py records them)."""
-    from nodes import host
-
-    out: list[tuple[str, dict]] = []
-    monkeypatch.setattr(host, "send_event", lambda e, p: out.append((e, p)))
-    return out

@@ -5,10 +5,10 @@ resumable partial state."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import torch
+from support.nodes import calibrate_outputs
 
 import ladr_core
 from ladr_core.calibrate import CALIBRATION_FILE, fingerprint
@@ -16,36 +16,12 @@ from ladr_core.calibrate.state import partial_path
 from ladr_core.step import Strategy
 from nodes import host
 from nodes.calibrate import LADRCalibrate
-from nodes.handles import DiMOOModel
 
 ARGS = {"prompts": "a red circle\na blue square", "seeds": 1, "size": 32, "steps": 4,
         "budget_minutes": 0.0, "batch": 2}
 
 
-@pytest.fixture(autouse=True)
-def few_candidates(monkeypatch) -> None:
-    """The node's flow with three settings (the CLI test runs the whole default list)."""
-    import ladr_core.calibrate.runner as runner
-
-    full = runner.default_candidates
-    monkeypatch.setattr(runner, "default_candidates", lambda steps: full(steps)[:3])
-
-
-@pytest.fixture()
-def model(tmp_path: Path) -> DiMOOModel:
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
-
-    folder = write_tiny_checkpoint(tmp_path / "ckpt")
-    pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
-    return DiMOOModel(pipe=pipe, key=(str(folder), 0.0, "torch.float32", "cpu"), name="tiny")
-
-
-def _outputs(**kw) -> dict:
-    """The node's outputs by the names its schema gives them."""
-    names = [o.id for o in LADRCalibrate.define_schema().outputs]
-    values = LADRCalibrate.execute(**kw).args
-    assert len(values) == len(names)
-    return dict(zip(names, values, strict=True))
+pytestmark = pytest.mark.usefixtures("three_candidates")
 
 
 def test_the_outputs_are_the_schemas() -> None:
@@ -55,7 +31,7 @@ def test_the_outputs_are_the_schemas() -> None:
 
 
 def test_runs_then_loads_the_saved_calibration(model, monkeypatch) -> None:
-    out = _outputs(model=model, mode="load or run", **ARGS)
+    out = calibrate_outputs(model=model, mode="load or run", **ARGS)
     strategy, image, text = out["policy"], out["report_image"], out["report"]
     folder = model.pipe.source_folder
     saved = json.loads((folder / CALIBRATION_FILE).read_text())
@@ -66,17 +42,17 @@ def test_runs_then_loads_the_saved_calibration(model, monkeypatch) -> None:
     import nodes.calibrate as node
 
     monkeypatch.setattr(node, "calibrate", lambda *a, **k: pytest.fail("ran again"))
-    again = _outputs(model=model, mode="load or run", **ARGS)
+    again = calibrate_outputs(model=model, mode="load or run", **ARGS)
     assert "loaded" in again["report"] and again["policy"] == strategy
     assert torch.equal(again["sheet"], out["sheet"])
     # "load" takes what is saved even when it was made with other inputs
-    text = _outputs(model=model, mode="load", **{**ARGS, "seeds": 3})["report"]
+    text = calibrate_outputs(model=model, mode="load", **{**ARGS, "seeds": 3})["report"]
     assert "loaded" in text
 
 
 def test_other_inputs_run_again(model) -> None:
     LADRCalibrate.execute(model=model, mode="run", **ARGS)
-    text = _outputs(model=model, mode="load or run",
+    text = calibrate_outputs(model=model, mode="load or run",
                     **{**ARGS, "prompts": "the circle\nthe square"})["report"]
     assert "other prompts/size/steps: ran again" in text
     saved = json.loads((model.pipe.source_folder / CALIBRATION_FILE).read_text())
@@ -123,7 +99,7 @@ def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> Non
     path = model.pipe.source_folder / CALIBRATION_FILE
     assert not path.exists() and partial_path(path).is_file()
     monkeypatch.setattr(host, "check_interrupt", real)
-    text = _outputs(model=model, mode="load or run", **ARGS)["report"]
+    text = calibrate_outputs(model=model, mode="load or run", **ARGS)["report"]
     assert path.is_file() and not partial_path(path).exists() and "recommended:" in text
 
 
@@ -152,7 +128,7 @@ def test_the_sheet_output_is_the_contact_sheet_beside_the_checkpoint(model) -> N
     import numpy as np
     from PIL import Image
 
-    out = _outputs(model=model, mode="run", **ARGS)
+    out = calibrate_outputs(model=model, mode="run", **ARGS)
     folder = model.pipe.source_folder
     saved = json.loads((folder / CALIBRATION_FILE).read_text())
     png = folder / "ladr_calibration.sheet.png"
@@ -163,5 +139,5 @@ def test_the_sheet_output_is_the_contact_sheet_beside_the_checkpoint(model) -> N
     assert torch.equal(sheet[0], torch.from_numpy(want))
     assert sheet.shape[1] > 256 and sheet.shape[2] > 256  # 32 px images enlarged 8x
     png.unlink()
-    card = _outputs(model=model, mode="load", **ARGS)["sheet"]
+    card = calibrate_outputs(model=model, mode="load", **ARGS)["sheet"]
     assert card.shape[0] == 1 and card.shape[1:3] != sheet.shape[1:3] and card.min() < 0.5

@@ -33,3 +33,13 @@ def policy_fields(**kw) -> dict:
 
     d = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs if i.id != "preset"}
     return {**d, **kw}
+
+
+def calibrate_outputs(**kw) -> dict:
+    """LADR Calibrate's outputs by the names its schema gives them (one value per output)."""
+    from nodes.calibrate import LADRCalibrate
+
+    names = [o.id for o in LADRCalibrate.define_schema().outputs]
+    values = LADRCalibrate.execute(**kw).args
+    assert len(values) == len(names)
+    return dict(zip(names, values, strict=True))

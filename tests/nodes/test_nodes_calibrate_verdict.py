@@ -8,39 +8,16 @@ import json
 from pathlib import Path
 
 import pytest
-import torch
+from support.nodes import calibrate_outputs
 
-import ladr_core
 from ladr_core.calibrate import CALIBRATION_FILE, strategy_from_spec
 from ladr_core.calibrate.margin import DEFAULT_MARGIN, shortfall_message
-from nodes.calibrate import LADRCalibrate
-from nodes.handles import DiMOOModel
 
 ARGS = {"prompts": "a red circle\na blue square\na green triangle", "seeds": 1, "size": 32,
         "steps": 4, "budget_minutes": 0.0, "batch": 3}
 
 
-@pytest.fixture(autouse=True)
-def few_candidates(monkeypatch) -> None:
-    """Three settings (the CLI tests run the whole default list)."""
-    import ladr_core.calibrate.runner as runner
-
-    full = runner.default_candidates
-    monkeypatch.setattr(runner, "default_candidates", lambda steps: full(steps)[:3])
-
-
-@pytest.fixture()
-def model(tmp_path: Path) -> DiMOOModel:
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
-
-    folder = write_tiny_checkpoint(tmp_path / "ckpt")
-    pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
-    return DiMOOModel(pipe=pipe, key=(str(folder), 0.0, "torch.float32", "cpu"), name="tiny")
-
-
-def _outputs(**kw) -> dict:
-    names = [o.id for o in LADRCalibrate.define_schema().outputs]
-    return dict(zip(names, LADRCalibrate.execute(**kw).args, strict=True))
+pytestmark = pytest.mark.usefixtures("three_candidates")
 
 
 def _agree(out: dict, saved: dict) -> None:
@@ -57,7 +34,7 @@ def _agree(out: dict, saved: dict) -> None:
 
 
 def test_the_policy_the_text_and_the_json_agree(model) -> None:
-    out = _outputs(model=model, mode="run", **ARGS)
+    out = calibrate_outputs(model=model, mode="run", **ARGS)
     saved = json.loads((model.pipe.source_folder / CALIBRATION_FILE).read_text())
     assert saved["margin"]["spread_floor"] == 0.135 and "lead_needed" in saved
     assert saved["recommended"] == saved["reference"] == "baseline-4"  # 3 prompts: too few
@@ -84,10 +61,10 @@ def _as_saved_by_the_old_rule(path: Path) -> str:
 
 
 def test_a_calibration_saved_by_the_old_rule_is_judged_again(model) -> None:
-    _outputs(model=model, mode="run", **ARGS)
+    calibrate_outputs(model=model, mode="run", **ARGS)
     path = model.pipe.source_folder / CALIBRATION_FILE
     cheap = _as_saved_by_the_old_rule(path)
-    loaded = _outputs(model=model, mode="load", **ARGS)
+    loaded = calibrate_outputs(model=model, mode="load", **ARGS)
     from ladr_core.calibrate import calibrated_strategy
 
     _, _, judged = calibrated_strategy(model.pipe.source_folder)
@@ -97,6 +74,6 @@ def test_a_calibration_saved_by_the_old_rule_is_judged_again(model) -> None:
     assert f"to try with more prompts: {cheap}" in loaded["report"]
     # its sheet marks the old recommendation: a card says so instead
     assert loaded["sheet"].shape[1] < 200
-    again = _outputs(model=model, mode="load or run", **ARGS)
+    again = calibrate_outputs(model=model, mode="load or run", **ARGS)
     assert "judged by an older rule: ran again" in again["report"]
     _agree(again, json.loads(path.read_text()))
