@@ -173,12 +173,14 @@ class _Allocation:
     """Releases one reference to a device storage when the wrapper holding it dies."""
 
     __slots__ = ("key", "state")
+    # bound here: at interpreter exit module globals (sys among them) are already None
+    _finalizing = staticmethod(sys.is_finalizing)
 
     def __init__(self, state: EmulationState, key: int) -> None:
         self.state, self.key = state, key
 
     def __del__(self) -> None:
-        if sys.is_finalizing():  # wrappers outliving the run die at exit: nothing to count
+        if self._finalizing():  # wrappers outliving the run die at exit: nothing to count
             return
         self.state._release(self.key)
 
