@@ -81,14 +81,13 @@ def parse_setting(spec: str) -> dict[str, Any]:
 
 def build(spec: str) -> Any:
     """The strategy object of a setting string (ValueError naming a bad key)."""
-    from ladr_core import PRESETS
-    from ladr_core.registry import _REGISTRY, strategy_names
+    from ladr_core import PRESETS, strategy_class, strategy_names
 
     opts = parse_setting(spec)
     name = opts.pop("name")
     if name not in strategy_names():
         raise ValueError(f"setting {spec!r}: {name!r} is not a strategy {strategy_names()}")
-    cls = _REGISTRY[name]
+    cls = strategy_class(name)
     if name in LADR_FAMILY:
         policy = PRESETS[opts.pop("preset", "nano")].policy
         if "tau" in opts:

@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
 
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.candidates import TAU_GRID, tau_policy  # noqa: E402
-from ladr_core.policy import PRESETS, AdaptiveRescue  # noqa: E402
 from ladr_core.step import Strategy  # noqa: E402
+from ladr_core.strategies.policy import PRESETS, AdaptiveRescue  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
 

@@ -19,9 +19,9 @@ from functools import lru_cache
 
 import torch
 
-from .baseline import baseline_keep
 from .schedules import Schedule, get_schedule
 from .step import DEFAULT_STEPS
+from .strategies.baseline import baseline_keep
 
 
 @lru_cache(maxsize=4096)

@@ -1,9 +1,7 @@
 """The one way a strategy name, an LADR preset name or a strategy object becomes a Strategy.
 
-`resolve_strategy` runs once, at the public boundary (the first line of `sample` and
-`DiMOOPipeline.generate`, and the sampler node). A strategy class joins the registry with the
-`register_strategy` decorator and is then selectable by its `name` everywhere, with no other
-edit:
+A strategy class joins with the `register_strategy` decorator and is then selectable by its
+`name` everywhere, with no other edit:
 
     @register_strategy
     @dataclass(frozen=True)
@@ -13,20 +11,19 @@ edit:
 
     sample(denoise, shape, strategy="mine")
 
-The built-in strategies (ladr_core.baseline, ladr_core.ladr, ladr_core.prophet) register
-themselves the same way; this module imports them the first time a name is looked up, so
-importing it (as the generic loop does) imports no concrete strategy.
+The built-in strategies register themselves the same way: every module of the package
+ladr_core.strategies is imported (found by `pkgutil`, no list) the first time a name is looked
+up, so importing this module (as the generic loop does) imports no concrete strategy.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+import pkgutil
 
 from .step import Strategy
 
-_BUILTIN_MODULES = ("ladr_core.baseline", "ladr_core.ladr", "ladr_core.prophet",
-                    "ladr_core.threshold", "ladr_core.entropy", "ladr_core.halton",
-                    "ladr_core.halton_ladr", "ladr_core.ladr_global")
 _REGISTRY: dict[str, type[Strategy]] = {}
 
 
@@ -46,9 +43,19 @@ def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     return cls
 
 
+def unregister_strategy(name: str) -> None:
+    """Remove the class registered under `name` (none: nothing happens); for tests and
+    plug-ins that register a class for a while."""
+    _REGISTRY.pop(name, None)
+
+
+@functools.cache
 def _load_builtins() -> None:
-    for module in _BUILTIN_MODULES:
-        importlib.import_module(module)
+    """Import every module of ladr_core.strategies: their decorated classes register."""
+    from . import strategies
+
+    for module in pkgutil.iter_modules(strategies.__path__, f"{strategies.__name__}."):
+        importlib.import_module(module.name)
 
 
 def strategy_names() -> tuple[str, ...]:
@@ -58,10 +65,21 @@ def strategy_names() -> tuple[str, ...]:
 
 
 def preset_names() -> tuple[str, ...]:
-    """LADR preset names (ladr_core.policy.PRESETS), also accepted by `resolve_strategy`."""
-    from .policy import PRESETS
+    """LADR preset names (ladr_core.strategies.policy.PRESETS), also accepted by
+    `resolve_strategy`."""
+    from .strategies.policy import PRESETS
 
     return tuple(PRESETS)
+
+
+def strategy_class(name: str, where: str = "strategy") -> type[Strategy]:
+    """The class registered under `name`; otherwise a ValueError naming `where` (the input that
+    held the name) and listing the registered names."""
+    _load_builtins()
+    if isinstance(name, str) and name in _REGISTRY:
+        return _REGISTRY[name]
+    raise ValueError(f"{where} must be a registered strategy name {list(strategy_names())}; "
+                     f"got {name!r}")
 
 
 def resolve_strategy(spec: str | Strategy) -> Strategy:
@@ -80,4 +98,5 @@ def resolve_strategy(spec: str | Strategy) -> Strategy:
                      f"LADR preset name {list(preset_names())}; got {spec!r}")
 
 
-__all__ = ["preset_names", "register_strategy", "resolve_strategy", "strategy_names"]
+__all__ = ["preset_names", "register_strategy", "resolve_strategy", "strategy_class",
+           "strategy_names", "unregister_strategy"]

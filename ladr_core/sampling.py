@@ -24,7 +24,7 @@ from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
 from .schedules import Schedule
 from .slots import Slots
-from .stats import _item_rows, _masked_first, _stack_rows, _to_positions, item_stats
+from .stats import item_rows, item_stats, masked_first, stack_rows, to_positions
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
 from .validation import KnownTokens, SampleArgs, check_logits, validate_arguments
 
@@ -202,7 +202,7 @@ class _Run:
         the Gumbel noise, which then takes the softmax. Each item draws from its own generator.
         """
         counts = self.slots.counts
-        idx = _masked_first(self.masked, counts)
+        idx = masked_first(self.masked, counts)
         s_count, k = len(counts), logits.shape[-1]
         m = max(counts)
         dtype = logits.dtype if logits.dtype in (torch.float32, torch.float64) else torch.float32
@@ -215,17 +215,17 @@ class _Run:
         for slot in self.slots.active():
             count, gen = counts[slot], a.generators[self.slots.item[slot]]
             x = logits[slot if rows is None else rows[slot]]
-            x = _item_rows(x, None if idx is None else idx[slot, :count], own)
+            x = item_rows(x, None if idx is None else idx[slot, :count], own)
             noise = draw_item_noise(gen, x, a.temperature, buf[:count], self.needs.remask,
                                     self.needs.uniform)
             stats.append((slot, count, item_stats(x, self.needs, noise.sampled, buf[:count])))
             noises.append((slot, count, noise))
         names = ("sampled", *STAT_NAMES)
-        pred = _stack_rows(stats, s_count, m, names, logits)
+        pred = stack_rows(stats, s_count, m, names, logits)
         if pred["sampled"] is None:  # nothing masked anywhere (the loop has stopped before)
             pred["sampled"] = logits.new_zeros((s_count, m), dtype=torch.long)
-        noise = _stack_rows(noises, s_count, m, ("remask", "uniform"), logits)
-        moved = _to_positions({**pred, **noise}, idx, self.n)
+        noise = stack_rows(noises, s_count, m, ("remask", "uniform"), logits)
+        moved = to_positions({**pred, **noise}, idx, self.n)
         return (Stats(**{f: moved[f] for f in names}),
                 StepNoise(None, moved["remask"], moved["uniform"]))
 

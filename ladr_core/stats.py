@@ -18,7 +18,7 @@ PROB_STATS = frozenset({"entropy", "log_conf", "top1", "margin", "argmax"})
 """The statistics read from the softmax (the others need none)."""
 
 
-def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
+def masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
     """Positions of each item's masked tokens first, in index order: LongTensor [B, M].
 
     masked: BoolTensor [B, N]; counts: its per-item sums as host ints. M = max(counts); for an
@@ -32,7 +32,7 @@ def _masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | Non
     return order[:, : max(counts)]
 
 
-def _item_rows(
+def item_rows(
     logits: torch.Tensor, idx: torch.Tensor | None, own: torch.Tensor | None
 ) -> torch.Tensor:
     """One item's logit rows [L, K] at positions idx [L] (all N rows when idx is None).
@@ -51,7 +51,7 @@ def _item_rows(
     return out.copy_(logits.index_select(0, idx))
 
 
-def _to_positions(
+def to_positions(
     fields: dict[str, torch.Tensor | None], idx: torch.Tensor | None, n: int
 ) -> dict[str, torch.Tensor | None]:
     """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None.
@@ -122,7 +122,7 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
     return out
 
 
-def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
+def stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tuple[str, ...],
                 like: torch.Tensor) -> dict[str, torch.Tensor | None]:
     """Per-item [L_i] fields -> [B, M] (0 in padding and for items with nothing masked)."""
     out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
@@ -142,4 +142,5 @@ def _stack_rows(parts: list[tuple[int, int, object]], b: int, m: int, fields: tu
     return out
 
 
-__all__ = ["PROB_STATS", "item_stats", "top2_"]
+__all__ = ["PROB_STATS", "item_rows", "item_stats", "masked_first", "stack_rows", "to_positions",
+           "top2_"]

@@ -3,9 +3,8 @@
 A strategy is a frozen object that declares what the loop must compute for it each step
 (`needs()`: per-token statistics and noise) and decides the step (`begin(run)` returns its
 per-step rule, a `StepRule`). The loop in sampling.py never asks which strategy it runs.
-The strategies: ladr_core.baseline (Baseline), ladr_core.ladr (LADR, Algorithm 1) and
-ladr_core.prophet (Prophet); the selection primitives they share: ladr_core.select; how a name
-becomes a strategy: ladr_core.registry.
+The strategies and the selection primitives they share: the package ladr_core.strategies; how
+a name becomes a strategy: ladr_core.registry.
 
 A rule is batched tensor work on the inputs' device with no host synchronisation and no
 host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor

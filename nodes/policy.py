@@ -1,6 +1,6 @@
 """LADR Policy and Prophet Policy nodes -> the LADR_POLICY socket, which carries a strategy object.
 
-LADR Policy: a preset (`ladr_core.policy.PRESETS`: the policy AND the schedule length T it was
+LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`: the policy AND the schedule length T it was
 tuned at, so the nano preset brings its T = 128 with it) or, with `custom`, every field of
 `LADRPolicy` by hand. The fields map 1:1 onto the paper's phase-aware policy Pi(t) =
 (alpha_t, tau_t) (Sec. 3.3.2): phase bounds on t_eff, margin threshold tau and rescue ratio

@@ -13,7 +13,7 @@ item is done; an item's NFE is the number of steps it still had masked tokens).
     python -m testbed.tune_policy --prompts 288 --json benchmarks/results/nano_policy_sweep.json
 
 ``--adaptive`` runs `ADAPTIVE_CANDIDATES` instead: the few settings of the self-calibrating
-rescue (`ladr_core.rescue.adaptive_rescue`) tried on validation prompts (the first three before
+rescue (`ladr_core.strategies.rescue.adaptive_rescue`) tried on validation prompts (the first three before
 `PRESETS["adaptive"]` was fixed, the anchor_quantile 1.0 rows after its test-set
 result), with the baseline at nearby T (`ADAPTIVE_REFERENCES`) for comparison. Its settings are meant to carry over to other models unchanged (no per-model
 search); the quality benchmark (`benchmarks/quality.py --set test`) never shares an item with

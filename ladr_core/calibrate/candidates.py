@@ -31,13 +31,13 @@ from dataclasses import dataclass, fields, is_dataclass, replace
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
-from ..baseline import Baseline
-from ..halton_ladr import HaltonLADR
-from ..ladr import LADR
-from ..ladr_global import LADRGlobal
-from ..policy import PRESETS, LADRPolicy
-from ..registry import _REGISTRY, strategy_names
+from ..registry import strategy_class, strategy_names
 from ..step import Strategy
+from ..strategies.baseline import Baseline
+from ..strategies.halton_ladr import HaltonLADR
+from ..strategies.ladr import LADR
+from ..strategies.ladr_global import LADRGlobal
+from ..strategies.policy import PRESETS, LADRPolicy
 
 __all__ = ["TAU_GRID", "Candidate", "default_candidates", "matched_baseline", "strategy_from_spec",
            "strategy_spec", "tau_policy"]
@@ -94,7 +94,8 @@ def strategy_spec(candidate: Candidate) -> dict[str, Any]:
     T, and every other field of the strategy dataclass} (module docstring). A strategy that is
     not a registered dataclass cannot be described (ValueError)."""
     s = candidate.strategy
-    if not is_dataclass(s) or _REGISTRY.get(s.name) is not type(s):
+    registered = s.name in strategy_names() and strategy_class(s.name) is type(s)
+    if not is_dataclass(s) or not registered:
         raise ValueError(f"cannot describe a {type(s).__name__} candidate: only a registered "
                          "dataclass strategy (ladr_core.register_strategy) has a JSON form")
     out: dict[str, Any] = {"kind": s.name, "steps": candidate.steps}
@@ -147,11 +148,7 @@ def strategy_from_spec(spec: Any, where: str = "strategy") -> tuple[Strategy, in
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"{where}.steps must be an int >= 1; got {steps!r}")
     kind = spec.get("kind")
-    names = strategy_names()
-    if kind not in names:
-        raise ValueError(f"{where}.kind must be a registered strategy name {list(names)}; got "
-                         f"{kind!r}")
-    cls = _REGISTRY[kind]
+    cls = strategy_class(kind, f"{where}.kind")
     if not is_dataclass(cls):
         raise ValueError(f"{where}.kind {kind!r} is not a dataclass strategy; it has no JSON "
                          "form")

@@ -1,4 +1,4 @@
-"""Self-calibrating rescue (ladr_core.rescue.adaptive_rescue): threshold from the step's own picks, budget from
+"""Self-calibrating rescue (ladr_core.strategies.rescue.adaptive_rescue): threshold from the step's own picks, budget from
 the schedule's pace, degenerate margins, ablations, bad input. Checked through sample()'s step
 records against values recomputed here from the denoiser's logits."""
 
@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from ladr_core import LADR, PRESETS, AdaptiveRescue, LADRPolicy, sample
-from ladr_core.rescue import adaptive_rescue, frontier, pace_cap, subset_quantile
 from ladr_core.schedules import get_schedule
+from ladr_core.strategies.rescue import adaptive_rescue, frontier, pace_cap, subset_quantile
 from testbed.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)

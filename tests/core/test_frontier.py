@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core.rescue import dilate, frontier
+from ladr_core.strategies.rescue import dilate, frontier
 
 
 def brute(masked: list[bool], h: int, w: int, k: int) -> list[bool]:

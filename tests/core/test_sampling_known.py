@@ -12,7 +12,7 @@ import torch
 from support.official import reference_generate
 
 from ladr_core import LADR, Baseline, KnownTokens, Prophet, sample
-from ladr_core.rescue import frontier
+from ladr_core.strategies.rescue import frontier
 from testbed.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)

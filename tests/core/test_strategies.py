@@ -8,11 +8,11 @@ import pytest
 import torch
 
 from ladr_core import LADRPolicy, ProphetPolicy, get_schedule
-from ladr_core.baseline import baseline_keep, baseline_remask
-from ladr_core.ladr import LADR
-from ladr_core.prophet import prophet_fire
-from ladr_core.rescue import paper_rescue
-from ladr_core.select import keep_lowest, take_highest
+from ladr_core.strategies.baseline import baseline_keep, baseline_remask
+from ladr_core.strategies.ladr import LADR
+from ladr_core.strategies.prophet import prophet_fire
+from ladr_core.strategies.rescue import paper_rescue
+from ladr_core.strategies.select import keep_lowest, take_highest
 
 
 def official_mask_by_random_topk(keep_n: int, confidence: torch.Tensor) -> torch.Tensor:

@@ -30,8 +30,8 @@ from ladr_core import (
     sample,
     strategy_names,
 )
-from ladr_core.halton import halton_order
 from ladr_core.step import Strategy
+from ladr_core.strategies.halton import halton_order
 from testbed.fakes import LocalityDenoiser, make_table
 
 GRID, K = (6, 6), 10
@@ -186,7 +186,7 @@ def test_threshold_commits_exactly_the_tokens_at_or_above_tau(tau: float, cls) -
         top1, argmax = p.max(dim=-1)
         pool = masked
         if cls is ThresholdFrontier:
-            from ladr_core.rescue import frontier
+            from ladr_core.strategies.rescue import frontier
             pool = frontier(masked, GRID)
         for b in range(2):
             if not masked[b].any():
@@ -246,8 +246,8 @@ def test_the_entropy_statistic_is_minus_sum_p_log_p_of_the_masked_rows() -> None
 
 
 def test_halton_commits_the_baseline_count_in_halton_order() -> None:
-    from ladr_core.baseline import baseline_keep
     from ladr_core.schedules import get_schedule
+    from ladr_core.strategies.baseline import baseline_keep
 
     den = LocalityDenoiser(make_table(1, N, K, seed=2), GRID)
     records: list[dict] = []
@@ -294,7 +294,7 @@ def test_the_first_points_are_halton_mask_gits() -> None:
 
 @pytest.mark.parametrize(("a", "b"), [(3, 2), (2, 3), (4, 2)])
 def test_every_prefix_of_length_2i_3j_fills_each_block_once(a: int, b: int) -> None:
-    """The low-discrepancy property claimed in ladr_core/halton.py: on a 2^a x 3^b grid the
+    """The low-discrepancy property claimed in ladr_core/strategies/halton.py: on a 2^a x 3^b grid the
     first 2^i 3^j positions put exactly one position into each block of (2^a / 2^i) rows x
     (3^b / 3^j) columns."""
     h, w = 2**a, 3**b
@@ -340,7 +340,7 @@ def test_halton_prefixes_spread_better_than_random_and_raster_orders(grid) -> No
 def test_ladr_global_rescues_off_the_frontier_and_ladr_does_not() -> None:
     """Same policy and logits: LADR's rescue stays on the frontier, LADRGlobal's does not."""
     from ladr_core import LADR
-    from ladr_core.rescue import dilate
+    from ladr_core.strategies.rescue import dilate
 
     policy = replace(PRESETS["nano"].policy, tau=(0.2, 0.2, 0.2), seen_only=False)
     off_frontier = {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .transformer import LayerKV, LLaDABlock, LLaDAModel, _apply_rope, rope_tables
+from .transformer import LayerKV, LLaDABlock, LLaDAModel, apply_rope, rope_tables
 
 __all__ = ["PackedRows", "full_pass", "partial_pass"]
 
@@ -75,7 +75,7 @@ def _qkv(block: LLaDABlock, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tenso
     k = block.k_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
     v = block.v_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
     full = cfg.rope_full_precision
-    return _apply_rope(q, cos, sin, full), _apply_rope(k, cos, sin, full), v
+    return apply_rope(q, cos, sin, full), apply_rope(k, cos, sin, full), v
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,

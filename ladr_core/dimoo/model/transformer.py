@@ -39,7 +39,7 @@ from torch import nn
 
 from .config import LLaDAConfig
 
-__all__ = ["LLaDAModel", "LayerKV", "rope_tables", "default_position_ids"]
+__all__ = ["LLaDAModel", "LayerKV", "apply_rope", "default_position_ids", "rope_tables"]
 
 #: per-layer (key, value) after RoPE, each [B, n_kv_heads, L, head_dim]
 LayerKV = list[tuple[torch.Tensor, torch.Tensor]]
@@ -100,7 +100,7 @@ def rope_tables(position_ids: torch.Tensor, head_dim: int, theta: float) -> tupl
     return angles.cos(), angles.sin()
 
 
-def _apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
                 full_precision: bool = True) -> torch.Tensor:
     """Official rotate-half RoPE; x [B, H, L, hd] -> same dtype. ``rope_full_precision``
     computes in float32 (LLaDA default), otherwise in x's dtype with cos/sin cast to it."""
@@ -141,7 +141,7 @@ class LLaDABlock(nn.Module):
         k = self.k_proj(n).view(b, m, hkv, hd).transpose(1, 2)
         v = self.v_proj(n).view(b, m, hkv, hd).transpose(1, 2)
         full = self.cfg.rope_full_precision
-        return _apply_rope(q, cos, sin, full), _apply_rope(k, cos, sin, full), v
+        return apply_rope(q, cos, sin, full), apply_rope(k, cos, sin, full), v
 
     def finish(self, x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                key_mask: torch.Tensor | None) -> torch.Tensor:

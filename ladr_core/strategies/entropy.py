@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..registry import register_strategy
+from ..step import Commit, Needs, Strategy, check_choice, check_number, check_steps
 from .policy import RESCUE_TOKENS
-from .registry import register_strategy
 from .select import commit_tokens, finish_last_step, plain_commit
-from .step import Commit, Needs, Strategy, check_choice, check_number, check_steps
 
 if TYPE_CHECKING:  # annotations only
-    from .noise import StepNoise
-    from .step import RunInfo, Stats, StepRule
+    from ..noise import StepNoise
+    from ..step import RunInfo, Stats, StepRule
 
 
 def entropy_pick(entropy: torch.Tensor, masked: torch.Tensor, gamma: float) -> torch.Tensor:

@@ -3,9 +3,9 @@ named presets.
 
 `LADRPolicy` is the phase-aware policy Pi(t) = (alpha_t, tau_t) of paper Sec. 3.3.2 together
 with the frontier kernel of Eq. 9 and the ablation switches of Sec. 4.3 (Table 5 / Figs. 5-6).
-`AdaptiveRescue` holds the settings of the self-calibrating rescue (ladr_core.rescue).
+`AdaptiveRescue` holds the settings of the self-calibrating rescue (rescue.py).
 `PRESETS` names every recipe (policy + the T it was tuned at). Prophet's policy lives beside
-Prophet (ladr_core.prophet).
+Prophet (prophet.py).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _number_in(name: str, value: object, lo: float, hi: float) -> float:
 
 @dataclass(frozen=True)
 class AdaptiveRescue:
-    """Settings of the self-calibrating rescue (ladr_core.rescue.adaptive_rescue).
+    """Settings of the self-calibrating rescue (rescue.adaptive_rescue).
 
     pace: schedule steps one forward pass may skip by rescue, in [0, 1024]; 0 = no rescue.
         The rescue never brings the masked count below floor(N * gamma(t_eff + (1 + pace) / T)).
@@ -120,7 +120,7 @@ class LADRPolicy:
           before this step (the ones this step's prediction was conditioned on), excluding
           neighbours of this step's standard picks, which the prediction could not know.
       adaptive: None (Eq. 10). An `AdaptiveRescue` replaces Eq. 10's tau and alpha with the
-          self-calibrating rescue of `ladr_core.rescue` (threshold from the margins of this
+          self-calibrating rescue of `rescue.py` (threshold from the margins of this
           step's standard picks, budget from the schedule's pace); tau, alpha and delayed must
           then stay at their defaults. The repr leaves it out while None, so reprs recorded
           before the field existed still name the same policy.
@@ -244,7 +244,7 @@ PRESETS: dict[str, Preset] = {
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True), steps=128,
                    summary="tuned for the built-in DiMOO-nano (~16 forward passes)"),
-    # Self-calibrating rescue (ladr_core.rescue.adaptive_rescue): no per-model constant. Standard selection
+    # Self-calibrating rescue (rescue.adaptive_rescue): no per-model constant. Standard selection
     # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
     # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
     # the schedule itself commits this step; one forward pass skips at most `pace` schedule steps.

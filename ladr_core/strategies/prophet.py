@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import torch
 
+from ..noise import StepNoise
+from ..registry import register_strategy
+from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 from .baseline import official_step
-from .noise import StepNoise
 from .policy import check_bounds, check_triple, is_real
-from .registry import register_strategy
 from .select import phase_table
-from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 
 
 @dataclass(frozen=True)

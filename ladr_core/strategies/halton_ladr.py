@@ -1,7 +1,7 @@
 """LADR's rescue on a Halton-ordered baseline: `HaltonLADR(policy)`.
 
-Algorithm 1 (ladr_core.ladr) with one change: standard selection (lines 17-20) keeps masked the
-n_mask masked tokens latest in the Halton order over the token grid (ladr_core.halton) instead of
+Algorithm 1 (ladr.py) with one change: standard selection (lines 17-20) keeps masked the
+n_mask masked tokens latest in the Halton order over the token grid (halton.py) instead of
 the least confident ones; the inverse schedule and the neighbour rescue (lines 21-31: frontier,
 threshold, budget, pick by margin) are LADR's, with the policy's settings. The order is built
 once per run on the device; known tokens (painting) are not masked, so they are skipped.
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..registry import register_strategy
+from ..step import Commit, Needs
 from .halton import halton_score
 from .ladr import LADR
 from .policy import PRESETS, LADRPolicy
-from .registry import register_strategy
-from .step import Commit, Needs
 
 if TYPE_CHECKING:  # annotations only
-    from .noise import StepNoise
-    from .step import RunInfo, Stats, StepRule
+    from ..noise import StepNoise
+    from ..step import RunInfo, Stats, StepRule
 
 
 @register_strategy

@@ -17,8 +17,8 @@ import math
 
 import torch
 
-from .noise import StepNoise
-from .step import Commit, RunInfo, Stats
+from ..noise import StepNoise
+from ..step import Commit, RunInfo, Stats
 
 
 def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:

@@ -2,14 +2,14 @@
 
 `LADR(policy).begin(run)` gives the rule for one step; `LADR.commit` is Algorithm 1 lines 7-34
 for one step of a batch, with the paper's line numbers in comments; the rescue it calls (lines
-21-31: frontier, filter, budget, pick, and the self-calibrating variant) is ladr_core.rescue.
+21-31: frontier, filter, budget, pick, and the self-calibrating variant) is rescue.py.
 What is elsewhere:
   lines 1-6   initialisation and `break` when nothing is masked: the loop (ladr_core.sampling),
   line 13     the denoiser call L = p_theta(z): the loop, once per step for any strategy,
   lines 14-16 P = Softmax(L), z_pred = Sampling(P), Delta = Top1(P) - Top2(P): computed by the
               loop for the masked rows because `needs()` asks for them (ladr_core.sampling
               `item_stats`, Gumbel-max in ladr_core.noise), handed in as `Stats`,
-  Sec. 3.3.2  the policy Pi(t) = (alpha_t, tau_t) as data: ladr_core.policy.LADRPolicy.
+  Sec. 3.3.2  the policy Pi(t) = (alpha_t, tau_t) as data: policy.LADRPolicy.
 Every operation is batched over items with no host synchronisation and no host -> device copy.
 """
 
@@ -21,24 +21,24 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..registry import register_strategy
+from ..schedules import count_at
+from ..step import Commit, Needs, Strategy, check_steps
 from .policy import PRESETS, LADRPolicy
-from .registry import register_strategy
 from .rescue import adaptive_rescue, paper_rescue
-from .schedules import count_at
 from .select import effective_time, keep_lowest, noisy_confidence, phase_table
-from .step import Commit, Needs, Strategy, check_steps
 
 if TYPE_CHECKING:  # annotations only
-    from .noise import StepNoise
-    from .schedules import Schedule
-    from .step import RunInfo, Stats, StepRule
+    from ..noise import StepNoise
+    from ..schedules import Schedule
+    from ..step import RunInfo, Stats, StepRule
 
 
 @register_strategy
 @dataclass(frozen=True)
 class LADR(Strategy):
     """LADR with `policy` (default: the paper's). steps: the T the policy was tuned at, or None
-    (the caller's T); `LADR.preset(name)` takes both from ladr_core.policy.PRESETS."""
+    (the caller's T); `LADR.preset(name)` takes both from policy.PRESETS."""
 
     name: ClassVar[str] = "ladr"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor (keep_count)
@@ -53,7 +53,7 @@ class LADR(Strategy):
 
     @classmethod
     def preset(cls, name: str) -> LADR:
-        """The preset's policy with the T it was tuned at (ladr_core.policy.PRESETS)."""
+        """The preset's policy with the T it was tuned at (policy.PRESETS)."""
         if name not in PRESETS:
             raise ValueError(f"LADR preset must be one of {sorted(PRESETS)}; got {name!r}")
         return cls(PRESETS[name].policy, PRESETS[name].steps)
@@ -79,7 +79,7 @@ class LADR(Strategy):
         masked: BoolTensor [B, N] (M); stats: the prediction of lines 13-16 at positions
         [B, N]; noise: the item's draws (ladr_core.noise). rank: a fixed ranking score for
         standard selection ([B, N] or [1, N], higher = unmasked first) in place of the policy's
-        `selection` (a variant's, e.g. ladr_core.halton_ladr); None = the policy's."""
+        `selection` (a variant's, e.g. halton_ladr.py); None = the policy's."""
         p = self.policy
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
@@ -98,7 +98,7 @@ class LADR(Strategy):
             rank = stats.top1 if p.selection == "top1" else noisy_confidence(stats, noise,
                                                                              run.temperature)
         m_std = keep_lowest(rank, masked, n_mask)
-        # -- Step 4: neighbour rescue (lines 21-31, ladr_core.rescue).
+        # -- Step 4: neighbour rescue (lines 21-31, rescue.py).
         phase = self.phase(t_eff)  # line 26: alpha, tau by the phase of t_eff (Sec. 3.3.2)
         cand = self.rescue_pool(m_std)  # None: the frontier C_t of Eq. 9 (lines 22-24)
         if p.adaptive is None:  # Eq. 10
@@ -118,7 +118,7 @@ class LADR(Strategy):
     def rescue_pool(self, m_std: torch.Tensor) -> torch.Tensor | None:
         """The rescue's candidate set [B, N] in place of the frontier; None = the frontier C_t
         of Eq. 9 (LADR). A variant without locality returns every still-masked token
-        (ladr_core.ladr_global)."""
+        (ladr_global.py)."""
         return None
 
     @staticmethod

@@ -37,8 +37,8 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ..schedules import Schedule, count_at
 from .policy import NO_TAU, LADRPolicy
-from .schedules import Schedule, count_at
 from .select import phase_table, take_highest
 
 

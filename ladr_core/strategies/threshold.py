@@ -6,7 +6,7 @@ tau; at least one per step (the most confident masked token), and every masked t
 item's last step (step T - 1), so a run ends within T steps. No schedule: how many tokens a step
 commits is whatever clears the threshold, so the forwards an image takes follow its certainty.
 `ThresholdFrontier` takes only masked tokens with a decoded token in their 3 x 3 window (the
-frontier of LADR's Eq. 9 over the tokens decoded before the step; ladr_core.rescue.frontier) and,
+frontier of LADR's Eq. 9 over the tokens decoded before the step; rescue.frontier) and,
 when none of those clears tau, the most confident frontier token (the most confident masked
 token while the frontier is empty, e.g. at the first step of text-to-image).
 
@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..registry import register_strategy
+from ..step import Commit, Needs, Strategy, check_choice, check_number, check_steps
 from .policy import RESCUE_TOKENS
-from .registry import register_strategy
 from .rescue import frontier
 from .select import commit_tokens, finish_last_step, plain_commit, with_most_confident
-from .step import Commit, Needs, Strategy, check_choice, check_number, check_steps
 
 if TYPE_CHECKING:  # annotations only
-    from .noise import StepNoise
-    from .step import RunInfo, Stats, StepRule
+    from ..noise import StepNoise
+    from ..step import RunInfo, Stats, StepRule
 
 
 def threshold_pick(top1: torch.Tensor, masked: torch.Tensor, tau: float,

@@ -12,7 +12,7 @@ of the order spreads over the grid: on an H x W = 2^a x 3^b grid the first 2^i 3
 fall one into each block of (H / 2^i) x (W / 3^j) cells (tests/core/test_strategies_rivals.py).
 
 `halton_order` builds the order once per run on the device with integer arithmetic (no float
-rounding, no host data); the per-step rule is the official one (ladr_core.baseline) with the
+rounding, no host data); the per-step rule is the official one (baseline.py) with the
 order as its ranking. Known tokens (painting) are not masked, so they are skipped.
 """
 
@@ -24,14 +24,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import torch
 
+from ..registry import register_strategy
+from ..step import Commit, Needs, Strategy, check_steps
 from .baseline import baseline_keep, baseline_remask
-from .registry import register_strategy
 from .select import plain_commit
-from .step import Commit, Needs, Strategy, check_steps
 
 if TYPE_CHECKING:  # annotations only
-    from .noise import StepNoise
-    from .step import RunInfo, Stats, StepRule
+    from ..noise import StepNoise
+    from ..step import RunInfo, Stats, StepRule
 
 
 def check_grid(grid: object) -> tuple[int, int]:

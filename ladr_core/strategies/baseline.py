@@ -14,11 +14,11 @@ from typing import ClassVar
 
 import torch
 
-from .noise import StepNoise
-from .registry import register_strategy
-from .schedules import Schedule
+from ..noise import StepNoise
+from ..registry import register_strategy
+from ..schedules import Schedule
+from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 from .select import effective_time, no_phase, noisy_confidence
-from .step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
 
 
 def baseline_keep(total: int | torch.Tensor, step: torch.Tensor, steps: int,

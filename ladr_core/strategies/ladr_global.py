@@ -1,6 +1,6 @@
 """LADR without locality, the ablation of its frontier: `LADRGlobal(policy)`.
 
-Algorithm 1 (ladr_core.ladr) with every still-masked token after standard selection (M_std) as a
+Algorithm 1 (ladr.py) with every still-masked token after standard selection (M_std) as a
 rescue candidate instead of the frontier C_t of Eq. 9: the same threshold, budget and pick
 (Eq. 10, or the adaptive rescue) applied to every masked token. Compared with LADR at an equal
 number of forwards, it measures what the frontier's locality contributes (the paper's Fig. 5
@@ -14,9 +14,9 @@ from typing import ClassVar
 
 import torch
 
+from ..registry import register_strategy
 from .ladr import LADR
 from .policy import PRESETS, LADRPolicy
-from .registry import register_strategy
 
 
 @register_strategy
