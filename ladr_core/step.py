@@ -128,10 +128,14 @@ class Strategy(ABC):
 
     def run_steps(self, requested: int | None = None) -> int:
         """The T a run uses: `requested`, else the T this strategy was tuned at, else DiMOO's 64.
-        The one place a default T is chosen."""
-        if requested is not None:
-            return requested
-        return DEFAULT_STEPS if self.steps is None else self.steps
+        The one place T is settled and checked (sample, DiMOOPipeline.run and the nodes call
+        it): a requested T that is not an int >= 1 is a ValueError."""
+        if requested is None:
+            return DEFAULT_STEPS if self.steps is None else self.steps
+        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+            raise ValueError(f"steps must be an int >= 1 (the schedule length T) or None (the "
+                             f"strategy's own T); got {requested!r}")
+        return requested
 
     @abstractmethod
     def needs(self) -> Needs:

@@ -134,12 +134,6 @@ def _default_device(device: object, generator: object) -> torch.device:
     return torch.device("cpu")
 
 
-def check_steps_arg(steps: object) -> None:
-    """sample()'s / generate()'s `steps`: an int >= 1 (the schedule resolution T)."""
-    if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1 (the schedule resolution T); got {steps!r}")
-
-
 def validate_arguments(
     denoise: Denoise,
     shape: Sequence[int],
@@ -163,7 +157,6 @@ def validate_arguments(
         )
     shape = _check_shape(shape)
     steps = chosen.run_steps(steps)
-    check_steps_arg(steps)
     ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
     if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
         raise ValueError(

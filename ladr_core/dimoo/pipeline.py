@@ -21,7 +21,6 @@ import torch
 from ..errors import InputError
 from ..registry import resolve_strategy
 from ..step import Strategy
-from ..validation import check_steps_arg
 from .denoise.cache import MLCacheConfig
 from .denoise.denoiser import DiMOODenoiser, valid_cfg
 from .denoise.prompt import SIZE_STEP, ImageLayout, check_image_size, cond_text, uncond_text
@@ -254,21 +253,23 @@ class DiMOOPipeline(PipelineImages):
                                 field, math.lcm(self.vq_factor, SIZE_STEP), source="image")
 
     # ---- the one run routine -----------------------------------------------------------------
-    def run(self, job: Job, steps: int | None = None, temperature: float = 1.0, seed: int = 0,
-            strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
+    def run(self, job: Job, strategy: Strategy, steps: int | None = None,
+            temperature: float = 1.0, seed: int = 0, cache: MLCacheConfig | None = None,
             callback: Callable[[dict[str, Any]], None] | None = None, decode: bool = True,
             max_batch: int | None = None) -> GenerationResult:
-        """Sample a checked job (``prepare_*``). ``strategy``: a Strategy object
-        (``LADR(policy)``, ``LADR.preset("nano")``, ``Baseline()``, ``Prophet(policy)``), a
-        strategy name or an LADR preset name (ladr_core.registry). ``steps`` None = the
-        strategy's tuned T (the nano preset carries 128), else DiMOO's 64. ``decode=False``
+        """Sample a checked job (``prepare_*``) with a Strategy object (``LADR(policy)``,
+        ``LADR.preset("nano")``, ``Baseline()``, ...; a name is resolved once by the entry that
+        received it: ``generate`` / ``paint`` / ``edit``, or ``ladr_core.resolve_strategy``).
+        ``steps`` None = the strategy's tuned T (the nano preset carries 128), else DiMOO's 64
+        (``Strategy.run_steps``, settled here once). ``decode=False``
         skips the VQ decoder (images None). ``max_batch``: images in flight at once (None =
         ``runs.images_in_flight``, the sampler node's automatic choice: 4 on a CPU, what the
         GPU's free memory holds up to 8); the rest roll in as images finish. Image i is the same
         whatever its neighbours (equal to its own single run in float32)."""
-        chosen = resolve_strategy(strategy)
-        steps = chosen.run_steps(steps)
-        check_steps_arg(steps)
+        if not isinstance(strategy, Strategy):
+            raise ValueError(f"strategy must be a Strategy object (run takes the object; resolve "
+                             f"a name with ladr_core.resolve_strategy); got {strategy!r}")
+        steps = strategy.run_steps(steps)
         check_job(job, cache)
         if job.nothing_to_do:  # painting with nothing to regenerate: the input, unchanged
             return self._unchanged(job, decode)  # type: ignore[arg-type]
@@ -277,7 +278,7 @@ class DiMOOPipeline(PipelineImages):
             grid = built.denoise.layout
             max_batch = images_in_flight(self.device, built.denoise.batch, self.image_bytes(
                 grid.w * self.vq_factor, grid.h * self.vq_factor, cache is not None))
-        options = RunOptions(chosen, steps, temperature, seed, callback, bool(decode), max_batch)
+        options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
         return run_job(built, options, self.vq, self.device, job.note)
 
     def _unchanged(self, job: PaintJob, decode: bool) -> GenerationResult:
@@ -298,8 +299,8 @@ class DiMOOPipeline(PipelineImages):
         ``self_score``: also score the final tokens (``self_score()``, same seed), which costs
         ``self_score.passes`` extra denoiser passes per image; None (default) = no score."""
         job = self.prepare_text(prompt, negative_prompt, width, height, cfg, batch_size)
-        res = self.run(job, steps, temperature, seed, strategy, cache, callback, decode,
-                       max_batch)
+        res = self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache, callback,
+                       decode, max_batch)
         if self_score is not None:
             res.self_score = self.self_score(res.tokens, job.items, negative_prompt, width,
                                              height, job.cfg, seed, self_score)
@@ -316,8 +317,8 @@ class DiMOOPipeline(PipelineImages):
         mask with nothing to regenerate returns the input unchanged (``res.note`` says why);
         ``res.paint`` is the plan a later decode pastes the original pixels back with."""
         job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size)
-        return self.run(job, steps, temperature, seed, strategy, cache, callback, decode,
-                        max_batch)
+        return self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache,
+                        callback, decode, max_batch)
 
     def edit(self, instruction: str | Sequence[str], image: Any, edit_type: str = "edit",
              style: Any = None, size: str = "official", cfg: float | None = None,
@@ -329,8 +330,8 @@ class DiMOOPipeline(PipelineImages):
         then ``run``. No ML-Cache."""
         job = self.prepare_edit(instruction, image, edit_type, style, size, cfg, image_cfg,
                                 batch_size)
-        return self.run(job, steps, temperature, seed, strategy, None, callback, decode,
-                        max_batch)
+        return self.run(job, resolve_strategy(strategy), steps, temperature, seed, None,
+                        callback, decode, max_batch)
 
     def make_denoiser(self, prompts: str | Sequence[str], negative_prompt: str | None = None,
                       width: int | None = None, height: int | None = None,

@@ -117,6 +117,22 @@ def test_names_and_presets_resolve_to_their_objects(spec: str, expected: Strateg
 def test_one_place_chooses_the_default_t() -> None:
     assert Baseline().run_steps() == 64 and Baseline().run_steps(12) == 12
     assert LADR.preset("nano").run_steps() == 128 and LADR.preset("nano").run_steps(20) == 20
+    for bad in (0, 2.5, True, "64"):
+        with pytest.raises(ValueError, match=r"steps must be an int >= 1 .*got"):
+            Baseline().run_steps(bad)
+
+
+def test_run_takes_the_object_a_name_is_resolved_by_the_entry(dimoo_checkpoint: Path) -> None:
+    """generate resolves a name once and hands run the object; run itself takes no name."""
+    from ladr_core import load_dimoo
+
+    pipe: DiMOOPipeline = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    job = pipe.prepare_text("a red circle", width=16, height=16)
+    with pytest.raises(ValueError, match="strategy must be a Strategy object .*got 'nano'"):
+        pipe.run(job, "nano")  # type: ignore[arg-type]
+    by_name = pipe.generate("a red circle", width=16, height=16, strategy="nano", decode=False)
+    by_object = pipe.run(job, LADR.preset("nano"), decode=False)
+    assert by_name.steps == by_object.steps and torch.equal(by_name.tokens, by_object.tokens)
 
 
 def test_the_generic_loop_imports_no_concrete_strategy() -> None:

@@ -136,7 +136,8 @@ def test_bad_input_gets_one_clear_message(pipe: DiMOOPipeline) -> None:
     with pytest.raises(ValueError, match="image_cfg must be a finite number >= 0"):
         pipe.edit(INSTRUCTION, image=img, image_cfg=-1.0, size="as is")
     with pytest.raises(ValueError, match="ML-Cache is not available for image editing"):
-        pipe.run(pipe.prepare_edit(INSTRUCTION, img, size="as is"), cache=MLCacheConfig())
+        pipe.run(pipe.prepare_edit(INSTRUCTION, img, size="as is"), LADR(),
+                 cache=MLCacheConfig())
     with pytest.raises(ValueError, match="image has 2 images for 3 items"):
         pipe.edit(INSTRUCTION, batch_size=3, image=img.expand(2, -1, -1, -1), size="as is")
     assert "dense_depth" in EDIT_TYPES
