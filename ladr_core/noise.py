@@ -1,21 +1,13 @@
 """Explicit, per-item random draws for the sampler, for the masked rows only (no global seeding).
 
-Every draw takes a `torch.Generator` (docs/CONVENTIONS.md, "Explicit randomness"). Item i draws from its own
-generator, so item i of a batch equals a B=1 run with the same generator.
-
-Draw order, per step and item i with L_i masked positions (official DiMOO `generate_image`,
-which draws `gumbel_noise` for `logits[:, vq_mask[0]]` [1, L, K] and then for `probs` [1, L]):
-Gumbel noise [L_i, K] for sampling (temperature > 0), Gumbel noise [L_i] for the baseline /
-Prophet re-masking and LADR's "gumbel" selection (temperature > 0), uniform noise [L_i] for LADR's random ablations. Row j of
-each draw belongs to the item's j-th masked position in index order, the order of the official
-boolean-mask indexing. An item with nothing masked draws nothing. A single generator shared by a
-batch serves the items one after another in that order. At temperature 0 nothing is drawn unless
-a random ablation needs it (the official loop draws the re-mask noise there too and multiplies it
-by 0; we skip that draw).
-
-LADR's random ablations read their scores only at masked positions (the rescue pool is a subset
-of the mask), so their uniforms are drawn for the masked rows as well: the same distribution as
-a draw for every position, and a step's cost follows the masked count like the Gumbel draws.
+Every draw takes a `torch.Generator` (docs/CONVENTIONS.md, "Explicit randomness"); item i draws
+from its own generator, so item i of a batch equals a B=1 run with the same generator. The draw
+order per step and item (official DiMOO `generate_image`: Gumbel [L_i, K] for sampling, Gumbel
+[L_i] for re-masking, uniform [L_i] for LADR's random ablations; row j = the item's j-th masked
+position) is docs/ARCHITECTURE.md section 1 (`generator`). At temperature 0 nothing is drawn
+unless a random ablation needs it (the official loop draws the re-mask noise there too and
+multiplies it by 0; we skip that draw). The ablations read their scores only at masked
+positions, so their uniforms are drawn for the masked rows as well.
 """
 
 from __future__ import annotations

@@ -312,21 +312,10 @@ def sample(
     max_batch: int | None = None,
 ) -> SampleResult:
     """Generate B token grids of H x W: the contract, every argument included, is
-    docs/ARCHITECTURE.md section 1.
-
-    strategy: a Strategy object (`Baseline()`, `LADR(policy)`, `LADR.preset("nano")`,
-    `Prophet(policy)`), a registered strategy name or an LADR preset name, resolved once, here
-    (ladr_core.registry). steps: T (None: the strategy's own T, else 64). temperature 0 =
-    greedy. generator: None, one generator shared by all items, or a list of B generators
-    (item i with g_i equals a B=1 run with g_i; noise is drawn per item for its masked rows,
-    order: ladr_core.noise). device: where the first `tokens` passed to `denoise` live (default:
-    the generator's device, else CPU); from then on all state lives on the logits' device.
-    cuda_graph: replay a step-invariant rule as one CUDA graph on CUDA (same results). known:
-    KnownTokens for inpainting / outpainting (known positions never change; every schedule runs
-    over each item's count to generate). A denoiser that takes `items=` is sent only the items
-    still running; max_batch (None = B) below B rolls the batch, a finished item's slot going
-    to the next waiting item at its own step 0. Either way item i's tokens equal its own B = 1
-    run with its own generator.
+    docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
+    an LADR preset name, resolved once, here (ladr_core.registry); steps: T (None: the
+    strategy's own T, else 64; `Strategy.run_steps`). Item i's tokens equal its own B = 1 run
+    with its own generator, whatever the batch, `known` or `max_batch`.
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)

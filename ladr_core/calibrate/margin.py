@@ -1,33 +1,12 @@
 """The non-inferiority margin of a calibration and the prompts it needs.
 
 A setting qualifies only when the LOWER end of its paired 95 % interval against the reference
-is above ``-margin`` (report.py): the calibration must show that the setting loses at most
-``margin`` self-score, not merely fail to show that it loses something. An interval that
-reaches 0 on a few prompts is absence of evidence, not equality.
-
-``DEFAULT_MARGIN`` was fitted on DiMOO-nano's validation set (``benchmarks/calibration_margin.py``,
-``benchmarks/results/calibration_margin.json``): over the sweep's settings that are not broken,
-the self-score difference to baseline-64 against the nano evaluator's difference (a least-squares
-line through the reference's (0, 0)); the margin is that line's self-score at an evaluator drop
-of ``EVALUATOR_DROP``. ``PRIOR_SPREAD`` is the standard deviation of the per-prompt paired
-self-score differences observed there, on the settings nearest to the reference. The real
-model's self-score may be on another scale: for it, these are the only evidence there is, and
-``--margin`` overrides the default.
-
-How many prompts: a setting whose true self-score equals the reference's qualifies with
-probability ``POWER`` when ``z_(0.975) * sd / sqrt(n) + z_POWER * sd / sqrt(n) < margin``, i.e.
-``n >= ((1.96 + 0.84) * sd / margin) ** 2`` prompts (sd: the spread of the per-prompt
-differences; with several seeds a prompt's images are averaged first).
-
-The interval cannot be narrower than the evidence allows: the Student-t interval that decides
-is computed with ``max(observed sd, SPREAD_FLOOR)``. The self-score's paired differences are
-heavy-tailed (most prompts of two good settings differ by about 0, a loss shows as a rare
-large negative), so a few prompts that miss the tail show an sd far below the one that goes
-with the margin, and without the floor an interval a few thousandths wide "proved" a setting
-the evaluator puts 0.14 below 64 steps. With the floor, ``n`` prompts can show a setting within
-the margin only when its mean difference is at least ``lead_needed(n, margin)`` (+0.125 on 6
-prompts, +0.022 on 48, about 0 near ``prompts_needed``); ``docs/reports/CALIBRATION.md`` shows
-the skew and the rule's measured error rate.
+is above ``-margin`` (report.py). ``DEFAULT_MARGIN`` and ``PRIOR_SPREAD`` were fitted on
+DiMOO-nano's validation set (``benchmarks/results/calibration_margin.json``; ``--margin``
+overrides them); ``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2;
+the decisive Student-t interval uses ``max(observed sd, SPREAD_FLOOR)`` and ``lead_needed`` is
+the lead that then qualifies on n prompts. Why and how each was fitted, and the rule's
+measured error rate: docs/reports/CALIBRATION.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
 """The calibration report: paired comparisons, the recommendation, a text table and a Pareto plot.
 
-Recommendation rule (``RULE``, non-inferiority): among every measured setting (the reference,
-the candidates and the baselines at their NFE), a setting qualifies when the lower end of its
-paired 95 % interval of the self-score difference to the reference is above ``-margin``
-(margin.py says where the default comes from). The lower end ``noninferiority_lo`` is the lower
-of the percentile bootstrap's and Student's t, and Student's t is computed with the spread of
-the per-prompt differences floored at ``margin.SPREAD_FLOOR`` (``vs_reference_t["sd"]``): on a
-few prompts the bootstrap interval is too narrow (four prompts that all happen to favour a
-setting give it a lower end of 0), and the self-score's differences are heavy-tailed, so a few
-prompts that miss the rare large loss show a spread far below the one the margin was fitted
-with. The qualifying one with the fewest token-forwards per image is recommended (ties: the
-higher self-score). The reference always qualifies, so there is always a recommendation; ``why``
-says in words why it was chosen and, when the prompts were too few for any cheaper setting,
-about how many would be needed and which settings are worth trying with more prompts
-(``to_try``: cheaper settings whose mean difference is within the margin so far). The
-prompt-shortfall warning is given only with the reference as the recommendation: a cheaper
-setting that qualifies on fewer prompts than the margin plans for has led the reference by
-more than ``lead_needed`` and ``why`` says so. ``rejudge`` applies the rule to a report saved
-before the floor existed. ``below_reference`` (the bootstrap interval entirely below 0) is kept
-for reading; it no longer decides.
-
-The plot is drawn with PIL (a runtime dependency), so it works in any ComfyUI install.
+Recommendation rule (``RULE``, non-inferiority): a measured setting (the reference, the
+candidates, the baselines at their NFE) qualifies when ``noninferiority_lo``, the lower of the
+percentile bootstrap's and Student's t lower ends of its paired 95 % interval against the
+reference (Student's t with the spread floored at ``margin.SPREAD_FLOOR``), is above
+``-margin``; the qualifying one with the fewest token-forwards per image is recommended (ties:
+the higher self-score), and the reference always qualifies. ``why`` and ``to_try`` say why and
+what to try with more prompts; ``rejudge`` applies the rule to a report saved before the floor
+existed. The rule and why it is so: docs/reports/CALIBRATION.md section 1. The plot is drawn
+with PIL (a runtime dependency), so it works in any ComfyUI install.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
-"""Lumina-DiMOO runtime (docs/ARCHITECTURE.md section 2), in layers that import downward only:
-
-  model/     the networks: config, LLaDA transformer, packed passes, block streaming, compile,
-             the VQ-VAE and its preview table;
-  weights/   checkpoints on disk: the official folder, fp8, ComfyUI's quantized format, GGUF;
-  denoise/   prompt layout, packed rows, batched CFG and the ML-Cache: the ``denoise`` callable;
-  tasks/     painting (inpaint / outpaint), editing and the self-score;
-  jobs, runs what a run makes, checked once (TextJob, PaintJob, EditJob), and the one run
-             routine they share (GenerationResult, seeds, images in flight);
-  pipeline   ``load_dimoo`` and ``DiMOOPipeline``: generate, paint, edit (one entry point per
-             task);
-  save, input_ranges   converting a folder (``python -m ladr_core.dimoo.save``).
+"""Lumina-DiMOO runtime (docs/ARCHITECTURE.md section 2), in layers that import downward only
+(model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; jobs, runs, pipeline,
+save and input_ranges on top: docs/ARCHITECTURE.md, Layout).
 
 Everything nodes, tests and benchmarks use is exported here and imported from here. Names are
 resolved on first use, so ``import ladr_core.dimoo`` stays cheap.

@@ -88,43 +88,12 @@ class AdaptiveRescue:
 
 @dataclass(frozen=True, repr=False)
 class LADRPolicy:
-    """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-31).
-
-    Fields (defaults are the paper's):
-      phase_bounds: (0.2, 0.7). t_eff < 0.2 is exploration, < 0.7 structure, else refinement;
-          t_eff = gamma^-1(masked ratio) at the start of the step (Prop. 2, Alg. 1 line 9).
-      tau: (0.05, 0.05, None). Margin threshold per phase: a frontier token is valid only if
-          Delta = p(1) - p(2) > tau (Eq. 10, Alg. 1 line 27); None = no threshold. In [0, 1].
-      alpha: (0.1, 0.3, 1.0). Rescue ratio per phase: budget floor(|C_t| * alpha) (Eq. 10,
-          Alg. 1 line 28), computed exactly from alpha's decimal value. In [0, 1].
-      kernel_size: 3. Side k of the k x k dilation kernel K of Eq. 9; odd and >= 1.
-      metric: "margin" ranks valid candidates by Delta (Eq. 10); "confidence" by the top-1
-          probability; "random" picks uniformly among the frontier C_t (ablation, Fig. 6).
-      candidates: "neighbors" = the frontier C_t of Eq. 9; "non_neighbors" prefers still-masked
-          tokens off the frontier, falling back to the frontier when exhausted; "random" picks
-          uniformly among all still-masked tokens (ablation, Fig. 5). Ablations keep the budget
-          k_res that "neighbors" would use, so only *which* tokens change.
-      delayed: False. True disables rescue in the exploration phase (paper Table 5).
-      selection: how standard selection (Alg. 1 lines 17-20) ranks masked tokens. "top1" (the
-          paper): the top-1 probability, no noise. "gumbel": the official DiMOO baseline's rule,
-          log p(sampled token) + temperature * Gumbel noise from the item's generator; early
-          steps then commit tokens at random places instead of always the most certain
-          background, which is what lets the baseline lay out objects first. Same at
-          temperature 0 (no noise): log p(argmax) ranks like top-1.
-      rescue_token: which token a rescued position receives. "sample" (Algorithm 1 line 34:
-          z_pred, the temperature sample), or "argmax": the top-1 token, the prediction whose
-          error Theorem 1 bounds by (1 - tau) / 2. A sample at temperature 1 is not the top-1
-          token with probability 1 - p(1), so "sample" commits that many off-mode tokens
-          among the rescued ones.
-      seen_only: False (Eq. 9 on M_std). True: candidates are neighbours of tokens decoded
-          before this step (the ones this step's prediction was conditioned on), excluding
-          neighbours of this step's standard picks, which the prediction could not know.
-      adaptive: None (Eq. 10). An `AdaptiveRescue` replaces Eq. 10's tau and alpha with the
-          self-calibrating rescue of `rescue.py` (threshold from the margins of this
-          step's standard picks, budget from the schedule's pace); tau, alpha and delayed must
-          then stay at their defaults. The repr leaves it out while None, so reprs recorded
-          before the field existed still name the same policy.
-    """
+    """Phase-aware rescue policy of LADR (paper Sec. 3.3, Algorithm 1 lines 22-31). The
+    defaults are the paper's; each field (phases by t_eff, Eq. 10's tau and alpha per phase, the
+    Eq. 9 kernel, the ablations of Figs. 5-6 and Table 5, standard selection's ranking, the
+    rescued token, seen_only, the adaptive rescue) is explained in docs/SAMPLING.md's
+    LADRPolicy table. The repr leaves `adaptive` out while None, so reprs recorded before the
+    field existed still name the same policy."""
 
     phase_bounds: tuple[float, float] = (0.2, 0.7)
     tau: tuple[float | None, float | None, float | None] = (0.05, 0.05, None)

@@ -7,24 +7,10 @@ Frontier (Eq. 9), applied to M_std, the mask left by standard selection:
     M_frontier = M_grid AND (NOT M_grid (+) K)  ((+) = dilation by the k x k kernel K)
     C_t        = { i | Phi^-1(M_frontier)[i] = 1 }
 
-Dilation is a stride-1 max-pool with padding k // 2 (borders pad with "not decoded"), one
-batched kernel on the mask's device.
-
-Eq. 10: R_t = TopK_Delta({i in C_t | Delta_i > tau_t}, floor(|C_t| alpha_t)).
-
-The self-calibrating rescue (`LADRPolicy.adaptive`, settings `AdaptiveRescue`) keeps the
-frontier and the pick and replaces Eq. 10's absolute constants with quantities the run produces:
-
-* threshold from the schedule's own picks: a frontier candidate is valid when its margin is at
-  least the `anchor_quantile` quantile of the margins of the tokens standard selection commits
-  in the same step (and > 0: a token with no preference at all is never rescued), so a sharper
-  model raises the bar by itself;
-* budget from the schedule's pace: the rescue may bring an item's masked count down to the
-  schedule's count `pace` steps further on, floor(N * gamma(t_eff + (1 + pace) / T)); one
-  forward pass never advances the schedule by more than 1 + pace of its own steps.
-Degenerate margins (all equal) make the anchor equal to that value: every candidate is valid
-and the budget alone decides. Uniform logits (all margins 0) rescue nothing. It never stalls:
-standard selection still commits its tokens and the last step commits everything.
+Dilation is a stride-1 max-pool with padding k // 2 (borders pad with "not decoded").
+Eq. 10: R_t = TopK_Delta({i in C_t | Delta_i > tau_t}, floor(|C_t| alpha_t)). The
+self-calibrating rescue (`AdaptiveRescue`: threshold from the margins of the step's standard
+picks, budget from the schedule's pace) is described in docs/SAMPLING.md (the adaptive preset).
 
 Every function is a pure, batched function of tensors ([B, N] masks and scores) with no host
 synchronisation; per-phase policy values come from small cached device tables.

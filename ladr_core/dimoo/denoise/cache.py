@@ -1,34 +1,12 @@
 """ML-Cache (Lumina-DiMOO's "max-logit cache"): configuration, refresh schedule, per-row state.
 
 Official semantics (``generators/image_generation_generator.py`` + the caching code of
-``model/modeling_llada.py``), with T = planned steps and ``warmup_step = int(T * warmup_ratio)``:
-
-* step ``s`` (0-based) is a *refresh* step when ``s <= warmup_step`` or
-  ``(s - warmup_step) % refresh_interval == 0``: a full forward that stores every layer's K/V and
-  the logits, per branch (cond / uncond);
-* on any other step only the positions whose max logit (over the codebook slice) was lowest at
-  the previous step are recomputed, a fraction ``1 - cache_ratio``; their fresh K/V overwrite the
-  cached ones layer by layer (in place), their queries attend over the full cached K/V, and
-  their logits overwrite the cached logits; every other position reuses its cached logits.
-
-Schedule by progress (``CacheSchedule``; the official code counts steps, which only works for a
-sampler that takes exactly T steps). The schedule sees the mean masked count of the *previous*
-call (read without a host sync, see hostlag.py), so its decisions lag the run by one call. A
-call's *progress step* is the later of its call index and one past the first baseline call whose
-masked count (``CacheSchedule.baseline_masked``: the official keep table, at least one token per
-step) is at or below the previous call's mean masked count. Warm-up = progress step
-``<= warmup_step``; afterwards a refresh comes ``refresh_interval`` calls after the previous one.
-For the official baseline the progress step equals the call index, so the rule IS the official
-one; LADR (which reaches the end of the schedule in 13-18 calls out of a planned 64-128) leaves
-warm-up when its masked ratio does, so its later calls are cached. LADR-aware refresh: a call
-also refreshes when the image tokens committed between the last refresh and the previous call
-reach ``refresh_commit`` of N (a big rescue rewrites many keys and values that the cached steps
-would read stale); the default 0.3 never fires for the official baseline at T = 64 (it commits
-< 13 % of N per ``refresh_interval`` calls after warm-up).
-
-Difference from the official code (documented choice): the official ranks *every* sequence
-position, text included, by a quantile threshold; here the ranking is over the image code
-slots of each row, with a fixed count ``ceil((1 - cache_ratio) * N)`` so rows batch together.
+``model/modeling_llada.py``): a *refresh* step is a full forward that stores every layer's K/V
+and the logits, per branch (cond / uncond); any other step recomputes only the code slots whose
+max logit was lowest at the previous step (a fraction ``1 - cache_ratio``), their fresh K/V
+overwriting the cached ones in place, and reuses the cached logits elsewhere. Which calls
+refresh (``CacheSchedule``, by progress rather than by call count, and LADR-aware) and where
+this differs from the official code: docs/ARCHITECTURE.md section 2, the ML-Cache item.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """Device memory a run needs beyond the weights, from the configs and the job's shape: what a
 host must keep free when it loads the weights (ComfyUI's ``memory_required``).
 
-``working_memory``: sampling with ``batch`` images in flight, each with ``branches`` rows (cond,
-uncond, image-uncond) of at most ``seq_len`` tokens (T = batch * branches * seq_len packed
-tokens), ``n_codes`` image codes per row and a codebook of K:
-
-* a full pass (packed.py) at its larger peak, per token: at the MLP three [T, hidden] (gate, up,
-  their product) beside the residual stream, the attention output, its sum, the norm output
-  and q, k, v; or at the RoPE of k, x, the norm output, this layer's q (as projected and
-  rotated), k, v, the last layer's q, k, v (released only when their names are rebound) and
-  five float32 temporaries (the larger on the 8B model in bf16; traced on nano in bf16); plus
-  the float32 RoPE tables [T, head_dim] x 2 for the whole pass;
-* after it, the code slots' logits: the gathered hidden states and logits [R, N, K] in the
-  compute dtype, then in float32, and the guidance's three [B, N, K] float32 temporaries;
-* all along, the sampler's two [N, K] float32 work buffers (ladr_core/sampling.py) and, with
-  an ML-Cache, each image's K/V of every layer and its code-slot logits (denoise/cache.py).
-
-``decode_memory``: the VQ decoder on one image (model/vq.py decodes one at a time): its largest
-activations are at the output resolution, where up to four tensors of the wider of the last
-two levels' channels are alive in a resnet block (input, normed, activated; input, output, sum
-and scaled sum), plus a dozen float32 values per pixel for the output image's copies.
-
-Sampling and the decode do not overlap (the decode follows the run), so a run needs the larger.
-Checked against LiveBytes on the nano checkpoint (tests/dimoo/test_memory.py): never below
-the measured peak, at most 1.5 x above. What a fused kernel allocates inside itself (SDPA's
-scratch) is not counted, by the measurement or here.
+How and why: docs/ARCHITECTURE.md section 8, dimoo/model/memory.py.
 """
 
 from __future__ import annotations

@@ -15,12 +15,8 @@ probability of the TRUE token is read at every re-masked position:
              denoiser's guidance scale: what the sampler itself would have assigned
   *_acc      the share of re-masked tokens whose top-1 prediction is the true token
 
-``SelfScore.score`` is the component named by ``SelfScoreConfig.kind``. Block placement is
-drawn per image from its own CPU ``torch.Generator`` (``DiMOOPipeline.self_score``: seeded
-``seed + i``, as the sampler's items), so a score depends on the tokens, the prompt and the seed
-only: not on the batch, the chunking or the device. Cost: ``passes`` denoiser calls per image (token-forwards
-``passes`` x the prompt's real tokens, as ``passes`` sampling steps); images are scored
-``chunk`` at a time (``chunk * passes`` items per call).
+``SelfScore.score`` is the component named by ``SelfScoreConfig.kind``. Seeds, cost and
+chunking: docs/ARCHITECTURE.md section 4.
 """
 
 from __future__ import annotations
