@@ -79,7 +79,8 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
               prompt_source: str = "given",
               candidates: list[Candidate] | None = None,
               margin: float | None = None) -> dict[str, Any]:
-    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module docstring).
+    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (docs/ARCHITECTURE.md
+    section 8).
 
     prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
     every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state

@@ -40,7 +40,7 @@ def tau_policy(tau: float) -> LADRPolicy:
 
 
 def default_candidates(steps: int = 64) -> list[Candidate]:
-    """The reference and the LADR candidates (module docstring), in run order."""
+    """The reference and the LADR candidates (docs/ARCHITECTURE.md section 8), in run order."""
     paper = PRESETS["paper"].policy
     out = [Candidate(f"baseline-{steps}", Baseline(), steps, "reference"),
            Candidate("paper", LADR(paper), steps),
@@ -69,8 +69,8 @@ def _to_json(value: Any) -> Any:
 
 def strategy_spec(candidate: Candidate) -> dict[str, Any]:
     """JSON-ready description of a candidate's strategy: {"kind": its registered name, "steps":
-    T, and every other field of the strategy dataclass} (module docstring). A strategy that is
-    not a registered dataclass cannot be described (ValueError)."""
+    T, and every other field of the strategy dataclass} (docs/ARCHITECTURE.md section 8). A
+    strategy that is not a registered dataclass cannot be described (ValueError)."""
     s = candidate.strategy
     registered = s.name in strategy_names() and strategy_class(s.name) is type(s)
     if not is_dataclass(s) or not registered:

@@ -32,9 +32,9 @@ PRIOR_SPREAD = 0.135
 median over the three settings the evaluator puts closest to it (same file, ``spread``)."""
 SPREAD_FLOOR = PRIOR_SPREAD
 """The least sd of the per-prompt differences a setting's deciding interval is computed with
-(module docstring): the spread the validation fit says a setting's differences have; the spread
-the margin's prompt count was planned with. Kept for a user's ``--margin`` too (it is a
-statement about the self-score's spread, not about the margin)."""
+(docs/reports/CALIBRATION.md): the spread the validation fit says a setting's differences
+have; the spread the margin's prompt count was planned with. Kept for a user's ``--margin``
+too (it is a statement about the self-score's spread, not about the margin)."""
 MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration_margin.py -> "
                  "benchmarks/results/calibration_margin.json): the self-score difference to "
                  "baseline-64 that goes with an evaluator drop of 0.05 (least squares through "
@@ -60,7 +60,7 @@ def check_margin(value: Any, name: str = "margin") -> float:
 
 def prompts_needed(spread: float, margin: float) -> int:
     """Prompts at which a setting as good as the reference qualifies with probability
-    ``POWER``, at a per-prompt spread ``spread`` (module docstring); at least 2."""
+    ``POWER``, at a per-prompt spread ``spread`` (docs/reports/CALIBRATION.md); at least 2."""
     if not spread > 0:
         return 2
     return max(2, math.ceil(((_Z_INTERVAL + _Z_POWER) * spread / margin) ** 2))

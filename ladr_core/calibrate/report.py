@@ -46,7 +46,7 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
                  margin: float = DEFAULT_MARGIN, floor: float = SPREAD_FLOOR
                  ) -> dict[str, Any]:
     """``candidates`` (one entry per measured setting, run order), ``recommended``, ``why``,
-    ``to_try``, ``warnings`` and the ``margin`` it was judged with (module docstring)."""
+    ``to_try``, ``warnings`` and the ``margin`` it was judged with (docs/reports/CALIBRATION.md)."""
     ref = runs[reference]["self_score"]
     out = []
     for name, r in runs.items():

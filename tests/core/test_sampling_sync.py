@@ -47,9 +47,12 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
 
 
 CORE = ROOT / "ladr_core"
-LOOP_MODULES = sorted(p.name for p in CORE.glob("*.py") if p.name not in ("__init__.py", "_lazy.py"))
-"""The sampler, its strategies and their helpers: every module directly in ladr_core/ (the
-runtime's packages, dimoo/ and calibrate/, call the loop; they are not part of it)."""
+LOOP_MODULES = sorted(str(p.relative_to(CORE)) for p in [*CORE.glob("*.py"),
+                                                          *CORE.glob("strategies/*.py")]
+                      if p.name not in ("__init__.py", "_lazy.py"))
+"""The sampler, its strategies and their helpers: every module directly in ladr_core/ and in
+ladr_core/strategies/ (the runtime's packages, dimoo/ and calibrate/, call the loop; they are
+not part of it)."""
 HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 

@@ -37,7 +37,7 @@ class MLCacheConfig:
     """ML-Cache knobs: the official ones (inference_t2i.py defaults) + ``refresh_commit``.
 
     ``refresh_commit``: refresh when the mean image tokens committed since the last refresh reach
-    this fraction of N (LADR-aware rule, see the module docstring); 0 turns it off.
+    this fraction of N (LADR-aware rule, docs/ARCHITECTURE.md section 2); 0 turns it off.
     ``recompute_changed``: on a cached call, recompute first the code slots whose input token
     changed since their K/V were computed (committed tokens), then the lowest max logits; off =
     the official choice (lowest max logits only).
@@ -97,7 +97,7 @@ class MLCacheConfig:
 
 
 class CacheSchedule:
-    """Refresh-or-cached decision per denoiser call, by progress (module docstring).
+    """Refresh-or-cached decision per denoiser call, by progress (docs/ARCHITECTURE.md section 2).
 
     ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
     N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table

@@ -20,8 +20,8 @@ F32 = 4
 def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
                    codebook_size: int, *, branches: int = 2, cache: bool = False,
                    dtype: torch.dtype = torch.bfloat16) -> int:
-    """Bytes of sampling beyond the weights (module docstring); ``dtype``: the compute dtype
-    (at least 2 bytes are counted: 8-bit weights compute in a 16-bit dtype)."""
+    """Bytes of sampling beyond the weights (docs/ARCHITECTURE.md section 8); ``dtype``: the
+    compute dtype (at least 2 bytes are counted: 8-bit weights compute in a 16-bit dtype)."""
     e = max(dtype.itemsize, 2)
     d, hidden, hd = config.d_model, config.hidden_size, config.head_dim
     kv = config.effective_n_kv_heads * hd
@@ -41,8 +41,9 @@ def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
 
 def decode_memory(vq_config: Any, height: int, width: int,
                   dtype: torch.dtype = torch.float32) -> int:
-    """Bytes the VQ decoder needs for one ``height`` x ``width`` px image (module docstring);
-    ``vq_config``: the diffusers VQModel config (``block_out_channels``), ``dtype`` the VQ's."""
+    """Bytes the VQ decoder needs for one ``height`` x ``width`` px image (docs/ARCHITECTURE.md
+    section 8); ``vq_config``: the diffusers VQModel config (``block_out_channels``), ``dtype``
+    the VQ's."""
     channels = list(vq_config.block_out_channels)
     widest = max(channels[:2])
     return int(height * width * (4 * widest * max(dtype.itemsize, 2) + 12 * F32))

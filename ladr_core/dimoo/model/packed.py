@@ -1,17 +1,12 @@
 """Padding-free transformer passes over rows of different lengths (cond + uncond CFG rows).
 
-The rows' real tokens are packed back to back into one sequence of T tokens, so every linear
-layer (QKV, attention output, MLP, output head) runs on real tokens only; attention runs per run
-of equal-length consecutive rows on each row's true length (one SDPA call per run: two for
-B = 1 with CFG), so no key-padding mask is needed. Positions restart at 0 in every row, which
-makes each row equal to its official unpadded sequence.
-
-K/V caches (ML-Cache) are per row and per layer ``(k, v)`` of shape [L, Hkv, hd], RoPE applied
-to k: ``full_pass(..., kv_sink=...)`` hands each layer's fresh packed K/V to a callback that
-copies every row's part into that row's cache (so a refresh never holds an old and a new cache
-at once); ``partial_pass`` recomputes some positions of some rows, writes their K/V into their
-rows' caches in place and attends over each row's whole cache. Grouped-query attention uses
-SDPA's ``enable_gqa`` (no ``repeat_interleave`` copy of the keys/values).
+The rows' real tokens run back to back through every linear layer, attention per run of
+equal-length rows on each row's true length, positions restarting per row, so each row equals
+its official unpadded sequence (docs/ARCHITECTURE.md section 2). K/V caches (ML-Cache) are per
+row and per layer ``(k, v)`` [L, Hkv, hd], RoPE applied to k: ``full_pass(..., kv_sink=...)``
+hands each layer's fresh packed K/V to a callback that copies every row's part into its cache;
+``partial_pass`` recomputes some positions of some rows, writes their K/V into their rows'
+caches in place and attends over each row's whole cache.
 """
 
 from __future__ import annotations

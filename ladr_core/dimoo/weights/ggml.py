@@ -56,7 +56,7 @@ def _f16_bytes(x: torch.Tensor) -> torch.Tensor:
 # matrix of n weights needs n bytes of codes and 4n bytes of floats on top of its GGML bytes.
 def _deq_q8_0(b: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     q = b[:, 2:].contiguous().view(torch.int8)
-    if dtype == torch.float16:  # exact product rounded once (module docstring)
+    if dtype == torch.float16:  # exact product rounded once (docs/ARCHITECTURE.md section 8)
         return q.to(torch.float16).mul_(b[:, :2].contiguous().view(torch.float16))
     return q.float().mul_(_f16(b[:, :2])[:, None])
 

@@ -124,9 +124,10 @@ def _int8_matmul_float32(xq: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:
 
 def fp8_input_scale(weight_dtype: torch.dtype, input_scale: torch.Tensor | None,
                     x: torch.Tensor) -> torch.Tensor:
-    """float32 scale ``s_x`` of a layer's ``float8_e4m3fn`` activations (module docstring):
-    ``input_scale`` rescaled from the weight format's range to e4m3's (x128 for e5m2, exact),
-    1 for an e4m3 layer without one, ``max|x| / 448`` for an e5m2 layer without one."""
+    """float32 scale ``s_x`` of a layer's ``float8_e4m3fn`` activations (docs/ARCHITECTURE.md
+    section 8): ``input_scale`` rescaled from the weight format's range to e4m3's (x128 for
+    e5m2, exact), 1 for an e4m3 layer without one, ``max|x| / 448`` for an e5m2 layer without
+    one."""
     e4m3 = torch.float8_e4m3fn
     ratio = torch.finfo(weight_dtype).max / torch.finfo(e4m3).max
     if input_scale is not None:
@@ -148,7 +149,8 @@ def _scaled_mm(xq: torch.Tensor, w: torch.Tensor, s_x: torch.Tensor, s_w: torch.
 
 
 class QuantLinear(nn.Module):
-    """Linear layer of a ComfyUI-format folder outside ComfyUI (format in the module docstring).
+    """Linear layer of a ComfyUI-format folder outside ComfyUI (format: docs/ARCHITECTURE.md
+    section 8).
 
     Like ComfyUI's ``MixedPrecisionOps.Linear``, it learns its format from the ``comfy_quant``
     entry of the state dict; without one it is a plain linear in the stored dtype, cast to the
