@@ -71,7 +71,7 @@ def views(server, tmp_path_factory):
         {"name": "text_to_image", "seed": 42,
          "file": str(UI / f"{TEMPLATE_FILES['ladr_nano_text_to_image']}.json")},
         {"name": "saved_inpaint", "seed": 7,
-         "file": str(ROOT / "tests" / "saved_workflows" / "ui" /
+         "file": str(ROOT / "tests" / "saved_workflows" / "41cb2ab" / "ui" /
                      "ladr_nano_inpaint_mask_editor.json")}],
         "help": HELP, "templates": "ComfyUI-LADR", "names": list(TEMPLATE_FILES.values()),
         "notice": str(UI / f"{TEMPLATE_FILES['ladr_dimoo_edit_real_model']}.json")}
