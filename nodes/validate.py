@@ -28,7 +28,7 @@ import inspect
 
 from ladr_core import InputError
 
-__all__ = ["attached_inputs", "input_error", "node_error"]
+__all__ = ["attached_inputs", "check_socket", "input_error", "node_error"]
 
 
 def attached_inputs(node_cls: type) -> list[str] | None:
@@ -56,3 +56,16 @@ def node_error(node: str, err: InputError, names: dict[str, str] | None = None,
     fix = (fixes or {}).get(name, err.fix)
     gap = "" if err.problem.startswith("=") else " "
     return ValueError(f"{node}: {name}{gap}{err.problem}; {fix}")
+
+
+def check_socket(name: str, value: object, kind: type | tuple[type, ...], what: str,
+                 source: str) -> None:
+    """A socket's value (None: not connected) is of this version's `kind`, or one ValueError
+    naming the input: a workflow kept from another pack version, or a node of one still loaded,
+    hands over objects of classes this version does not know."""
+    if value is None or isinstance(value, kind):
+        return
+    got = f"{type(value).__module__}.{type(value).__name__}"
+    raise ValueError(f"{name}: got a {got}, not this version's {what} (a workflow or node from "
+                     f"another ComfyUI-LADR version?); re-create the {source} node and "
+                     "reconnect it")

@@ -3,7 +3,7 @@ examples as each version shipped them) still match every node's schema: the same
 input names, widget values in range, and each API workflow the conversion of its UI twin. The
 nano ones saved by 3e0f2f1 (the last version whose DiMOO Sampler took its rule and canvas as
 widgets) sample the tokens they sampled then (tokens.json, recorded by that version in this
-process on CPU). Queuing them in a real ComfyUI is tests/host/test_comfyui_saved_workflows.py;
+process on CPU, workflows/run_graph.py). Queuing them in a real ComfyUI is tests/host/test_comfyui_saved_workflows.py;
 loading one in the real frontend is tests/web/test_web_frontend_views.py."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from support import ROOT
-from support.run_api import sampled_tokens
 from support.workflows import UI_ONLY, WIDGETS, check_ui_workflow, check_value, schemas, ui_to_api
+
+from workflows.run_graph import run_samplers
 
 pytestmark = pytest.mark.usefixtures("real_model_installed")
 SAVED = ROOT / "tests" / "saved_workflows"
@@ -64,4 +65,5 @@ def test_saved_nano_workflow_samples_the_tokens_it_sampled_then(fake_model, sent
     """The nano workflows 3e0f2f1 shipped, run through today's nodes in this process, give
     every sampler node the tokens that version gave it (float32, CPU)."""
     wf = json.loads((SAVED / "3e0f2f1" / "api" / f"{name}.json").read_text())
-    assert sampled_tokens(wf, fake_model) == json.loads(TOKENS.read_text())[name]
+    tokens = {k: out[0].tokens.tolist() for k, out in run_samplers(wf, fake_model).items()}
+    assert tokens == json.loads(TOKENS.read_text())[name]
