@@ -35,7 +35,8 @@ CFG_AUTO = -1.0  # cfg widget value meaning "the checkpoint's default_cfg"
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
 NODE = "DiMOO Sampler"
 EMPTY_PROMPT = "prompt is empty: write what the image should show"
-CANVAS_NAMES = {n: f"canvas's {n}" for n in ("width", "height", "batch_size", "image", "mask")}
+CANVAS_NAMES = {n: f"canvas's {n}" for n in ("width", "height", "width and height", "batch_size",
+                                             "image", "mask")}
 CANVAS_NAMES["options"] = "canvas's paint options"
 
 

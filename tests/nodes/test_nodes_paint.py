@@ -13,7 +13,7 @@ from ladr_core.dimoo import PaintOptions, token_mask
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.paint import FEATHER_AUTO, PaintOptionsNode
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 SIDE = 48
 
@@ -32,7 +32,7 @@ def _box(top: int, left: int, size: int, batch: int = 1) -> torch.Tensor:
 
 
 def run(model, **kw) -> tuple:
-    return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
+    return LegacyDiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
 
 
 def test_an_image_too_large_for_the_model_is_refused_before_anything_loads(fake_model,

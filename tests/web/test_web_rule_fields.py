@@ -14,7 +14,7 @@ from support.browser import extension_stub
 
 from ladr_core import strategy_names
 from nodes.rules import WIDGETS, applies, applies_table
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -43,7 +43,7 @@ console.log(JSON.stringify(out));
 
 def _node_data() -> dict:
     """The sampler's node definition as ComfyUI's frontend receives the strategy widget."""
-    strategy = next(i for i in DiMOOSampler.define_schema().inputs if i.id == "strategy")
+    strategy = next(i for i in LegacyDiMOOSampler.define_schema().inputs if i.id == "strategy")
     return {"name": "LADR_DiMOOSampler", "input": {"required": {"strategy": [
         list(strategy.options), dict(strategy.extra_dict)]}}}
 
