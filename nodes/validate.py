@@ -12,9 +12,10 @@ So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
 2. names at most ONE input in ``validate_inputs`` and checks only that input there, unless
-   refusing early is worth more than one message: the sampler names ``prompt``, ``width`` and
-   ``height`` (an off-grid size must fail before an 8B model loads), so its failures show on
-   those three and each message starts with the input that is wrong;
+   refusing early is worth more than one message: DiMOO Canvas names ``width`` and ``height``
+   (the legacy sampler ``prompt``, ``width`` and ``height``: an off-grid size must fail before
+   an 8B model loads), so its failures show on those and each message starts with the input
+   that is wrong;
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 

@@ -111,10 +111,10 @@ def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> Non
 def test_the_text_says_which_sampler_strategy_runs_the_recommendation(monkeypatch, kind: str,
                                                                       says: str | None) -> None:
     """Every registered kind the calibration can recommend gets the sampler's setting."""
-    import ladr_core.calibrate.report as report_module
+    import ladr_core.calibrate as calibrate_package
     from nodes.calibrate import _text
 
-    monkeypatch.setattr(report_module, "report_text", lambda report: "table")
+    monkeypatch.setattr(calibrate_package, "report_text", lambda report: "table")
     report = {"recommended": "x", "candidates": [{"name": "x", "strategy": {"kind": kind,
                                                                           "steps": 12}}]}
     text = _text(report, "here")

@@ -161,7 +161,7 @@ def test_sampler_widgets_keep_the_16_px_grid_at_validation(kw, needle) -> None:
 
 def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
     stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
-    with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
+    with pytest.raises(ValueError, match="re-create the LADR Policy node and reconnect it"):
         run(fake_model, policy=stale)
     # the model's own grid: nano's VQ factor is 4 (the widget's 16 px step is validated first)
     with pytest.raises(ValueError, match="DiMOO Sampler: width=42 is not a multiple of 4.*nearest "

@@ -11,6 +11,7 @@ import torch
 import ladr_core
 from nodes import node_classes, validate
 from nodes.cache import MLCacheOptions
+from nodes.canvas import CanvasNode
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
 from nodes.sampler_legacy import LegacyDiMOOSampler
@@ -21,8 +22,10 @@ def test_validate_inputs_names_at_most_one_input(node) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
     attached = validate.attached_inputs(node)
     assert attached is not None, node  # never **kwargs: that would name every input
-    # one input, except the sampler's documented three (nodes/validate.py rule 2)
-    allowed = ["prompt", "width", "height"] if node is LegacyDiMOOSampler else attached[:1]
+    # one input, except the size checks (nodes/validate.py rule 2): the canvas's two, the
+    # legacy sampler's three
+    allowed = {LegacyDiMOOSampler: ["prompt", "width", "height"],
+               CanvasNode: ["width", "height"]}.get(node, attached[:1])
     assert attached == allowed, attached
 
 
