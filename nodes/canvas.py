@@ -36,14 +36,18 @@ def resolve_size(value: int) -> int | None:
     return None if int(value) == SIZE_AUTO else int(value)
 
 
-def check_size(name: str, value: int, multiple: int = SIZE_STEP) -> str | None:
-    """Error text for a bad width/height (SIZE_AUTO is fine), None when fine: the core's one size
-    rule (ladr_core.size_problem) with the checkpoint's VQ factor."""
-    if value == SIZE_AUTO:
-        return None
-    if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
-        return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
-    return size_problem(name, value, multiple)
+def check_size(width: int | None, height: int | None) -> str | None:
+    """Error text for the first bad width / height widget value (SIZE_AUTO is fine; None: fed by
+    a link, not checked here), None when fine: the core's one size rule (ladr_core.size_problem;
+    the checkpoint's own VQ factor is checked by the sampler)."""
+    for name, value in (("width", width), ("height", height)):
+        if not isinstance(value, int) or value == SIZE_AUTO:
+            continue
+        if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
+            return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
+        if problem := size_problem(name, value, SIZE_STEP):
+            return problem
+    return None
 
 
 def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
@@ -100,14 +104,9 @@ class CanvasNode(io.ComfyNode):
 
     @classmethod
     def validate_inputs(cls, width: int | None = None, height: int | None = None) -> bool | str:
-        """A width / height off the 16 px grid is refused before anything runs (an 8B model is
-        not loaded for a size that cannot work); the checkpoint's own VQ factor is checked by
-        the sampler. Each message starts with the input that is wrong (nodes/validate.py)."""
-        for name, value in (("width", width), ("height", height)):
-            err = check_size(name, value) if isinstance(value, int) else None
-            if err:
-                return err
-        return True
+        """A size off the 16 px grid is refused before an 8B model loads for it; each message
+        starts with the input that is wrong (nodes/validate.py)."""
+        return check_size(width, height) or True
 
     @classmethod
     def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:

@@ -66,11 +66,7 @@ class LegacyDiMOOSampler(io.ComfyNode):
         anything runs; each message starts with the input that is wrong (nodes/validate.py)."""
         if isinstance(prompt, str) and not prompt.strip():
             return EMPTY_PROMPT
-        for name, value in (("width", width), ("height", height)):
-            err = check_size(name, value) if isinstance(value, int) else None
-            if err:
-                return err
-        return True
+        return check_size(width, height) or True
 
     @classmethod
     def execute(cls, model: DiMOOModel, prompt: str, negative_prompt: str, width: int,
