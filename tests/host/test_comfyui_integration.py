@@ -130,10 +130,11 @@ def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> No
     reach the host one call late, without a sync) and the sampler's stats show the saving."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
-    wf["9"] = {"class_type": "LADR_MLCacheOptions",
+    key = str(max(int(k) for k in wf) + 1)  # a node id the workflow does not use
+    wf[key] = {"class_type": "LADR_MLCacheOptions",
                "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
                           "preset": "ladr"}}
-    wf["3"]["inputs"].update(cache=["9", 0], seed=777)
+    wf["3"]["inputs"].update(cache=[key, 0], seed=777)
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     final = [m["data"] for m in msgs if m["type"] == "ladr.step"][-1]
