@@ -5,7 +5,7 @@ costs are timed per step, interleaved with the step they are compared with:
 
 * ``table preview``: ``pipe.preview(tokens, masked, grid)`` (gather + reshape);
 * ``node callback``: the ComfyUI sampler node's own per-step callback
-  (``nodes.sampler.make_callback``): the table preview, its PIL image, the ``ladr.step`` event
+  (``nodes.run.make_callback``): the table preview, its PIL image, the ``ladr.step`` event
   payload (bit-packed masks, PNG) and the progress update (the ComfyUI calls are no-ops here).
   Its host syncs are counted as well (the sampler leaves syncing to the callback,
   docs/ARCHITECTURE.md section 1).
@@ -50,7 +50,7 @@ TARGET = 0.02
 
 
 def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
-    """The sampler node's own per-step callback (nodes/sampler.py ``make_callback``): preview,
+    """The sampler node's own per-step callback (nodes/run.py ``make_callback``): preview,
     PIL image, ``ladr.step`` payload, progress update; without ComfyUI the nodes are declared
     against the tests' strict stand-in of its V3 API and the host calls are no-ops."""
     import importlib.util
@@ -61,7 +61,7 @@ def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
 
         comfy_stand_in.install()
     from nodes import host
-    from nodes.sampler import make_callback
+    from nodes.run import make_callback
 
     return make_callback(pipe, "1", host.Progress(16, None), [])
 

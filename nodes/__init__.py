@@ -11,6 +11,7 @@ def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
     from .cache import MLCacheOptions
     from .calibrate import LADRCalibrate
+    from .canvas import CanvasNode, PaintCanvasNode
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .edit import DiMOOEdit
@@ -18,11 +19,13 @@ def node_classes() -> list[type]:
     from .loader import LoadDiMOOModel
     from .paint import PaintOptionsNode
     from .policy import LADRPolicyNode, ProphetPolicyNode
+    from .rules import SamplingRuleNode
     from .sampler import DiMOOSampler
+    from .sampler_legacy import LegacyDiMOOSampler
 
-    return [LoadDiMOOModel, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOSampler,
-            DiMOOVQDecode, CompileDiMOO, LADRCalibrate, PaintOptionsNode, DiMOOEdit,
-            DiMOOVQEncode]
+    return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
+            LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode, CompileDiMOO,
+            LADRCalibrate, DiMOOEdit, DiMOOVQEncode, LegacyDiMOOSampler, PaintOptionsNode]
 
 
 def extension_class() -> type:

@@ -10,19 +10,22 @@ with ComfyUI's count of free memory, so a node and a Python call choose alike.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ladr_core.dimoo import GPU_IN_FLIGHT, images_in_flight
 
 from . import host
+
+if TYPE_CHECKING:
+    from ladr_core import DiMOOPipeline, MLCacheConfig
 
 AUTO = 0  # the widget value meaning "choose from the device and its free memory"
 MAX_IN_FLIGHT = 64  # the widget's maximum
 __all__ = ["AUTO", "GPU_IN_FLIGHT", "MAX_IN_FLIGHT", "in_flight"]
 
 
-def in_flight(value: int, pipe: Any, images: int, width: int, height: int,
-              cache: object | None) -> int:
+def in_flight(value: int, pipe: DiMOOPipeline, images: int, width: int, height: int,
+              cache: MLCacheConfig | None) -> int:
     """The images to keep in flight: `value`, or for AUTO the library's choice with the host's
     free memory; never more than `images`."""
     if value != AUTO:

@@ -6,7 +6,7 @@ a checkpoint (its file is keyed to the weights' fingerprint) and the policy node
 input; running one takes minutes and needs a progress bar, a Cancel that works, and a report
 to look at. This node takes the model, loads the checkpoint's `ladr_calibration.json` when it
 was made for these weights and these settings (or runs the calibration and writes it), and
-outputs the recommended strategy (LADR_POLICY, for DiMOO Sampler's `policy`), the Pareto plot,
+outputs the recommended strategy (LADR_POLICY, for DiMOO Sampling Rule's `policy`), the Pareto plot,
 the report's text and the A/B contact sheet (the same prompts and seeds under the reference, the
 recommendation and the next cheaper settings: the sheet, not the self-score alone, is the
 verdict).
@@ -27,8 +27,15 @@ from typing import Any
 import torch
 
 from ladr_core import InputError
-from ladr_core.calibrate import BUILTIN_COUNT, calibrate, calibrated_strategy, default_prompts
-from ladr_core.calibrate.state import CALIBRATION_FILE, CalibrationError, fingerprint
+from ladr_core.calibrate import (
+    BUILTIN_COUNT,
+    CALIBRATION_FILE,
+    CalibrationError,
+    calibrate,
+    calibrated_strategy,
+    default_prompts,
+    fingerprint,
+)
 from ladr_core.dimoo import size_error
 
 from . import host, threads
@@ -164,7 +171,7 @@ def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
 
 
 def _plot(report: dict[str, Any]) -> torch.Tensor:
-    from ladr_core.calibrate.report import plot_report
+    from ladr_core.calibrate import plot_report
 
     return image_tensor(plot_report(report))
 
@@ -194,14 +201,14 @@ def _sheet(report: dict[str, Any]) -> torch.Tensor:
 
 
 def _text(report: dict[str, Any], where: str) -> str:
-    from ladr_core.calibrate.report import report_text
+    from ladr_core.calibrate import report_text
 
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
     kind = rec["strategy"]["kind"]
     hint = ("" if kind == "ladr" else
             f"\nThe recommendation is the official sampler at {rec['strategy']['steps']} steps: "
-            "set DiMOO Sampler's strategy to 'baseline' to use it." if kind == "baseline" else
-            f"\nThe recommendation is strategy {kind!r}: set DiMOO Sampler's strategy to "
+            "set DiMOO Sampling Rule's strategy to 'baseline' to use it." if kind == "baseline" else
+            f"\nThe recommendation is strategy {kind!r}: set DiMOO Sampling Rule's strategy to "
             f"{kind!r} to use it.")
     return report_text(report) + hint + f"\n({where})"
 
@@ -224,7 +231,7 @@ class LADRCalibrate(io.ComfyNode):
             inputs=_inputs(),
             outputs=[
                 io.Custom(POLICY_TYPE).Output("policy", tooltip="The recommended strategy with "
-                                              "its T, for DiMOO Sampler's policy input."),
+                                              "its T, for DiMOO Sampling Rule's policy input."),
                 io.Image.Output("report_image", tooltip="Pareto plot: self-score difference "
                                 "to 64 steps (95 % CI) against forwards per image."),
                 io.String.Output("report", tooltip="Every setting's NFE, forwards, time and "

@@ -7,16 +7,16 @@ runs it through the same sampler loop; progress, previews and stats as the DiMOO
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 
-from ladr_core import InputError
-from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, check_job
+from ladr_core import InputError, MLCacheConfig, Strategy
+from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, EditJob, check_job
 
 from . import events, host
 from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel
-from .sampler import SEED_MAX, STRATEGIES, check_options, generate_tokens, pick_strategy
+from .rules import STRATEGIES, build_rule
+from .run import generate_tokens
+from .sampler import SEED_MAX, check_cache
 from .validate import input_error, node_error
 
 io, _ = host.v3()
@@ -28,9 +28,9 @@ SIZE_CHOICE = {OFFICIAL_SIZE: "official", AS_IS: "as is"}  # widget -> DiMOOPipe
 NAMES = {"style": "style_image"}  # the library's argument -> this node's input
 
 
-def prepare_job(model: DiMOOModel, image: object, instruction: str, edit_type: str,
-                cfg: float, image_cfg: float, cache: object | None,
-                style_image: object | None = None, size: str = OFFICIAL_SIZE) -> Any:
+def prepare_job(model: DiMOOModel, image: torch.Tensor, instruction: str, edit_type: str,
+                cfg: float, image_cfg: float, cache: MLCacheConfig | None,
+                style_image: torch.Tensor | None = None, size: str = OFFICIAL_SIZE) -> EditJob:
     """The edit, checked once by the library (``pipe.prepare_edit``: the model's ability to
     edit, from its own config; the edit type; the images' values, sizes and batches; the
     instruction) before anything loads, one message per mistake on its input. The library
@@ -97,20 +97,20 @@ class DiMOOEdit(io.ComfyNode):
         )
 
     @classmethod
-    def execute(cls, model: DiMOOModel, image: object, instruction: str, edit_type: str,
+    def execute(cls, model: DiMOOModel, image: torch.Tensor, instruction: str, edit_type: str,
                 cfg: float, image_cfg: float, steps: int, temperature: float, seed: int,
-                strategy: str, policy: object | None = None, cache: object | None = None,
-                style_image: object | None = None, size: str = OFFICIAL_SIZE
-                ) -> io.NodeOutput:
-        check_options(policy, cache)
+                strategy: str, policy: Strategy | None = None,
+                cache: MLCacheConfig | None = None, style_image: torch.Tensor | None = None,
+                size: str = OFFICIAL_SIZE) -> io.NodeOutput:
+        check_cache(cache)
+        rule = build_rule(strategy, policy, node=NODE)
         job = prepare_job(model, image, instruction, edit_type, cfg, image_cfg, cache,
                           style_image, size)
-        chosen, steps, note = pick_strategy(strategy, policy, steps)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         host.load_to_device(model.patcher, model.pipe.run_memory(job, len(job.items)))
-        tokens, stats = generate_tokens(model, node_id, job, steps=steps,
-                                        temperature=temperature, seed=seed, strategy=chosen,
-                                        cache=None, max_batch=len(job.items))
+        tokens, stats, note = generate_tokens(model, node_id, job, rule=rule, steps=steps,
+                                              temperature=temperature, seed=seed, cache=None,
+                                              max_batch=len(job.items))
         note += f"; {job.note}" if job.note else ""
         return io.NodeOutput(tokens, events.stats_text(stats) + note)
 

@@ -6,21 +6,29 @@ Socket type names are part of saved workflows and must never change:
                        brings its T), Prophet(policy) from Prophet Policy
   LADR_MLCACHE      -> ladr_core.MLCacheConfig
   LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
-  LADR_PAINT        -> ladr_core.dimoo.tasks.painting.PaintOptions (Paint Options -> Sampler)
+  LADR_PAINT        -> ladr_core.dimoo.PaintOptions (LADR Paint Options -> legacy Sampler)
+  LADR_RULE         -> SamplingRule    (DiMOO Sampling Rule -> Sampler)
+  LADR_CANVAS       -> Canvas          (DiMOO Canvas / DiMOO Paint Canvas -> Sampler)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:  # annotations only: importing the handles loads no pipeline
+    from ladr_core import DiMOOPipeline, Strategy
+    from ladr_core.dimoo import PaintOptions
 
 MODEL_TYPE = "LADR_DIMOO_MODEL"
 POLICY_TYPE = "LADR_POLICY"
 CACHE_TYPE = "LADR_MLCACHE"
 TOKENS_TYPE = "LADR_TOKENS"
 PAINT_TYPE = "LADR_PAINT"
+RULE_TYPE = "LADR_RULE"
+CANVAS_TYPE = "LADR_CANVAS"
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,7 +39,7 @@ class DiMOOModel:
     VQ Decode can refuse tokens sampled by another checkpoint (different codebook).
     """
 
-    pipe: Any
+    pipe: DiMOOPipeline
     key: tuple
     name: str
     patcher: Any | None = None
@@ -51,3 +59,31 @@ class DiMOOTokens:
     model_key: tuple
     stats: dict = field(default_factory=dict)
     paint: Any = None
+
+
+@dataclass(frozen=True)
+class SamplingRule:
+    """Which tokens each step commits: the strategy object, built once by DiMOO Sampling Rule
+    (a name becomes an object there, never again), and what the stats line says of the choice
+    (a connected policy of another kind, not used). T is settled by the run (nodes/run.py)."""
+
+    strategy: Strategy
+    note: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Canvas:
+    """What the sampler paints on: a size (0 = the checkpoint's default) and a batch for text
+    to image (DiMOO Canvas), or a picture (IMAGE [B, H, W, 3]) with its MASK ([B, H, W],
+    1 = regenerate) and paint options for inpainting / outpainting (DiMOO Paint Canvas)."""
+
+    width: int = 0
+    height: int = 0
+    batch_size: int = 1
+    image: torch.Tensor | None = None
+    mask: torch.Tensor | None = None
+    paint: PaintOptions | None = None
+
+    @property
+    def painting(self) -> bool:
+        return self.image is not None

@@ -1,11 +1,13 @@
-"""Inpainting / outpainting on the nodes' side: the LADR Paint Options node (LADR_PAINT socket ->
-`ladr_core.dimoo.tasks.painting.PaintOptions`) and the sampler's checks of its `image` + `mask`.
+"""Inpainting / outpainting on the nodes' side: the paint option widgets (-> `ladr_core.dimoo.
+PaintOptions`), shown by DiMOO Paint Canvas (nodes/canvas.py) and by the deprecated LADR Paint
+Options node (LADR_PAINT socket) that the legacy sampler's `paint` input takes, and the checks of
+an `image` + `mask` pair.
 
-The sampler's optional `image` (IMAGE) and `mask` (MASK, 1 = regenerate) come through links, so
-they are checked in execute, before the model loads, each message naming the input that is wrong
-(nodes/validate.py rule 3): here what only the graph gets wrong, in the library
-(``prepare_paint``) their values and sizes, once. The core (painting.py) encodes the image, keeps
-the known tokens and returns the plan that VQ Decode uses to paste the original pixels back.
+An image and a mask come through links, so they are checked in execute, before the model loads,
+each message naming the input that is wrong (nodes/validate.py rule 3): here what only the graph
+gets wrong, in the library (``prepare_paint``) their values and sizes, once. The core
+(painting.py) encodes the image, keeps the known tokens and returns the plan that VQ Decode uses
+to paste the original pixels back.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from ladr_core.dimoo import FIT_MODES, PaintOptions
 
 from . import host
 from .handles import PAINT_TYPE
+from .validate import check_socket
 
 io, _ = host.v3()
 
@@ -24,7 +27,8 @@ FEATHER_AUTO = -1  # widget value: half a token (8 px for Lumina-DiMOO, 2 px for
 
 
 def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
-                  feather: int, fit: str = "exact") -> PaintOptions:
+                  feather: int, fit: str = "exact", node: str = "LADR Paint Options"
+                  ) -> PaintOptions:
     """Widget values -> PaintOptions (its own checks name the bad input)."""
     try:
         return PaintOptions(threshold=float(mask_threshold), grow=int(mask_grow),
@@ -32,29 +36,26 @@ def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
                             feather=None if int(feather) == FEATHER_AUTO else int(feather),
                             fit=fit)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"LADR Paint Options: {exc}") from exc
+        raise ValueError(f"{node}: {exc}") from exc
 
 
-def painting(image: Any, mask: Any, paint: Any) -> bool:
+def painting(image: Any, mask: Any, paint: Any, node: str = NODE) -> bool:
     """Whether the sampler inpaints / outpaints: its image and mask are both connected (neither
     = text to image). What only the graph can get wrong is refused here, naming the input and
     the fix: one of the two connected, Load Image's empty 64x64 mask, a stale paint socket. The
     image's and mask's values and sizes are checked once, by the library (prepare_paint)."""
-    if paint is not None and not isinstance(paint, PaintOptions):
-        raise ValueError(f"{NODE}: paint is a {type(paint).__name__}, not this version's paint "
-                         "options; "
-                         "re-create the LADR Paint Options node and reconnect it")
+    check_socket("paint", paint, PaintOptions, "paint options", "LADR Paint Options")
     if image is None and mask is None:
         return False
     if image is None:
-        raise ValueError(f"{NODE}: image is not connected but mask is; connect the image the "
+        raise ValueError(f"{node}: image is not connected but mask is; connect the image the "
                          "mask was drawn on (e.g. Load Image's IMAGE), or disconnect the mask")
     if mask is None:
-        raise ValueError(f"{NODE}: mask is not connected but image is; connect a MASK "
+        raise ValueError(f"{node}: mask is not connected but image is; connect a MASK "
                          "(1 = regenerate; Load Image's mask editor, Pad Image for Outpainting) "
                          "or disconnect the image for text-to-image")
     if _blank_placeholder(image, mask):
-        raise ValueError(f"{NODE}: mask is empty and not the image's size (Load Image gives a "
+        raise ValueError(f"{node}: mask is empty and not the image's size (Load Image gives a "
                          "64x64 empty mask when nothing was painted); paint the region to "
                          "regenerate in Load Image's mask editor, or disconnect image and mask")
     return True
@@ -77,40 +78,46 @@ def size_note(image: Any, width: int, height: int, auto: int) -> str:
     return f"; size {w}x{h} from the image (width/height widgets not used)"
 
 
+def option_inputs() -> list:
+    """The paint option widgets (defaults: the official painting)."""
+    return [
+        io.Float.Input("mask_threshold", default=0.5, min=0.0, max=0.99, step=0.01,
+                       tooltip="A token (16x16 px patch) is regenerated when the mask "
+                       "covers more than this share of it (official 0.5)."),
+        io.Int.Input("mask_grow", default=0, min=0, max=64,
+                     tooltip="Grow the regenerated region by this many tokens in every "
+                     "direction (official dilate; 0 = off)."),
+        io.Boolean.Input("paste_back", default=True,
+                         tooltip="VQ Decode puts the original pixels back outside the "
+                         "regenerated tokens (the VQ round trip otherwise softens "
+                         "them)."),
+        io.Int.Input("feather", default=FEATHER_AUTO, min=FEATHER_AUTO, max=256,
+                     tooltip="Pixels of blend just outside the regenerated region when "
+                     "pasting back (the region stays as generated); 0 = a hard edge, "
+                     "-1 = half a token (8 px for Lumina-DiMOO, 2 px for dimoo-nano)."),
+        io.Combo.Input("fit", options=list(FIT_MODES), default="exact",
+                       tooltip="An image whose sides are not multiples of 16 px (4 on "
+                       "dimoo-nano): exact = refuse it, naming the nearest sizes; crop "
+                       "= centre crop; resize = to the nearest valid size. The mask "
+                       "follows the image."),
+    ]
+
+
 class PaintOptionsNode(io.ComfyNode):
-    """How the sampler turns a MASK into tokens to regenerate, and how VQ Decode pastes back."""
+    """Deprecated (kept so saved workflows load): the legacy sampler's paint options; DiMOO
+    Paint Canvas shows the same widgets beside its image and mask."""
 
     @classmethod
     def define_schema(cls) -> io.Schema:
         return io.Schema(
             node_id="LADR_PaintOptions",
-            display_name="LADR Paint Options",
+            display_name="LADR Paint Options (legacy)",
+            is_deprecated=True,
             category="LADR",
             search_aliases=["inpaint", "outpaint", "mask", "paste", "feather"],
-            description="Inpainting / outpainting options for DiMOO Sampler's image + mask: "
-            "which tokens the mask regenerates and how VQ Decode blends the original pixels "
-            "back. Without this node the defaults below apply.",
-            inputs=[
-                io.Float.Input("mask_threshold", default=0.5, min=0.0, max=0.99, step=0.01,
-                               tooltip="A token (16x16 px patch) is regenerated when the mask "
-                               "covers more than this share of it (official 0.5)."),
-                io.Int.Input("mask_grow", default=0, min=0, max=64,
-                             tooltip="Grow the regenerated region by this many tokens in every "
-                             "direction (official dilate; 0 = off)."),
-                io.Boolean.Input("paste_back", default=True,
-                                 tooltip="VQ Decode puts the original pixels back outside the "
-                                 "regenerated tokens (the VQ round trip otherwise softens "
-                                 "them)."),
-                io.Int.Input("feather", default=FEATHER_AUTO, min=FEATHER_AUTO, max=256,
-                             tooltip="Pixels of blend just outside the regenerated region when "
-                             "pasting back (the region stays as generated); 0 = a hard edge, "
-                             "-1 = half a token (8 px for Lumina-DiMOO, 2 px for dimoo-nano)."),
-                io.Combo.Input("fit", options=list(FIT_MODES), default="exact",
-                               tooltip="An image whose sides are not multiples of 16 px (4 on "
-                               "dimoo-nano): exact = refuse it, naming the nearest sizes; crop "
-                               "= centre crop; resize = to the nearest valid size. The mask "
-                               "follows the image."),
-            ],
+            description="Legacy: the paint options of DiMOO Sampler (legacy)'s image + mask. "
+            "New workflows set them on DiMOO Paint Canvas.",
+            inputs=option_inputs(),
             outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler's paint.")],
         )
 

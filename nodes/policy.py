@@ -269,7 +269,8 @@ class LADRPolicyNode(io.ComfyNode):
                                                "ladr_switch": switch_table()}),
                     *field_inputs()],
             outputs=[io.Custom(POLICY_TYPE).Output(
-                "policy", tooltip="LADR strategy (policy + the preset's T) for DiMOO Sampler.")],
+                "policy", tooltip="LADR strategy (policy + the preset's T) for DiMOO Sampling "
+                "Rule.")],
         )
 
     @classmethod
@@ -280,11 +281,21 @@ class LADRPolicyNode(io.ComfyNode):
         return f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}"
 
     @classmethod
-    def execute(cls, preset: str, **fields: object) -> io.NodeOutput:
-        """The host passes every field widget by name; they become one PolicyFields here (a
-        widget this version does not know is refused, naming it)."""
-        return io.NodeOutput(checked("LADR Policy",
-                                     lambda: build_strategy(preset, PolicyFields(**fields))))
+    def execute(cls, preset: str, exploration_end: float, refinement_start: float,
+                tau_exploration: float, tau_structure: float, tau_refinement: float,
+                alpha_exploration: float, alpha_structure: float, alpha_refinement: float,
+                kernel_size: int, metric: str, candidates: str, delayed: bool,
+                selection: str = _D.selection, rescue_token: str = _D.rescue_token,
+                seen_only: bool = _D.seen_only, adaptive: bool = False, pace: float = _A.pace,
+                anchor_quantile: float = _A.anchor_quantile) -> io.NodeOutput:
+        """Every field widget by name (those appended after `delayed` default as a workflow
+        saved without them needs); they become one PolicyFields."""
+        fields = PolicyFields(exploration_end, refinement_start, tau_exploration, tau_structure,
+                              tau_refinement, alpha_exploration, alpha_structure,
+                              alpha_refinement, kernel_size, metric, candidates, delayed,
+                              selection, rescue_token, seen_only, adaptive, pace,
+                              anchor_quantile)
+        return io.NodeOutput(checked("LADR Policy", lambda: build_strategy(preset, fields)))
 
 
 _P = ProphetPolicy()
@@ -311,12 +322,12 @@ class ProphetPolicyNode(io.ComfyNode):
                   th("threshold_late", 2, "from late_start"),
                   bound("middle_start", 0, "middle"), bound("late_start", 1, "late")]
         output = io.Custom(POLICY_TYPE).Output(
-            "policy", tooltip="Prophet strategy for DiMOO Sampler (strategy 'prophet').")
+            "policy", tooltip="Prophet strategy for DiMOO Sampling Rule (strategy 'prophet').")
         return io.Schema(node_id="LADR_ProphetPolicy", display_name="Prophet Policy",
                          category="LADR", inputs=inputs, outputs=[output],
                          search_aliases=["prophet", "early commit"],
                          description="Early-commit thresholds of Prophet, the comparison "
-                         "method of the LADR paper. Connect to DiMOO Sampler's policy with "
+                         "method of the LADR paper. Connect to DiMOO Sampling Rule's policy with "
                          "strategy 'prophet'.")
 
     @classmethod

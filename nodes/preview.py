@@ -14,13 +14,17 @@ can judge, and the real decode at the end.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from ladr_core.dimoo import PreviewBase
 
 from . import events
+
+if TYPE_CHECKING:
+    from ladr_core import DiMOOPipeline, GenerationResult
+    from ladr_core.dimoo import EditJob, PaintJob, TextJob
 
 DISPLAY_MIN = 256
 DISPLAY_MAX = 512
@@ -45,13 +49,13 @@ def for_display(pil: Any) -> Any:
     return pil.resize((pil.width * factor, pil.height * factor), Image.NEAREST)
 
 
-def base_for_job(job: Any) -> PreviewBase | None:
+def base_for_job(job: TextJob | PaintJob | EditJob) -> PreviewBase | None:
     """The known pixels under a run's previews (the job's own ``preview_base``: a painting's
     kept area, an edit's faded image; None for text to image)."""
     return job.preview_base()
 
 
-def final_image(pipe: Any, result: Any, item: int) -> torch.Tensor:
+def final_image(pipe: DiMOOPipeline, result: GenerationResult, item: int) -> torch.Tensor:
     """Image ``item`` of a GenerationResult as VQ Decode returns it: float [H, W, 3] (the real
     decode; the original pixels pasted back outside the regenerated tokens when painting)."""
     tokens = result.tokens[item:item + 1]
@@ -69,6 +73,6 @@ def final_image(pipe: Any, result: Any, item: int) -> torch.Tensor:
     return image[0].clamp(0.0, 1.0)
 
 
-def final_pil(pipe: Any, result: Any, item: int) -> Any:
+def final_pil(pipe: DiMOOPipeline, result: GenerationResult, item: int) -> Any:
     """``final_image`` as the PIL picture the progress bar shows."""
     return for_display(events.to_pil(final_image(pipe, result, item)))

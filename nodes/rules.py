@@ -1,10 +1,16 @@
-"""The sampler's rule widgets: the parameters of the training-free strategies that have no
-policy node of their own (docs/SAMPLING.md has a section on each).
+"""DiMOO Sampling Rule node -> the LADR_RULE socket: which tokens each step commits, as one
+strategy object (nodes/handles.SamplingRule), the way ComfyUI's KSamplerSelect feeds
+SamplerCustomAdvanced. A strategy name becomes an object here, once per run; the sampler and
+the pipeline receive the object.
 
-`RULES`: every registered strategy except baseline, ladr and prophet (from
+`strategy` picks any registered strategy (ladr first). ladr and prophet take their settings
+from the optional `policy` socket (LADR Policy, Prophet Policy; without it: the paper's /
+Prophet's defaults); a policy of the other kind stays connected for A/B runs and the stats line
+says it was not used. baseline has no setting. The other strategies, `RULES` (from
 `ladr_core.strategy_names()`: threshold, threshold-frontier, entropy, halton, halton-ladr,
-ladr-global). Each reads only the widgets that are fields of its strategy (`applies`); the
-web extension (web/ladr_sampler.js) greys out the others for the chosen strategy:
+ladr-global), read the rule widgets that are fields of their strategy (`applies`); the web
+extension (web/ladr_rules.js, logic in web/ladr_rule_fields.js) greys out the others for the
+chosen strategy:
 
   tau    threshold, threshold-frontier: the top-1 probability a token needs, (0, 1];
          halton-ladr, ladr-global: LADR's margin threshold in every phase of their policy;
@@ -13,8 +19,8 @@ web extension (web/ladr_sampler.js) greys out the others for the chosen strategy
 
 `AUTO` (-1) in tau or gamma keeps the value the strategy was tuned at on nano's validation
 prompts. A rule runs at the T it was tuned at (like an LADR preset: the sampler's `steps` is
-then not used, and the stats line says so). A bad value is refused by the strategy's own check,
-naming the input.
+then not used, and the stats line says so; nodes/run.settle_steps). A bad value is refused by
+the strategy's own check, naming the input.
 """
 
 from __future__ import annotations
@@ -24,12 +30,17 @@ from dataclasses import dataclass, fields, replace
 from ladr_core import RESCUE_TOKENS, Strategy, resolve_strategy, strategy_names
 
 from . import host
+from .handles import POLICY_TYPE, RULE_TYPE, SamplingRule
+from .policy import describe
+from .validate import check_socket
 
 io, _ = host.v3()
 
 OWN_SETTINGS = ("baseline", "ladr", "prophet")
 """Strategies set elsewhere: the sampler's steps, LADR Policy, Prophet Policy."""
 RULES = [n for n in strategy_names() if n not in OWN_SETTINGS]
+STRATEGIES = ["ladr", *(n for n in strategy_names() if n != "ladr")]  # widget order: ladr first
+NODE = "DiMOO Sampling Rule"
 AUTO = -1.0
 WIDGETS = ("tau", "gamma", "token")
 
@@ -58,7 +69,7 @@ class RuleFields:
     gamma: float = AUTO
     token: str = "sample"
 
-    def strategy(self, name: str, node: str = "DiMOO Sampler") -> Strategy:
+    def strategy(self, name: str, node: str = NODE) -> Strategy:
         """Strategy `name` with the widgets it reads; a value the strategy refuses is one
         ValueError "<node>: <widget> ...", with the strategy's own range."""
         out = resolve_strategy(name)
@@ -87,20 +98,83 @@ def _tooltip(widget: str, text: str) -> str:
     return f"{text} Read by strategy {users} (greyed out otherwise)."
 
 
-def rule_inputs() -> list:
-    """The rule widgets, optional (appended to the sampler: saved workflows get AUTO)."""
+def build_rule(name: str, policy: Strategy | None, fields: RuleFields | None = None,
+               node: str = NODE) -> SamplingRule:
+    """The strategy widget, the policy socket and the rule widgets -> the rule to run: the
+    connected policy when it is of the chosen kind (LADR Policy with ladr, Prophet Policy with
+    prophet), else the chosen strategy with the rule widgets it reads (defaults otherwise), and
+    a note when a connected policy is not used."""
+    if name not in STRATEGIES:
+        raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
+    check_socket("policy", policy, Strategy, "LADR / Prophet strategy",
+                 "Prophet Policy" if name == "prophet" else "LADR Policy")
+    if policy is not None and policy.name == name:
+        return SamplingRule(policy)
+    chosen = (fields or RuleFields()).strategy(name, node) if name in RULES \
+        else resolve_strategy(name)
+    note = "" if policy is None else \
+        f"; the connected {describe(policy)} was not used (strategy is {name!r})"
+    return SamplingRule(chosen, note)
+
+
+def strategy_input() -> object:
+    """The strategy widget, with the table the web extension greys the rule widgets by."""
+    return io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
+                          tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
+                          "official cosine schedule. prophet: early-commit comparison. "
+                          "threshold, entropy, halton, threshold-frontier, halton-ladr, "
+                          "ladr-global: training-free rules, set by tau, gamma and token.",
+                          extra_dict={"ladr_rules": applies_table()})
+
+
+def policy_input() -> object:
+    return io.Custom(POLICY_TYPE).Input("policy", optional=True,
+                                        tooltip="Optional LADR Policy (strategy ladr; default: "
+                                        "the paper's) or Prophet Policy (strategy prophet).")
+
+
+def rule_inputs(optional: bool = True) -> list:
+    """The rule widgets (optional on the legacy sampler, where they were appended: saved
+    workflows get AUTO)."""
     return [
-        io.Float.Input("tau", default=AUTO, min=AUTO, max=1.0, step=0.01, optional=True,
+        io.Float.Input("tau", default=AUTO, min=AUTO, max=1.0, step=0.01, optional=optional,
                        tooltip=_tooltip("tau", "Threshold. threshold rules: the top-1 "
                                         "probability a token needs, in (0, 1] (lower = fewer "
                                         "forwards). LADR rules: the rescue's margin threshold "
                                         "in every phase, in [0, 1]. -1 = the tuned value.")),
-        io.Float.Input("gamma", default=AUTO, min=AUTO, max=100.0, step=0.05, optional=True,
+        io.Float.Input("gamma", default=AUTO, min=AUTO, max=100.0, step=0.05, optional=optional,
                        tooltip=_tooltip("gamma", "Entropy bound in nats, >= 0: larger commits "
                                         "more tokens per step (fewer forwards). -1 = the tuned "
                                         "value.")),
-        io.Combo.Input("token", options=list(RESCUE_TOKENS), default="sample", optional=True,
+        io.Combo.Input("token", options=list(RESCUE_TOKENS), default="sample", optional=optional,
                        tooltip=_tooltip("token", "What a committed token receives: sample "
                                         "(the temperature sample, as the official sampler) or "
                                         "argmax (the most probable token).")),
     ]
+
+
+class SamplingRuleNode(io.ComfyNode):
+    """The sampling rule as one socket: a strategy with its settings, for DiMOO Sampler."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_SamplingRule",
+            display_name=NODE,
+            category="LADR",
+            search_aliases=["strategy", "sampler select", "ladr", "prophet", "threshold",
+                            "entropy", "halton"],
+            description="Which tokens each step of DiMOO Sampler commits: LADR (default), the "
+            "official baseline, Prophet or a training-free rule, with its settings. Without "
+            "this node the sampler runs LADR with the paper's policy.",
+            inputs=[strategy_input(), *rule_inputs(optional=False), policy_input()],
+            outputs=[io.Custom(RULE_TYPE).Output("rule", tooltip="-> DiMOO Sampler's rule.")],
+        )
+
+    # No validate_inputs: the schema's ranges are the whole check; a value a strategy refuses
+    # is one message from its own check, naming the widget (RuleFields.strategy).
+
+    @classmethod
+    def execute(cls, strategy: str, tau: float, gamma: float, token: str,
+                policy: Strategy | None = None) -> io.NodeOutput:
+        return io.NodeOutput(build_rule(strategy, policy, RuleFields(tau, gamma, token)))

@@ -12,9 +12,10 @@ So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
 2. names at most ONE input in ``validate_inputs`` and checks only that input there, unless
-   refusing early is worth more than one message: the sampler names ``prompt``, ``width`` and
-   ``height`` (an off-grid size must fail before an 8B model loads), so its failures show on
-   those three and each message starts with the input that is wrong;
+   refusing early is worth more than one message: DiMOO Canvas names ``width`` and ``height``
+   (the legacy sampler ``prompt``, ``width`` and ``height``: an off-grid size must fail before
+   an 8B model loads), so its failures show on those and each message starts with the input
+   that is wrong;
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 
@@ -28,7 +29,7 @@ import inspect
 
 from ladr_core import InputError
 
-__all__ = ["attached_inputs", "input_error", "node_error"]
+__all__ = ["attached_inputs", "check_socket", "input_error", "node_error"]
 
 
 def attached_inputs(node_cls: type) -> list[str] | None:
@@ -56,3 +57,16 @@ def node_error(node: str, err: InputError, names: dict[str, str] | None = None,
     fix = (fixes or {}).get(name, err.fix)
     gap = "" if err.problem.startswith("=") else " "
     return ValueError(f"{node}: {name}{gap}{err.problem}; {fix}")
+
+
+def check_socket(name: str, value: object, kind: type | tuple[type, ...], what: str,
+                 source: str) -> None:
+    """A socket's value (None: not connected) is of this version's `kind`, or one ValueError
+    naming the input: a workflow kept from another pack version, or a node of one still loaded,
+    hands over objects of classes this version does not know."""
+    if value is None or isinstance(value, kind):
+        return
+    got = f"{type(value).__module__}.{type(value).__name__}"
+    raise ValueError(f"{name}: got a {got}, not this version's {what} (a workflow or node from "
+                     f"another ComfyUI-LADR version?); re-create the {source} node and "
+                     "reconnect it")

@@ -1,17 +1,17 @@
-// LADR step map: a canvas widget on the "DiMOO Sampler (LADR)" node, redrawn on every
-// "ladr.step" event sent by the sampler (nodes/events.py: masks and counters, no picture; the
+// LADR step map: a canvas widget on the "DiMOO Sampler (LADR)" node (and its legacy twin),
+// redrawn on every "ladr.step" event sent by the sampler (nodes/events.py: masks and counters,
 // picture is ComfyUI's progress-bar preview). All drawing is in ladr_preview_draw.js.
 import { app } from "../../scripts/app.js";
 import { api } from "../../scripts/api.js";
 import { drawFrame, shownPayload, trackRun } from "./ladr_preview_draw.js";
 
-const SAMPLER = "LADR_DiMOOSampler";
+const SAMPLERS = new Set(["LADR_DiMOOSampler2", "LADR_DiMOOSampler"]);
 const EVENT = "ladr.step";
 const CANVAS_W = 320;
 const CANVAS_H = 300;
 
 function isSampler(node) {
-  return (node?.constructor?.comfyClass ?? node?.comfyClass ?? node?.type) === SAMPLER;
+  return SAMPLERS.has(node?.constructor?.comfyClass ?? node?.comfyClass ?? node?.type);
 }
 
 function redraw(state) {

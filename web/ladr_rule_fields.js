@@ -1,6 +1,6 @@
-// Pure logic of the sampler's rule widgets (tau, gamma, token; nodes/rules.py), testable in
-// node: the widgets the chosen strategy does not read are greyed out, on the node and in the
-// right-hand Parameters panel. The table is the `ladr_rules` of the strategy widget's schema
+// Pure logic of the rule widgets (tau, gamma, token; nodes/rules.py) of DiMOO Sampling Rule and
+// the legacy DiMOO Sampler, testable in node: the widgets the chosen strategy does not read are
+// greyed out, on the node and in the right-hand Parameters panel. The table is the `ladr_rules` of the strategy widget's schema
 // (nodes/rules.applies_table): strategy -> the rule widgets it reads.
 import { panelOptions } from "./ladr_policy_fields.js";
 

@@ -1,13 +1,16 @@
-// DiMOO Sampler: the rule widgets (tau, gamma, token) are greyed out unless the chosen
-// strategy reads them (nodes/rules.py; logic: ladr_rule_fields.js).
+// DiMOO Sampling Rule (and the legacy DiMOO Sampler's own widgets): the rule widgets (tau,
+// gamma, token) are greyed out unless the chosen strategy reads them (nodes/rules.py; logic:
+// ladr_rule_fields.js).
 import { app } from "../../scripts/app.js";
 import { applyRuleState } from "./ladr_rule_fields.js";
 import { reannounceSelection, refreshOnChange } from "./ladr_node_hooks.js";
 
+const NODES = new Set(["LADR_SamplingRule", "LADR_DiMOOSampler"]);
+
 app.registerExtension({
   name: "comfyui-ladr.rule-fields",
   beforeRegisterNodeDef(nodeType, nodeData) {
-    if (nodeData?.name !== "LADR_DiMOOSampler") return;
+    if (!NODES.has(nodeData?.name)) return;
     const table = nodeData.input?.required?.strategy?.[1]?.ladr_rules ?? null;
     if (!table) return;
     const refresh = (node) => {

@@ -183,14 +183,33 @@ nano's 48 px, nodes/preview.py; 400 px wide for a 1024 px decode): the frontend 
 its preview after a run, which would run into whatever lies below."""
 
 
-def sampler(id: int, pos: tuple[int, int], prompt: str, size: int, steps: int, strategy: str,
-            links: dict, title: str, seed: int = 42, batch: int = 1, per_line: bool = False,
-            cfg: float = 4.0) -> Node:
-    return Node(id, "LADR_DiMOOSampler", pos, dict(
-        prompt=prompt, negative_prompt="", width=size, height=size, steps=steps, cfg=cfg,
-        temperature=1.0, seed=seed, batch_size=batch, strategy=strategy,
-        one_prompt_per_line=per_line, max_batch=0, tau=-1.0, gamma=-1.0, token="sample"),
-        links, title, SAMPLER_SIZE)
+def sampler(id: int, pos: tuple[int, int], prompt: str, steps: int, links: dict, title: str,
+            seed: int = 42, per_line: bool = False, cfg: float = 4.0) -> Node:
+    return Node(id, "LADR_DiMOOSampler2", pos, dict(
+        prompt=prompt, negative_prompt="", steps=steps, cfg=cfg, temperature=1.0, seed=seed,
+        one_prompt_per_line=per_line, max_batch=0), links, title, SAMPLER_SIZE)
+
+
+def rule(id: int, pos: tuple[int, int], strategy: str = "ladr", links: dict | None = None,
+         title: str | None = None) -> Node:
+    return Node(id, "LADR_SamplingRule", pos, dict(strategy=strategy, tau=-1.0, gamma=-1.0,
+                                                  token="sample"), links or {}, title,
+                size=RULE_SIZE)
+
+
+def canvas(id: int, pos: tuple[int, int], size: int, batch: int = 1) -> Node:
+    return Node(id, "LADR_Canvas", pos, dict(width=size, height=size, batch_size=batch),
+                size=CANVAS_SIZE)
+
+
+def paint_canvas(id: int, pos: tuple[int, int], links: dict) -> Node:
+    return Node(id, "LADR_PaintCanvas", pos, dict(
+        batch_size=1, mask_threshold=0.5, mask_grow=0, paste_back=True, feather=-1,
+        fit="exact"), links, size=PAINT_CANVAS_SIZE)
+
+
+RULE_SIZE, CANVAS_SIZE, PAINT_CANVAS_SIZE = (300, 140), (300, 110), (300, 210)
+"""The frontend's minimum heights (10 px + 24 px per row, tests/web/test_workflow_layout.py)."""
 
 
 def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
@@ -223,21 +242,24 @@ def workflows() -> dict[str, list[Node]]:
     s = nano_cfg()
     t = PRESETS["nano"].steps  # LADR's nominal T for the nano preset (NFE is adaptive)
     # Frontend boxes start 30 px above `pos` (title bar); columns keep >= 20 px between boxes
-    # and the policy node (the tallest widget list) is last in its column. Checked by
-    # tests/nodes/test_workflows.py and, in the real frontend, tests/web/template_layout.mjs.
-    nano = [loader(1), policy(2, (20, 180), "nano"),
-            sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                    "DiMOO Sampler (LADR)", cfg=s),
+    # and the policy node (the tallest widget list) is last in its column, below the canvas
+    # and the rule it feeds. Checked by tests/web/test_workflow_layout.py and, in the real
+    # frontend, tests/web/template_layout.mjs.
+    feeds = {"model": (1, 0), "rule": (9, 0), "canvas": (10, 0)}
+    nano = [loader(1), policy(2, (20, 510), "nano"),
+            sampler(3, (360, 40), prompt, t, feeds, "DiMOO Sampler (LADR)", cfg=s),
             decode(4, (800, 40), 3),
             Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/nano"},
                  {"images": (4, 0)}, size=(320, 250)),
             Node(6, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
             *extras.enlarged(Node, (7, 8), (4, 0), (1160, 40), "Result, 5x (nearest)",
-                             (320, 330))]
-    side = [loader(1), policy(2, (20, 180), "nano"),
-            sampler(3, (360, 40), prompt, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                    "LADR (nano policy)", cfg=s),
-            sampler(4, (780, 40), prompt, 48, 64, "baseline", {"model": (1, 0)},
+                             (320, 330)),
+            rule(9, (20, 330), links={"policy": (2, 0)}), canvas(10, (20, 180), 48)]
+    shared = {"model": (1, 0), "canvas": (15, 0)}  # one canvas, a rule per sampler
+    side = [loader(1), policy(2, (20, 690), "nano"),
+            sampler(3, (360, 40), prompt, t, {**shared, "rule": (14, 0)}, "LADR (nano policy)",
+                    cfg=s),
+            sampler(4, (780, 40), prompt, 64, {**shared, "rule": (13, 0)},
                     "Baseline (official schedule)", cfg=s),
             decode(5, (1200, 40), 3), decode(6, (1200, 150), 4),
             Node(7, "ImageStitch", (1200, 260), {"direction": "right", "match_image_size": True,
@@ -252,31 +274,35 @@ def workflows() -> dict[str, list[Node]]:
             Node(10, "PreviewAny", (1200, 670), {}, {"source": (4, 1)}, "Baseline stats",
                  STATS),
             *extras.enlarged(Node, (11, 12), (7, 0), (1540, 300),
-                             "LADR | baseline, 5x (nearest)", (320, 290))]
-    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 360)),
+                             "LADR | baseline, 5x (nearest)", (320, 290)),
+            rule(14, (20, 330), links={"policy": (2, 0)}), canvas(15, (20, 180), 48),
+            rule(13, (20, 510), "baseline", title="Official sampler")]
+    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 680)),
             Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.0,
                                                        "refresh_interval": 3, "preset": "ladr"},
                  size=(300, 130)),
             sampler(4, (360, 40), "A photograph of a red fox standing in fresh snow at golden "
-                    "hour, detailed fur, shallow depth of field", 1024, 64, "ladr",
-                    {"model": (1, 0), "policy": (2, 0), "cache": (3, 0)},
+                    "hour, detailed fur, shallow depth of field", 64,
+                    {"model": (1, 0), "rule": (9, 0), "canvas": (10, 0), "cache": (3, 0)},
                     "DiMOO Sampler (LADR + ML-Cache)"),
             decode(5, (800, 40), 4),
             Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/dimoo_1024"},
                  {"images": (5, 0)}, size=(420, 460)),
             Node(7, "PreviewAny", (800, 660), {}, {"source": (4, 1)}, "LADR stats", (420, 170)),
-            extras.checkpoint_note(Node, 8, (1260, 40), NOTE)]
+            extras.checkpoint_note(Node, 8, (1260, 40), NOTE),
+            rule(9, (20, 500), links={"policy": (2, 0)}), canvas(10, (20, 350), 1024)]
     prompts = "\n".join(["a green triangle", "two circles",
                          "a purple square above an orange circle", "a blue circle"])
-    batch = [loader(1), policy(2, (20, 180), "nano"),
-             sampler(3, (360, 40), prompts, 48, t, "ladr", {"model": (1, 0), "policy": (2, 0)},
-                     "DiMOO Sampler (one prompt per line)", per_line=True, cfg=s),
+    batch = [loader(1), policy(2, (20, 510), "nano"),
+             sampler(3, (360, 40), prompts, t, feeds, "DiMOO Sampler (one prompt per line)",
+                     per_line=True, cfg=s),
              decode(4, (800, 40), 3),
              Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/batch"},
                   {"images": (4, 0)}, size=(320, 250)),
              Node(6, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
              *extras.enlarged(Node, (7, 8), (4, 0), (1160, 40), "Results, 4x (nearest)",
-                              (420, 440), factor=4)]
+                              (420, 440), factor=4),
+             rule(9, (20, 330), links={"policy": (2, 0)}), canvas(10, (20, 180), 48)]
     return {"ladr_nano_text_to_image": nano, "ladr_vs_baseline_side_by_side": side,
             "ladr_dimoo_1024_real_model": real, "ladr_batch_of_prompts": batch}
 
@@ -325,21 +351,24 @@ def painting_workflows() -> dict[str, list[Node]]:
     """Inpainting with Load Image's mask editor; outpainting with Pad Image for Outpainting;
     an instruction edit with the real model (nano cannot edit)."""
     t, s = PRESETS["nano"].steps, nano_cfg()
-    links = {"model": (1, 0), "policy": (2, 0), "image": (5, 0), "mask": (5, 1)}
+    links = {"model": (1, 0), "rule": (11, 0), "canvas": (12, 0)}
+    # the rule and the paint canvas in a column of their own between the inputs and the sampler
     inpaint = [loader(1), policy(2, (20, 180), "nano"),
-               sampler(3, (360, 40), INPAINT_PROMPT, 0, t, "ladr", links,
+               sampler(3, (700, 40), INPAINT_PROMPT, t, links,
                        "DiMOO Sampler (inpaint the masked area)", cfg=s),
-               decode(4, (800, 40), 3),
+               decode(4, (1140, 40), 3),
                Node(5, "LoadImage", (20, 710), {"image": INPAINT_INPUT, "upload": "image"},
                     title="Load Image (Open in MaskEditor)", size=(320, 330)),
-               Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/inpaint"},
+               Node(6, "SaveImage", (1140, 150), {"filename_prefix": "ladr/inpaint"},
                     {"images": (4, 0)}, size=(320, 250)),
-               Node(7, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
-               *extras.before_after(Node, (8, 9, 10), (5, 0), (4, 0), (1160, 40),
-                                    "Input | result, 5x (nearest)", (520, 330))]
+               Node(7, "PreviewAny", (1140, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+               *extras.before_after(Node, (8, 9, 10), (5, 0), (4, 0), (1500, 40),
+                                    "Input | result, 5x (nearest)", (520, 330)),
+               rule(11, (360, 40), links={"policy": (2, 0)}),
+               paint_canvas(12, (360, 220), {"image": (5, 0), "mask": (5, 1)})]
     outpaint = [loader(1), policy(2, (20, 180), "nano"),
-                sampler(3, (700, 40), OUTPAINT_PROMPT, 0, t, "ladr",
-                        {**links, "image": (6, 0), "mask": (6, 1)},
+                sampler(3, (700, 40), OUTPAINT_PROMPT, t,
+                        {**links, "rule": (12, 0), "canvas": (13, 0)},
                         "DiMOO Sampler (outpaint the padding)", cfg=s),
                 decode(4, (1140, 40), 3),
                 # the picture's column between the options and the sampler: links run left
@@ -354,7 +383,10 @@ def painting_workflows() -> dict[str, list[Node]]:
                 Node(8, "PreviewAny", (1140, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
                 # the view column short: clear of the minimap at the bottom right
                 *extras.before_after(Node, (9, 10, 11), (6, 0), (4, 0), (1500, 40),
-                                     "Padded input | result, 5x (nearest)", (520, 330))]
+                                     "Padded input | result, 5x (nearest)", (520, 330)),
+                # under the picture's column: the padded picture becomes the canvas
+                rule(12, (360, 640), links={"policy": (2, 0)}),
+                paint_canvas(13, (360, 820), {"image": (6, 0), "mask": (6, 1)})]
     edit = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 180)),
             Node(3, "LADR_DiMOOEdit", (360, 40), dict(
                 instruction=EDIT_INSTRUCTION, edit_type="edit", cfg=DEFAULT_EDIT_CFG,
@@ -378,9 +410,10 @@ def distributed_workflows() -> dict[str, list[Node]]:
     t = PRESETS["nano"].steps
     seed = Node(7, "DistributedSeed", (20, 710), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
-    graph = [loader(1), policy(2, (20, 180), "nano"),
-             sampler(3, (360, 40), "a red circle to the left of a blue square", 48, t, "ladr",
-                     {"model": (1, 0), "policy": (2, 0), "seed": (7, 0)},
+    seed.pos = (20, 1040)  # below the canvas, the rule and the policy they feed
+    graph = [loader(1), policy(2, (20, 510), "nano"),
+             sampler(3, (360, 40), "a red circle to the left of a blue square", t,
+                     {"model": (1, 0), "rule": (10, 0), "canvas": (11, 0), "seed": (7, 0)},
                      "DiMOO Sampler (seed from Distributed Seed)", cfg=nano_cfg()),
              decode(4, (800, 40), 3),
              Node(5, "DistributedCollector", (800, 140), {"load_balance": False},
@@ -389,13 +422,14 @@ def distributed_workflows() -> dict[str, list[Node]]:
                   {"images": (5, 0)}, size=(320, 250)),
              seed,
              *extras.enlarged(Node, (8, 9), (5, 0), (1160, 40), "Every server's image, 5x "
-                              "(nearest)", (420, 440))]
+                              "(nearest)", (420, 440)),
+             rule(10, (20, 330), links={"policy": (2, 0)}), canvas(11, (20, 180), 48)]
     return {"ladr_distributed_seed_collector": graph}
 
 
 def render_all() -> dict[Path, str]:
     schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
-    assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler"][2])
+    assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler2"][2])
     files = {}
     for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows()}.items():
         ui_name = extras.TEMPLATE_FILES[name]  # the template browser's title

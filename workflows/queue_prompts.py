@@ -31,7 +31,7 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-SAMPLER = "LADR_DiMOOSampler"
+SAMPLERS = ("LADR_DiMOOSampler2", "LADR_DiMOOSampler")  # DiMOO Sampler, its legacy twin
 COLLECTOR = "DistributedCollector"
 DIST_SEED = "DistributedSeed"
 
@@ -47,9 +47,10 @@ def load_prompts(path: str | None, inline: list[str]) -> list[str]:
 
 def jobs(workflow: dict, prompts: list[str], seed: int | None) -> list[dict]:
     """One API-format workflow per prompt (the workflow itself when there are no prompts)."""
-    samplers = [k for k, n in workflow.items() if n.get("class_type") == SAMPLER]
+    samplers = [k for k, n in workflow.items() if n.get("class_type") in SAMPLERS]
     if prompts and not samplers:
-        raise ValueError(f"workflow has no {SAMPLER} node to put the prompts into")
+        raise ValueError("workflow has no DiMOO Sampler node (LADR_DiMOOSampler2, or the "
+                         "legacy LADR_DiMOOSampler) to put the prompts into")
     out = []
     for i, text in enumerate(prompts or [None]):
         wf = copy.deepcopy(workflow)
@@ -117,7 +118,7 @@ def distributed_jobs(workflow: dict, prompts: list[str], seed: int | None) -> li
         if node.get("class_type") == COLLECTOR:
             inputs["load_balance"] = True
         src = inputs.get("seed")
-        if node.get("class_type") == SAMPLER and _is_link(src) and \
+        if node.get("class_type") in SAMPLERS and _is_link(src) and \
                 base.get(str(src[0]), {}).get("class_type") == DIST_SEED:
             value = base[str(src[0])]["inputs"].get("seed")
             if not isinstance(value, int):
@@ -286,7 +287,7 @@ def _main_distributed(args: argparse.Namespace, workflow: dict) -> int:
         print(f"rejected by the master:\n{err}", file=sys.stderr)
         return 1
     for rec, wf in zip(records, batch, strict=True):
-        sampler = next((n["inputs"] for n in wf.values() if n["class_type"] == SAMPLER), {})
+        sampler = next((n["inputs"] for n in wf.values() if n["class_type"] in SAMPLERS), {})
         files = ", ".join(f"{im['subfolder']}/{im['filename']}".lstrip("/")
                           for im in rec["images"])
         print(f"job {rec['index']} seed {sampler.get('seed')} "

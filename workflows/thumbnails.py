@@ -2,10 +2,10 @@
 
     .venv/bin/python workflows/thumbnails.py [names...]   # all examples, or those named
 
-For each API workflow, every DiMOO Sampler's settings (and its linked LADR Policy / Prophet
-Policy / ML-Cache Options values) are read from the JSON and run through the node's own helpers
-and the real `DiMOOPipeline.generate` on the built-in nano model. No node graph is executed
-here: running the workflows themselves is tests/host/test_comfyui_integration.py, on a real server.
+For each API workflow, every DiMOO Sampler and what it depends on (rule, canvas, policy, cache
+nodes, Load Image) run in this process through the nodes themselves (run_graph.py) on the
+built-in nano model; the tokens are decoded by VQ Decode's own routine. Queuing the workflows
+in a real server is tests/host/test_comfyui_integration.py.
 """
 
 from __future__ import annotations
@@ -28,56 +28,19 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     comfy_stand_in.install()
 
 import ladr_core  # noqa: E402
-from ladr_core import official_passes  # noqa: E402
-from nodes import policy as policy_nodes  # noqa: E402
-from nodes.cache import build_cache  # noqa: E402
-from nodes.paint import build_options  # noqa: E402
-from nodes.sampler import pick_strategy, split_prompts  # noqa: E402
+from nodes.decode import decode_tokens  # noqa: E402
+from nodes.handles import DiMOOModel  # noqa: E402
+from workflows.run_graph import SAMPLERS, load_image, pad_for_outpainting  # noqa: E402
+from workflows.run_graph import run_samplers as run_graph  # noqa: E402
 from workflows.template_extras import TEMPLATE_FILES  # noqa: E402
 
 API_DIR = ROOT / "workflows" / "api"
 UI_DIR = ROOT / "example_workflows"
-INPUTS_DIR = ROOT / "workflows" / "inputs"
-def _ladr_policy(kw: dict) -> object:
-    """LADR Policy's API inputs -> the strategy the node outputs."""
-    fields = policy_nodes.PolicyFields(**{k: v for k, v in kw.items() if k != "preset"})
-    return policy_nodes.build_strategy(kw["preset"], fields)
-
-
-BUILDERS = {"LADR_Policy": _ladr_policy,
-            "LADR_ProphetPolicy": lambda kw: policy_nodes.build_prophet(**kw),
-            "LADR_MLCacheOptions": lambda kw: build_cache(**kw),
-            "LADR_PaintOptions": lambda kw: build_options(**kw)}
-
-
-def load_image(name: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """A workflows/inputs file as ComfyUI's Load Image gives it: IMAGE [1, H, W, 3] and MASK
-    [1, H, W] = 1 - alpha (an image without alpha: an empty mask of its size)."""
-    import numpy as np
-    from PIL import Image  # noqa: PLC0415
-
-    with Image.open(INPUTS_DIR / name) as im:
-        rgba = np.asarray(im.convert("RGBA"), dtype=np.float32) / 255.0
-    t = torch.from_numpy(rgba)[None]
-    return t[..., :3].contiguous(), 1.0 - t[..., 3]
-
-
-def pad_for_outpainting(image: torch.Tensor, left: int, top: int, right: int, bottom: int,
-                        feathering: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """What ComfyUI's Pad Image for Outpainting gives without feathering: the image on grey 0.5,
-    mask 1 on the padding and 0 on the image."""
-    if feathering:
-        raise ValueError("the thumbnails model Pad Image for Outpainting with feathering 0 only")
-    b, h, w, c = image.shape
-    out = torch.full((b, h + top + bottom, w + left + right, c), 0.5)
-    out[:, top:top + h, left:left + w] = image
-    mask = torch.ones(b, h + top + bottom, w + left + right)
-    mask[:, top:top + h, left:left + w] = 0.0
-    return out, mask
 
 
 def _source(wf: dict, value: object) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """The (IMAGE, MASK) outputs of the node a sampler's image / mask socket links to."""
+    """The (IMAGE, MASK) outputs of the Load Image / Pad Image for Outpainting node a socket
+    links to (None: not linked)."""
     if not isinstance(value, list):
         return None
     node = wf[str(value[0])]
@@ -91,57 +54,17 @@ def _source(wf: dict, value: object) -> tuple[torch.Tensor, torch.Tensor] | None
     raise ValueError(f"image / mask from {node['class_type']}: not modelled here")
 
 
-def _job(wf: dict, kw: dict, pipe: object) -> object:
-    """A sampler's checked request: text to image, or with its image / mask / paint inputs an
-    inpaint or outpaint (pipe.prepare_text / prepare_paint, as the node does)."""
-    prompts = split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0]
-    common = {"negative_prompt": kw["negative_prompt"] or None, "cfg": kw["cfg"],
-              "batch_size": kw["batch_size"]}
-    image, mask = _source(wf, kw.get("image")), _source(wf, kw.get("mask"))
-    if image is None and mask is None:
-        return pipe.prepare_text(prompts, width=kw["width"] or None,  # type: ignore[attr-defined]
-                                 height=kw["height"] or None, **common)
-    return pipe.prepare_paint(prompts, image=image[0],  # type: ignore[attr-defined]
-                              mask=mask[int(kw["mask"][1])],
-                              options=_option(wf, kw.get("paint")), **common)
-
-
-def _option(wf: dict, value: object) -> object:
-    """A linked option node ([id, slot]) -> the value its node builds; None when unlinked."""
-    if not isinstance(value, list):
-        return None
-    node = wf[str(value[0])]
-    return BUILDERS[node["class_type"]](node["inputs"])
-
-
-def _seed(wf: dict, value: object) -> int:
-    """The seed widget, or the seed a linked ComfyUI-Distributed "Distributed Seed" gives the
-    master (participant 0: its own seed unchanged; worker k would add k)."""
-    if isinstance(value, list):
-        node = wf[str(value[0])]
-        if node["class_type"] != "DistributedSeed":
-            raise ValueError(f"seed linked to {node['class_type']}: only DistributedSeed is known")
-        return int(node["inputs"]["seed"])
-    return int(value)
-
-
 def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
-    """Each DiMOO Sampler of the workflow run on `pipe`: (images [B, H, W, 3], stats line)."""
+    """Each sampler node of the workflow run on `pipe` through the nodes themselves
+    (run_graph.py), decoded: (images [B, H, W, 3], a short caption line)."""
+    model = DiMOOModel(pipe=pipe, key=("nano",), name="nano")  # type: ignore[arg-type]
     out = []
-    for node in wf.values():
-        if node["class_type"] != "LADR_DiMOOSampler":
-            continue
-        kw = node["inputs"]
-        strategy, steps, _ = pick_strategy(kw["strategy"], _option(wf, kw.get("policy")),
-                                           kw["steps"])
-        res = pipe.run(_job(wf, kw, pipe), steps=steps,  # type: ignore[attr-defined]
-                       temperature=kw["temperature"], seed=_seed(wf, kw["seed"]),
-                       strategy=strategy, cache=_option(wf, kw.get("cache")))
-        official = official_passes(res.grid[0] * res.grid[1]) if res.paint is None else \
-            official_passes(int(res.paint.region[0].sum()))
-        text = (f"baseline: {res.nfe} passes (official sampler)" if strategy.name == "baseline"
-                else f"{strategy.name}: {res.nfe} passes (official {official})")
-        out.append((res.images.float().cpu(), text))
+    for tokens, _ in run_graph(wf, model, SAMPLERS[:2]).values():  # nano cannot edit
+        s = tokens.stats
+        text = (f"baseline: {s['nfe']} passes (official sampler)" if s["strategy"] == "baseline"
+                else f"{s['strategy']}: {s['nfe']} passes "
+                f"(official {round(s['official_nfe_per_image'])})")
+        out.append((decode_tokens(model, tokens), text))
     return out
 
 
@@ -213,7 +136,8 @@ def inputs_shown(wf: dict) -> list[torch.Tensor]:
     tiles = []
     for node in wf.values():
         kw = node["inputs"]
-        if node["class_type"] == "LADR_DiMOOSampler" and isinstance(kw.get("image"), list):
+        if node["class_type"] in (*SAMPLERS, "LADR_PaintCanvas") and \
+                isinstance(kw.get("mask"), list):
             image, mask = _source(wf, kw["image"])[0], _source(wf, kw["mask"])[1]
             tiles += [image, mask[..., None].expand(*mask.shape, 3)]
         if node["class_type"] == "LADR_DiMOOEdit":
@@ -233,8 +157,10 @@ def thumbnails(names: list[str] | None = None) -> list[Path]:
         real = path.stem == "ladr_dimoo_1024_real_model"
         if real:  # no 8B checkpoint here: show the same graph on the nano model
             for node in wf.values():
-                if node["class_type"] == "LADR_DiMOOSampler":
-                    node["inputs"].update(width=48, height=48, prompt="a blue square above a red circle")
+                if node["class_type"] in ("LADR_Canvas", "LADR_DiMOOSampler"):
+                    node["inputs"].update(width=48, height=48)
+                if node["class_type"] in SAMPLERS:
+                    node["inputs"].update(prompt="a blue square above a red circle")
         runs = run_samplers(wf, pipe)
         seeds = [n for n in wf.values() if n["class_type"] == "DistributedSeed"]
         if seeds:  # the master and two workers: Distributed Seed gives worker k seed + k

@@ -31,6 +31,8 @@ _EXPORTS: dict[str, str] = {
     "default_candidates": ".candidates",
     "strategy_spec": ".candidates",
     "strategy_from_spec": ".candidates",
+    "plot_report": ".report",
+    "report_text": ".report",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -89,10 +89,7 @@ def long_functions(package: str) -> list[str]:
 
 @pytest.mark.parametrize("package", [
     "ladr_core",
-    pytest.param("nodes", marks=pytest.mark.xfail(
-        strict=True, reason="NOTE TO THE LEAD: on main nodes/sampler.py _inputs is 64 lines; "
-        "the nodes branch of issue 41 splits it. Remove this mark when merging (strict: the "
-        "test fails once nodes/ complies, so the mark cannot outlive the fix)")),
+    "nodes",
 ])
 def test_no_function_is_over_60_lines(package: str) -> None:
     assert long_functions(package) == []

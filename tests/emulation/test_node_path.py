@@ -14,7 +14,7 @@ from support.nodes import SAMPLER_DEFAULTS
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.loader import NANO, LoadDiMOOModel
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 from testbed.cuda_emu.comfy_host import ModelManagement
 
 RUN = {**SAMPLER_DEFAULTS, "batch_size": 2, "steps": 8}
@@ -22,7 +22,7 @@ RUN = {**SAMPLER_DEFAULTS, "batch_size": 2, "steps": 8}
 
 def run_nodes(sent: list) -> tuple:
     (model,) = LoadDiMOOModel.execute(model_name=NANO, dtype="fp32").args
-    tokens, _ = DiMOOSampler.execute(model=model, **RUN).args
+    tokens, _ = LegacyDiMOOSampler.execute(model=model, **RUN).args
     (images,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
     steps = [p for e, p in sent if e == events.EVENT and not p["done"]]
     return model, tokens, images, steps

@@ -21,6 +21,8 @@ import pytest
 from support import ROOT
 from support.comfy_server import COMFY, NANO_READY, api_workflow, http, run_workflow
 
+SAMPLERS = ("LADR_DiMOOSampler2", "LADR_DiMOOSampler")  # DiMOO Sampler, its legacy twin
+
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
 def ours(info: dict) -> list[str]:
@@ -41,8 +43,10 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
                 assert spec[1].get("tooltip"), f"{node_id}.{name} has no tooltip"
     choices = info["LADR_LoadDiMOOModel"]["input"]["required"]["model_name"][1]["options"]
     assert choices[0] == "dimoo-nano (built-in)" and "tiny-fixture" in choices  # yaml key works
-    seed = info["LADR_DiMOOSampler"]["input"]["required"]["seed"][1]
-    assert seed.get("control_after_generate")
+    for sampler in SAMPLERS:
+        assert info[sampler]["input"]["required"]["seed"][1].get("control_after_generate")
+    assert info["LADR_DiMOOSampler"]["deprecated"] and not info["LADR_DiMOOSampler2"].get(
+        "deprecated")
     _, ext = http(port, "/extensions")
     assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
     for node_id in ours(info):  # the frontend's node help panel fetches these (web/docs/)
@@ -93,11 +97,11 @@ def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
     port, _ = server
     wf = api_workflow(name)
     for node in wf.values():  # a seed no other test uses: ComfyUI would serve cached outputs
-        if node["class_type"] == "LADR_DiMOOSampler":
+        if node["class_type"] in SAMPLERS:
             node["inputs"]["seed"] = 1000 + len(name)
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
-    samplers = {k for k, n in wf.items() if n["class_type"] == "LADR_DiMOOSampler"}
+    samplers = {k for k, n in wf.items() if n["class_type"] in SAMPLERS}
     steps = [m["data"] for m in msgs if m["type"] == "ladr.step"]
     assert {s["node"] for s in steps} == samplers
     for k in samplers:
@@ -126,10 +130,11 @@ def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> No
     reach the host one call late, without a sync) and the sampler's stats show the saving."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
-    wf["9"] = {"class_type": "LADR_MLCacheOptions",
+    key = str(max(int(k) for k in wf) + 1)  # a node id the workflow does not use
+    wf[key] = {"class_type": "LADR_MLCacheOptions",
                "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
                           "preset": "ladr"}}
-    wf["3"]["inputs"].update(cache=["9", 0], seed=777)
+    wf["3"]["inputs"].update(cache=[key, 0], seed=777)
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     final = [m["data"] for m in msgs if m["type"] == "ladr.step"][-1]
@@ -152,14 +157,15 @@ def test_bad_inputs_fail_validation_and_server_keeps_running(server, mutate, nee
     assert http(port, "/object_info/LADR_Policy")[0] == 200
 
 
-SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (validate.py)
+CANVAS_NAMED = ["width", "height"]  # CanvasNode.validate_inputs (validate.py)
+CANVAS = "10"  # DiMOO Canvas in the nano text-to-image workflow
 
 
 @pytest.mark.parametrize(("node", "inputs", "wrong", "needle"), [
-    ("3", {"prompt": ""}, SAMPLER_NAMED, "prompt is empty"),
-    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, SAMPLER_NAMED, "prompt is empty"),
-    ("3", {"width": 4096}, SAMPLER_NAMED, "width=4096 is outside [16, 2048]"),
-    ("3", {"height": 1000}, SAMPLER_NAMED,
+    ("3", {"prompt": ""}, ["prompt"], "prompt is empty"),
+    ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, ["prompt"], "prompt is empty"),
+    (CANVAS, {"width": 4096}, CANVAS_NAMED, "width=4096 is outside [16, 2048]"),
+    (CANVAS, {"height": 1000}, CANVAS_NAMED,
      "height=1000 is not a multiple of 16 (one token per 16 x 16 pixels); nearest valid "
      "height: 992 or 1008"),
     ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
@@ -171,7 +177,7 @@ SAMPLER_NAMED = ["prompt", "width", "height"]  # DiMOOSampler.validate_inputs (v
 def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
                                                                 needle) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
-    one input, or the sampler's three, whose message names the wrong one."""
+    one input, or the canvas's two, whose message names the wrong one."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
     wf[node]["inputs"].update(inputs)
@@ -218,8 +224,9 @@ def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> 
 
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
-    wf["3"]["inputs"].update(width=0, height=0, cfg=-1.0, seed=4243,
-                             prompt="a red circle to the left of a blue square")
+    wf[CANVAS]["inputs"].update(width=0, height=0)
+    wf["3"]["inputs"].update(cfg=-1.0, seed=4243, prompt="a red circle to the left of a blue "
+                             "square")
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     # the last step's preview and the final one (the real decode), both enlarged 5x (nearest)

@@ -40,7 +40,7 @@ def port(server) -> int:
 def _workflow(name: str, seed: int) -> dict:
     wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
     for node in wf.values():  # a seed of its own: ComfyUI would serve cached outputs
-        if node["class_type"] in ("LADR_DiMOOSampler", "LADR_DiMOOEdit"):
+        if node["class_type"] in ("LADR_DiMOOSampler2", "LADR_DiMOOEdit"):
             node["inputs"]["seed"] = seed
     return wf
 
@@ -124,9 +124,9 @@ def test_an_image_without_a_painted_mask_is_refused_on_the_mask(port) -> None:
     load["inputs"]["image"] = "ladr_outpaint_triangle_top.png"  # RGB: no alpha, no mask
     _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
-    assert len(errors) == 1 and errors[0]["node_type"] == "LADR_DiMOOSampler"
+    assert len(errors) == 1 and errors[0]["node_type"] == "LADR_PaintCanvas"
     message = errors[0]["exception_message"]
-    assert message.startswith("DiMOO Sampler: mask is empty") and "mask editor" in message
+    assert message.startswith("DiMOO Paint Canvas: mask is empty") and "mask editor" in message
     assert not _steps(msgs)  # nothing ran
 
 

@@ -1,5 +1,5 @@
-"""Workflows saved by an earlier version of the pack (tests/saved_workflows/api/: the API
-examples as shipped before the templates were renamed) queued as they are in a real ComfyUI
+"""Workflows saved by earlier versions of the pack (tests/saved_workflows/<version>/api/: the
+API examples as each version shipped them) queued as they are in a real ComfyUI
 0.33 server (skipped without COMFYUI_PATH): the nano ones run and save their images, the
 real-model ones ask for the checkpoint by name. The UI ones are checked against today's schemas
 in tests/nodes/test_saved_workflows.py and loaded and run in the real frontend by
@@ -14,7 +14,8 @@ import pytest
 from support import ROOT
 from support.comfy_server import NANO_READY, http, run_workflow
 
-SAVED = ROOT / "tests" / "saved_workflows" / "api"
+SAVED = ROOT / "tests" / "saved_workflows"
+VERSIONS = sorted(p.name for p in SAVED.iterdir() if p.is_dir())
 NANO = ["ladr_nano_text_to_image", "ladr_vs_baseline_side_by_side", "ladr_batch_of_prompts",
         "ladr_nano_inpaint_mask_editor", "ladr_nano_outpaint_pad_image"]
 pytestmark = [pytest.mark.comfyui,
@@ -23,18 +24,19 @@ pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
 
 
-def _saved(name: str, seed: int) -> dict:
-    wf = json.loads((SAVED / f"{name}.json").read_text())
+def _saved(version: str, name: str, seed: int) -> dict:
+    wf = json.loads((SAVED / version / "api" / f"{name}.json").read_text())
     for node in wf.values():  # a seed of its own: ComfyUI would serve cached outputs
         if node["class_type"] in ("LADR_DiMOOSampler", "LADR_DiMOOEdit"):
             node["inputs"]["seed"] = seed
     return wf
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", NANO)
-def test_saved_nano_workflow_runs_as_saved(server, name) -> None:
+def test_saved_nano_workflow_runs_as_saved(server, version, name) -> None:
     port, _ = server
-    wf = _saved(name, 5100 + NANO.index(name))
+    wf = _saved(version, name, 5100 + 10 * VERSIONS.index(version) + NANO.index(name))
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     _, hist = http(port, f"/history/{pid}")
@@ -44,9 +46,10 @@ def test_saved_nano_workflow_runs_as_saved(server, name) -> None:
     assert finals and all("official_nfe_per_image" in f["stats"] for f in finals)
 
 
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("name", ["ladr_dimoo_1024_real_model", "ladr_dimoo_edit_real_model"])
-def test_saved_real_model_workflow_asks_for_the_checkpoint(server, name) -> None:
+def test_saved_real_model_workflow_asks_for_the_checkpoint(server, version, name) -> None:
     port, _ = server
-    status, body = http(port, "/prompt", {"prompt": _saved(name, 5200)})
+    status, body = http(port, "/prompt", {"prompt": _saved(version, name, 5200)})
     assert status == 400
     assert "models/lumina_dimoo/Lumina-DiMOO" in json.dumps(body["node_errors"])

@@ -144,7 +144,9 @@ def test_worker_without_the_pack_is_refused_naming_the_missing_node(cluster):
 def test_worker_without_the_model_gets_the_loaders_message(cluster):
     graph = example()  # the tiny fixture checkpoint exists on the master only
     graph["1"]["inputs"].update(model_name="tiny-fixture", dtype="fp32")
-    graph["3"]["inputs"].update(width=32, height=32, steps=8)
+    graph["3"]["inputs"].update(steps=8)
+    canvas = next(n for n in graph.values() if n["class_type"] == "LADR_Canvas")
+    canvas["inputs"].update(width=32, height=32)
     status, body = distributed_queue(cluster, graph, ["1"])
     assert status == 500, body
     assert "tiny-fixture" in body["error"] and "models/lumina_dimoo" in body["error"], body

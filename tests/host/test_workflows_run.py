@@ -1,6 +1,6 @@
-"""Every API workflow's sampler settings run on the shipped nano model through the nodes' own
-helpers and the real pipeline (workflows/thumbnails.py `run_samplers`): linked policy / cache
-nodes build their values, the strategy the workflow names runs. The edit workflow's DiMOO Edit
+"""Every API workflow's sampler settings run on the shipped nano model through the nodes
+themselves, in process (workflows/thumbnails.py `run_samplers`, workflows/run_graph.py): linked
+rule, canvas, policy and cache nodes build their values, the strategy the rule names runs. The edit workflow's DiMOO Edit
 settings run through the node on the tiny random checkpoint in the official layout (nano
 cannot edit). Executing the graphs themselves is tests/host/test_comfyui_integration.py and
 tests/host/test_comfyui_painting.py, on a real ComfyUI server."""
@@ -22,25 +22,30 @@ _PIPE: list = []
 
 
 def test_every_api_workflow_is_run_here() -> None:
-    assert all('"LADR_DiMOOSampler"' in p.read_text() or '"LADR_DiMOOEdit"' in p.read_text()
+    assert all('"LADR_DiMOOSampler2"' in p.read_text() or '"LADR_DiMOOEdit"' in p.read_text()
                for p in API)
 
 
-@pytest.mark.parametrize("path", [p for p in API if '"LADR_DiMOOSampler"' in p.read_text()],
+@pytest.mark.parametrize("path", [p for p in API if '"LADR_DiMOOSampler2"' in p.read_text()],
                          ids=lambda p: p.stem)
 def test_api_workflow_settings_run_on_nano(path: Path) -> None:
     if not _PIPE:
         _PIPE.append(ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32))
     wf = json.loads(path.read_text())
-    samplers = [n["inputs"] for n in wf.values() if n["class_type"] == "LADR_DiMOOSampler"]
-    for kw in samplers:  # nano's size; few steps (the preset's own T still applies)
-        kw.update(width=48, height=48, steps=min(kw["steps"], 8))
+    samplers = [n["inputs"] for n in wf.values() if n["class_type"] == "LADR_DiMOOSampler2"]
+    for kw in samplers:  # few steps (the preset's own T still applies)
+        kw.update(steps=min(kw["steps"], 8))
+    canvases = {k: n["inputs"] for k, n in wf.items() if n["class_type"] == "LADR_Canvas"}
+    for kw in canvases.values():  # nano's size
+        kw.update(width=48, height=48)
     runs = run_samplers(wf, _PIPE[0])
     assert len(runs) == len(samplers) >= 1
     for (images, text), kw in zip(runs, samplers, strict=True):
         n_prompts = len(kw["prompt"].strip().splitlines()) if kw["one_prompt_per_line"] else 1
-        assert images.shape == (n_prompts * kw["batch_size"], 48, 48, 3)
-        assert text.startswith(kw["strategy"] + ": ")
+        canvas = wf[kw["canvas"][0]]["inputs"]
+        batch = canvas["batch_size"]
+        assert images.shape == (n_prompts * batch, 48, 48, 3)
+        assert text.startswith(wf[kw["rule"][0]]["inputs"]["strategy"] + ": ")
 
 
 @pytest.mark.parametrize("path", [p for p in API if '"LADR_DiMOOEdit"' in p.read_text()],
@@ -52,7 +57,8 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
     from nodes import host
     from nodes.edit import DiMOOEdit
     from nodes.handles import DiMOOModel
-    from workflows.thumbnails import _option, _source
+    from workflows.run_graph import run_node
+    from workflows.thumbnails import _source
 
     monkeypatch.setattr(host, "send_event", lambda e, p: None)
     pipe = ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)
@@ -64,7 +70,7 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
         assert picture.shape[1:3] == (512, 512)  # the official editing area
         small = torch.nn.functional.interpolate(picture.permute(0, 3, 1, 2), size=(32, 32),
                                                 mode="area").permute(0, 2, 3, 1)
-        policy = _option(wf, kw.pop("policy", None))
+        policy = run_node(wf, kw.pop("policy")[0], model, {})[0] if "policy" in kw else None
         kw.pop("model")
         assert kw["size"] == "official 512 px area"  # the shipped choice; the tiny context
         tokens, stats = DiMOOEdit.execute(model=model, image=small, policy=policy,  # needs 32 px

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from nodes import events, host
-from nodes.sampler import make_callback
+from nodes.run import make_callback
 from testbed.fakes import TablePipe, fake_record
 from testbed.syncs import SyncCounter
 

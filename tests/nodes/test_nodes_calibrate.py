@@ -104,17 +104,17 @@ def test_cancel_propagates_and_leaves_no_trusted_file(model, monkeypatch) -> Non
 
 
 @pytest.mark.parametrize(("kind", "says"), [
-    ("ladr", None), ("baseline", "the official sampler at 12 steps: set DiMOO Sampler's strategy "
+    ("ladr", None), ("baseline", "the official sampler at 12 steps: set DiMOO Sampling Rule's strategy "
                                  "to 'baseline'"),
-    *[(name, f"strategy {name!r}: set DiMOO Sampler's strategy to {name!r}")
+    *[(name, f"strategy {name!r}: set DiMOO Sampling Rule's strategy to {name!r}")
       for name in ladr_core.strategy_names() if name not in ("baseline", "ladr")]])
 def test_the_text_says_which_sampler_strategy_runs_the_recommendation(monkeypatch, kind: str,
                                                                       says: str | None) -> None:
     """Every registered kind the calibration can recommend gets the sampler's setting."""
-    import ladr_core.calibrate.report as report_module
+    import ladr_core.calibrate as calibrate_package
     from nodes.calibrate import _text
 
-    monkeypatch.setattr(report_module, "report_text", lambda report: "table")
+    monkeypatch.setattr(calibrate_package, "report_text", lambda report: "table")
     report = {"recommended": "x", "candidates": [{"name": "x", "strategy": {"kind": kind,
                                                                           "steps": 12}}]}
     text = _text(report, "here")

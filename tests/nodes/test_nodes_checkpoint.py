@@ -16,7 +16,7 @@ from nodes.cache import MLCacheOptions
 from nodes.decode import DiMOOVQDecode
 from nodes.loader import LoadDiMOOModel
 from nodes.policy import LADRPolicyNode
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 NANO_READY = (Path(ladr_core.nano_model_path()) / "config.json").is_file()
 
@@ -39,7 +39,7 @@ def sample(model, size: int = 32, **kw) -> tuple:
     args = dict(prompt="a red square", negative_prompt="", width=size, height=size, steps=8,
                 cfg=2.0, temperature=1.0, seed=5, batch_size=1, strategy="ladr",
                 one_prompt_per_line=False)
-    return DiMOOSampler.execute(model=model, **{**args, **kw}).args
+    return LegacyDiMOOSampler.execute(model=model, **{**args, **kw}).args
 
 
 def test_full_chain_on_the_fixture_checkpoint(models_dir, sent) -> None:

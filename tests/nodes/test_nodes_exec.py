@@ -16,12 +16,12 @@ from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
 from nodes.loader import LoadDiMOOModel
 from nodes.policy import LADRPolicyNode
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 
 def run(model: DiMOOModel, **kw) -> tuple:
     args = {**SAMPLER_DEFAULTS, **kw}
-    return DiMOOSampler.execute(model=model, **args).args
+    return LegacyDiMOOSampler.execute(model=model, **args).args
 
 
 def test_sampler_outputs_tokens_stats_and_one_event_per_step(fake_model, sent) -> None:
@@ -144,8 +144,8 @@ def test_sampler_refuses_bad_values_naming_the_input(fake_model, kw, needle) -> 
     with pytest.raises(ValueError, match=needle):
         run(fake_model, **kw)
     if "prompt" in kw:  # also refused at validation, before any model loads
-        assert needle in DiMOOSampler.validate_inputs(prompt=kw["prompt"])
-    assert DiMOOSampler.validate_inputs(prompt=SAMPLER_DEFAULTS["prompt"]) is True
+        assert needle in LegacyDiMOOSampler.validate_inputs(prompt=kw["prompt"])
+    assert LegacyDiMOOSampler.validate_inputs(prompt=SAMPLER_DEFAULTS["prompt"]) is True
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
@@ -156,12 +156,12 @@ def test_sampler_refuses_bad_values_naming_the_input(fake_model, kw, needle) -> 
 def test_sampler_widgets_keep_the_16_px_grid_at_validation(kw, needle) -> None:
     """The host validates the widgets before a run (the widget's step is 16 px, even on nano
     whose VQ factor is 4); a run then checks the size against the model (its grid, its context)."""
-    assert re.search(needle, DiMOOSampler.validate_inputs(**kw))
+    assert re.search(needle, LegacyDiMOOSampler.validate_inputs(**kw))
 
 
 def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
     stale = SimpleNamespace(alpha=(0.1, 0.3, 1.0))
-    with pytest.raises(ValueError, match="Re-create the LADR Policy node"):
+    with pytest.raises(ValueError, match="re-create the LADR Policy node and reconnect it"):
         run(fake_model, policy=stale)
     # the model's own grid: nano's VQ factor is 4 (the widget's 16 px step is validated first)
     with pytest.raises(ValueError, match="DiMOO Sampler: width=42 is not a multiple of 4.*nearest "

@@ -10,7 +10,7 @@ from support.nodes import SAMPLER_DEFAULTS
 import ladr_core
 from nodes import host
 from nodes.decode import DiMOOVQDecode
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def test_the_sampler_asks_for_the_runs_memory(fake_model, sent, loads, max_batch
     and fills what is free after loading."""
     cache = ladr_core.MLCacheConfig()
     args = {**SAMPLER_DEFAULTS, "batch_size": 3, "max_batch": max_batch, "cache": cache}
-    DiMOOSampler.execute(model=fake_model, **args)
+    LegacyDiMOOSampler.execute(model=fake_model, **args)
     pipe = fake_model.pipe
     job = pipe.prepare_text([SAMPLER_DEFAULTS["prompt"]], width=48, height=48,
                             cfg=SAMPLER_DEFAULTS["cfg"], batch_size=3)
@@ -40,7 +40,7 @@ def test_the_sampler_asks_for_the_runs_memory(fake_model, sent, loads, max_batch
 
 
 def test_vq_decode_asks_for_one_images_decode(fake_model, sent, loads) -> None:
-    tokens, _ = DiMOOSampler.execute(model=fake_model,
+    tokens, _ = LegacyDiMOOSampler.execute(model=fake_model,
                                      **{**SAMPLER_DEFAULTS, "batch_size": 2}).args
     loads.clear()
     DiMOOVQDecode.execute(model=fake_model, tokens=tokens)

@@ -16,10 +16,13 @@ from nodes import node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", "execution"}
-# Shipped node ids: saved workflows reference them, so this list only ever grows.
-NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
-            "LADR_DiMOOSampler", "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate",
-            "LADR_PaintOptions", "LADR_DiMOOEdit", "LADR_DiMOOVQEncode"]
+# Shipped node ids in menu order: saved workflows reference them, so no id ever leaves this list
+# (a node replaced by a recomposed one stays, deprecated: LADR_DiMOOSampler, LADR_PaintOptions).
+NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas",
+            "LADR_PaintCanvas", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
+            "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate", "LADR_DiMOOEdit",
+            "LADR_DiMOOVQEncode", "LADR_DiMOOSampler", "LADR_PaintOptions"]
+DEPRECATED = {"LADR_DiMOOSampler", "LADR_PaintOptions"}
 
 ENTRY = r"""
 import importlib.util, sys, asyncio
@@ -66,7 +69,8 @@ def test_only_host_py_imports_comfyui_and_pins_one_api_version() -> None:
     assert touching == {"host.py"}
     host_imports = _imports(ROOT / "nodes" / "host.py")
     assert {m for m in host_imports if m.startswith("comfy_api")} == {"comfy_api.v0_0_2"}
-    for src in (ROOT / "nodes" / "host.py").read_text(), (ROOT / "nodes" / "sampler.py").read_text():
+    for name in ("host.py", "sampler.py", "run.py"):
+        src = (ROOT / "nodes" / name).read_text()
         assert not re.search(r"except\s*:|except\s+BaseException", src)  # never eat Cancel
 
 
@@ -77,10 +81,32 @@ def test_node_surface_ids_categories_and_tooltips() -> None:
         assert s.category.startswith("LADR") and s.display_name and s.description
         for i in s.inputs:
             assert i.tooltip and len(i.tooltip) > 10, f"{s.node_id}.{i.id} needs a tooltip"
-    sampler = next(s for s in schemas if s.node_id == "LADR_DiMOOSampler")
-    by_id = {i.id: i for i in sampler.inputs}
-    assert by_id["seed"].control_after_generate and by_id["prompt"].multiline
-    assert by_id["policy"].optional and by_id["cache"].optional
+        assert bool(s.is_deprecated) == (s.node_id in DEPRECATED), s.node_id
+        assert ("legacy" in s.display_name) == (s.node_id in DEPRECATED), s.display_name
+    for node_id in ("LADR_DiMOOSampler2", "LADR_DiMOOSampler"):
+        by_id = {i.id: i for i in next(s for s in schemas if s.node_id == node_id).inputs}
+        assert by_id["seed"].control_after_generate and by_id["prompt"].multiline
+        assert by_id["cache"].optional
+        assert all(by_id[n].optional for n in ("rule", "canvas", "policy") if n in by_id)
+
+
+PUBLIC = {"ladr_core", "ladr_core.dimoo", "ladr_core.calibrate"}
+
+
+def test_nodes_import_the_packages_exports_only() -> None:
+    """A node reaches the core through ladr_core, ladr_core.dimoo and ladr_core.calibrate (their
+    lazy exports), never a module past them, lazy imports included."""
+    for path in sorted((ROOT / "nodes").glob("*.py")):
+        used = {m for m in _imports(path) if m.split(".")[0] == "ladr_core"}
+        assert used <= PUBLIC, f"{path.name} imports {sorted(used - PUBLIC)}"
+
+
+def test_no_function_in_nodes_is_over_60_lines() -> None:
+    for path in sorted((ROOT / "nodes").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                size = node.end_lineno - node.lineno + 1
+                assert size <= 60, f"nodes/{path.name} {node.name}: {size} lines"
 
 
 def test_pyproject_tool_comfy_and_requirements() -> None:
@@ -139,7 +165,8 @@ def test_cfg_tooltip_names_the_scale_the_nano_model_was_tuned_for() -> None:
     import ladr_core
 
     raw = json.loads((ladr_core.nano_model_path() / "config.json").read_text())
-    sampler = next(c for c in node_classes() if c.define_schema().node_id == "LADR_DiMOOSampler")
-    cfg = next(i for i in sampler.define_schema().inputs if i.id == "cfg")
-    assert "Lumina-DiMOO: 4.0" in cfg.tooltip
-    assert f"dimoo-nano was tuned for {raw['default_cfg']:g};" in cfg.tooltip
+    for node_id in ("LADR_DiMOOSampler2", "LADR_DiMOOSampler"):
+        sampler = next(c for c in node_classes() if c.define_schema().node_id == node_id)
+        cfg = next(i for i in sampler.define_schema().inputs if i.id == "cfg")
+        assert "Lumina-DiMOO: 4.0" in cfg.tooltip
+        assert f"dimoo-nano was tuned for {raw['default_cfg']:g};" in cfg.tooltip

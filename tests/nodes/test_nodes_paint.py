@@ -13,7 +13,7 @@ from ladr_core.dimoo import PaintOptions, token_mask
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.paint import FEATHER_AUTO, PaintOptionsNode
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 SIDE = 48
 
@@ -32,7 +32,7 @@ def _box(top: int, left: int, size: int, batch: int = 1) -> torch.Tensor:
 
 
 def run(model, **kw) -> tuple:
-    return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
+    return LegacyDiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
 
 
 def test_an_image_too_large_for_the_model_is_refused_before_anything_loads(fake_model,
@@ -147,7 +147,7 @@ def test_paint_options_node_reaches_the_core(fake_model, sent) -> None:
     (dict(image=_image(0), mask=torch.zeros(1, 64, 64)), "Load Image gives a 64x64 empty mask"),
     (dict(image=_image(0, batch=2), mask=_box(0, 0, 8, batch=3)), "mask is a batch of 3 masks"),
     (dict(image=_image(0), mask=_box(0, 0, 8) * 2), "mask has values outside \\[0, 1\\].*Threshold Mask"),
-    (dict(image=_image(0), mask=_box(0, 0, 8), paint="x"), "DiMOO Sampler: paint is a str"),
+    (dict(image=_image(0), mask=_box(0, 0, 8), paint="x"), "^paint: got a builtins.str, not this version.s paint options"),
 ])
 def test_bad_painting_inputs_are_refused_naming_the_input(fake_model, sent, monkeypatch,
                                                           kw, needle) -> None:

@@ -14,16 +14,16 @@ import pytest
 from support.nodes import SAMPLER_DEFAULTS
 
 from ladr_core import resolve_strategy, strategy_names
-from nodes.rules import AUTO, RULES, WIDGETS, RuleFields, applies
-from nodes.sampler import STRATEGIES, DiMOOSampler
+from nodes.rules import AUTO, RULES, STRATEGIES, WIDGETS, RuleFields, applies
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
-HELP = (Path(__file__).resolve().parents[2] / "web" / "docs" / "LADR_DiMOOSampler.md").read_text()
+HELP = (Path(__file__).resolve().parents[2] / "web" / "docs" / "LADR_SamplingRule.md").read_text()
 # a value each widget's strategy refuses, within the widget's own range (-1 .. max)
 REFUSED = {"tau": -0.5, "gamma": -0.5, "token": "top1"}
 
 
 def run(model, **kw) -> tuple:
-    return DiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
+    return LegacyDiMOOSampler.execute(model=model, **{**SAMPLER_DEFAULTS, **kw}).args
 
 
 def test_every_registered_strategy_is_a_choice_and_the_rules_are_the_rest() -> None:
@@ -47,7 +47,7 @@ def test_a_rule_reaches_the_core_with_its_widgets_at_its_tuned_t(fake_model, sen
                                                                    name: str) -> None:
     default = resolve_strategy(name)
     tokens, text = run(fake_model, strategy=name)
-    assert seen[-1]["strategy"] == default and seen[-1]["steps"] is None
+    assert seen[-1]["strategy"] == default and seen[-1]["steps"] == default.steps
     assert tokens.stats["nfe"] <= default.steps
     assert text.startswith(f"{name}: ")
     assert text.endswith(f"; T={default.steps} from {name}'s tuned setting (steps=12 not used)")
@@ -81,7 +81,7 @@ def test_saved_sampler_values_without_the_rule_widgets_get_the_tuned_rules(fake_
 
 @pytest.mark.parametrize("name", strategy_names())
 def test_the_help_page_describes_every_strategy_with_its_tuned_values(name: str) -> None:
-    entry = HELP[HELP.index("- `strategy`:"):HELP.index("- `one_prompt_per_line`")]
+    entry = HELP[HELP.index("- `strategy`:"):HELP.index("- `tau`:")]
     assert f"`{name}`" in entry
     if name not in RULES:
         return

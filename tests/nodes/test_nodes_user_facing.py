@@ -11,9 +11,10 @@ import torch
 import ladr_core
 from nodes import node_classes, validate
 from nodes.cache import MLCacheOptions
+from nodes.canvas import CanvasNode
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
-from nodes.sampler import DiMOOSampler
+from nodes.sampler_legacy import LegacyDiMOOSampler
 
 
 @pytest.mark.parametrize("node", node_classes(), ids=lambda n: n.__name__)
@@ -21,8 +22,10 @@ def test_validate_inputs_names_at_most_one_input(node) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
     attached = validate.attached_inputs(node)
     assert attached is not None, node  # never **kwargs: that would name every input
-    # one input, except the sampler's documented three (nodes/validate.py rule 2)
-    allowed = ["prompt", "width", "height"] if node is DiMOOSampler else attached[:1]
+    # one input, except the size checks (nodes/validate.py rule 2): the canvas's two, the
+    # legacy sampler's three
+    allowed = {LegacyDiMOOSampler: ["prompt", "width", "height"],
+               CanvasNode: ["width", "height"]}.get(node, attached[:1])
     assert attached == allowed, attached
 
 
@@ -48,7 +51,7 @@ def _shown(value: float, step: float) -> str:
 
 
 @pytest.mark.frontend_version("1.49")  # its FLOAT widget's display precision rule
-@pytest.mark.parametrize("node", [DiMOOSampler, MLCacheOptions], ids=lambda n: n.__name__)
+@pytest.mark.parametrize("node", [LegacyDiMOOSampler, MLCacheOptions], ids=lambda n: n.__name__)
 def test_float_widgets_show_their_defaults_and_documented_values(node) -> None:
     shown_values = {"cfg": [0.75, 4.0, 1.25]}  # nano default, official, a tuned value
     for inp in node.define_schema().inputs:
@@ -77,8 +80,8 @@ def test_a_fresh_sampler_node_runs_on_the_builtin_model(nano, monkeypatch) -> No
     real = nano.pipe.prepare_text
     monkeypatch.setattr(nano.pipe, "prepare_text",
                         lambda *a, **kw: seen.append(kw) or real(*a, **kw))
-    args = {**_schema_defaults(DiMOOSampler), "steps": 16}
-    tokens, _ = DiMOOSampler.execute(model=nano, **args).args
+    args = {**_schema_defaults(LegacyDiMOOSampler), "steps": 16}
+    tokens, _ = LegacyDiMOOSampler.execute(model=nano, **args).args
     assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (None, None, None)
     assert (tokens.width, tokens.height) == (nano.pipe.default_size,) * 2 == (48, 48)
     (image,) = DiMOOVQDecode.execute(model=nano, tokens=tokens).args
@@ -96,9 +99,9 @@ def test_stored_values_of_old_workflows_keep_their_meaning(nano, monkeypatch) ->
         raise Seen
 
     monkeypatch.setattr(nano.pipe, "prepare_text", record)
-    args = {**_schema_defaults(DiMOOSampler), "width": 32, "height": 48, "cfg": 4.0}
+    args = {**_schema_defaults(LegacyDiMOOSampler), "width": 32, "height": 48, "cfg": 4.0}
     with pytest.raises(Seen):
-        DiMOOSampler.execute(model=nano, **args)
+        LegacyDiMOOSampler.execute(model=nano, **args)
     assert (seen[0]["width"], seen[0]["height"], seen[0]["cfg"]) == (32, 48, 4.0)
 
 
@@ -113,14 +116,14 @@ def test_ladr_num_threads_applies_while_sampling_and_is_restored(nano, monkeypat
     monkeypatch.setattr(model.pipe, "run",
                         lambda *a, **kw: seen.append(torch.get_num_threads()) or real(*a, **kw))
     monkeypatch.setenv(threads.ENV, str(wanted))
-    args = {**_schema_defaults(DiMOOSampler), "steps": 4}
-    DiMOOSampler.execute(model=model, **args)
+    args = {**_schema_defaults(LegacyDiMOOSampler), "steps": 4}
+    LegacyDiMOOSampler.execute(model=model, **args)
     assert seen == [wanted] and torch.get_num_threads() == before
     monkeypatch.setenv(threads.ENV, "0")
     with pytest.raises(ValueError, match="LADR_NUM_THREADS='0' must be a whole number >= 1"):
-        DiMOOSampler.execute(model=model, **args)
+        LegacyDiMOOSampler.execute(model=model, **args)
     monkeypatch.delenv(threads.ENV)
-    DiMOOSampler.execute(model=model, **args)
+    LegacyDiMOOSampler.execute(model=model, **args)
     assert seen[-1] == before
 
 

@@ -104,12 +104,17 @@ def test_api_workflow_is_the_ui_workflow_and_valid(path: Path) -> None:
 
 @pytest.mark.parametrize("path", API, ids=lambda p: p.stem)
 def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
+    from nodes.canvas import CanvasNode
     from nodes.sampler import DiMOOSampler
 
+    kinds = {n["class_type"] for n in json.loads(path.read_text()).values()}
+    assert "LADR_DiMOOSampler" not in kinds and "LADR_PaintOptions" not in kinds  # legacy
     for node in json.loads(path.read_text()).values():
-        if node["class_type"] == "LADR_DiMOOSampler":
+        if node["class_type"] == "LADR_DiMOOSampler2":
+            assert DiMOOSampler.validate_inputs(node["inputs"]["prompt"]) is True
+        if node["class_type"] == "LADR_Canvas":
             i = node["inputs"]
-            assert DiMOOSampler.validate_inputs(i["prompt"]) is True
+            assert CanvasNode.validate_inputs(i["width"], i["height"]) is True
 
 
 def test_workflow_files_are_up_to_date_with_the_builder() -> None:
@@ -122,12 +127,12 @@ def test_queue_script_puts_each_prompt_and_seed_into_the_samplers() -> None:
     wf = json.loads((ROOT / "workflows" / "api" / "ladr_vs_baseline_side_by_side.json").read_text())
     batch = queue_prompts.jobs(wf, ["a cat", "a dog"], seed=10)
     assert len(batch) == 2
-    samplers = [k for k, v in wf.items() if v["class_type"] == "LADR_DiMOOSampler"]
+    samplers = [k for k, v in wf.items() if v["class_type"] in queue_prompts.SAMPLERS]
     assert len(samplers) == 2
     for i, (job, text) in enumerate(zip(batch, ["a cat", "a dog"], strict=True)):
         for k in samplers:
             assert job[k]["inputs"]["prompt"] == text and job[k]["inputs"]["seed"] == 10 + i
     assert wf[samplers[0]]["inputs"]["prompt"] != "a cat"  # the template is not mutated
     assert queue_prompts.jobs(wf, [], None) == [wf]
-    with pytest.raises(ValueError, match="no LADR_DiMOOSampler"):
+    with pytest.raises(ValueError, match="no DiMOO Sampler node"):
         queue_prompts.jobs({"1": {"class_type": "SaveImage", "inputs": {}}}, ["x"], None)

@@ -151,8 +151,10 @@ def api_workflow(name: str) -> dict:
         for node in wf.values():
             if node["class_type"] == "LADR_LoadDiMOOModel":
                 node["inputs"]["model_name"] = "tiny-fixture"
-            if node["class_type"] == "LADR_DiMOOSampler":
-                node["inputs"].update(width=32, height=32, steps=8)
+            if node["class_type"] in ("LADR_Canvas", "LADR_DiMOOSampler"):
+                node["inputs"].update(width=32, height=32)
+            if node["class_type"] in ("LADR_DiMOOSampler2", "LADR_DiMOOSampler"):
+                node["inputs"].update(steps=8)
     return wf
 
 

@@ -49,7 +49,7 @@ try {
       addDOMWidget(name, type, el, opts) {
         el.style.width = "320px"; el.style.height = "300px";
         document.body.appendChild(el); this.widgets.push({ name, opts }); return {}; } });
-    const sampler = makeNode("LADR_DiMOOSampler");
+    const sampler = makeNode("LADR_DiMOOSampler2");
     const other = makeNode("KSampler");
     ext.nodeCreated(sampler);
     ext.nodeCreated(other);

@@ -7,12 +7,15 @@ import { withComfyPage } from "./comfy_page.mjs";
 
 const [url, workflowFile, shot, modelName, size] = process.argv.slice(2);
 const workflow = JSON.parse(readFileSync(workflowFile, "utf8"));
+// the seed's widget index on DiMOO Sampler and on its legacy twin; where width, height are
+const SEED = { LADR_DiMOOSampler2: 5, LADR_DiMOOSampler: 7 };
+const SIZE = { LADR_Canvas: 0, LADR_DiMOOSampler: 2 };
 for (const n of workflow.nodes) {
   if (modelName && n.type === "LADR_LoadDiMOOModel") n.widgets_values[0] = modelName;
-  if (n.type === "LADR_DiMOOSampler") n.widgets_values[7] = Math.floor(Math.random() * 1e9);
-  if (size && n.type === "LADR_DiMOOSampler") {
-    n.widgets_values[2] = Number(size);
-    n.widgets_values[3] = Number(size);
+  if (n.type in SEED) n.widgets_values[SEED[n.type]] = Math.floor(Math.random() * 1e9);
+  if (size && n.type in SIZE) {
+    n.widgets_values[SIZE[n.type]] = Number(size);
+    n.widgets_values[SIZE[n.type] + 1] = Number(size);
   }
 }
 await withComfyPage(url, { name: "frontend", viewport: { width: 1600, height: 900 },
@@ -26,7 +29,7 @@ await withComfyPage(url, { name: "frontend", viewport: { width: 1600, height: 90
   await page.waitForTimeout(1500);
   await page.evaluate(async () => { await window.comfyAPI.app.app.queuePrompt(0, 1); });
   // Every sampler's final event (a side-by-side workflow has two; the first done is not enough).
-  const samplers = workflow.nodes.filter((n) => n.type === "LADR_DiMOOSampler").map((n) => String(n.id));
+  const samplers = workflow.nodes.filter((n) => n.type in SEED).map((n) => String(n.id));
   await page.waitForFunction((ids) => ids.every((id) => window.__ladrEvents.some(
     (e) => e.done && e.node === id)), samplers, { timeout: 600000 });
   // The workflow's own view (its extra.ds), as a user opening it sees it, unless asked for a

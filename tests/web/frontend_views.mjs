@@ -17,6 +17,8 @@ const [url, outDir, planFile] = process.argv.slice(2);
 const plan = JSON.parse(readFileSync(planFile, "utf8"));
 const summary = { runs: {}, help: {}, policy: null, notice: null, templates: null };
 const WINDOW = { width: 1600, height: 900 };
+// the seed's widget index on DiMOO Sampler and on its legacy twin (saved workflows)
+const SEED = { LADR_DiMOOSampler2: 5, LADR_DiMOOSampler: 7 };
 
 function save(name, b64) {
   writeFileSync(join(outDir, name), Buffer.from(b64, "base64"));
@@ -54,7 +56,7 @@ async function run(page, { name, file, seed }) {
   if (await panelOpen(page)) await page.getByLabel("Toggle properties panel").click();
   await page.mouse.move(700, 880); // no tooltip left over the canvas
   const wf = JSON.parse(readFileSync(file, "utf8"));
-  for (const n of wf.nodes) if (n.type === "LADR_DiMOOSampler") n.widgets_values[7] = seed;
+  for (const n of wf.nodes) if (n.type in SEED) n.widgets_values[SEED[n.type]] = seed;
   await page.evaluate(async (wf) => {
     Object.assign(window.__ladr, { events: [], previews: [], done: [], errors: [] });
     await window.comfyAPI.app.app.loadGraphData(wf);
@@ -95,7 +97,7 @@ async function run(page, { name, file, seed }) {
   const boxes = {};
   for (const n of got.nodes) boxes[n.id] = { type: n.type, ...(await nodeBox(page, n.id)) };
   // The first step's preview and step map, replayed on the sampler as they were shown mid-run.
-  const sampler = got.nodes.find((n) => n.type === "LADR_DiMOOSampler");
+  const sampler = got.nodes.find((n) => n.type in SEED);
   if (sampler && got.events.length > 1) {
     await page.evaluate((id) => {
       const api = window.comfyAPI.api.api;

@@ -42,9 +42,11 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
-HELP = ["LADR_DiMOOSampler", "LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy",
-        "LADR_MLCacheOptions", "LADR_DiMOOVQDecode", "LADR_DiMOOVQEncode", "LADR_PaintOptions",
-        "LADR_DiMOOEdit", "LADR_Calibrate", "LADR_CompileDiMOO"]
+HELP = ["LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas", "LADR_PaintCanvas",
+        "LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
+        "LADR_DiMOOVQDecode", "LADR_DiMOOVQEncode", "LADR_DiMOOEdit", "LADR_Calibrate",
+        "LADR_CompileDiMOO", "LADR_DiMOOSampler", "LADR_PaintOptions"]
+SAMPLERS = ("LADR_DiMOOSampler2", "LADR_DiMOOSampler")
 # JPEG (quality 95) previews against the input, in 0-255 levels: mean and 99th percentile of
 # the largest channel difference per pixel. Measured 1.2 / 5-8; the colour table the preview
 # drew the kept area with before measured 17-26 / 160-200 on the same pictures.
@@ -53,7 +55,7 @@ COPIES = {"inpaint_view.png": "inpaint_after_run.png", "inpaint_step1.png": "inp
           "outpaint_view.png": "outpaint_after_run.png",
           "outpaint_step1.png": "outpaint_preview_step1.png",
           "text_to_image_view.png": "text_to_image_after_run.png",
-          "help_LADR_DiMOOSampler.png": "help_info_panel.png",
+          "help_LADR_DiMOOSampler2.png": "help_info_panel.png",
           "policy_panel.png": "policy_parameters_panel.png",
           "notice.png": "missing_checkpoint_notice.png", "templates.png": "template_browser.png"}
 
@@ -71,7 +73,7 @@ def views(server, tmp_path_factory):
         {"name": "text_to_image", "seed": 42,
          "file": str(UI / f"{TEMPLATE_FILES['ladr_nano_text_to_image']}.json")},
         {"name": "saved_inpaint", "seed": 7,
-         "file": str(ROOT / "tests" / "saved_workflows" / "ui" /
+         "file": str(ROOT / "tests" / "saved_workflows" / "41cb2ab" / "ui" /
                      "ladr_nano_inpaint_mask_editor.json")}],
         "help": HELP, "templates": "ComfyUI-LADR", "names": list(TEMPLATE_FILES.values()),
         "notice": str(UI / f"{TEMPLATE_FILES['ladr_dimoo_edit_real_model']}.json")}
@@ -96,7 +98,7 @@ def _rgb(data: bytes) -> np.ndarray:
 def _previews(out: Path, run: dict) -> list[np.ndarray]:
     """The sampler's progress-bar previews in order, back at 48 px (each 5 x 5 block's centre:
     the preview is the picture enlarged 5x, nearest)."""
-    sampler = next(k for k, b in run["boxes"].items() if b["type"] == "LADR_DiMOOSampler")
+    sampler = next(k for k, b in run["boxes"].items() if b["type"] in SAMPLERS)
     frames = [p for p in run["previews"] if p["node"] == sampler]
     images = [_rgb((out / p["file"]).read_bytes()) for p in frames]
     assert all(im.shape == (240, 240, 3) for im in images)

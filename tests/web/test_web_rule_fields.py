@@ -1,4 +1,4 @@
-"""The sampler's rule widgets in the web extension (web/ladr_rules.js, logic in
+"""The rule widgets of DiMOO Sampling Rule and the legacy sampler in the web extension (web/ladr_rules.js, logic in
 web/ladr_rule_fields.js), in node, on the table the node really sends
 (nodes.rules.applies_table): for every strategy, exactly the rule widgets it does not read are
 greyed out, on the node and in the Parameters panel's options; choosing another strategy
@@ -10,11 +10,16 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from support.browser import extension_stub
 
 from ladr_core import strategy_names
-from nodes.rules import WIDGETS, applies, applies_table
-from nodes.sampler import DiMOOSampler
+from nodes import node_classes
+from nodes.rules import WIDGETS, SamplingRuleNode, applies, applies_table
+from nodes.sampler_legacy import LegacyDiMOOSampler
+
+NODES = [c for c in node_classes()  # every node with the rule widgets
+         if {i.id for i in c.define_schema().inputs} >= {"strategy", *WIDGETS}]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -41,11 +46,16 @@ console.log(JSON.stringify(out));
 """
 
 
-def _node_data() -> dict:
-    """The sampler's node definition as ComfyUI's frontend receives the strategy widget."""
-    strategy = next(i for i in DiMOOSampler.define_schema().inputs if i.id == "strategy")
-    return {"name": "LADR_DiMOOSampler", "input": {"required": {"strategy": [
+def _node_data(node: type = SamplingRuleNode) -> dict:
+    """A node's definition as ComfyUI's frontend receives its strategy widget."""
+    schema = node.define_schema()
+    strategy = next(i for i in schema.inputs if i.id == "strategy")
+    return {"name": schema.node_id, "input": {"required": {"strategy": [
         list(strategy.options), dict(strategy.extra_dict)]}}}
+
+
+def test_the_rule_node_and_the_legacy_sampler_carry_the_rule_widgets() -> None:
+    assert [SamplingRuleNode, LegacyDiMOOSampler] == NODES
 
 
 def test_the_table_is_every_strategy_with_the_fields_it_has() -> None:
@@ -55,12 +65,14 @@ def test_the_table_is_every_strategy_with_the_fields_it_has() -> None:
     assert table["ladr"] == table["baseline"] == table["halton"] == []
 
 
-def test_extension_greys_what_the_chosen_strategy_does_not_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("node", NODES, ids=lambda c: c.define_schema().node_id)
+def test_extension_greys_what_the_chosen_strategy_does_not_read(tmp_path: Path,
+                                                                node: type) -> None:
     extension_stub(tmp_path)
     (tmp_path / "main.mjs").write_text(REGISTER)
     choices = ["ladr", *[n for n in strategy_names() if n != "ladr"], "threshold", "ladr"]
     proc = subprocess.run(["node", str(tmp_path / "main.mjs"),
-                           json.dumps([_node_data(), list(WIDGETS), choices])],
+                           json.dumps([_node_data(node), list(WIDGETS), choices])],
                           capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

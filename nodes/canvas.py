@@ -1,0 +1,151 @@
+"""DiMOO Canvas and DiMOO Paint Canvas nodes -> the LADR_CANVAS socket (nodes/handles.Canvas):
+what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty Latent Image or from VAE
+Encode with a noise mask.
+
+DiMOO Canvas: a size (0 = the checkpoint's default: Lumina-DiMOO 1024, dimoo-nano 48) and a
+batch, for text to image. DiMOO Paint Canvas: a picture (IMAGE), its MASK (1 = regenerate) and
+the paint options (nodes/paint.py's widgets: which tokens the mask regenerates, how VQ Decode
+pastes the original pixels back, how an off-grid picture fits), for inpainting / outpainting;
+the picture sets the size. `prepare_job` turns a canvas and the prompts into the library's
+checked request (``pipe.prepare_text`` / ``prepare_paint``) before the model loads.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, size_problem
+from ladr_core.dimoo import PaintJob, TextJob
+
+from . import host, paint
+from .handles import CANVAS_TYPE, Canvas
+from .validate import node_error
+
+io, _ = host.v3()
+
+SIZE_MIN, SIZE_MAX = SIZE_STEP, 2048
+SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_size"
+BATCH_MAX = 64
+NODE = "DiMOO Canvas"
+PAINT_NODE = "DiMOO Paint Canvas"
+FIT_FIX = f"set fit to crop or resize in {PAINT_NODE}, or resize the image first (Upscale Image)"
+
+
+def resolve_size(value: int) -> int | None:
+    """Widget width/height -> pixels, None for SIZE_AUTO (the pipeline's default_size)."""
+    return None if int(value) == SIZE_AUTO else int(value)
+
+
+def check_size(width: int | None, height: int | None) -> str | None:
+    """Error text for the first bad width / height widget value (SIZE_AUTO is fine; None: fed by
+    a link, not checked here), None when fine: the core's one size rule (ladr_core.size_problem;
+    the checkpoint's own VQ factor is checked by the sampler)."""
+    for name, value in (("width", width), ("height", height)):
+        if not isinstance(value, int) or value == SIZE_AUTO:
+            continue
+        if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
+            return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
+        if problem := size_problem(name, value, SIZE_STEP):
+            return problem
+    return None
+
+
+def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
+                negative_prompt: str | None, cfg: float | None, node: str,
+                names: dict[str, str] | None = None,
+                fit_fix: str = FIT_FIX) -> TextJob | PaintJob:
+    """The request, checked once by the library before the model loads: text to image at the
+    canvas's size, or inpaint / outpaint of its picture. Every message starts with `node` and
+    names its input (`names`: the library's argument -> that input)."""
+    try:
+        if not canvas.painting:
+            return pipe.prepare_text(prompts, negative_prompt=negative_prompt,
+                                     width=resolve_size(canvas.width),
+                                     height=resolve_size(canvas.height), cfg=cfg,
+                                     batch_size=canvas.batch_size)
+        return pipe.prepare_paint(prompts, image=canvas.image, mask=canvas.mask,
+                                  options=canvas.paint, negative_prompt=negative_prompt, cfg=cfg,
+                                  batch_size=canvas.batch_size, fit_fix=fit_fix)
+    except InputError as err:
+        raise node_error(node, err, names) from None
+
+
+def batch_input() -> object:
+    return io.Int.Input("batch_size", default=1, min=1, max=BATCH_MAX,
+                        tooltip="Images per prompt.")
+
+
+class CanvasNode(io.ComfyNode):
+    """An empty canvas: the image size and batch for DiMOO Sampler (text to image)."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_Canvas",
+            display_name=NODE,
+            category="LADR",
+            search_aliases=["empty latent", "size", "batch", "width", "height"],
+            description="The image size and batch DiMOO Sampler draws (like Empty Latent "
+            "Image). Without a canvas the sampler draws one image at the checkpoint's default "
+            "size.",
+            inputs=[
+                io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX,
+                             step=SIZE_STEP, tooltip="Image width in pixels, a multiple of 16 "
+                             "(one token per 16 px); 0 = the checkpoint's default size "
+                             "(Lumina-DiMOO 1024, dimoo-nano 48)."),
+                io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX,
+                             step=SIZE_STEP, tooltip="Image height in pixels, a multiple of "
+                             "16; 0 = the checkpoint's default size."),
+                batch_input(),
+            ],
+            outputs=[io.Custom(CANVAS_TYPE).Output("canvas", tooltip="-> DiMOO Sampler's "
+                                                   "canvas.")],
+        )
+
+    @classmethod
+    def validate_inputs(cls, width: int | None = None, height: int | None = None) -> bool | str:
+        """A size off the 16 px grid is refused before an 8B model loads for it; each message
+        starts with the input that is wrong (nodes/validate.py)."""
+        return check_size(width, height) or True
+
+    @classmethod
+    def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
+        return io.NodeOutput(Canvas(width=int(width), height=int(height),
+                                    batch_size=int(batch_size)))
+
+
+class PaintCanvasNode(io.ComfyNode):
+    """A picture with its mask and paint options: DiMOO Sampler inpaints / outpaints it."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_PaintCanvas",
+            display_name=PAINT_NODE,
+            category="LADR",
+            search_aliases=["inpaint", "outpaint", "mask", "noise mask", "paste", "feather"],
+            description="A picture and its mask (1 = regenerate) for DiMOO Sampler to "
+            "inpaint or outpaint (like VAE Encode + Set Latent Noise Mask): known tokens never "
+            "change, VQ Decode pastes the original pixels back. The picture sets the size.",
+            inputs=[
+                io.Image.Input("image", tooltip="The image to inpaint / outpaint (sets the "
+                               "size; sides multiples of 16 px, or see fit)."),
+                io.Mask.Input("mask", tooltip="1 = regenerate (Load Image's mask editor, Pad "
+                              "Image for Outpainting). An empty mask returns the image "
+                              "unchanged, a full one is text to image."),
+                batch_input(),
+                *paint.option_inputs(),
+            ],
+            outputs=[io.Custom(CANVAS_TYPE).Output("canvas", tooltip="-> DiMOO Sampler's "
+                                                   "canvas.")],
+        )
+
+    @classmethod
+    def execute(cls, image: torch.Tensor, mask: torch.Tensor, batch_size: int,
+                mask_threshold: float, mask_grow: int, paste_back: bool, feather: int,
+                fit: str) -> io.NodeOutput:
+        paint.painting(image, mask, None, PAINT_NODE)
+        options = paint.build_options(mask_threshold, mask_grow, paste_back, feather, fit,
+                                      node=PAINT_NODE)
+        return io.NodeOutput(Canvas(batch_size=int(batch_size), image=image, mask=mask,
+                                    paint=options))

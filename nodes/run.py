@@ -1,0 +1,104 @@
+"""The one run routine of the sampler nodes (DiMOO Sampler, its legacy twin, DiMOO Edit): a checked
+job -> image tokens + stats, with the host's memory load, progress bar, previews and events.
+
+Each step: interrupt check, the codebook->RGB table preview of the shown image (`pipe.preview`,
+never the VQ decoder; known pixels in place when painting, nodes/preview.py) on ComfyUI's
+progress bar (the one preview channel), which advances the way LADR does (events.step_payload's
+`progress`), and one small "ladr.step" event (masks, counters) for the widget. At the end the
+preview becomes the real decode of that image.
+
+The schedule length T is settled here, once (`settle_steps`): the node's steps, or the T a
+policy preset or a rule was tuned at; the pipeline then receives the strategy object and that T.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ladr_core import DiMOOPipeline, Strategy
+from ladr_core.dimoo import EditJob, MLCacheConfig, PaintJob, TextJob
+
+from . import batching, events, host, rules, threads
+from . import preview as preview_module
+from .handles import DiMOOModel, DiMOOTokens, SamplingRule
+
+Job = TextJob | PaintJob | EditJob
+PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
+
+
+def settle_steps(strategy: Strategy, steps: int) -> tuple[int, str]:
+    """(the T the run uses, a note): `steps`, or the T `strategy` was tuned at (an LADR preset
+    such as nano's 128, a rule's tuned setting), and then the note says `steps` was not used."""
+    if strategy.steps is None or strategy.steps == steps:
+        return steps, ""
+    source = (f"{strategy.name}'s tuned setting" if strategy.name in rules.RULES
+              else "the policy preset")
+    return strategy.steps, f"; T={strategy.steps} from {source} (steps={steps} not used)"
+
+
+def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progress,
+                  sink: list[dict], base: object | None = None) -> Callable[[dict], None]:
+    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink).
+    base: a PreviewBase (known pixels under the preview, nodes/preview.py), or None."""
+
+    def on_step(record: dict) -> None:
+        host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
+        s = events.shown_slot(record)  # an image in flight (a rolling batch moves on)
+        preview = pipe.preview(record["tokens"][s:s + 1], record["masked"][s:s + 1],
+                               record["grid"])[0]
+        if base is not None:
+            item = record.get("items", list(range(record["masked"].shape[0])))[s]
+            preview = base.apply(preview, record["masked"][s], int(item))
+        # the preview's bytes, the masks and the counts: one device -> host transfer per step
+        payload, image = events.step_update(record, node_id, preview)
+        image = None if image is None else preview_module.for_display(image)
+        progress.update(round(progress.total * payload["progress"]), image)
+        host.send_event(events.EVENT, payload)
+        sink[:] = [payload]
+
+    return on_step
+
+
+def load_and_run(model: DiMOOModel, job: Job, node_id: str | None, *, rule: SamplingRule,
+                 steps: int, temperature: float, seed: int, cache: MLCacheConfig | None,
+                 max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict, str]:
+    """Host-aware run of a checked job: memory load (the images asked for, or one: the
+    automatic choice then fills what is free after loading), images in flight (max_batch,
+    batching.AUTO: from the device and its free memory; the rest roll in), then
+    `generate_tokens`."""
+    pipe = model.pipe
+    wanted = 1 if max_batch == batching.AUTO else min(max_batch, len(job.items))
+    host.load_to_device(model.patcher, pipe.run_memory(job, wanted, cache))
+    flying = batching.in_flight(max_batch, pipe, len(job.items), job.layout.w * pipe.vq_factor,
+                                job.layout.h * pipe.vq_factor, cache)
+    return generate_tokens(model, node_id, job, rule=rule, steps=steps,
+                           temperature=temperature, seed=seed, cache=cache, max_batch=flying)
+
+
+def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: SamplingRule,
+                    steps: int, temperature: float, seed: int, cache: MLCacheConfig | None,
+                    max_batch: int) -> tuple[DiMOOTokens, dict, str]:
+    """``pipe.run(job)`` without decoding (VQ Decode is its own node), with the host's progress
+    bar and previews (the job's known pixels under them), the per-step and final events:
+    (tokens, stats, note: the rule's and T's). The last preview is the real decode of the image
+    the previews showed."""
+    pipe, strategy = model.pipe, rule.strategy
+    steps, note = settle_steps(strategy, steps)
+    progress = host.Progress.start(PROGRESS_TOTAL)
+    last: list[dict] = []
+    with threads.torch_threads():
+        res = pipe.run(job, steps=steps, temperature=temperature, seed=seed, strategy=strategy,
+                       cache=cache, callback=make_callback(pipe, node_id, progress, last,
+                                                           preview_module.base_for_job(job)),
+                       decode=False, max_batch=max_batch)
+        shown = int(last[0]["image"]) - 1 if last else 0
+        final = preview_module.final_pil(pipe, res, shown)
+    progress.update(progress.total, final)
+    stats = events.stats_dict(res, strategy.name, steps)
+    stats.update({"in_flight": res.in_flight, **({"note": res.note} if res.note else {})})
+    host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
+    h, w = res.grid
+    tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
+                         width=w * pipe.vq_factor, height=h * pipe.vq_factor,
+                         model_key=model.key, stats=stats, paint=res.paint)
+    return tokens, stats, rule.note + note
