@@ -172,13 +172,28 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
+def json_text(doc: Any, open_levels: int = 2, _level: int = 0) -> str:
+    """A results JSON's text: the keys of the top ``open_levels`` levels of objects one per
+    line, everything below them on one line without spaces (a third of the size of
+    ``indent=1`` for the per-prompt lists and per-setting tables), ending with a newline at
+    the top."""
+    if isinstance(doc, Mapping) and doc and _level < open_levels:
+        pad = " " * (_level + 1)
+        items = [f"{pad}{json.dumps(str(k))}: {json_text(v, open_levels, _level + 1)}"
+                 for k, v in doc.items()]
+        text = "{\n" + ",\n".join(items) + "\n" + " " * _level + "}"
+    else:
+        text = json.dumps(doc, separators=(",", ":"))
+    return text + "\n" if _level == 0 else text
+
+
 def write_result(name: str, payload: Mapping[str, Any], out_dir: Path | None = None) -> Path:
     """Write ``{"benchmark": name, "env": ..., **payload}`` to ``<out_dir>/<name>.json``."""
     out_dir = Path(out_dir) if out_dir is not None else RESULTS_DIR
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.json"
     doc = {"benchmark": name, "env": env_info(), **payload}
-    path.write_text(json.dumps(_json_safe(doc), indent=2, sort_keys=False) + "\n")
+    path.write_text(json_text(_json_safe(doc)))
     return path
 
 

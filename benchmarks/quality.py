@@ -34,7 +34,6 @@ the JSON, a markdown table (.md) and a Pareto plot (.png). Wall times come from 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -49,7 +48,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rivals  # noqa: E402
-from benchmarks.common import env_info, strategy_from  # noqa: E402
+from benchmarks.common import env_info, json_text, strategy_from  # noqa: E402
 from benchmarks.run_store import load_chunk, save_chunk, set_file  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
@@ -414,8 +413,8 @@ def main(argv: list[str] | None = None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_samples(results, captions, out.with_name(out.stem + "_samples.png"))
     clean = {k: {kk: vv for kk, vv in v.items() if kk != "_images"} for k, v in results.items()}
-    out.write_text(json.dumps({"meta": meta, "env": env_info(), "strategies": clean,
-                               "compare": compare}, indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "env": env_info(), "strategies": clean,
+                              "compare": compare}))
     out.with_suffix(".md").write_text(markdown(results, compare, meta))
     plot(results, out.with_suffix(".png"))
     print(markdown(results, compare, meta))

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.common import json_text
 from benchmarks.quality import generate, prompt_set, strategy_table
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.dimoo import quant
@@ -216,7 +217,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_samples(rows, out.with_name(out.stem + "_samples.png"))
     clean = {k: _printable(v, keep_passed=True) for k, v in rows.items()}
-    out.write_text(json.dumps({"meta": meta, "variants": clean}, indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "variants": clean}))
     out.with_suffix(".md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))
     print(f"wrote {out}")

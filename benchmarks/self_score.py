@@ -31,7 +31,6 @@ Writes the JSON, a markdown table (.md) for ``--report`` (variant/component) and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import json_text  # noqa: E402
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E402
@@ -291,8 +291,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": "python -m benchmarks.self_score " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "evaluator": evaluator, "results": results},
-                              indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "evaluator": evaluator, "results": results}))
     if a.report in results:
         out.with_suffix(".md").write_text(markdown(results[a.report], evaluator, a.report)
                                           + "\n" + summary(results))
