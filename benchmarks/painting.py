@@ -42,7 +42,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rivals  # noqa: E402
-from benchmarks.common import env_info, json_text, strategy_from  # noqa: E402
+from benchmarks.common import env_info, json_text, save_png, strategy_from  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sheets = [doc["tasks"][t].pop("_sheet") for t in tasks]
     from PIL import Image  # noqa: PLC0415 - only for the sample sheet
 
-    Image.fromarray(np.concatenate(sheets, axis=0)).save(out.with_name(out.stem + "_samples.png"))
+    save_png(Image.fromarray(np.concatenate(sheets, axis=0)), out.with_name(out.stem + "_samples.png"))
     out.write_text(json_text(doc))
     out.with_suffix(".md").write_text(markdown(doc))
     print(markdown(doc))

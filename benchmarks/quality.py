@@ -48,7 +48,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rivals  # noqa: E402
-from benchmarks.common import env_info, json_text, strategy_from  # noqa: E402
+from benchmarks.common import env_info, json_text, save_figure, save_png, strategy_from  # noqa: E402
 from benchmarks.run_store import load_chunk, save_chunk, set_file  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
@@ -293,7 +293,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
     axes[1].legend(fontsize=7, loc="lower right")
     fig.suptitle("DiMOO-nano: quality vs cost")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -310,7 +310,7 @@ def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: i
         return
     tiles = [np.concatenate(list(results[k]["_images"][:n]), axis=1) for k in rows]
     arr = np.concatenate(tiles, axis=0)
-    Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
+    save_png(Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST), path)
     path.with_suffix(".txt").write_text("rows: " + ", ".join(rows) + "\ncolumns: "
                                         + " | ".join(captions[:n]) + "\n")
 

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks.common import json_text
+from benchmarks.common import json_text, save_png
 from benchmarks.quality import generate, prompt_set, strategy_table
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.dimoo import quant
@@ -162,7 +162,8 @@ def save_samples(rows: dict[str, dict], path: Path, n: int = 7) -> None:
              for k in shown]
     if tiles:
         arr = np.concatenate(tiles, axis=0)
-        Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
+        save_png(Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3),
+                                             Image.NEAREST), path)
         path.with_suffix(".txt").write_text(
             f"baseline-64, the first {n} test prompts (columns); rows: {', '.join(shown)}\n")
 

@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import json_text  # noqa: E402
+from benchmarks.common import json_text, save_figure  # noqa: E402
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E402
@@ -239,7 +239,7 @@ def plot(result: dict[str, Any], evaluator: dict[str, dict], label: str, path: P
     ax.set_title(f"DiMOO-nano settings: Spearman {result['spearman']:.2f}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
