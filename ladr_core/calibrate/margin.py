@@ -5,7 +5,7 @@ is above ``-margin`` (report.py): the calibration must show that the setting los
 ``margin`` self-score, not merely fail to show that it loses something. An interval that
 reaches 0 on a few prompts is absence of evidence, not equality.
 
-``DEFAULT_MARGIN`` was fitted on DiMOO-nano's validation set (``benchmarks/calibration_margin.py``,
+``DEFAULT_MARGIN`` was fitted on DiMOO-nano's validation set (``benchmarks/calibration.py margin``,
 ``benchmarks/results/calibration_margin.json``): over the sweep's settings that are not broken,
 the self-score difference to baseline-64 against the nano evaluator's difference (a least-squares
 line through the reference's (0, 0)); the margin is that line's self-score at an evaluator drop
@@ -56,7 +56,7 @@ SPREAD_FLOOR = PRIOR_SPREAD
 (module docstring): the spread the validation fit says a setting's differences have; the spread
 the margin's prompt count was planned with. Kept for a user's ``--margin`` too (it is a
 statement about the self-score's spread, not about the margin)."""
-MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration_margin.py -> "
+MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration.py margin -> "
                  "benchmarks/results/calibration_margin.json): the self-score difference to "
                  "baseline-64 that goes with an evaluator drop of 0.05 (least squares through "
                  "the reference over the 17 settings that are not broken)")
