@@ -158,6 +158,17 @@ def evaluator_rows(runs: dict[str, dict[str, np.ndarray]], gidx: np.ndarray) -> 
     return out
 
 
+def without_evaluator(judged: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A judged set as written: its settings' rows without ``evaluator`` and
+    ``evaluator_vs_base``, which are the file's one ``evaluator`` table (``overall``, ``diff``)
+    and would otherwise repeat once per variant."""
+    if not judged:
+        return judged
+    drop = ("evaluator", "evaluator_vs_base")
+    rows = {s: {k: v for k, v in r.items() if k not in drop} for s, r in judged["settings"].items()}
+    return judged | {"settings": rows}
+
+
 def matched(result: dict[str, Any], evaluator: dict[str, dict]) -> list[dict[str, Any]]:
     """Each non-baseline setting against the swept baseline nearest its mean NFE: the
     evaluator's and the self-score's difference of means, and whether their signs agree."""
@@ -291,7 +302,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": "python -m benchmarks.self_score " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json_text({"meta": meta, "evaluator": evaluator, "results": results}))
+    out.write_text(json_text({"meta": meta, "evaluator": evaluator, "results": {
+        k: without_evaluator(r) for k, r in results.items()}}))
     if a.report in results:
         out.with_suffix(".md").write_text(markdown(results[a.report], evaluator, a.report)
                                           + "\n" + summary(results))
