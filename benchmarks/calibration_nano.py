@@ -35,12 +35,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import RESULTS_DIR, write_result  # noqa: E402
+from benchmarks.common import RESULTS_DIR, save_png, write_result  # noqa: E402
 from benchmarks.self_score import BASE, evaluator_rows, stored_runs  # noqa: E402
 from benchmarks.self_score_runs import settings  # noqa: E402
 from ladr_core import nano_model_path  # noqa: E402
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report, code, err, reused = run_calibration(chosen, work)
         name = f"calibration_nano_{tag}"
         if report.get("sheet"):
-            shutil.copy(report["sheet"], Path(a.out) / f"{name}.sheet.png")
+            save_png(Image.open(report["sheet"]), Path(a.out) / f"{name}.sheet.png")
     finally:
         if not a.work:
             shutil.rmtree(work, ignore_errors=True)

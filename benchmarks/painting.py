@@ -29,7 +29,6 @@ of each preset against baseline-64 and against its matched-NFE baseline, and the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -43,7 +42,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rivals  # noqa: E402
-from benchmarks.common import env_info, strategy_from  # noqa: E402
+from benchmarks.common import env_info, json_text, save_png, strategy_from  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path, resolve_strategy  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.evaluator import score_images  # noqa: E402
@@ -228,8 +227,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sheets = [doc["tasks"][t].pop("_sheet") for t in tasks]
     from PIL import Image  # noqa: PLC0415 - only for the sample sheet
 
-    Image.fromarray(np.concatenate(sheets, axis=0)).save(out.with_name(out.stem + "_samples.png"))
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    save_png(Image.fromarray(np.concatenate(sheets, axis=0)), out.with_name(out.stem + "_samples.png"))
+    out.write_text(json_text(doc))
     out.with_suffix(".md").write_text(markdown(doc))
     print(markdown(doc))
     return doc

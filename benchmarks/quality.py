@@ -23,16 +23,17 @@ categories, colour attribution on seen pairs; unseen pairs reported apart) and `
 ``compare`` holds paired, stratified bootstrap 95 % intervals (``testbed.paired_stats``) for
 every strategy against baseline-64, LADR-adaptive against the baseline at its NFE, and each
 ablation against its full policy. ``baseline@X`` reruns the baseline with T = X's mean NFE
-rounded. Generated images and per-item NFE are kept in ``--runs`` (npz per set and strategy);
-``--reuse yes`` loads stored chunks instead of generating them again (same arguments only),
-``--reuse only`` scores the complete stored chunks of a cut-off run without generating. Writes
+rounded. Per chunk of prompts, each image's final tokens, verdict, NFE and token-forwards (and
+the first prompts' images, for the sample sheet) are kept in ``--runs``, one compressed npz per
+prompt set (``benchmarks.run_store``); ``--reuse yes`` takes stored chunks instead of generating
+them again (same arguments only), with the verdicts stored when they were generated; ``--reuse
+only`` uses the complete stored chunks of a cut-off run without generating. Writes
 the JSON, a markdown table (.md) and a Pareto plot (.png). Wall times come from a shared CPU.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from dataclasses import replace
@@ -47,7 +48,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import rivals  # noqa: E402
-from benchmarks.common import env_info, strategy_from  # noqa: E402
+from benchmarks.common import env_info, json_text, save_figure, save_png, strategy_from  # noqa: E402
+from benchmarks.run_store import load_chunk, save_chunk, set_file  # noqa: E402
 from ladr_core import (  # noqa: E402
     PRESETS,
     AdaptiveRescue,
@@ -122,8 +124,8 @@ def resolve(name: str, table: dict[str, dict[str, Any]]) -> dict[str, Any] | Non
 
 def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: float,
              temperature: float, batch: int) -> dict[str, Any]:
-    """Images uint8 [n, S, S, 3], per-item NFE and token-forwards, wall seconds."""
-    images, nfe, fwd = [], [], []
+    """Images uint8 [n, S, S, 3], final tokens, per-item NFE and token-forwards, wall seconds."""
+    images, tokens, nfe, fwd = [], [], [], []
     start = time.perf_counter()
     for s in range(0, len(captions), batch):
         res = pipe.generate(captions[s:s + batch], steps=args["steps"], cfg=cfg,
@@ -134,7 +136,9 @@ def generate(pipe, captions: list[str], seed0: int, args: dict[str, Any], cfg: f
         nfe += res.item_nfe  # the steps in which each image still had masked tokens
         fwd += [res.token_forwards / b] * b
         images.append((res.images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy())
-    return {"images": np.concatenate(images), "nfe": np.array(nfe, dtype=np.int64),
+        tokens.append(res.tokens.cpu().numpy().astype(np.uint16))
+    return {"images": np.concatenate(images), "tokens": np.concatenate(tokens),
+            "nfe": np.array(nfe, dtype=np.int64),
             "token_forwards": np.array(fwd), "wall_s": time.perf_counter() - start}
 
 
@@ -143,51 +147,42 @@ def _key(args: dict[str, Any], lo: int, hi: int, cfg: float, temperature: float)
                  repr(args.get("cache")), lo, hi, cfg, temperature))
 
 
-def load_chunk(path: Path, key: str) -> dict[str, Any] | None:
-    """A stored chunk run when it was made with the same arguments, else None."""
-    if not path.exists():
-        return None
-    with np.load(path) as z:
-        if str(z["key"]) != key:
-            return None
-        return {k: z[k] for k in ("images", "nfe", "token_forwards")} | {
-            "wall_s": float(z["wall_s"])}
-
-
-def run_chunk(pipe, path: Path, reuse: str, captions: list[str], lo: int, seed0: int,
+def run_chunk(pipe, store: tuple[Path, str], reuse: str, specs: list, lo: int, seed0: int,
               args: dict[str, Any], cfg: float, temperature: float) -> dict[str, Any] | None:
-    """Prompts lo.. of one chunk: generate and store in `path`, or load it (reuse "yes" /
-    "only": stored chunks with equal arguments; "only" returns None instead of generating)."""
+    """Prompts lo.. of one chunk: generate, score and store in `store` (the set's file and the
+    strategy's name), or load it (reuse "yes" / "only": stored chunks with equal arguments;
+    "only" returns None instead of generating)."""
+    path, name = store
+    captions = [scenes.caption_for(s) for s in specs]
     key = _key(args, lo, lo + len(captions), cfg, temperature)
     # An ML-Cache decides refresh or cached pass once per call for the whole batch, from the
     # batch's mean progress: a cached strategy runs one prompt at a time, as a user runs it.
     batch = 1 if args.get("cache") is not None else len(captions)
     key += "|batch=1" if batch == 1 else ""
-    run = load_chunk(path, key) if reuse != "no" else None
+    run = load_chunk(path, name, lo, key) if reuse != "no" else None
     if run is not None:
         return run | {"reused": True}
     if reuse == "only":
         return None
     run = generate(pipe, captions, seed0 + lo, args, cfg, temperature, batch)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, key=key, **{k: run[k] for k in ("images", "nfe", "token_forwards",
-                                                              "wall_s")})
+    run["passed"] = np.array(score_images(specs, list(run["images"]))["passed"], dtype=bool)
+    save_chunk(path, name, lo, key, run)
     return run
 
 
 def _merge(parts: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"images": np.concatenate([p["images"] for p in parts]),
-            "nfe": np.concatenate([p["nfe"] for p in parts]),
-            "token_forwards": np.concatenate([p["token_forwards"] for p in parts]),
-            "wall_s": sum(p["wall_s"] for p in parts)}
+    """One strategy's chunks as one run (a stored chunk keeps only the sample sheet's images)."""
+    return {k: np.concatenate([p[k] for p in parts if k in p])
+            for k in ("images", "passed", "nfe", "token_forwards")} | {
+                "wall_s": sum(p["wall_s"] for p in parts)}
 
 
-def summarise(run: dict[str, Any], args: dict[str, Any], specs: list,
-              gidx: np.ndarray, real_tokens: np.ndarray) -> dict[str, Any]:
+def summarise(run: dict[str, Any], args: dict[str, Any], gidx: np.ndarray,
+              real_tokens: np.ndarray) -> dict[str, Any]:
     """Scores and costs of one strategy. ``real_tokens`` [n]: each prompt's tokens per full
     call (cond + uncond rows). Token-forwards per image at batch 1: without a cache every call
     is a full pass, so NFE x real tokens exactly; with one, the count measured at batch 1."""
-    passed = np.array(score_images(specs, list(run["images"]))["passed"], dtype=bool)
+    passed = run["passed"]
     sc = scores(passed, gidx)
     per_image = (run["token_forwards"] if args.get("cache") is not None
                  else run["nfe"] * real_tokens)
@@ -298,7 +293,7 @@ def plot(results: dict[str, dict], path: Path) -> None:
     axes[1].legend(fontsize=7, loc="lower right")
     fig.suptitle("DiMOO-nano: quality vs cost")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -315,7 +310,7 @@ def save_samples(results: dict[str, dict], captions: list[str], path: Path, n: i
         return
     tiles = [np.concatenate(list(results[k]["_images"][:n]), axis=1) for k in rows]
     arr = np.concatenate(tiles, axis=0)
-    Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
+    save_png(Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST), path)
     path.with_suffix(".txt").write_text("rows: " + ", ".join(rows) + "\ncolumns: "
                                         + " | ".join(captions[:n]) + "\n")
 
@@ -348,7 +343,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.ArgumentParser, argparse.Nam
     ap.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     ap.add_argument("--runs", default=None,
-                    help="folder for generated images + NFE (default: <json stem>_runs/)")
+                    help="folder of the stored runs, <set>.npz in it (default: <json stem>_runs/)")
     ap.add_argument("--reuse", choices=("no", "yes", "only"), default="no",
                     help="yes: load stored chunks made with equal arguments instead of "
                     "generating them; only: use the complete stored chunks, generate nothing")
@@ -385,8 +380,8 @@ def main(argv: list[str] | None = None) -> dict:
         for name in names:
             if name not in resolved:
                 resolved[name] = resolve(name, table) or budget_args(name, parts, ap)
-            run = run_chunk(pipe, runs / a.set / name / f"{lo:05d}.npz", a.reuse,
-                            captions[lo:hi], lo, seed0, resolved[name], a.cfg, a.temperature)
+            run = run_chunk(pipe, (set_file(runs, a.set), name), a.reuse, specs[lo:hi], lo,
+                            seed0, resolved[name], a.cfg, a.temperature)
             if run is None:
                 break
             chunk[name] = run
@@ -403,7 +398,7 @@ def main(argv: list[str] | None = None) -> dict:
         ap.error("no complete chunk stored for these strategies (--reuse only)")
     specs, captions, gidx = specs[:done], captions[:done], gidx[:done]
     real = np.array([pipe.make_denoiser(c, cfg=a.cfg).real_tokens for c in captions])
-    results = {name: summarise(_merge(parts[name]), resolved[name], specs, gidx, real)
+    results = {name: summarise(_merge(parts[name]), resolved[name], gidx, real)
                for name in names}
     for name, r in results.items():
         print(f"{name:30s} T={r['steps']:3d} nfe={r['nfe_mean']:6.2f} "
@@ -418,12 +413,13 @@ def main(argv: list[str] | None = None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_samples(results, captions, out.with_name(out.stem + "_samples.png"))
     clean = {k: {kk: vv for kk, vv in v.items() if kk != "_images"} for k, v in results.items()}
-    out.write_text(json.dumps({"meta": meta, "env": env_info(), "strategies": clean,
-                               "compare": compare}, indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "env": env_info(), "strategies": clean,
+                              "compare": compare}))
     out.with_suffix(".md").write_text(markdown(results, compare, meta))
     plot(results, out.with_suffix(".png"))
     print(markdown(results, compare, meta))
-    print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}, {runs}/")
+    print(f"wrote {out}, {out.with_suffix('.md')}, {out.with_suffix('.png')}, "
+          f"{set_file(runs, a.set)}")
     return clean
 
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks.common import json_text, save_png
 from benchmarks.quality import generate, prompt_set, strategy_table
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.dimoo import quant
@@ -161,7 +162,8 @@ def save_samples(rows: dict[str, dict], path: Path, n: int = 7) -> None:
              for k in shown]
     if tiles:
         arr = np.concatenate(tiles, axis=0)
-        Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3), Image.NEAREST).save(path)
+        save_png(Image.fromarray(arr).resize((arr.shape[1] * 3, arr.shape[0] * 3),
+                                             Image.NEAREST), path)
         path.with_suffix(".txt").write_text(
             f"baseline-64, the first {n} test prompts (columns); rows: {', '.join(shown)}\n")
 
@@ -216,7 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_samples(rows, out.with_name(out.stem + "_samples.png"))
     clean = {k: _printable(v, keep_passed=True) for k, v in rows.items()}
-    out.write_text(json.dumps({"meta": meta, "variants": clean}, indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "variants": clean}))
     out.with_suffix(".md").write_text(markdown(rows, meta))
     print(markdown(rows, meta))
     print(f"wrote {out}")

@@ -11,8 +11,8 @@ rival's NFE lands, then the settings near each budget (`near`) run on more promp
 
 Runs setting strings (benchmarks/rivals.py: `threshold:tau=0.9,steps=32`, ...) on the
 *validation* prompts (testbed.scenes.validation_specs, item i seed i) with benchmarks/quality.py's
-machinery (chunked batches, each image equal to its own single run; runs stored per chunk under
---runs and reused when the arguments are equal) and scores them with testbed.evaluator. The JSON
+machinery (chunked batches, each image equal to its own single run; runs stored per chunk in
+<--runs>/validation.npz, benchmarks.run_store, and reused when the arguments are equal) and scores them with testbed.evaluator. The JSON
 accumulates: a setting already in it is kept unless run again. `picks`: for each rival (the
 registered strategy name) and budget (12 and 18 forwards per image), the setting with the best
 overall score among those whose mean NFE is within `BAND` of the budget (ties: fewer forwards);
@@ -38,8 +38,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks import quality  # noqa: E402
-from benchmarks.common import env_info  # noqa: E402
+from benchmarks.common import env_info, json_text  # noqa: E402
 from benchmarks.rivals import parse_setting, table_entry  # noqa: E402
+from benchmarks.run_store import set_file  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.paired_stats import group_index  # noqa: E402
@@ -112,13 +113,12 @@ def run_setting(pipe: Any, spec: str, specs: list, captions: list[str], runs: Pa
     """One setting over the prompts: NFE, scores and per-item results (no images)."""
     args = table_entry(spec)
     parts = []
-    folder = runs / spec.replace(":", "_").replace(",", "_").replace("=", "")
+    store = (set_file(runs, "validation"), spec.replace(":", "_").replace(",", "_").replace("=", ""))
     for lo in range(0, len(captions), batch):
         hi = min(lo + batch, len(captions))
-        run = quality.run_chunk(pipe, folder / f"{lo:05d}.npz", reuse, captions[lo:hi], lo, 0,
-                                args, cfg, 1.0)
+        run = quality.run_chunk(pipe, store, reuse, specs[lo:hi], lo, 0, args, cfg, 1.0)
         parts.append(run)
-    out = quality.summarise(quality._merge(parts), args, specs, gidx, real)
+    out = quality.summarise(quality._merge(parts), args, gidx, real)
     out.pop("_images")
     out.pop("token_forwards")
     return out | {"rival": parse_setting(spec)["name"]}
@@ -170,7 +170,7 @@ def save(doc: dict[str, Any], out: Path) -> None:
     doc["env"] = env_info()
     doc["picks"] = picks(doc["settings"])
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(doc, indent=1) + "\n")
+    out.write_text(json_text(doc))
     out.with_suffix(".md").write_text(markdown(doc))
 
 

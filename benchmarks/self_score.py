@@ -31,7 +31,6 @@ Writes the JSON, a markdown table (.md) for ``--report`` (variant/component) and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.common import json_text, save_figure  # noqa: E402
 from benchmarks.self_score_runs import load_chunk, save_atomic, settings  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import auroc, paired_mean_ci, spearman  # noqa: E402
@@ -158,6 +158,17 @@ def evaluator_rows(runs: dict[str, dict[str, np.ndarray]], gidx: np.ndarray) -> 
     return out
 
 
+def without_evaluator(judged: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A judged set as written: its settings' rows without ``evaluator`` and
+    ``evaluator_vs_base``, which are the file's one ``evaluator`` table (``overall``, ``diff``)
+    and would otherwise repeat once per variant."""
+    if not judged:
+        return judged
+    drop = ("evaluator", "evaluator_vs_base")
+    rows = {s: {k: v for k, v in r.items() if k not in drop} for s, r in judged["settings"].items()}
+    return judged | {"settings": rows}
+
+
 def matched(result: dict[str, Any], evaluator: dict[str, dict]) -> list[dict[str, Any]]:
     """Each non-baseline setting against the swept baseline nearest its mean NFE: the
     evaluator's and the self-score's difference of means, and whether their signs agree."""
@@ -239,7 +250,7 @@ def plot(result: dict[str, Any], evaluator: dict[str, dict], label: str, path: P
     ax.set_title(f"DiMOO-nano settings: Spearman {result['spearman']:.2f}")
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -291,8 +302,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": "python -m benchmarks.self_score " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"meta": meta, "evaluator": evaluator, "results": results},
-                              indent=1) + "\n")
+    out.write_text(json_text({"meta": meta, "evaluator": evaluator, "results": {
+        k: without_evaluator(r) for k, r in results.items()}}))
     if a.report in results:
         out.with_suffix(".md").write_text(markdown(results[a.report], evaluator, a.report)
                                           + "\n" + summary(results))

@@ -24,7 +24,6 @@ of the settings named in ``--examples``, enlarged 4x.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -36,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import env_info  # noqa: E402
+from benchmarks.common import env_info, json_text, save_png  # noqa: E402
 from benchmarks.self_score_variants import load_set, variants  # noqa: E402
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.stats import paired_spread  # noqa: E402
@@ -66,7 +65,7 @@ def sheet(pairs: list[tuple[np.ndarray, np.ndarray, str]], path: Path, scale: in
             out.paste(pic, (j * (side + pad), y))
         for k, line in enumerate(text.split("\n")):
             d.text((2 * (side + pad) + 6, y + 6 + 14 * k), line, fill="black")
-    out.save(path)
+    save_png(out, path)
 
 
 def pooled(result: dict[str, Any], values: dict[str, np.ndarray], working: list[str],
@@ -147,8 +146,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     summary = {v: pooled(result, values[v], working, v) for v in chosen}
     for v, row in summary.items():
         print(v, {k: round(x["in_spreads"], 2) for k, x in row["by_kind"].items()}, flush=True)
-    out.write_text(json.dumps({"env": env_info(), "meta": meta, "pooled": summary,
-                               "settings": result}, indent=1) + "\n")
+    out.write_text(json_text({"env": env_info(), "meta": meta, "pooled": summary,
+                              "settings": result}))
     print(f"wrote {out}")
     return result
 

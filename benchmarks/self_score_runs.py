@@ -12,9 +12,10 @@ chunk-major (every setting finishes chunk k before chunk k + 1 starts), each is 
 atomically to ``<runs>/<set>[_<weights>]/<setting>/<lo>.npz`` and reused when its key
 (setting, arguments, prompt range) matches, so an interrupted run resumes where it stopped.
 Item i of a chunk is generated with seed ``seed0 + i`` exactly as ``benchmarks/quality.py``
-does, so where that benchmark stored a chunk of the same strategy (``--check-stored``), the
-decoded images must agree (byte-identical, or within 1/255 where the VQ decoder's float
-rounding moved); the script counts them.
+does, so where that benchmark stored a chunk of the same strategy (``--check-stored``, its
+``benchmarks.run_store`` file), what it kept must agree: the tokens, or (where it kept images
+instead) the sample images byte-identical or within 1/255 where the VQ decoder's float rounding
+moved, and the NFE and verdicts; the script counts them.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from benchmarks.run_store import load_chunk as load_stored  # noqa: E402
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, load_dimoo, nano_model_path  # noqa: E402
 from ladr_core.calibrate.candidates import TAU_GRID, tau_policy  # noqa: E402
 from ladr_core.step import Strategy  # noqa: E402
@@ -125,19 +127,24 @@ def load_chunk(path: Path, key: str) -> dict[str, Any] | None:
         return {k: z[k] for k in z.files if k != "key"}
 
 
-def stored_match(stored_dir: Path, name: str, lo: int, images: np.ndarray) -> str | None:
-    """How these images compare with benchmarks/quality.py's stored chunk of the same strategy:
-    "equal" (byte-identical), "within 1" (no pixel off by more than 1/255: the VQ decoder's
-    rounding, same tokens), "DIFFER", or None (no such chunk)."""
+def stored_match(stored: Path, name: str, lo: int, out: dict[str, Any]) -> str | None:
+    """How this chunk compares with benchmarks/quality.py's stored chunk of the same strategy:
+    "equal" (same tokens, or byte-identical stored images, and the same NFE and verdicts),
+    "within 1" (no stored pixel off by more than 1/255: the VQ decoder's rounding, same
+    tokens), "DIFFER", or None (no such chunk)."""
     other = STORED.get(name)
-    path = stored_dir / other / f"{lo:05d}.npz" if other else None
-    if path is None or not path.is_file():
+    kept = load_stored(stored, other, lo, None) if other else None
+    if kept is None:
         return None
-    with np.load(path) as z:
-        stored = z["images"]
-    if stored.shape != images.shape:
+    n = len(kept["nfe"])
+    if n != len(out["nfe"]) or not (np.array_equal(kept["nfe"], out["nfe"])
+                                    and np.array_equal(kept["passed"], out["passed"])):
         return "DIFFER"
-    gap = int(np.abs(stored.astype(np.int16) - images.astype(np.int16)).max())
+    if "tokens" in kept:
+        return "equal" if np.array_equal(kept["tokens"], out["tokens"]) else "DIFFER"
+    shown = kept.get("images", out["_images"][:0])
+    gap = int(np.abs(shown.astype(np.int16) - out["_images"][:len(shown)].astype(np.int16)).max(
+        initial=0))
     return "equal" if gap == 0 else "within 1" if gap <= 1 else "DIFFER"
 
 
@@ -167,8 +174,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", default=str(ROOT / "benchmarks" / "results" / "self_score_runs"))
     ap.add_argument("--check-stored", default=str(ROOT / "benchmarks" / "results"
-                                                  / "quality_test_runs" / "test"),
-                    help="benchmarks/quality.py chunks to compare images with ('' = skip)")
+                                                  / "quality_test_runs" / "test.npz"),
+                    help="benchmarks/quality.py's stored runs to compare with ('' = skip)")
     ap.add_argument("--list", action="store_true", help="print the setting names and exit")
     a = ap.parse_args(argv)
     if a.prompts < 1 or a.batch < 1:
@@ -193,15 +200,15 @@ def main(argv: list[str] | None = None) -> None:
     seed0 = scenes.TEST_IMAGE_SEED if a.set == "test" else 0
     tag = a.weight_dtype or "stored"
     folder = Path(a.runs) / (a.set if a.weight_dtype is None else f"{a.set}_{a.weight_dtype}")
-    stored_dir = Path(a.check_stored) if a.check_stored and a.set == "test" else None
+    stored_file = Path(a.check_stored) if a.check_stored and a.set == "test" else None
     matches: dict[str, int] = {}
     for lo in range(0, a.prompts, a.batch):
         chunk = specs[lo:lo + a.batch]
         for name in names:
             out, reused = run_chunk(pipe, folder / name / f"{lo:05d}.npz", name, table[name],
                                     chunk, lo, seed0, pipe.default_cfg, tag)
-            same = (stored_match(stored_dir, name, lo, out["_images"])
-                    if stored_dir is not None and "_images" in out and a.weight_dtype is None
+            same = (stored_match(stored_file, name, lo, out)
+                    if stored_file is not None and "_images" in out and a.weight_dtype is None
                     else None)
             if same is not None:
                 matches[same] = matches.get(same, 0) + 1
@@ -210,7 +217,7 @@ def main(argv: list[str] | None = None) -> None:
                   f"{' (reused)' if reused else ''}"
                   f"{'' if same is None else ' stored images ' + same}",
                   flush=True)
-    print(f"done: {folder}; chunks compared with benchmarks/quality.py's stored images: "
+    print(f"done: {folder}; chunks compared with benchmarks/quality.py's stored runs: "
           f"{matches}", flush=True)
 
 

@@ -30,7 +30,6 @@ The validation set chooses; the test set only reports.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,8 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.common import env_info  # noqa: E402
-from benchmarks.self_score import evaluator_rows, stored_runs  # noqa: E402
+from benchmarks.common import env_info, json_text  # noqa: E402
+from benchmarks.self_score import evaluator_rows, stored_runs, without_evaluator  # noqa: E402
 from benchmarks.self_score_runs import settings  # noqa: E402
 from testbed import scenes  # noqa: E402
 from testbed.paired_stats import group_index  # noqa: E402
@@ -164,8 +163,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": "python -m benchmarks.self_score_variants " + " ".join(
                 sys.argv[1:] if argv is None else argv)}
     out = Path(a.json)
-    out.write_text(json.dumps({"env": env_info(), "meta": meta, "results": results},
-                              indent=1) + "\n")
+    evaluator = {part: {s: {"overall": e["overall"], "diff": e["diff"]} for s, e in rows.items()}
+                 for part, rows in (("validation", val_eval), ("test", test_eval)) if rows}
+    written = {k: r | {p: without_evaluator(r[p]) for p in ("validation", "test")}
+               for k, r in results.items()}
+    out.write_text(json_text({"env": env_info(), "meta": meta, "evaluator": evaluator,
+                              "results": written}))
     print(f"wrote {out}")
     return results
 

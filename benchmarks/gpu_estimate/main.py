@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import RESULTS_DIR
+from benchmarks.common import RESULTS_DIR, json_text
 
 from .choices import BATCHES, CACHES, LAYOUTS, SHAPES, SIZES, STORAGES, check, parse_list
 
@@ -87,6 +87,6 @@ def main(argv: list[str] | None = None) -> int:
 
     doc = estimate(args.shape, args.storage, **chosen)
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    args.json.write_text(json_text(doc))
     print(f"wrote {args.json} ({doc['seconds']} s)")
     return 0

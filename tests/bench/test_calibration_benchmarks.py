@@ -20,7 +20,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 @pytest.mark.committed_result("benchmarks/results/calibration_nano_48.json")
 def test_the_projection_is_calls_times_the_measured_call(tmp_path: Path) -> None:
-    run_script("benchmarks.calibration_projection", "--out", str(tmp_path))
+    run_script("benchmarks.calibration", "projection", "--out", str(tmp_path))
     got = json.loads((tmp_path / "calibration_projection.json").read_text())
     nano = json.loads((RESULTS / "calibration_nano_48.json").read_text())
     gpu = json.loads((RESULTS / "gpu_nvidia_h100_80gb_hbm3.json").read_text())

@@ -64,8 +64,10 @@ def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     out = tmp_path / "c.json"
     run_script("benchmarks.quality", "--prompts", "2", "--batch", "2", "--strategies",
                "ladr-nano+mlcache", "--threads", "1", "--json", str(out))
-    with np.load(tmp_path / "c_runs" / "test" / "ladr-nano+mlcache" / "00000.npz") as z:
-        images, token_forwards = z["images"], z["token_forwards"]
+    with np.load(tmp_path / "c_runs" / "test.npz") as z:  # benchmarks/run_store.py's layout
+        images, tokens, token_forwards = (z[f"ladr-nano+mlcache/{f}"]
+                                          for f in ("00000/images", "00000/tokens",
+                                                    "token_forwards"))
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the script's: float sums (the VQ decode) follow the thread count
@@ -79,4 +81,35 @@ def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     for i, one in enumerate(singles):
         image = (one.images[0].float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
         assert (images[i] == image).all()
+        assert (tokens[i] == one.tokens[0].numpy()).all()
         assert token_forwards[i] == one.token_forwards
+
+
+def test_reuse_only_scores_the_stored_chunks_again(tmp_path):
+    """A run's stored chunks (one npz per set) give the same table again without generating."""
+    args = ("--prompts", "3", "--batch", "2", "--strategies", "baseline-4,ladr", "--steps", "8")
+    run_script("benchmarks.quality", *args, "--json", str(tmp_path / "q.json"))
+    run_script("benchmarks.quality", *args, "--json", str(tmp_path / "r.json"),
+               "--runs", str(tmp_path / "q_runs"), "--reuse", "only")
+    first, again = (json.loads((tmp_path / f).read_text()) for f in ("q.json", "r.json"))
+    assert again["strategies"] == first["strategies"] and again["compare"] == first["compare"]
+    with np.load(tmp_path / "q_runs" / "test.npz") as z:
+        assert z["ladr/lo"].tolist() == [0, 2] and z["ladr/passed"].shape == (3,)
+        assert z["ladr/00000/tokens"].shape == (2, 144) and z["ladr/00002/images"].shape[0] == 1
+
+
+@pytest.mark.committed_result("benchmarks/results/quality_test_runs/test.npz")
+def test_committed_runs_hold_the_reports_verdicts():
+    """The stored chunks of the test set hold every verdict and NFE quality_test.json and
+    quality_ablation.json report, in prompt order, and the sample sheets' images."""
+    with np.load(ROOT / "benchmarks" / "results" / "quality_test_runs" / "test.npz") as z:
+        stored = {f: z[f] for f in z.files}
+    for report in ("quality_test.json", "quality_ablation.json"):
+        doc = json.loads((ROOT / "benchmarks" / "results" / report).read_text())
+        for name, row in doc["strategies"].items():
+            n = len(row["passed"])
+            lo, size = stored[f"{name}/lo"], stored[f"{name}/size"]  # contiguous from prompt 0
+            assert lo.tolist() == np.cumsum([0, *size[:-1]]).tolist() and size.sum() >= n
+            assert stored[f"{name}/passed"][:n].tolist() == row["passed"]
+            assert stored[f"{name}/nfe"][:n].tolist() == row["nfe"]
+            assert stored[f"{name}/00000/images"].shape[0] == 7

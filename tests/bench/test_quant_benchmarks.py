@@ -5,20 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from support.scripts import bench_json, run_script
-
-
-def test_quant_sizes_counts_the_8b_formats(tmp_path: Path) -> None:
-    run_script("benchmarks.experiments.quant_sizes", "--json", str(tmp_path / "s.json"))
-    out = json.loads((tmp_path / "s.json").read_text())
-    f = out["formats"]
-    assert out["params"] == 8_082_690_048  # LLaDA-8B with DiMOO's 134656-row vocabulary
-    assert f["bf16"]["bytes"] == 2 * out["params"]
-    assert f["Q4_K_M"]["bytes"] < f["Q5_K_M"]["bytes"] < f["Q8_0"]["bytes"] < f["fp8"]["bytes"]
-    assert set(f["Q4_K_M"]["by_type"]) == {"Q4_K", "Q6_K", "F32"}
-    assert f["Q8_0"]["bits_per_weight"] == pytest.approx(8.5, abs=0.01)
-    assert out["q4_k_m_peak_1024px_on_paper"]["peak_gib"] > f["Q4_K_M"]["gib"]
 
 
 def test_convert_memory_tiny(tmp_path: Path) -> None:

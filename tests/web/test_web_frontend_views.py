@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import urllib.request
 from io import BytesIO
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from PIL import Image
 from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY, http
@@ -84,8 +84,9 @@ def views(server, tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     if os.environ.get("LADR_UPDATE_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
-        for src, dst in COPIES.items():
-            shutil.copyfile(out / src, SHOTS / dst)
+        for src, dst in COPIES.items():  # as palette PNGs, as benchmarks.common.save_png
+            Image.open(out / src).convert("RGB").quantize(256, dither=Image.Dither.NONE).save(
+                SHOTS / dst, optimize=True)
     return port, out, json.loads((out / "summary.json").read_text())
 
 
