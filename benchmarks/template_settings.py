@@ -129,14 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     extra = [x.strip() for x in args.extra.split(";") if x.strip()]
     rows = measure(args.seeds, extra, args.only_extra)
     shown = [r for r in rows.values() if r["templates"]]  # the templates' own tasks
-    totals = {c: sum(r["candidates"][c]["pass_rate"] for r in shown) / max(1, len(shown))
-              for c in CANDIDATES}
+    totals = {c: sum(r["candidates"][c]["pass_rate"] for r in shown) / len(shown)
+              for c in CANDIDATES} if shown else {}  # --only-extra: no template task
     for c, t in totals.items():
         print(f"mean pass rate over the {len(shown)} template tasks: {c:20s} {t:.3f}")
     if args.json:
         doc = {"benchmark": "template_settings", "env": env_info(),
                "meta": {"seeds": args.seeds, "command": " ".join(sys.argv)},
-               "mean_pass_rate": totals, "tasks": rows}
+               **({"mean_pass_rate": totals} if totals else {}), "tasks": rows}
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 

@@ -85,3 +85,51 @@ def test_the_templates_strategy_is_the_best_measured_on_nano() -> None:
                for n in json.loads(p.read_text()).values()
                if n["class_type"] == "LADR_DiMOOSampler" and n["inputs"]["strategy"] != "baseline"}
     assert shipped == {ts.CANDIDATES[best]["strategy"]}
+
+
+def test_the_figures_the_builder_cites_are_the_results_files() -> None:
+    """workflows/build_examples.py's comment on NANO_STRATEGY cites these files' figures."""
+    text = " ".join((ROOT / "workflows" / "build_examples.py").read_text()
+                    .replace("#", " ").split())
+    val = json.loads((RESULTS / "samplers_validation.json").read_text())["settings"]
+    own = json.loads((RESULTS / "template_settings.json").read_text())
+    for setting in ts.VALIDATION.values():
+        row = val[setting]
+        assert f"{row['score_overall']:.3f}" in text and f"{row['score']['position']:.3f}" in text
+    names = {"ladr (nano preset)": "the nano LADR preset"}
+    for cand, mean in own["mean_pass_rate"].items():
+        assert f"{names.get(cand, cand)} {mean:.3f}" in text, cand
+    order = ["ladr-global", "baseline-64", "halton-ladr", "ladr (nano preset)"]
+    for name, task in own["tasks"].items():
+        counts = ", ".join(str(sum(task["candidates"][c]["passed"])) for c in order)
+        label = ("inpainting" if "inpaint" in name else "outpainting" if "outpaint" in name
+                 else f'"{name}":')
+        if label.startswith('"') and label not in text:
+            continue  # not every text prompt's figures are cited
+        assert f"{label} {counts}" in text, (name, counts)
+
+
+def test_every_prompt_a_nano_template_shows_was_measured() -> None:
+    """Each shipped nano template's prompt has its pass rate over the seeds in a results file
+    (the templates as measured, or a prompt measured to replace one), and a replacement passes
+    more often than the prompt it replaced, with the shipped strategy."""
+    runs = {n: json.loads((RESULTS / n).read_text())["tasks"]
+            for n in ("template_settings.json", "template_settings_extra.json")}
+    rates = {key: {c: sum(v["passed"]) for c, v in task["candidates"].items()}
+             for tasks in runs.values() for key, task in tasks.items()}
+    by_strategy = {s["strategy"]: c for c, s in ts.CANDIDATES.items()}
+    before, now = runs["template_settings.json"], ts.tasks()
+    builder = " ".join((ROOT / "workflows" / "build_examples.py").read_text().split())
+    for name, task in now.items():
+        assert name in rates, f"{name!r} ({task['templates']}) was never measured"
+        if name in before:
+            continue
+        gone = [k for k, t in before.items()
+                if k not in now and set(t["templates"]) & set(task["templates"])]
+        strategy = task["wf"][task["sampler"]]["inputs"]["strategy"]
+        chosen = by_strategy[strategy]
+        assert gone and all(rates[name][chosen] > rates[g][chosen] for g in gone), name
+        seeds = json.loads((RESULTS / "template_settings.json").read_text())["meta"]["seeds"]
+        for g in gone:  # the figures build_examples.py cites for the replacement
+            assert (f'"{name}" instead of "{g}", which nano draws at {rates[g][chosen]} of '
+                    f"{seeds} seeds with {strategy} ({rates[name][chosen]} of {seeds}") in builder
