@@ -371,3 +371,30 @@ def separation(specs: list, seed0: int, validation_n: int = 288) -> dict[str, An
     return {"tuning_set": f"validation_specs({validation_n}), spec seed 8, image seeds 0..",
             "shared_caption_seed_items": shared_items,
             "captions_also_in_tuning_set": sum(c in set(val) for c in caps)}
+
+
+def _every_spec() -> list[Spec]:
+    """Every spec a caption can come from: each category's objects, colour-named position specs
+    (`with_colors_named`) included."""
+    named = [(s, None) for s in SHAPES] + [(s, c) for s in SHAPES for c in COLORS]
+    specs = [Spec("single_object", ((s, None),)) for s in SHAPES]
+    specs += [Spec("colors", ((s, c),)) for s in SHAPES for c in COLORS]
+    specs += [Spec("counting", ((s, None),) * n) for s in SHAPES for n in range(1, 5)]
+    for a, b in itertools.permutations(SHAPES, 2):
+        specs.append(Spec("two_object", ((a, None), (b, None))))
+        specs += [Spec("color_attr", ((a, c1), (b, c2)))
+                  for c1, c2 in itertools.permutations(COLORS, 2)]
+    specs += [Spec("position", (o1, o2), rel) for o1 in named for o2 in named
+              for rel in RELATIONS if o1[0] != o2[0] and (o1[1] is None) == (o2[1] is None)]
+    return specs
+
+
+def spec_of_caption(caption: str) -> Spec:
+    """The spec whose caption (`caption_for`) is `caption`, e.g. to score a template's prompt
+    with the evaluator; ValueError for a prompt no nano caption reads like."""
+    text = " ".join(caption.lower().split()).rstrip(".")
+    found = next((s for s in _every_spec() if caption_for(s) == text), None)
+    if found is None:
+        raise ValueError(f"prompt {caption!r} is no caption of the nano scenes (testbed.scenes"
+                         ".caption_for): the evaluator cannot score it")
+    return found

@@ -25,6 +25,23 @@ SAMPLERS = ("LADR_DiMOOSampler2", "LADR_DiMOOSampler")  # DiMOO Sampler, its leg
 
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not COMFY, reason="set COMFYUI_PATH to a ComfyUI checkout")]
+
+
+def ladr_policy_workflow() -> dict:
+    """The text-to-image template with its rule on LADR and an LADR Policy (preset nano) as node
+    "2" feeding it, as it shipped before the nano templates ran their best-measured strategy
+    (workflows/build_examples.py NANO_STRATEGY): the policy node taken from the saved 3e0f2f1
+    template (tests/saved_workflows/)."""
+    wf = api_workflow("ladr_nano_text_to_image")
+    saved = json.loads((ROOT / "tests" / "saved_workflows" / "3e0f2f1" / "api" /
+                        "ladr_nano_text_to_image.json").read_text())
+    assert saved["2"]["class_type"] == "LADR_Policy" and "2" not in wf
+    wf["2"] = saved["2"]
+    rule = next(k for k, v in wf.items() if v["class_type"] == "LADR_SamplingRule")
+    wf[rule]["inputs"].update(strategy="ladr", policy=["2", 0])
+    return wf
+
+
 def ours(info: dict) -> list[str]:
     """The nodes the host loaded from this pack (its own record of each node's module)."""
     return sorted(k for k, v in info.items()
@@ -129,7 +146,7 @@ def test_ladr_with_the_ml_cache_preset_runs_and_reports_its_saving(server) -> No
     """LADR + ML-Cache Options (preset ladr) in the real host: the cache engages (its counts
     reach the host one call late, without a sync) and the sampler's stats show the saving."""
     port, _ = server
-    wf = api_workflow("ladr_nano_text_to_image")
+    wf = ladr_policy_workflow()
     key = str(max(int(k) for k in wf) + 1)  # a node id the workflow does not use
     wf[key] = {"class_type": "LADR_MLCacheOptions",
                "inputs": {"cache_ratio": 0.9, "warmup_ratio": 0.3, "refresh_interval": 5,
@@ -205,7 +222,7 @@ def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:
 def test_policy_combination_fails_once_at_execution_naming_the_field(server) -> None:
     """Phase bounds out of order span two widgets: one message, when the policy node runs."""
     port, _ = server
-    wf = api_workflow("ladr_nano_text_to_image")
+    wf = ladr_policy_workflow()
     wf["2"]["inputs"].update(preset="custom", exploration_end=0.9)
     _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
@@ -253,7 +270,7 @@ def test_auto_defaults_run_and_the_preview_keeps_the_decoded_colours(server) -> 
 
 def test_cancel_mid_run_then_next_run_equals_a_fresh_one(server) -> None:
     port, _ = server
-    wf = api_workflow("ladr_nano_text_to_image")
+    wf = ladr_policy_workflow()
     # steps = the nano preset's own T, so "custom" with its values below is the same strategy
     wf["3"]["inputs"].update(seed=777, steps=128)
 

@@ -127,3 +127,19 @@ def test_cfg_stage_writes_the_best_scale_into_config_json(tmp_path, monkeypatch)
     assert json.loads((folder / "config.json").read_text())["default_cfg"] == 2.0
     assert json.loads((tmp_path / "cfg_sweep.json").read_text())["default_cfg"] == 2.0
     assert ladr_core.load_dimoo(folder, dtype=torch.float32).default_cfg == 2.0
+
+
+@pytest.mark.parametrize("category", scenes.CATEGORIES)
+def test_every_caption_reads_back_into_its_spec(category):
+    """spec_of_caption inverts caption_for (objects and relation: what the evaluator checks),
+    colour-named position captions included; anything else is refused, naming the prompt."""
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        sc = scenes.make_scene(rng, category)
+        named = [scenes.with_colors_named(sc)] if category == "position" else []
+        for s in (sc, *named):  # the training data names the colours of position scenes
+            back = scenes.spec_of_caption(s.caption)
+            assert (back.objects, back.relation) == (s.spec.objects, s.spec.relation)
+    assert scenes.spec_of_caption("  A Red circle.") == scenes.spec_of_caption("a red circle")
+    with pytest.raises(ValueError, match="'a red apple' is no caption"):
+        scenes.spec_of_caption("a red apple")
