@@ -43,7 +43,7 @@ def v3() -> tuple[Any, type]:
 
     The one import of the API version. Outside ComfyUI the nodes cannot be declared (use
     `ladr_core` from Python instead); the unit tests install a strict stand-in under that
-    name (tests/support/comfy_stand_in.py)."""
+    name (lab/kit/comfy_stand_in.py)."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
     except ImportError as exc:
@@ -99,7 +99,7 @@ def register_model_folder() -> None:
     fp.add_model_folder_path(MODEL_FOLDER, default, is_default=False)
 
 
-EXAMPLE_INPUTS = Path(__file__).resolve().parents[1] / "workflows" / "inputs"
+EXAMPLE_INPUTS = Path(__file__).resolve().parents[1] / "example_workflows" / "inputs"
 
 
 def install_example_inputs(source: Path = EXAMPLE_INPUTS) -> list[str]:

@@ -2,7 +2,7 @@
 
 torch uses one thread per core by default. On a CPU whose cores are busy with other work those
 threads wait for each other at every small matmul, and the tiny DiMOO-nano forward gets slower
-with more of them (benchmarks/thread_count.py; figures in docs/THREADS.md). Setting
+with more of them (lab/benchmarks/thread_count.py; figures in docs/THREADS.md). Setting
 ``LADR_NUM_THREADS=1`` (or any n >= 1) makes the sampler and the VQ decode run with n threads
 and restores the previous count afterwards, so other nodes keep ComfyUI's setting. Unset or
 empty: torch's own setting is left alone.

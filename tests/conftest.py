@@ -2,10 +2,12 @@
 
 Tests live by area: core/ (the sampler and strategies), dimoo/ (the runtime), calibrate/,
 nodes/ (nodes against the stand-in or the real V3 API), host/ (a real ComfyUI server), web/ (the
-real frontend), testbed/, bench/ (the benchmark scripts, run as programs), docs/ (documents
-against the code). What they share is the package support/.
+real frontend), docs/ (documents
+against the code), emulation/ (the GPU paths on the CUDA emulation); the lab's own tests are in
+lab/tests/. What they share is the package support/ and lab/kit/.
 
-Without ComfyUI, the strict stand-in for its V3 API (comfy_stand_in.py) is installed before
+Without ComfyUI, the strict stand-in for its V3 API
+(lab/kit/comfy_stand_in.py) is installed before
 any test imports the nodes; inside a real host the real `comfy_api` is used.
 """
 
@@ -19,16 +21,16 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `support`, from every test folder
 
-if importlib.util.find_spec("comfy_api") is None:
-    from support import comfy_stand_in
+if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:
+    from lab.kit import comfy_stand_in
 
     comfy_stand_in.install()
 
 
 @pytest.fixture(scope="session")
 def dimoo_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random Lumina-DiMOO checkpoint in the official layout (testbed/tiny_checkpoint.py)."""
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
+    """A tiny random Lumina-DiMOO checkpoint in the official layout (lab/kit/tiny_checkpoint.py)."""
+    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("dimoo") / "Lumina-DiMOO")
 

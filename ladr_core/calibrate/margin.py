@@ -2,8 +2,8 @@
 
 A setting qualifies only when the LOWER end of its paired 95 % interval against the reference
 is above ``-margin`` (report.py). ``DEFAULT_MARGIN`` and ``PRIOR_SPREAD`` were fitted on
-DiMOO-nano's validation set (``benchmarks/calibration.py margin``,
-``benchmarks/results/calibration_margin.json``; ``--margin`` overrides them); ``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2;
+DiMOO-nano's validation set (``lab/studies/calibration.py margin``,
+``lab/results/calibration_margin.json``; ``--margin`` overrides them); ``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2;
 the decisive Student-t interval uses ``max(observed sd, SPREAD_FLOOR)`` and ``lead_needed`` is
 the lead that then qualifies on n prompts. Why and how each was fitted, and the rule's
 measured error rate: docs/reports/CALIBRATION.md.
@@ -25,7 +25,7 @@ EVALUATOR_DROP = 0.05
 """The evaluator loss (overall GenEval-style score, 0..1) the default margin stands for."""
 DEFAULT_MARGIN = 0.0169
 """Self-score units (the calibration's self-score, runner.CALIBRATION_SELF_SCORE);
-benchmarks/results/calibration_margin.json ``margin`` (0.01693, 95 % interval 0.0142 to
+lab/results/calibration_margin.json ``margin`` (0.01693, 95 % interval 0.0142 to
 0.0203), rounded."""
 PRIOR_SPREAD = 0.135
 """sd of the per-prompt paired self-score differences to baseline-64 on nano's validation set,
@@ -35,8 +35,8 @@ SPREAD_FLOOR = PRIOR_SPREAD
 (docs/reports/CALIBRATION.md): the spread the validation fit says a setting's differences
 have; the spread the margin's prompt count was planned with. Kept for a user's ``--margin``
 too (it is a statement about the self-score's spread, not about the margin)."""
-MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (benchmarks/calibration_margin.py -> "
-                 "benchmarks/results/calibration_margin.json): the self-score difference to "
+MARGIN_SOURCE = ("fitted on DiMOO-nano's validation set (lab/studies/calibration_margin.py -> "
+                 "lab/results/calibration_margin.json): the self-score difference to "
                  "baseline-64 that goes with an evaluator drop of 0.05 (least squares through "
                  "the reference over the 17 settings that are not broken)")
 POWER = 0.8

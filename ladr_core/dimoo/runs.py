@@ -92,7 +92,7 @@ def images_in_flight(device: torch.device, images: int, per_image_bytes: int,
                      free_bytes: int | None = None) -> int:
     """How many of ``images`` to keep in one pass when the caller does not say (every image is
     the same whatever the number; it trades speed for memory): on a CPU, CPU_IN_FLIGHT (a pass
-    costs about the same per token whatever its size, benchmarks/rolling.py); on a GPU what 80 %
+    costs about the same per token whatever its size, lab/benchmarks/rolling.py); on a GPU what 80 %
     of its free memory holds at ``per_image_bytes`` each (``free_bytes``: the host's count,
     e.g. ComfyUI's; None = CUDA's), at most GPU_IN_FLIGHT. Never more than ``images``."""
     if device.type != "cuda":

@@ -207,8 +207,8 @@ PRESETS: dict[str, Preset] = {
                                   summary="paper Fig. 6 ablation: rank by top-1 probability"),
     "ablation_random_metric": Preset(LADRPolicy(metric="random"),
                                      summary="paper Fig. 6 ablation: random ranking"),
-    # Picked for the shipped DiMOO-nano by `python -m testbed.tune_policy` on validation prompts
-    # (best score at <= 64 / 3.5 mean NFE; benchmarks/results/nano_policy_sweep.json). The
+    # Picked for the shipped DiMOO-nano by `python -m lab.nano.tune_policy` on validation prompts
+    # (best score at <= 64 / 3.5 mean NFE; lab/results/nano_policy_sweep.json). The
     # paper's policy is set for the 8B model's 1024-token images and breaks nano's shapes.
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True), steps=128,

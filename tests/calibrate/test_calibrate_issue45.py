@@ -1,8 +1,8 @@
 """Issue 45's six prompts through the real code path: ``calibrate`` on the shipped DiMOO-nano
 (CPU, float32, T = 64), with the candidate list reduced to the reference and ``nano`` (plus the
 baseline at nano's NFE, which the runner adds) so it takes seconds, not the full command's
-minutes (the full list is benchmarks/results/calibration_nano_issue45.json, checked in
-tests/bench). The rule before the spread floor recommended nano from these prompts; now the
+minutes (the full list is lab/results/calibration_nano_issue45.json, checked in
+lab/tests/bench). The rule before the spread floor recommended nano from these prompts; now the
 reference is recommended and nano is named to try with more prompts."""
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ import pytest
 import torch
 from support import strategy_from
 
+from lab.kit.syncs import cuda_syncs, sampler_reads
 from ladr_core import LADR, PRESETS, sample
 from ladr_core.stats import top2_
-from testbed.syncs import cuda_syncs, sampler_reads
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CASES = [("baseline", None), ("prophet", None), ("ladr", None), ("ladr", "nano"),
@@ -46,7 +46,7 @@ def test_one_cuda_sync_per_step(strategy: str, preset: str | None, batch: int) -
         out.append(sample(denoise, shape=(batch, 16, 16), steps=steps, strategy=strategy_from(strategy, PRESETS[preset].policy if preset else None), generator=gens))
 
     # The first count of a process sees one sync inside torch.cuda itself
-    # (torch/cuda/__init__.py, benchmarks/results/host_syncs_<gpu>.json): count a second run.
+    # (torch/cuda/__init__.py, lab/results/host_syncs_<gpu>.json): count a second run.
     cuda_syncs(run)
     syncs = cuda_syncs(run)
     assert syncs == sampler_reads(out[1].steps, steps)

@@ -1,8 +1,8 @@
 """An ML-Cache adds no host sync to a step: its counts come one call late.
 
-Counted with benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
+Counted with lab.benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
 (made outside the count: laying out the prompt rows is host work). On a GPU the same limit is
-counted by CUDA (torch.cuda.set_sync_debug_mode) by benchmarks/gpu_check, section a.
+counted by CUDA (torch.cuda.set_sync_debug_mode) by lab/benchmarks/gpu_check, section a.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
+from lab.kit.syncs import SyncCounter, sampler_reads
 from ladr_core import LADR, sample
 from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
-from testbed.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]
 CACHES = {

@@ -5,8 +5,8 @@ import torch
 import torch.nn.functional as F
 
 import ladr_core
+from lab.nano.scenes import BACKGROUND, COLORS
 from ladr_core.dimoo import build_preview_table, fit_preview_table, preview_from_table
-from testbed.scenes import BACKGROUND, COLORS
 
 pytestmark = pytest.mark.skipif(
     not (ladr_core.nano_model_path() / "model.safetensors").is_file(),

@@ -78,8 +78,8 @@ def test_shipped_model_draws_what_validation_prompts_ask(pipe):
     guidance scale passes most of a fixed set of validation prompts (the first nano model, which
     painted shapes but ignored the prompt, passed about one in six; a broken or shuffled
     checkpoint passes none). LADR's quality on nano is the benchmark's business, not a test's."""
-    from testbed.evaluator import score_images
-    from testbed.scenes import caption_for, validation_specs
+    from lab.nano.evaluator import score_images
+    from lab.nano.scenes import caption_for, validation_specs
 
     specs = validation_specs(12, seed=11)
     res = pipe.generate([caption_for(s) for s in specs], steps=32, strategy="baseline", seed=0)

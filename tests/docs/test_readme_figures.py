@@ -1,7 +1,7 @@
 """README's headline figures are the numbers of the results file they cite.
 
 Every table in README.md with a `results key` column is checked against the JSON that the
-paragraph above it names (`benchmarks/results/<name>.json`): the forward passes, the cut in
+paragraph above it names (`lab/results/<name>.json`): the forward passes, the cut in
 token-forwards, the score and the paired intervals of each row, within the rounding shown. The
 file itself must record the commit it ran on and the machine it ran on.
 """
@@ -16,7 +16,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-CITED = re.compile(r"`(benchmarks/results/[\w./-]+\.json)`")
+CITED = re.compile(r"`(lab/results/[\w./-]+\.json)`")
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
 
 

@@ -31,4 +31,4 @@ def test_no_tracked_file_over_1_mb_but_the_nano_checkpoint() -> None:
     big = {str(p.relative_to(ROOT)): p.stat().st_size for p in files
            if p.stat().st_size > MAX_FILE_BYTES and nano not in p.resolve().parents}
     assert not big, (f"tracked files over {MAX_FILE_BYTES} bytes (store them compactly, as "
-                     f"benchmarks/run_store.py and benchmarks.common.json_text do): {big}")
+                     f"lab/studies/run_store.py and lab.benchmarks.common.json_text do): {big}")

@@ -48,8 +48,8 @@ class PutBack:
 LOAD = """
 import torch
 from ladr_core.dimoo import load_dimoo, MLCacheConfig
-from testbed.cuda_emu import emulated_cuda
-from testbed.tiny_checkpoint import write_tiny_checkpoint
+from lab.kit.cuda_emu import emulated_cuda
+from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 import tempfile, pathlib
 folder = write_tiny_checkpoint(pathlib.Path(tempfile.mkdtemp()) / "ck")
 """
@@ -78,7 +78,7 @@ with emulated_cuda() as emu:
 K_QUANT_RUN = """
 import torch
 from ladr_core.dimoo.weights import ggml
-from testbed.cuda_emu import emulated_cuda
+from lab.kit.cuda_emu import emulated_cuda
 with emulated_cuda():
     w = torch.randn(4, 512, generator=torch.Generator().manual_seed(0)).cuda()
     for name in ("Q5_K", "Q6_K"):
@@ -122,7 +122,7 @@ with emulated_cuda():
 
 def scratch_copy(tmp: Path, case: PutBack) -> Path:
     root = tmp / "repo"
-    for part in ("ladr_core", "testbed"):
+    for part in ("ladr_core", "lab"):
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     path = root / case.file
     text = path.read_text()

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import comfy_stand_in
+
+from lab.kit import comfy_stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.comfyui,
 def ladr_policy_workflow() -> dict:
     """The text-to-image template with its rule on LADR and an LADR Policy (preset nano) as node
     "2" feeding it, as it shipped before the nano templates ran their best-measured strategy
-    (workflows/build_examples.py NANO_STRATEGY): the policy node taken from the saved 3e0f2f1
+    (lab/workflows/build_examples.py NANO_STRATEGY): the policy node taken from the saved 3e0f2f1
     template (tests/saved_workflows/)."""
     wf = api_workflow("ladr_nano_text_to_image")
     saved = json.loads((ROOT / "tests" / "saved_workflows" / "3e0f2f1" / "api" /
@@ -82,7 +82,7 @@ def _live_options(spec: list) -> list | None:
     return spec[1].get("options") if spec[0] == "COMBO" and len(spec) > 1 else None
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "workflows" / "api").glob("*.json")),
+@pytest.mark.parametrize("path", sorted((ROOT / "example_workflows" / "api").glob("*.json")),
                          ids=lambda p: p.stem)
 def test_api_workflow_matches_the_live_schemas(server, path) -> None:
     """Every input of every node the host knows is one the live node has, in range / among its
@@ -344,7 +344,7 @@ def test_a_prompt_list_rolling_through_one_slot_gives_the_batchs_images_in_order
 
 def test_real_model_workflow_without_checkpoint_is_a_validation_error(server) -> None:
     port, _ = server
-    wf = json.loads((ROOT / "workflows" / "api" / "ladr_dimoo_1024_real_model.json").read_text())
+    wf = json.loads((ROOT / "example_workflows" / "api" / "ladr_dimoo_1024_real_model.json").read_text())
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
     errors = json.dumps(body["node_errors"])

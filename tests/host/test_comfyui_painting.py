@@ -22,7 +22,7 @@ import pytest
 from support import ROOT
 from support.comfy_server import NANO_READY, http, run_workflow
 
-INPUTS = ROOT / "workflows" / "inputs"
+INPUTS = ROOT / "example_workflows" / "inputs"
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
                                  reason="set COMFYUI_PATH to a ComfyUI checkout"),
@@ -38,7 +38,7 @@ def port(server) -> int:
 
 
 def _workflow(name: str, seed: int) -> dict:
-    wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
+    wf = json.loads((ROOT / "example_workflows" / "api" / f"{name}.json").read_text())
     for node in wf.values():  # a seed of its own: ComfyUI would serve cached outputs
         if node["class_type"] in ("LADR_DiMOOSampler2", "LADR_DiMOOEdit"):
             node["inputs"]["seed"] = seed

@@ -4,7 +4,7 @@ COMFYUI_DISTRIBUTED_PATH point at checkouts of ComfyUI and robertvoy/ComfyUI-Dis
     COMFYUI_PATH=/work/comfyui COMFYUI_DISTRIBUTED_PATH=/work/comfyui-distributed \\
     COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q tests/host/test_distributed.py
 
-Four CPU servers on 127.0.0.1 (testbed/comfy_cluster.py): a master, two workers with the pack and
+Four CPU servers on 127.0.0.1 (lab/kit/comfy_cluster.py): a master, two workers with the pack and
 the engine (enabled), one worker with the engine only (registered, disabled), plus one registered
 worker at a port nobody listens on. An image "is" job i's when its pixels equal those of a plain
 run (POST /prompt, no distribution) of job i's graph on the master. The last cluster test kills a
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.comfy_cluster import Cluster, http, start_cluster
-from testbed.tiny_checkpoint import write_tiny_checkpoint
-from workflows import queue_prompts as qp
+from lab.kit.comfy_cluster import Cluster, http, start_cluster
+from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+from lab.workflows import queue_prompts as qp
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")
@@ -39,7 +39,7 @@ _NO_CLUSTER = pytest.mark.skipif(not (COMFY and ENGINE),
 def cluster_test(fn):
     """A test on the loopback cluster: marked `comfyui`, skipped without the two checkouts."""
     return pytest.mark.comfyui(_NO_CLUSTER(fn))
-EXAMPLE = ROOT / "workflows" / "api" / "ladr_distributed_seed_collector.json"
+EXAMPLE = ROOT / "example_workflows" / "api" / "ladr_distributed_seed_collector.json"
 WORKER_TIMEOUT_S = 10  # the engine's collector gives up on a silent worker after this
 COLORS = ["red", "blue", "green", "purple", "orange", "yellow"]
 SHAPES = ["circle", "square", "triangle"]
@@ -220,7 +220,7 @@ def test_distributed_jobs_pin_seeds_and_switch_on_load_balance():
         assert job["5"]["inputs"]["load_balance"] is True and "7" not in job
     assert wf == example()  # the template is not mutated
     with pytest.raises(ValueError, match="no DistributedCollector"):
-        qp.distributed_jobs(json.loads((ROOT / "workflows" / "api" /
+        qp.distributed_jobs(json.loads((ROOT / "example_workflows" / "api" /
                                         "ladr_nano_text_to_image.json").read_text()), ["x"], 1)
 
 

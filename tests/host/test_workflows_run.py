@@ -1,5 +1,5 @@
 """Every API workflow's sampler settings run on the shipped nano model through the nodes
-themselves, in process (workflows/thumbnails.py `run_samplers`, workflows/run_graph.py): linked
+themselves, in process (lab/workflows/thumbnails.py `run_samplers`, lab/workflows/run_graph.py): linked
 rule, canvas, policy and cache nodes build their values, the strategy the rule names runs. The edit workflow's DiMOO Edit
 settings run through the node on the tiny random checkpoint in the official layout (nano
 cannot edit). Executing the graphs themselves is tests/host/test_comfyui_integration.py and
@@ -14,10 +14,10 @@ import pytest
 import torch
 
 import ladr_core
-from workflows.thumbnails import run_samplers
+from lab.workflows.thumbnails import run_samplers
 
 ROOT = Path(__file__).resolve().parents[2]
-API = sorted((ROOT / "workflows" / "api").glob("*.json"))
+API = sorted((ROOT / "example_workflows" / "api").glob("*.json"))
 _PIPE: list = []
 
 
@@ -54,11 +54,11 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
                                                            monkeypatch) -> None:
     """The shipped widget values and policy go through DiMOO Edit on the tiny random checkpoint
     (its context holds a 32 x 32 px reference: the shipped picture resized to that)."""
+    from lab.workflows.run_graph import run_node
+    from lab.workflows.thumbnails import _source
     from nodes import host
     from nodes.edit import DiMOOEdit
     from nodes.handles import DiMOOModel
-    from workflows.run_graph import run_node
-    from workflows.thumbnails import _source
 
     monkeypatch.setattr(host, "send_event", lambda e, p: None)
     pipe = ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)

@@ -27,8 +27,8 @@ DEPRECATED = {"LADR_DiMOOSampler", "LADR_PaintOptions"}
 ENTRY = r"""
 import importlib.util, sys, asyncio
 if importlib.util.find_spec("comfy_api") is None:  # no ComfyUI here: the tests' stand-in
-    sys.path.insert(0, sys.argv[1] + "/tests")
-    from support import comfy_stand_in
+    sys.path.insert(0, sys.argv[1])
+    from lab.kit import comfy_stand_in
     comfy_stand_in.install()
 spec = importlib.util.spec_from_file_location("ComfyUI_LADR", sys.argv[1] + "/__init__.py")
 mod = importlib.util.module_from_spec(spec)
@@ -64,7 +64,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_only_host_py_imports_comfyui_and_pins_one_api_version() -> None:
     files = [ROOT / "__init__.py", *sorted((ROOT / "nodes").glob("*.py")),
-             *sorted((ROOT / "workflows").glob("*.py"))]
+             *sorted((ROOT / "lab" / "workflows").glob("*.py"))]
     touching = {f.name for f in files if {m.split(".")[0] for m in _imports(f)} & HOST_MODULES}
     assert touching == {"host.py"}
     host_imports = _imports(ROOT / "nodes" / "host.py")

@@ -185,7 +185,7 @@ def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -
 
     loads: list[bool] = []
     monkeypatch.setattr(host, "load_to_device", lambda *a, **k: loads.append(True))
-    from testbed import scenes
+    from lab.nano import scenes
 
     spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
     pictures = [scenes.render(scenes.layout_scene(spec, np.random.default_rng(k))) for k in (0, 1)]

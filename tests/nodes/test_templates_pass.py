@@ -1,10 +1,10 @@
-"""Every shipped nano template draws what its prompt says: its API workflow (workflows/api/,
+"""Every shipped nano template draws what its prompt says: its API workflow (example_workflows/api/,
 every one whose loader loads the built-in nano model) run through the pack's nodes
-(workflows/graph.py: the nodes' own ``execute`` on the V3 stand-in, Load Image and Pad Image for
+(lab/workflows/graph.py: the nodes' own ``execute`` on the V3 stand-in, Load Image and Pad Image for
 Outpainting as ComfyUI gives them), exactly as the template sets them, and every picture each
 VQ Decode gives held to the nano evaluator against its sampler's prompt (inpainting and
 outpainting: the whole delivered picture; a batch: every image). The settings and the evidence
-for them: workflows/build_examples.py (NANO_SETTINGS)."""
+for them: lab/workflows/build_examples.py (NANO_SETTINGS)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from workflows.graph import nano_templates, verdicts
-from workflows.template_extras import TEMPLATE_FILES
+from lab.workflows.graph import nano_templates, verdicts
+from lab.workflows.template_extras import TEMPLATE_FILES
 
 NANO = nano_templates()
 MISSES: dict[str, str] = {}

@@ -1,6 +1,6 @@
 """Every shipped workflow JSON checked against the node schemas: node types exist, socket types
 match across links, widget values are in range / in the options, links are consistent, and each
-UI workflow (example_workflows/) has its API twin (workflows/api/) and a thumbnail.
+UI workflow (example_workflows/) has its API twin (example_workflows/api/) and a thumbnail.
 
 Our nodes' schemas come from `define_schema()`; the core nodes used are described below from
 ComfyUI 0.33 (nodes.py SaveImage / LoadImage / ImagePadForOutpaint, comfy_extras PreviewAny /
@@ -18,12 +18,12 @@ from pathlib import Path
 import pytest
 from support.workflows import UI_ONLY, WIDGETS, check_ui_workflow, check_value, schemas, ui_to_api
 
-from workflows import queue_prompts
-from workflows.template_extras import TEMPLATE_FILES, VIEW_METHOD
+from lab.workflows import queue_prompts
+from lab.workflows.template_extras import TEMPLATE_FILES, VIEW_METHOD
 
 ROOT = Path(__file__).resolve().parents[2]
 UI = sorted((ROOT / "example_workflows").glob("*.json"))
-API = sorted((ROOT / "workflows" / "api").glob("*.json"))
+API = sorted((ROOT / "example_workflows" / "api").glob("*.json"))
 pytestmark = pytest.mark.usefixtures("real_model_installed")
 
 
@@ -35,7 +35,8 @@ def ui_twin(api: Path) -> Path:
 def test_every_example_has_an_api_twin() -> None:
     assert sorted(p.stem for p in UI) == sorted(TEMPLATE_FILES.values()) and len(UI) >= 4
     assert sorted(p.stem for p in API) == sorted(TEMPLATE_FILES)
-    assert not list((ROOT / "workflows").glob("*.json"))  # the template browser globs those
+    for name in ("example", "examples", "workflow", "workflows"):  # the template browser
+        assert not list((ROOT / name).glob("*.json")), name  # globs these too (0.33)
 
 
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
@@ -70,7 +71,7 @@ def test_every_example_has_a_square_jpeg_thumbnail(path: Path) -> None:
     from PIL import Image
 
     thumb = path.with_suffix(".jpg")
-    assert thumb.is_file(), f"missing {thumb.name}: run workflows/thumbnails.py"
+    assert thumb.is_file(), f"missing {thumb.name}: run lab/workflows/thumbnails.py"
     with Image.open(thumb) as im:
         assert im.format == "JPEG" and im.width == im.height >= 256
 
@@ -118,13 +119,13 @@ def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
 
 
 def test_workflow_files_are_up_to_date_with_the_builder() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "workflows" / "build_examples.py"),
+    out = subprocess.run([sys.executable, "-m", "lab.workflows.build_examples",
                           "--check"], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_queue_script_puts_each_prompt_and_seed_into_the_samplers() -> None:
-    wf = json.loads((ROOT / "workflows" / "api" / "ladr_vs_baseline_side_by_side.json").read_text())
+    wf = json.loads((ROOT / "example_workflows" / "api" / "ladr_vs_baseline_side_by_side.json").read_text())
     batch = queue_prompts.jobs(wf, ["a cat", "a dog"], seed=10)
     assert len(batch) == 2
     samplers = [k for k, v in wf.items() if v["class_type"] in queue_prompts.SAMPLERS]

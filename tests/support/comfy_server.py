@@ -112,7 +112,7 @@ def started_server(base: Path):
     in an extra model folder; yields (port, base) and stops the server on exit."""
     (base / "custom_nodes").mkdir()
     (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
-    from testbed.tiny_checkpoint import write_tiny_checkpoint
+    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 
     write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
     yaml = base / "extra_model_paths.yaml"
@@ -146,7 +146,7 @@ def started_server(base: Path):
 
 
 def api_workflow(name: str) -> dict:
-    wf = json.loads((ROOT / "workflows" / "api" / f"{name}.json").read_text())
+    wf = json.loads((ROOT / "example_workflows" / "api" / f"{name}.json").read_text())
     if not NANO_READY:  # run the same graph on the fixture checkpoint (VQ factor 4, ctx 256)
         for node in wf.values():
             if node["class_type"] == "LADR_LoadDiMOOModel":

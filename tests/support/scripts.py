@@ -1,4 +1,4 @@
-"""Running the benchmark scripts as programs (the tests never import benchmarks/)."""
+"""Running the benchmark scripts as programs (the tests never import lab/)."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def run_script(module: str, *args: str, timeout: float = 900, ok: bool = True
 
 
 def bench_json(name: str, out: Path, *extra: str, file: str | None = None) -> dict[str, Any]:
-    """``python -m benchmarks.<name> --tiny --threads 0 --out OUT ...`` and its JSON (with the
+    """``python -m lab.benchmarks.<name> --tiny --threads 0 --out OUT ...`` and its JSON (with the
     environment every result records: time, commit, torch, threads)."""
-    run_script(f"benchmarks.{name}", "--tiny", "--threads", "0", "--out", str(out), *extra)
+    run_script(f"lab.benchmarks.{name}", "--tiny", "--threads", "0", "--out", str(out), *extra)
     doc = json.loads((out / (file or f"{name}.json")).read_text())
     assert {"utc", "git_commit", "torch", "torch_threads", "note"} <= set(doc["env"])
     return doc

@@ -47,11 +47,11 @@ CORE = {
 _SEED = W("seed", "INT", min=0, max=1125899906842624)
 _SEED.control_after_generate = True
 # Load Image (nodes.py LoadImage): the file COMBO lists ComfyUI's input/ folder (the examples'
-# files are in workflows/inputs/); the frontend adds an upload button whose widget value
+# files are in example_workflows/inputs/); the frontend adds an upload button whose widget value
 # ("image") is saved in the UI format only (UI_ONLY: no API input). Pad Image for Outpainting
 # (nodes.py ImagePadForOutpaint): MAX_RESOLUTION 16384.
 UI_ONLY = "UI_ONLY"
-INPUT_FILES = sorted(p.name for p in (ROOT / "workflows" / "inputs").glob("*.png"))
+INPUT_FILES = sorted(p.name for p in (ROOT / "example_workflows" / "inputs").glob("*.png"))
 _PAD = [W(side, "INT", min=0, max=16384) for side in ("left", "top", "right", "bottom")]
 CORE.update({
     "LoadImage": ([W("image", "COMBO", INPUT_FILES), W("upload", UI_ONLY)], ["IMAGE", "MASK"]),

@@ -32,10 +32,10 @@ from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY, http
 
+from lab.workflows.template_extras import TEMPLATE_FILES
 from ladr_core.dimoo import token_mask
-from workflows.template_extras import TEMPLATE_FILES
 
-INPUTS = ROOT / "workflows" / "inputs"
+INPUTS = ROOT / "example_workflows" / "inputs"
 UI = ROOT / "example_workflows"
 SHOTS = ROOT / "docs" / "screenshots"
 pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
@@ -84,7 +84,7 @@ def views(server, tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-3000:]
     if os.environ.get("LADR_UPDATE_SCREENSHOTS") == "1":
         SHOTS.mkdir(parents=True, exist_ok=True)
-        for src, dst in COPIES.items():  # as palette PNGs, as benchmarks.common.save_png
+        for src, dst in COPIES.items():  # as palette PNGs, as lab.benchmarks.common.save_png
             Image.open(out / src).convert("RGB").quantize(256, dither=Image.Dither.NONE).save(
                 SHOTS / dst, optimize=True)
     return port, out, json.loads((out / "summary.json").read_text())

@@ -195,7 +195,7 @@ def load_preview_table(path: Any, codebook_size: int, size: int) -> torch.Tensor
             names = list(f.keys())
             if PREVIEW_TABLE_KEY not in names:
                 raise ValueError(f"{path}: no {PREVIEW_TABLE_KEY!r} tensor; delete the file or "
-                                 "re-fit it (testbed/fit_preview_table.py)")
+                                 "re-fit it (lab/nano/fit_preview_table.py)")
             table = f.get_tensor(PREVIEW_TABLE_KEY)
     except ValueError:
         raise

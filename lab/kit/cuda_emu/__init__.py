@@ -1,0 +1,76 @@
+"""A CUDA emulation on the CPU, for the tests and the estimates: the GPU code paths of the pack
+run end to end with tensors that report device ``cuda:0`` while their data stays on the CPU (or,
+for memory and FLOP estimates of the 8B model, on the meta device: shapes only).
+
+    from lab.kit.cuda_emu import emulated_cuda
+    with emulated_cuda() as emu:          # raises CudaEmulationError at the first violation
+        pipe = ladr_core.load_dimoo(path, device="cuda")
+        pipe.generate("a red circle", seed=0)
+    emu.reads, emu.loop_reads, emu.memory.peak_allocated
+
+It raises, naming file and line, where a real GPU run would fail or break the sampler's
+contract (state.py): a host tensor meeting a device tensor (0-dim host scalars allowed, as CUDA
+allows them), a device-to-host read or a blocking host-to-device copy inside ``sample()``'s step
+loop beyond the loop's documented read, float64 on the device.
+
+Why this design (docs/reports/GPU.md, "CUDA emulation"): torch's FakeTensorMode catches device mismatches
+but holds no values, so the sampler's per-step read, and with it any real run, cannot finish;
+a wrapper tensor subclass (``_make_wrapper_subclass`` with device cuda) keeps real CPU data
+behind a CUDA device and sees every aten op, so the same runs the CPU tests make run here
+with the same tokens. A CPU-only torch refuses to put a device guard around a CUDA tensor, so a
+one-line C++ extension registers c10's no-op guard for CUDA (guard.cpp, built once).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+
+from .guard import GuardBuildError, load_guard
+from .kernels import register as register_kernels
+from .state import _ACTIVE, KINDS, CudaEmulationError, EmulationState, Violation
+from .tensor import DEVICE, EmuTensor
+from .torch_cuda import GIB, EmuGenerator, Generator, api
+
+__all__ = ["DEVICE", "KINDS", "CudaEmulationError", "EmuGenerator", "EmuTensor",
+           "EmulationState", "GuardBuildError", "Violation", "emulated_cuda"]
+
+
+@contextlib.contextmanager
+def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
+                  total_memory: int = 80 * GIB) -> Iterator[EmulationState]:
+    """Emulate one CUDA device of ``total_memory`` bytes while the block runs. storage "cpu"
+    keeps real values; "meta" keeps shapes only (memory and FLOP estimates)."""
+    if storage not in ("cpu", "meta"):
+        raise ValueError(f"storage must be 'cpu' or 'meta', got {storage!r}")
+    from .functions import EmulatedFunctions
+
+    load_guard()
+    register_kernels()
+    state = EmulationState(storage=storage, raise_on_violation=raise_on_violation)
+    _ACTIVE.append(state)
+    replacements = api(state, total_memory)
+    saved = {name: getattr(torch.cuda, name, None) for name in replacements}
+    saved_generator = torch.Generator
+    saved_swap = torch.__future__.get_swap_module_params_on_conversion()
+    try:
+        for name, value in replacements.items():
+            setattr(torch.cuda, name, value)
+        torch.Generator = Generator  # type: ignore[misc, assignment]
+        # Module.to() swaps each parameter for its emulated copy, keeping the Parameter object
+        # (its identity, as on a GPU); the default `param.data = moved` would leave a tensor
+        # that says cuda and holds no data
+        torch.__future__.set_swap_module_params_on_conversion(True)
+        with EmulatedFunctions(state):
+            yield state
+    finally:
+        torch.Generator = saved_generator  # type: ignore[misc]
+        torch.__future__.set_swap_module_params_on_conversion(saved_swap)
+        for name, value in saved.items():
+            if value is None:
+                delattr(torch.cuda, name)
+            else:
+                setattr(torch.cuda, name, value)
+        _ACTIVE.remove(state)
