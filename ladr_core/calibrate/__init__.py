@@ -12,28 +12,17 @@ stats (bootstrap, Student t, ranks).
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+from .._lazy import by_module, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "calibrate": ".api",
-    "calibrated_strategy": ".api",
-    "read_prompts": ".api",
-    "default_prompts": ".api",
-    "sheet_path": ".api",
-    "BUILTIN_COUNT": ".prompts",
-    "DEFAULT_MARGIN": ".margin",
-    "CalibrationError": ".state",
-    "CalibrationInputError": ".state",
-    "CALIBRATION_FILE": ".state",
-    "fingerprint": ".state",
-    "load_calibration": ".state",
-    "Candidate": ".candidates",
-    "default_candidates": ".candidates",
-    "strategy_spec": ".candidates",
-    "strategy_from_spec": ".candidates",
-    "plot_report": ".report",
-    "report_text": ".report",
-}
+_EXPORTS = by_module({
+    ".api": "calibrate calibrated_strategy read_prompts default_prompts sheet_path",
+    ".prompts": "BUILTIN_COUNT",
+    ".margin": "DEFAULT_MARGIN",
+    ".state": "CalibrationError CalibrationInputError CALIBRATION_FILE fingerprint "
+              "load_calibration",
+    ".candidates": "Candidate default_candidates strategy_spec strategy_from_spec",
+    ".report": "plot_report report_text",
+})
 
 __all__ = sorted(_EXPORTS)
 
