@@ -52,11 +52,6 @@ def v3() -> tuple[Any, type]:
     return io, ComfyExtension
 
 
-def in_comfyui() -> bool:
-    """True when ComfyUI's model management is importable (we are inside the server)."""
-    return _comfy_module("comfy.model_management") is not None
-
-
 # ---------------------------------------------------------------- devices and dtypes
 def torch_device() -> torch.device:
     """Compute device: ComfyUI's choice (`--cpu`, CUDA, MPS, ...) or CPU without the host."""
