@@ -1,13 +1,11 @@
 """Calibration: measure LADR against the official sampler on the checkpoint you run, judged by
-the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it.
+the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it
+(docs/ARCHITECTURE.md section 4; the submodules: its Layout).
 
     python -m ladr_core.calibrate MODEL_FOLDER [--prompts FILE] [--json OUT] ...
 
 ``calibrate`` runs it, ``calibrated_strategy`` reads the recommendation back for a checkpoint,
-``load_calibration`` checks a file. Submodules: candidates (what runs), runner (the resumable
-loop), report (comparisons, recommendation, plot), margin (the non-inferiority margin and the
-prompts it needs), prompts (the built-in list), sheet (the A/B contact sheet), state (files),
-stats (bootstrap, Student t, ranks).
+``load_calibration`` checks a file.
 """
 
 from __future__ import annotations
