@@ -6,66 +6,39 @@ package is cheap and a missing optional piece fails only where it is used.
 
 from __future__ import annotations
 
-from ._lazy import lazy_exports
+from ._lazy import by_module, lazy_exports
 
 __version__ = "0.1.0"
 
 # public name -> module that defines it (relative to this package)
-_EXPORTS: dict[str, str] = {
+_EXPORTS = by_module({
     # the sampler
-    "sample": ".sampling",
-    "SampleResult": ".sampling",
-    "KnownTokens": ".validation",
-    "STEP_RECORD_KEYS": ".sampling",
-    "get_schedule": ".schedules",
+    ".sampling": "sample SampleResult STEP_RECORD_KEYS",
+    ".validation": "KnownTokens",
+    ".schedules": "get_schedule",
     # strategies and how a name becomes one
-    "Strategy": ".step",
-    "DEFAULT_STEPS": ".step",
-    "Baseline": ".strategies.baseline",
-    "LADR": ".strategies.ladr",
-    "Prophet": ".strategies.prophet",
-    "ProphetPolicy": ".strategies.prophet",
-    "Threshold": ".strategies.threshold",
-    "ThresholdFrontier": ".strategies.threshold",
-    "EntropyBound": ".strategies.entropy",
-    "Halton": ".strategies.halton",
-    "HaltonLADR": ".strategies.halton_ladr",
-    "LADRGlobal": ".strategies.ladr_global",
-    "resolve_strategy": ".registry",
-    "register_strategy": ".registry",
-    "strategy_names": ".registry",
-    "preset_names": ".registry",
-    "strategy_class": ".registry",
-    "unregister_strategy": ".registry",
+    ".step": "Strategy DEFAULT_STEPS",
+    ".strategies.baseline": "Baseline",
+    ".strategies.ladr": "LADR",
+    ".strategies.prophet": "Prophet ProphetPolicy",
+    ".strategies.threshold": "Threshold ThresholdFrontier",
+    ".strategies.entropy": "EntropyBound",
+    ".strategies.halton": "Halton",
+    ".strategies.halton_ladr": "HaltonLADR",
+    ".strategies.ladr_global": "LADRGlobal",
+    ".registry": "resolve_strategy register_strategy strategy_names preset_names strategy_class "
+                 "unregister_strategy",
     # LADR's policy as data
-    "LADRPolicy": ".strategies.policy",
-    "AdaptiveRescue": ".strategies.policy",
-    "ADAPTIVE_REPLACES": ".strategies.policy",
-    "PACE_RANGE": ".strategies.policy",
-    "Preset": ".strategies.policy",
-    "PRESETS": ".strategies.policy",
-    "PHASE_NAMES": ".strategies.policy",
-    "NO_TAU": ".strategies.policy",
-    "METRICS": ".strategies.policy",
-    "CANDIDATES": ".strategies.policy",
-    "SELECTIONS": ".strategies.policy",
-    "RESCUE_TOKENS": ".strategies.policy",
-    "tau_from_number": ".strategies.policy",
+    ".strategies.policy": "LADRPolicy AdaptiveRescue ADAPTIVE_REPLACES PACE_RANGE Preset PRESETS "
+                          "PHASE_NAMES NO_TAU METRICS CANDIDATES SELECTIONS RESCUE_TOKENS "
+                          "tau_from_number",
     # the Lumina-DiMOO runtime
-    "InputError": ".errors",
-    "official_passes": ".official_cost",
-    "load_dimoo": ".dimoo",
-    "save_dimoo": ".dimoo",
-    "DiMOOPipeline": ".dimoo",
-    "GenerationResult": ".dimoo",
-    "MLCacheConfig": ".dimoo",
-    "SIZE_STEP": ".dimoo",
-    "size_problem": ".dimoo",
-    "COMPILE_BACKENDS": ".dimoo",
-    "COMPILE_MODES": ".dimoo",
-    "nano_model_path": ".assets",
-    "nano_default_cfg": ".assets",
-}
+    ".errors": "InputError",
+    ".official_cost": "official_passes",
+    ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
+              "size_problem COMPILE_BACKENDS COMPILE_MODES",
+    ".assets": "nano_model_path nano_default_cfg",
+})
 
 __all__ = sorted(_EXPORTS)
 

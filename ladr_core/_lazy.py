@@ -7,6 +7,18 @@ from collections.abc import Callable
 from typing import Any
 
 
+def by_module(table: dict[str, str]) -> dict[str, str]:
+    """{relative module: "its public names, space-separated"} -> {name: module}; a name listed
+    under two modules is a ValueError (the table would otherwise keep one silently)."""
+    out: dict[str, str] = {}
+    for module, names in table.items():
+        for name in names.split():
+            if name in out:
+                raise ValueError(f"{name!r} is exported from {out[name]} and {module}")
+            out[name] = module
+    return out
+
+
 def lazy_exports(package: str, namespace: dict[str, Any], exports: dict[str, str],
                  modules: dict[str, str] | None = None
                  ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:

@@ -11,9 +11,8 @@ A strategy class joins with the `register_strategy` decorator and is then select
 
     sample(denoise, shape, strategy="mine")
 
-The built-in strategies register themselves the same way: every module of the package
-ladr_core.strategies is imported (found by `pkgutil`, no list) the first time a name is looked
-up, so importing this module (as the generic loop does) imports no concrete strategy.
+The built-in strategies register themselves the same way, imported the first time a name is
+looked up (docs/ARCHITECTURE.md, "Strategies"), so importing this module imports none.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """sample(): the one masked-diffusion sampling loop, its result and its step record.
 
-Contract: docs/ARCHITECTURE.md section 1. The denoiser is a callable
-`denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
-(CFG already applied); the loop never sees the network. Per step it calls the denoiser once,
-derives what the strategy needs from the logits of the still-masked positions only, as the
-official loop does (item by item on its L_i masked rows [L_i, K]: argmax or Gumbel-max, one
-softmax, top-2 and a gather, in two [N, K] work buffers kept for the run), lets the strategy
-pick which masked tokens to unmask and makes at most ONE host synchronisation: one transfer of
-the per-item masked counts [B], which serves the early-exit check and sizes the next step's row
-gathers and draws.
+Contract: docs/ARCHITECTURE.md section 1; what the loop computes per step and its one host
+synchronisation (the per-item masked counts [B]): docs/SAMPLING.md, "Randomness". The denoiser
+is a callable `denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits
+FloatTensor[B, N, K]` (CFG already applied); the loop never sees the network.
 """
 
 from __future__ import annotations

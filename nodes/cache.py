@@ -1,15 +1,7 @@
-"""ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`).
-
-Max-Logit Cache of the official Lumina-DiMOO sampler (generators/image_generation_generator.py):
-after the first `warmup_ratio` of the schedule (by progress, so it also engages under LADR),
-only the `1 - cache_ratio` least certain image tokens are recomputed each step, with a full
-refresh every `refresh_interval` steps and after a large share of the image was committed
-(`MLCacheConfig.refresh_commit`, its default; see ladr_core/dimoo/denoise/cache.py).
-
-`preset` (the last input, so workflows saved before it load unchanged as "custom"):
-"custom" builds the cache from the three fields; "official" is Lumina-DiMOO's defaults;
-"ladr" is `MLCacheConfig.ladr()`, the cache for LADR runs (docs/reports/ML_CACHE.md). Under a preset
-the web extension greys the fields and shows the preset's values (web/ladr_policy.js).
+"""ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`): the official
+Lumina-DiMOO Max-Logit Cache (ladr_core/dimoo/denoise/cache.py); its fields and presets:
+web/docs/LADR_MLCacheOptions.md. `preset` is the last input, so workflows saved before it load
+unchanged as "custom"; under a preset web/ladr_policy.js greys the fields and shows its values.
 """
 
 from __future__ import annotations

@@ -1,19 +1,11 @@
 """LADR Calibrate node: which setting is cheapest on the connected checkpoint without losing
-quality by the model's own self-score (ladr_core.calibrate), as a policy for the sampler.
+quality by the model's own self-score (ladr_core.calibrate), as a policy for the sampler; what it
+runs, outputs and saves: web/docs/LADR_Calibrate.md.
 
-Why a node of its own and not a `calibrated` preset on LADR Policy: a calibration belongs to
-a checkpoint (its file is keyed to the weights' fingerprint) and the policy node has no model
-input; running one takes minutes and needs a progress bar, a Cancel that works, and a report
-to look at. This node takes the model, loads the checkpoint's `ladr_calibration.json` when it
-was made for these weights and these settings (or runs the calibration and writes it), and
-outputs the recommended strategy (LADR_POLICY, for DiMOO Sampling Rule's `policy`), the Pareto plot,
-the report's text and the A/B contact sheet (the same prompts and seeds under the reference, the
-recommendation and the next cheaper settings: the sheet, not the self-score alone, is the
-verdict).
-
-Files: beside the checkpoint (`ladr_calibration.json`, `.png`, `.sheet.png`, and while running
-`ladr_calibration.json.partial.json`, from which an interrupted run resumes); when that folder
-is read-only, in the system's temporary folder under `ladr_calibration/`.
+A node of its own, not a `calibrated` preset on LADR Policy: a calibration belongs to a
+checkpoint (its file is keyed to the weights' fingerprint), the policy node has no model input,
+and a run takes minutes (progress bar, Cancel, a report to look at). Files go beside the
+checkpoint, or under `ladr_calibration/` in the system's temporary folder when that is read-only.
 """
 
 from __future__ import annotations

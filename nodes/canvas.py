@@ -1,13 +1,8 @@
 """DiMOO Canvas and DiMOO Paint Canvas nodes -> the LADR_CANVAS socket (nodes/handles.Canvas):
 what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty Latent Image or from VAE
-Encode with a noise mask.
-
-DiMOO Canvas: a size (0 = the checkpoint's default: Lumina-DiMOO 1024, dimoo-nano 48) and a
-batch, for text to image. DiMOO Paint Canvas: a picture (IMAGE), its MASK (1 = regenerate) and
-the paint options (nodes/paint.py's widgets: which tokens the mask regenerates, how VQ Decode
-pastes the original pixels back, how an off-grid picture fits), for inpainting / outpainting;
-the picture sets the size. `prepare_job` turns a canvas and the prompts into the library's
-checked request (``pipe.prepare_text`` / ``prepare_paint``) before the model loads.
+Encode with a noise mask (inputs: web/docs/LADR_Canvas.md, LADR_PaintCanvas.md). `prepare_job`
+turns a canvas and the prompts into the library's checked request (``pipe.prepare_text`` /
+``prepare_paint``) before the model loads.
 """
 
 from __future__ import annotations
@@ -70,6 +65,18 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
         raise node_error(node, err, names) from None
 
 
+def size_inputs() -> list:
+    """width and height (DiMOO Canvas and the legacy sampler)."""
+    return [
+        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
+                     tooltip="Image width in pixels, a multiple of 16 (one token per 16 px); 0 "
+                     "= the checkpoint's default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
+        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
+                     tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
+                     "default size."),
+    ]
+
+
 def batch_input() -> object:
     return io.Int.Input("batch_size", default=1, min=1, max=BATCH_MAX,
                         tooltip="Images per prompt.")
@@ -88,16 +95,7 @@ class CanvasNode(io.ComfyNode):
             description="The image size and batch DiMOO Sampler draws (like Empty Latent "
             "Image). Without a canvas the sampler draws one image at the checkpoint's default "
             "size.",
-            inputs=[
-                io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX,
-                             step=SIZE_STEP, tooltip="Image width in pixels, a multiple of 16 "
-                             "(one token per 16 px); 0 = the checkpoint's default size "
-                             "(Lumina-DiMOO 1024, dimoo-nano 48)."),
-                io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX,
-                             step=SIZE_STEP, tooltip="Image height in pixels, a multiple of "
-                             "16; 0 = the checkpoint's default size."),
-                batch_input(),
-            ],
+            inputs=[*size_inputs(), batch_input()],
             outputs=[io.Custom(CANVAS_TYPE).Output("canvas", tooltip="-> DiMOO Sampler's "
                                                    "canvas.")],
         )

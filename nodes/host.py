@@ -5,10 +5,7 @@ function, so importing this module probes nothing. Without ComfyUI's runtime (`c
 imported) each device, memory, progress and event function falls back to CPU / a no-op, which
 is what lets the nodes' classmethods run under pytest.
 
-V3 API version: we pin `comfy_api.v0_0_2`, the newest *numbered* API that ComfyUI 0.33 ships
-(`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
-`ComfyExtension` as `comfy_api.latest`, but unlike `latest` (documented as moving) a numbered
-version is kept as an adapter when the API evolves, so saved workflows keep their schema.
+V3 API version: `comfy_api.v0_0_2`, pinned (why: docs/ARCHITECTURE.md section 6).
 """
 
 from __future__ import annotations
@@ -50,11 +47,6 @@ def v3() -> tuple[Any, type]:
         raise ImportError("ComfyUI-LADR's nodes need ComfyUI >= 0.33 (its comfy_api.v0_0_2); "
                           "outside ComfyUI use the ladr_core package from Python") from exc
     return io, ComfyExtension
-
-
-def in_comfyui() -> bool:
-    """True when ComfyUI's model management is importable (we are inside the server)."""
-    return _comfy_module("comfy.model_management") is not None
 
 
 # ---------------------------------------------------------------- devices and dtypes

@@ -1,16 +1,10 @@
-"""Load DiMOO Model: a checkpoint folder (official layout) or a GGUF file -> LADR_DIMOO_MODEL.
+"""Load DiMOO Model: a checkpoint folder (official layout) or a GGUF file -> LADR_DIMOO_MODEL
+(inputs and formats: web/docs/LADR_LoadDiMOOModel.md; memory: docs/ARCHITECTURE.md section 6).
 
-Choices are the sub-folders of every `lumina_dimoo` model folder ComfyUI knows (its
-`models/lumina_dimoo/` plus any `lumina_dimoo:` path from extra_model_paths.yaml) that hold a
-`config.json`, the `.gguf` files there and one folder down, and the built-in nano checkpoint.
-Hidden entries and conversions that did not finish are not listed. The loaded pipeline is
-cached across queue runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing
-an input reloads. The optional `weight_dtype` input (absent in older saved workflows =
-"default") stores the block linears in the pack's fp8 while loading. Inside ComfyUI the
-transformer is built from `comfy.ops` classes (ComfyUI's `mixed_precision_ops` for folders in
-its quantized format, `manual_cast` for fp8 and GGUF) and wrapped in a ModelPatcher, so it
-loads partially when VRAM is short (--lowvram, --novram, --reserve-vram apply); the VQ has its
-own patcher and is always loaded whole. docs/reports/QUANTIZATION.md compares the formats.
+Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
+knows, the `.gguf` files there and one folder down, and the built-in nano checkpoint; hidden
+entries and unfinished conversions are not listed. The loaded pipeline is cached across queue
+runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing an input reloads.
 """
 
 from __future__ import annotations

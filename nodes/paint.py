@@ -1,13 +1,8 @@
 """Inpainting / outpainting on the nodes' side: the paint option widgets (-> `ladr_core.dimoo.
-PaintOptions`), shown by DiMOO Paint Canvas (nodes/canvas.py) and by the deprecated LADR Paint
-Options node (LADR_PAINT socket) that the legacy sampler's `paint` input takes, and the checks of
-an `image` + `mask` pair.
-
-An image and a mask come through links, so they are checked in execute, before the model loads,
-each message naming the input that is wrong (nodes/validate.py rule 3): here what only the graph
-gets wrong, in the library (``prepare_paint``) their values and sizes, once. The core
-(painting.py) encodes the image, keeps the known tokens and returns the plan that VQ Decode uses
-to paste the original pixels back.
+PaintOptions`, shown by DiMOO Paint Canvas and by the deprecated LADR Paint Options node that the
+legacy sampler's `paint` input takes) and the checks of an `image` + `mask` pair that only the
+graph gets wrong, in execute before the model loads (nodes/validate.py rule 3); their values and
+sizes are the library's (``prepare_paint``, ladr_core/dimoo/tasks/painting.py).
 """
 
 from __future__ import annotations

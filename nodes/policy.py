@@ -1,22 +1,10 @@
 """LADR Policy and Prophet Policy nodes -> the LADR_POLICY socket, which carries a strategy object.
 
-LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`: the policy AND the schedule length T it was
-tuned at, so the nano preset brings its T = 128 with it) or, with `custom`, every field of
-`LADRPolicy` by hand. The fields map 1:1 onto the paper's phase-aware policy Pi(t) =
-(alpha_t, tau_t) (Sec. 3.3.2): phase bounds on t_eff, margin threshold tau and rescue ratio
-alpha per phase, the k x k dilation kernel of Eq. 9, the ablations of Sec. 4.3 and delayed
-rescue (Table 5); the last three (`adaptive`, `pace`, `anchor_quantile`) switch to the
-self-calibrating rescue (`AdaptiveRescue`), whose threshold and budget replace tau, alpha and
-delayed. The fields are read only under `custom`. The web extension (web/ladr_policy.js) shows
-only the fields that apply: under a preset it greys them out with the preset's values (from the
-preset widget's schema, `ladr_presets`); with adaptive rescue on (the `adaptive` preset, or
-`custom` with `adaptive`) tau, alpha and delayed are hidden, with it off pace and
-anchor_quantile are (`ladr_switch`).
-
-Prophet Policy: the early-commit thresholds of Prophet (the paper's comparison method).
-
-Invalid values fail at validation time with the core's own message, so the UI shows it before
-anything runs. Input names are those of saved workflows and never change.
+LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`, with the T it was tuned at) or,
+with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
+(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy.md. Prophet Policy:
+Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
+field. Input names are those of saved workflows and never change.
 """
 
 from __future__ import annotations

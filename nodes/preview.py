@@ -1,15 +1,7 @@
-"""The sampler's and DiMOO Edit's progress-bar preview: true where it can be, a size a person
-can judge, and the real decode at the end.
-
-* Each step: the colour-table preview (``pipe.preview``) with the known pixels in place
-  (the job's ``preview_base``, ladr_core/dimoo/tasks/preview.py: an inpainting's kept area in
-  the input's own pixels, an edit's reference faded under the tokens still masked).
-* The frontend draws a preview at its own size, never larger: a small one (DiMOO-nano's 48 px)
-  is enlarged by a whole factor with nearest-neighbour sampling (token cells stay sharp) to at
-  least DISPLAY_MIN px; a large one is reduced to DISPLAY_MAX, ComfyUI's own preview size
-  (``--preview-size``, default 512).
-* When the run ends the last preview is replaced by the real VQ decode of the image it showed
-  (with the original pixels pasted back when painting): the picture VQ Decode will return.
+"""The sampler's and DiMOO Edit's progress-bar preview (docs/ARCHITECTURE.md section 7): each
+step the colour-table preview with the known pixels in place, enlarged with nearest-neighbour
+sampling to at least DISPLAY_MIN px or reduced to DISPLAY_MAX (ComfyUI's `--preview-size`), and
+at the end the real VQ decode of the image it showed.
 """
 
 from __future__ import annotations

@@ -1,26 +1,11 @@
 """DiMOO Sampling Rule node -> the LADR_RULE socket: which tokens each step commits, as one
 strategy object (nodes/handles.SamplingRule), the way ComfyUI's KSamplerSelect feeds
-SamplerCustomAdvanced. A strategy name becomes an object here, once per run; the sampler and
-the pipeline receive the object.
+SamplerCustomAdvanced. A strategy name becomes an object here, once per run.
 
-`strategy` picks any registered strategy (ladr first). ladr and prophet take their settings
-from the optional `policy` socket (LADR Policy, Prophet Policy; without it: the paper's /
-Prophet's defaults); a policy of the other kind stays connected for A/B runs and the stats line
-says it was not used. baseline has no setting. The other strategies, `RULES` (from
-`ladr_core.strategy_names()`: threshold, threshold-frontier, entropy, halton, halton-ladr,
-ladr-global), read the rule widgets that are fields of their strategy (`applies`); the web
-extension (web/ladr_rules.js, logic in web/ladr_rule_fields.js) greys out the others for the
-chosen strategy:
-
-  tau    threshold, threshold-frontier: the top-1 probability a token needs, (0, 1];
-         halton-ladr, ladr-global: LADR's margin threshold in every phase of their policy;
-  gamma  entropy: the summed entropy (nats, >= 0) one step may commit;
-  token  threshold, threshold-frontier, entropy: what a committed position receives.
-
-`AUTO` (-1) in tau or gamma keeps the value the strategy was tuned at on nano's validation
-prompts. A rule runs at the T it was tuned at (like an LADR preset: the sampler's `steps` is
-then not used, and the stats line says so; nodes/run.settle_steps). A bad value is refused by
-the strategy's own check, naming the input.
+What each strategy reads (ladr, prophet: the `policy` socket; the `RULES`: the tau / gamma / token
+widgets that are fields of their strategy, `applies`) is described in
+web/docs/LADR_SamplingRule.md; the web extension (web/ladr_rules.js) greys out the others. `AUTO`
+(-1) keeps the tuned value; a rule runs at the T it was tuned at (nodes/run.settle_steps).
 """
 
 from __future__ import annotations

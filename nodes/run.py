@@ -1,11 +1,6 @@
 """The one run routine of the sampler nodes (DiMOO Sampler, its legacy twin, DiMOO Edit): a checked
-job -> image tokens + stats, with the host's memory load, progress bar, previews and events.
-
-Each step: interrupt check, the codebook->RGB table preview of the shown image (`pipe.preview`,
-never the VQ decoder; known pixels in place when painting, nodes/preview.py) on ComfyUI's
-progress bar (the one preview channel), which advances the way LADR does (events.step_payload's
-`progress`), and one small "ladr.step" event (masks, counters) for the widget. At the end the
-preview becomes the real decode of that image.
+job -> image tokens + stats, with the host's memory load, progress bar, previews and events
+(what each step shows: docs/ARCHITECTURE.md section 7).
 
 The schedule length T is settled here, once (`settle_steps`): the node's steps, or the T a
 policy preset or a rule was tuned at; the pipeline then receives the strategy object and that T.

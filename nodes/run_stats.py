@@ -1,18 +1,8 @@
-"""The sampler's and DiMOO Edit's stats line: what a run did and what it saved, in words.
-
-Three facts a user can check against each other:
-
-* steps run of the steps planned (LADR stops when every token is decoded, usually long before
-  the schedule's T);
-* forward passes (denoiser calls; the guidance branches of one call count once) against what
-  the official sampler makes for the same job: its 64 steps over the tokens this image
-  generates (all of them for text-to-image and editing, the regenerated ones when inpainting
-  or outpainting; ``ladr_core.official_cost.official_passes``);
-* with an ML-Cache, the share of tokens it recomputed (``token_forwards`` of
-  ``token_forwards_full``).
-
-``work_fields`` adds the numbers to the stats dict (keys added, never renamed: saved analyses
-read them); ``stats_text`` writes the line the STRING output carries.
+"""The sampler's and DiMOO Edit's stats line (docs/ARCHITECTURE.md section 7): steps run of the
+steps planned, forward passes against the official sampler's 64 steps over the tokens this job
+generates (``ladr_core.official_cost.official_passes``) and, with an ML-Cache, the share of
+tokens it recomputed. ``work_fields`` adds the numbers to the stats dict (keys added, never
+renamed: saved analyses read them); ``stats_text`` writes the line the STRING output carries.
 """
 
 from __future__ import annotations

@@ -1,23 +1,22 @@
 """DiMOO Sampler (legacy): the sampler as workflows saved before 2026-11 have it (node_id
 `LADR_DiMOOSampler`, deprecated: it loads and runs, and is not offered for new graphs).
 
-Its rule is a strategy widget, a policy socket and the tau / gamma / token widgets; its canvas
-the width, height, batch_size widgets and the image, mask, paint inputs. A thin adapter: it
-builds the same SamplingRule and Canvas that DiMOO Sampling Rule and DiMOO (Paint) Canvas output
-and runs the same routine (nodes/sampler.sample), so a saved workflow samples what it sampled
-before. Input names, order and messages are those it shipped with.
+A thin adapter: from its own widgets (strategy, policy, tau / gamma / token; width, height,
+batch_size, image, mask, paint) it builds the same SamplingRule and Canvas that DiMOO Sampling
+Rule and DiMOO (Paint) Canvas output and runs the same routine (nodes/sampler.sample), so a saved
+workflow samples what it sampled before. Input names, order and messages are those it shipped with.
 """
 
 from __future__ import annotations
 
 import torch
 
-from ladr_core import SIZE_STEP, MLCacheConfig, Strategy
+from ladr_core import MLCacheConfig, Strategy
 from ladr_core.dimoo import PaintOptions
 
 from . import batching, rules
 from . import paint as paint_module
-from .canvas import SIZE_AUTO, SIZE_MAX, check_size
+from .canvas import SIZE_AUTO, batch_input, check_size, size_inputs
 from .handles import MODEL_TYPE, PAINT_TYPE, TOKENS_TYPE, Canvas, DiMOOModel
 from .host import v3
 from .sampler import (
@@ -105,15 +104,10 @@ def legacy_inputs() -> list:
     return [
         io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model."),
         *prompt_inputs(),
-        io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip="Image width in pixels, a multiple of 16; 0 = the checkpoint's "
-                     "default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
-        io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
-                     "default size."),
+        *size_inputs(),
         *run_inputs("Schedule length T. A policy preset tuned at its own T (nano: 128) uses "
                     "that T instead."),
-        io.Int.Input("batch_size", default=1, min=1, max=64, tooltip="Images per prompt."),
+        batch_input(),
         rules.strategy_input(),
         lines_input(),
         rules.policy_input(),

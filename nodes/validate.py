@@ -1,21 +1,14 @@
 """One validation message per mistake, on the input that is wrong (ComfyUI 0.33 rules).
 
-How ComfyUI attaches errors (``execution.validate_inputs``):
-
-* a node's ``validate_inputs`` (V1: ``VALIDATE_INPUTS``) that returns a string fails EVERY input
-  named in its signature: one ``custom_validation_failed`` error per argument (all inputs when it
-  takes ``**kwargs``). A check over four arguments shows its message four times, once on each.
-* the schema's own checks (``min``/``max`` of INT/FLOAT, the options of a COMBO) run only for
-  inputs NOT named by ``validate_inputs``, and each attaches once to its own input.
-
-So a node that wants one message on the wrong widget:
+ComfyUI (``execution.validate_inputs``) attaches a string returned by a node's
+``validate_inputs`` to EVERY input named in its signature (all of them with ``**kwargs``), and
+runs the schema's own checks (``min``/``max``, a COMBO's options) only for inputs not named
+there. So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
-2. names at most ONE input in ``validate_inputs`` and checks only that input there, unless
-   refusing early is worth more than one message: DiMOO Canvas names ``width`` and ``height``
-   (the legacy sampler ``prompt``, ``width`` and ``height``: an off-grid size must fail before
-   an 8B model loads), so its failures show on those and each message starts with the input
-   that is wrong;
+2. names at most ONE input in ``validate_inputs`` and checks only that there, unless refusing
+   early is worth more than one message (DiMOO Canvas names ``width`` and ``height``: an
+   off-grid size must fail before an 8B model loads; each message starts with its input);
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 

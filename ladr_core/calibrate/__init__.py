@@ -1,39 +1,26 @@
 """Calibration: measure LADR against the official sampler on the checkpoint you run, judged by
-the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it.
+the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it
+(docs/ARCHITECTURE.md section 4; the submodules: its Layout).
 
     python -m ladr_core.calibrate MODEL_FOLDER [--prompts FILE] [--json OUT] ...
 
 ``calibrate`` runs it, ``calibrated_strategy`` reads the recommendation back for a checkpoint,
-``load_calibration`` checks a file. Submodules: candidates (what runs), runner (the resumable
-loop), report (comparisons, recommendation, plot), margin (the non-inferiority margin and the
-prompts it needs), prompts (the built-in list), sheet (the A/B contact sheet), state (files),
-stats (bootstrap, Student t, ranks).
+``load_calibration`` checks a file.
 """
 
 from __future__ import annotations
 
-from .._lazy import lazy_exports
+from .._lazy import by_module, lazy_exports
 
-_EXPORTS: dict[str, str] = {
-    "calibrate": ".api",
-    "calibrated_strategy": ".api",
-    "read_prompts": ".api",
-    "default_prompts": ".api",
-    "sheet_path": ".api",
-    "BUILTIN_COUNT": ".prompts",
-    "DEFAULT_MARGIN": ".margin",
-    "CalibrationError": ".state",
-    "CalibrationInputError": ".state",
-    "CALIBRATION_FILE": ".state",
-    "fingerprint": ".state",
-    "load_calibration": ".state",
-    "Candidate": ".candidates",
-    "default_candidates": ".candidates",
-    "strategy_spec": ".candidates",
-    "strategy_from_spec": ".candidates",
-    "plot_report": ".report",
-    "report_text": ".report",
-}
+_EXPORTS = by_module({
+    ".api": "calibrate calibrated_strategy read_prompts default_prompts sheet_path",
+    ".prompts": "BUILTIN_COUNT",
+    ".margin": "DEFAULT_MARGIN",
+    ".state": "CalibrationError CalibrationInputError CALIBRATION_FILE fingerprint "
+              "load_calibration",
+    ".candidates": "Candidate default_candidates strategy_spec strategy_from_spec",
+    ".report": "plot_report report_text",
+})
 
 __all__ = sorted(_EXPORTS)
 

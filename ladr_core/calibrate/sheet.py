@@ -1,15 +1,12 @@
 """The A/B contact sheet of a calibration: the same prompts and seeds under the reference, the
-recommended setting and the next cheaper ones, side by side, for a person to judge.
+recommended setting and the next cheaper ones, side by side, for a person to judge (why the sheet
+and not the self-score is the verdict: web/docs/LADR_Calibrate.md, docs/reports/CALIBRATION.md).
 
-The self-score is a number the model gives its own images; it is known to miss losses the eye
-sees (docs/reports/CALIBRATION.md). The sheet is the verdict: one row per prompt (the first
-``SHEET_PROMPTS`` prompts, first seed of each), one column per setting (``sheet_columns``),
-each column headed by the setting's name, its forwards per image and its self-score difference
-to the reference with the 95 % interval the rule reads. Small images are enlarged with nearest-neighbour
-(every token's pixels stay sharp, nothing is invented); large ones are reduced to ``MAX_CELL``.
-
-The runner keeps the final tokens of these items for every setting (``sheet_items``);
-``draw_sheet`` lays out the decoded images with PIL (a runtime dependency).
+One row per prompt (the first ``SHEET_PROMPTS`` prompts, first seed of each), one column per
+setting (``sheet_columns``), headed by its name, forwards per image and self-score difference to
+the reference with the 95 % interval the rule reads. Small images are enlarged with
+nearest-neighbour, large ones reduced to ``MAX_CELL``. The runner keeps the final tokens of
+these items for every setting (``sheet_items``); ``draw_sheet`` lays them out with PIL.
 """
 
 from __future__ import annotations

@@ -167,13 +167,14 @@ class DiMOOPipeline(PipelineImages):
         return list(self.tokenizer.encode(text).ids)
 
     def layout(self, width: int, height: int, prompts: Sequence[str],
-               negative_prompt: str | None = None) -> ImageLayout:
-        """Validated token grid for a pixel size; ValueError with the nearest valid sizes."""
+               negative_prompt: str | None = None, source: str | None = None) -> ImageLayout:
+        """Validated token grid for a pixel size; ValueError with the nearest valid sizes
+        (source "image": the size of an input image, the error then names ``image``)."""
         cond = max(len(self.encode(cond_text(p))) for p in prompts)
         uncond = len(self.encode(uncond_text(negative_prompt)))
         field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
         return check_image_size(width, height, self.vq_factor, self.context_length, longest,
-                                field, math.lcm(self.vq_factor, SIZE_STEP))
+                                field, math.lcm(self.vq_factor, SIZE_STEP), source=source)
 
     def runtime(self) -> Runtime:
         """What a job's denoiser is built from (jobs.Runtime)."""
@@ -209,7 +210,8 @@ class DiMOOPipeline(PipelineImages):
         _positive_int("batch_size", batch_size)
         extra = {} if fit_fix is None else {"fit_fix": fit_fix}
         plan = plan_painting(prompts, image, mask, options, batch_size, self.vq_factor, **extra)
-        layout = self._image_layout(plan.width, plan.height, plan.prompts, negative_prompt)
+        layout = self.layout(plan.width, plan.height, plan.prompts, negative_prompt,
+                             source="image")
         text = TextJob([p for p in plan.prompts for _ in range(batch_size)], negative_prompt,
                        layout, _guidance("cfg", cfg, self.default_cfg), plan.note)
         return PaintJob(text, plan)
@@ -242,15 +244,6 @@ class DiMOOPipeline(PipelineImages):
                          edit_type, batch_size, style, note.removeprefix("; "))
         return EditJob(plan, _guidance("cfg", cfg, DEFAULT_EDIT_CFG),
                        _guidance("image_cfg", image_cfg, DEFAULT_IMAGE_CFG))
-
-    def _image_layout(self, width: int, height: int, prompts: list[str],
-                      negative_prompt: str | None) -> ImageLayout:
-        """The grid of an input image's size; InputError on ``image`` when it is too large."""
-        cond = max(len(self.encode(cond_text(p))) for p in prompts)
-        uncond = len(self.encode(uncond_text(negative_prompt)))
-        field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
-        return check_image_size(width, height, self.vq_factor, self.context_length, longest,
-                                field, math.lcm(self.vq_factor, SIZE_STEP), source="image")
 
     # ---- the one run routine -----------------------------------------------------------------
     def run(self, job: Job, strategy: Strategy, steps: int | None = None,

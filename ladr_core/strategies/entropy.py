@@ -1,14 +1,6 @@
 """Entropy-bounded unmasking (EB-Sampler, Ben-Hamu et al. 2025, arXiv 2505.24857):
-`EntropyBound(gamma)`.
-
-Each step sorts an item's masked tokens by the entropy H_i = -sum_k p_k log p_k of their
-prediction (nats; the loop's `entropy` statistic, ladr_core.stats) and commits the longest
-prefix of that order whose summed entropy stays within gamma, at least one token per step (the
-lowest-entropy one) and every masked token on the item's last step (T - 1). EB-Sampler's own
-rule admits one token more (the prefix whose sum minus its largest entropy is within gamma);
-here the committed set's summed entropy is itself bounded by gamma whenever more than one token
-is committed. Ties keep index order (stable sort).
-
+`EntropyBound(gamma)`; the rule (and how its bound differs from EB-Sampler's own), fields and
+defaults: docs/SAMPLING.md, "The training-free rivals". Ties keep index order (stable sort).
 Tensors: masked BoolTensor [B, N], entropy FloatTensor [B, N] at positions; batched, no host
 synchronisation, no host -> device copy.
 """
@@ -49,12 +41,8 @@ def entropy_pick(entropy: torch.Tensor, masked: torch.Tensor, gamma: float) -> t
 @register_strategy
 @dataclass(frozen=True)
 class EntropyBound(Strategy):
-    """Commit the lowest-entropy masked tokens while their summed entropy is <= gamma.
-
-    gamma: a finite number >= 0 in nats (0 = one token per step unless predictions are
-    certain). token: "argmax" (the top-1 token) or "sample" (the temperature sample). steps:
-    the cap T (the last step commits what is left); defaults tuned on nano's validation
-    prompts (docs/reports/SAMPLERS.md)."""
+    """Commit the lowest-entropy masked tokens while their summed entropy is <= gamma (fields:
+    docs/SAMPLING.md; defaults tuned on nano's validation prompts, docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "entropy"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor

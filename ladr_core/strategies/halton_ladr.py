@@ -1,10 +1,8 @@
-"""LADR's rescue on a Halton-ordered baseline: `HaltonLADR(policy)`.
+"""LADR's rescue on a Halton-ordered baseline: `HaltonLADR(policy)` (docs/SAMPLING.md).
 
 Algorithm 1 (ladr.py) with one change: standard selection (lines 17-20) keeps masked the
-n_mask masked tokens latest in the Halton order over the token grid (halton.py) instead of
-the least confident ones; the inverse schedule and the neighbour rescue (lines 21-31: frontier,
-threshold, budget, pick by margin) are LADR's, with the policy's settings. The order is built
-once per run on the device; known tokens (painting) are not masked, so they are skipped.
+n_mask masked tokens latest in the Halton order (halton.py) instead of the least confident
+ones; the inverse schedule and the neighbour rescue are LADR's, with the policy's settings.
 """
 
 from __future__ import annotations

@@ -2,15 +2,10 @@
 
 `LADR(policy).begin(run)` gives the rule for one step; `LADR.commit` is Algorithm 1 lines 7-34
 for one step of a batch, with the paper's line numbers in comments; the rescue it calls (lines
-21-31: frontier, filter, budget, pick, and the self-calibrating variant) is rescue.py.
-What is elsewhere:
-  lines 1-6   initialisation and `break` when nothing is masked: the loop (ladr_core.sampling),
-  line 13     the denoiser call L = p_theta(z): the loop, once per step for any strategy,
-  lines 14-16 P = Softmax(L), z_pred = Sampling(P), Delta = Top1(P) - Top2(P): computed by the
-              loop for the masked rows because `needs()` asks for them (ladr_core.sampling
-              `item_stats`, Gumbel-max in ladr_core.noise), handed in as `Stats`,
-  Sec. 3.3.2  the policy Pi(t) = (alpha_t, tau_t) as data: policy.LADRPolicy.
-Every operation is batched over items with no host synchronisation and no host -> device copy.
+21-31: frontier, filter, budget, pick, and the self-calibrating variant) is rescue.py. Where the
+other lines are (the loop, the denoiser, the statistics, the policy as data): the table in
+docs/ARCHITECTURE.md, "Algorithm 1, line by line". Every operation is batched over items with no
+host synchronisation and no host -> device copy.
 """
 
 from __future__ import annotations

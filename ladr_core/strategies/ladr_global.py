@@ -1,10 +1,9 @@
-"""LADR without locality, the ablation of its frontier: `LADRGlobal(policy)`.
+"""LADR without locality, the ablation of its frontier: `LADRGlobal(policy)` (docs/SAMPLING.md).
 
 Algorithm 1 (ladr.py) with every still-masked token after standard selection (M_std) as a
 rescue candidate instead of the frontier C_t of Eq. 9: the same threshold, budget and pick
-(Eq. 10, or the adaptive rescue) applied to every masked token. Compared with LADR at an equal
-number of forwards, it measures what the frontier's locality contributes (the paper's Fig. 5
-ablations keep the frontier's budget; this one drops locality altogether).
+(Eq. 10, or the adaptive rescue). Unlike the paper's Fig. 5 ablations, which keep the
+frontier's budget, it drops locality altogether.
 """
 
 from __future__ import annotations

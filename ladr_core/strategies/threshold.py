@@ -1,17 +1,8 @@
 """Confidence-threshold parallel decoding (Fast-dLLM, Wu et al. 2025, arXiv 2505.22618):
-`Threshold(tau)`, and the same rule restricted to LADR's frontier, `ThresholdFrontier(tau)`.
-
-Each step commits every masked token whose confidence, its top-1 probability p(1), is at least
-tau; at least one per step (the most confident masked token), and every masked token on the
-item's last step (step T - 1), so a run ends within T steps. No schedule: how many tokens a step
-commits is whatever clears the threshold, so the forwards an image takes follow its certainty.
-`ThresholdFrontier` takes only masked tokens with a decoded token in their 3 x 3 window (the
-frontier of LADR's Eq. 9 over the tokens decoded before the step; rescue.frontier) and,
-when none of those clears tau, the most confident frontier token (the most confident masked
-token while the frontier is empty, e.g. at the first step of text-to-image).
-
-Tensors: masked BoolTensor [B, N], statistics [B, N] at positions; every operation is batched
-with no host synchronisation and no host -> device copy.
+`Threshold(tau)`, and the same rule restricted to LADR's frontier (rescue.frontier),
+`ThresholdFrontier(tau)`. The rules, fields and defaults: docs/SAMPLING.md, "The training-free
+rivals". Tensors: masked BoolTensor [B, N], statistics [B, N] at positions; batched, with no
+host synchronisation and no host -> device copy.
 """
 
 from __future__ import annotations
@@ -45,13 +36,8 @@ def threshold_pick(top1: torch.Tensor, masked: torch.Tensor, tau: float,
 @register_strategy
 @dataclass(frozen=True)
 class Threshold(Strategy):
-    """Commit every masked token with top-1 probability >= tau, at least one per step.
-
-    tau: in (0, 1] (1 = one token per step unless a prediction is certain). token: what a
-    committed position receives, "argmax" (the top-1 token whose probability cleared tau) or
-    "sample" (the temperature sample, as the official loop). steps: the cap T (the last step
-    commits what is left); defaults tuned on nano's validation prompts
-    (docs/reports/SAMPLERS.md)."""
+    """Commit every masked token with top-1 probability >= tau, at least one per step (fields:
+    docs/SAMPLING.md; defaults tuned on nano's validation prompts, docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "threshold"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor

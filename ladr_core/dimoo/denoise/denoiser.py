@@ -6,17 +6,14 @@ still running, so a finished item leaves the pass and, in a rolling batch, a new
 
 1. writes ``code + image_offset`` (or the mask id) into the image code slots of every prompt
    row, skipping newline slots (official ``generate_image`` writes into ``x`` the same way);
-2. runs cond and uncond rows in ONE forward with no padding (packed.py: the rows' real tokens
-   back to back through every linear layer, attention per row on its true length, positions
-   restarting per row), so each row equals its unpadded official sequence; the official code
-   runs two passes;
+2. runs cond and uncond rows in ONE packed forward with no padding (packed.py), so each row
+   equals its unpadded official sequence; the official code runs two passes;
 3. projects only the image code slots onto the codebook rows ``[offset, offset + K)`` of the
-   output layer (the official code computes the whole vocabulary at every position, then
-   slices), and applies CFG ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond
-   rows only;
-4. with an ML-Cache config, each item follows its own refresh schedule (itemcache.py: by its
-   progress, read without a host sync) and keeps its own K/V and logits; in one call the items
-   due a refresh run one full pass together and the others one cached pass together.
+   output layer (the official code computes the whole vocabulary, then slices), and applies CFG
+   ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond rows only;
+4. with an ML-Cache config, each item follows its own refresh schedule (itemcache.py); the
+   items due a refresh run one full pass together and the others one cached pass together
+   (packing and the cache: docs/ARCHITECTURE.md section 2).
 
 Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
 ``token_forwards_full`` (what full passes would have pushed for the same calls),

@@ -1,14 +1,6 @@
 """The ML-Cache of a batch, item by item: each item keeps its own cache and refresh schedule.
 
-Items of one batch progress at their own pace (LADR finishes some in 10 steps and others in 28;
-in a rolling batch they even start at different times), so each item decides for itself whether
-a call is a refresh or a cached call (`CacheSchedule` over its own count to generate, fed by
-its own masked count), and keeps its own K/V and logits (`BranchCache`). An item then computes
-exactly what it would compute alone, whatever runs beside it.
-
-The counts come from the previous call without a host sync (hostlag.py): each call posts the
-masked count and the "stale slot" flag of every item it ran, in one small copy, and the next
-call reads them by item.
+How and why: docs/ARCHITECTURE.md section 8, dimoo/denoise/itemcache.py.
 """
 
 from __future__ import annotations

@@ -11,17 +11,13 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   image-uncond = the prompt alone;
 * guidance ``cond + cfg * (cond - text_uncond) + image_cfg * (cond - image_uncond)`` (official
   text 2.5, image 4.0); both 0 runs the cond row only;
-* the output has the reference image's size;
-* style transfer (official ``image_ref_transfer``): the image to transform enters first, the
-  style image second, and the output has the STYLE image's size (the official script sizes
-  the output from ``--ref_image_path``); the text-uncond row keeps both images, the
-  image-uncond row has neither.
+* the output has the reference image's size; in a style transfer (official
+  ``image_ref_transfer``) the image to transform enters first, the style image second, the
+  output has the STYLE image's size, the text-uncond row keeps both images and the image-uncond
+  row has neither.
 
-The pipeline sizes the images first (the official 512 px-area buckets:
-edit_size.official_edit_size, ``DiMOOPipeline.edit(size="official")``, the default). ``pred`` is what the official README's
-``canny_pred`` / ``depth_pred`` / ... strings select in the official code: no task template,
-the generic system prompt with the user's text (e.g. "Generate a canny edge map according to
-the image."); ``dense_*`` is the official ``<map>_dense`` template with its fixed text.
+The pipeline sizes the images first (edit_size.official_edit_size). ``pred`` and ``dense_*``:
+web/docs/LADR_DiMOOEdit.md (what the official code's ``<map>_pred`` / ``<map>_dense`` select).
 """
 
 from __future__ import annotations

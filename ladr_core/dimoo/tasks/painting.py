@@ -11,10 +11,9 @@ Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --paint
 * the prompt holds the known codes with MASK at the tokens to regenerate, and the official
   ``generate_image`` runs its schedule over that MASK count: ``ladr_core.sampling``'s ``known``.
 
-The official script builds only a centred rectangle (``mask_h_ratio`` x ``mask_w_ratio``;
-outpainting is its complement); here any mask works, for a batch of images. Extension: the
-decoded image can take the original pixels back outside the regenerated tokens, with a ramp of
-``feather`` pixels outside them (``paste_original``), as ComfyUI inpainting nodes do.
+The official script builds only a centred rectangle; here any mask works, for a batch of
+images, and the decode can take the original pixels back (``paste_original``; the options:
+web/docs/LADR_PaintCanvas.md).
 """
 
 from __future__ import annotations

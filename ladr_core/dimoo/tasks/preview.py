@@ -1,19 +1,14 @@
-"""The live preview true where the picture is known: a base under the colour-table preview.
-
-The per-step preview (``vq.preview_from_table``) draws each decoded token from the codebook ->
-RGB table: cheap and close to the decoder's colours, but a token's decoded look depends on its
-neighbours, so kept shapes come out blocky or off-colour. Where the picture is known the
-preview needs no guess:
+"""The live preview true where the picture is known: a base under the colour-table preview
+(docs/ARCHITECTURE.md section 7). The table's colours are cheap but a token's decoded look
+depends on its neighbours, so where the picture is known the preview uses it instead:
 
 * inpainting / outpainting (``painting_base``): the tokens that are not regenerated are drawn
-  with the input's own pixels (area-pooled to the preview's p x p per token) from the first
-  step; those are the pixels the decode pastes back (``PaintPlan.finish``); the plan is the
-  run's own (checked and fitted once), so the known tokens are exactly the sampler's;
+  with the input's own pixels (area-pooled to the preview's p x p per token), the pixels the
+  decode pastes back (``PaintPlan.finish``), from the run's own plan;
 * editing (``edit_base``): tokens still masked show the reference image faded half-way to the
-  mask grey ("not generated yet, over this picture") instead of flat grey.
+  mask grey instead of flat grey.
 
-Only the tokens being generated keep the table's colours. ``PreviewBase.apply`` runs per step
-on the preview's device: a gather-free ``torch.where`` over [H, W, 3].
+``PreviewBase.apply`` runs per step on the preview's device: a ``torch.where`` over [H, W, 3].
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Self-score: how plausible the model finds an image's final tokens, judged by the model itself.
 
-No outside model. For each image, ``passes`` copies of its final tokens are made; in each copy a
-random set of square token blocks is masked again (``block`` x ``block`` tokens, ``fraction`` of
-the image's blocks per copy; the copies' blocks are disjoint while ``passes * fraction <= 1``).
-ONE packed transformer pass per copy (``DiMOODenoiser.masked_logits``: the prompt rows, cond
-and uncond rows together, as a sampling step, no ML-Cache) predicts the masked tokens, and the log
-probability of the TRUE token is read at every re-masked position:
+No outside model: random token blocks of each image are masked again and ONE packed pass per
+copy (``DiMOODenoiser.masked_logits``) predicts them (how, seeds, cost and chunking:
+docs/ARCHITECTURE.md section 4); at every re-masked position the TRUE token's log probability:
 
   cond       mean log p(x_i | prompt, unmasked tokens)          (masked pseudo-log-likelihood)
   uncond     the same under the unconditional row (no prompt)
@@ -15,8 +12,7 @@ probability of the TRUE token is read at every re-masked position:
              denoiser's guidance scale: what the sampler itself would have assigned
   *_acc      the share of re-masked tokens whose top-1 prediction is the true token
 
-``SelfScore.score`` is the component named by ``SelfScoreConfig.kind``. Seeds, cost and
-chunking: docs/ARCHITECTURE.md section 4.
+``SelfScore.score`` is the component named by ``SelfScoreConfig.kind``.
 """
 
 from __future__ import annotations
@@ -38,8 +34,8 @@ class SelfScoreConfig:
     """How the self-score re-masks and which component it reports (module docstring).
 
     passes: denoiser calls per image, 1..4. block: side of the re-masked token squares (>= 1).
-    fraction: share of the image's blocks re-masked in each pass, in (0, 1]. kind: one of
-    KINDS, the component reported as ``score``.
+    fraction: share of the image's blocks re-masked in each pass, in (0, 1] (the passes' blocks
+    are disjoint while passes * fraction <= 1). kind: one of KINDS, reported as ``score``.
     """
 
     passes: int = 2

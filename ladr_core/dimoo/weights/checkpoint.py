@@ -1,12 +1,5 @@
-"""Load an official Lumina-DiMOO folder without running any code from it.
-
-Layout (Hugging Face ``Alpha-VLLM/Lumina-DiMOO``)::
-
-    config.json                        LLaDA config (model_type "llada") + optional DiMOO id keys
-    model.safetensors.index.json       weight_map -> shards   (or a single model.safetensors)
-    model-0000k-of-0000n.safetensors   official parameter names (model.transformer....)
-    tokenizer.json (+ tokenizer_config.json)
-    vqvae/config.json, vqvae/diffusion_pytorch_model.safetensors   diffusers VQModel
+"""Load an official Lumina-DiMOO folder without running any code from it (its layout:
+docs/USAGE.md; what is read and never executed: docs/SECURITY.md).
 
 The transformer is built on the ``meta`` device and filled with ``load_state_dict(assign=True)``
 from safetensors tensors converted one at a time to the target dtype/device, so peak memory is
