@@ -98,3 +98,21 @@ def save_chunk(path: Path, name: str, lo: int, key: str, run: dict[str, Any]) ->
     tmp = path.with_name(path.stem + ".partial.npz")
     np.savez_compressed(tmp, **arrays)
     os.replace(tmp, path)
+
+
+def chunk_starts(path: Path, name: str) -> list[int]:
+    """The first prompt of each stored chunk of one strategy, in order."""
+    return sorted(_chunks(_read(path), name))
+
+
+def drop_chunk(path: Path, name: str, lo: int) -> None:
+    """Remove one strategy's chunk (what a run cut off before that chunk leaves behind)."""
+    arrays = _read(path)
+    chunks = _chunks(arrays, name)
+    chunks.pop(lo)
+    arrays = {f: v for f, v in arrays.items() if not f.startswith(name + "/")}
+    if chunks:
+        arrays |= _pack(name, chunks)
+    tmp = path.with_name(path.stem + ".partial.npz")
+    np.savez_compressed(tmp, **arrays)
+    os.replace(tmp, path)

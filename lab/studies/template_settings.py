@@ -10,8 +10,8 @@ image): the template's API workflow (example_workflows/api/, every one whose loa
 nano) with that sampler's prompt, run through the pack's nodes (lab/workflows/graph.py) with
 batch_size = --seeds at seed 0, so item i draws with seed i, the seeds of tuning (the quality
 test set draws from 100000 on: nothing here touches it). Tasks shared by several templates run
-once. Each candidate replaces the sampler's strategy (and, for LADR, links an LADR Policy with
-the nano preset); every other widget stays the template's. Per task and candidate: the pass rate
+once. Each candidate replaces the sampler's rule (a DiMOO Sampling Rule; for LADR, with an LADR
+Policy of the nano preset); every other widget stays the template's. Per task and candidate: the pass rate
 over the seeds, and whether the template's own seed passes is left to the template test
 (tests/nodes/test_templates_pass.py).
 """
@@ -55,6 +55,16 @@ def _policy_node(preset: str) -> dict:
     return {"class_type": "LADR_Policy", "inputs": {**fields, "preset": preset}}
 
 
+SAMPLER = "LADR_DiMOOSampler2"
+"""The templates' sampler node (DiMOO Sampler, fed by a DiMOO Sampling Rule and a canvas)."""
+
+
+def paints(wf: dict, kw: dict) -> bool:
+    """Whether a sampler's canvas is a DiMOO Paint Canvas (an image to inpaint / outpaint)."""
+    link = kw.get("canvas")
+    return bool(link) and wf[str(link[0])]["class_type"] == "LADR_PaintCanvas"
+
+
 def tasks(extra: list[str] = ()) -> dict[str, dict]:
     """Task name -> (API workflow, sampler id): one per distinct (prompt, input pictures); each
     ``extra`` prompt as a text-to-image task (a prompt a template could show instead)."""
@@ -62,12 +72,12 @@ def tasks(extra: list[str] = ()) -> dict[str, dict]:
     for path in nano_templates():
         wf = json.loads(path.read_text())
         for key, node in wf.items():
-            if node["class_type"] != "LADR_DiMOOSampler":
+            if node["class_type"] != SAMPLER:
                 continue
             kw = node["inputs"]
             lines = [x.strip() for x in kw["prompt"].splitlines() if x.strip()] \
                 if kw["one_prompt_per_line"] else [kw["prompt"]]
-            pictures = "image" in kw
+            pictures = paints(wf, kw)
             for line in lines:
                 name = f"{'paint from ' + path.stem + ': ' if pictures else ''}{line}"
                 out.setdefault(name, {"wf": wf, "sampler": key, "prompt": line,
@@ -78,18 +88,34 @@ def tasks(extra: list[str] = ()) -> dict[str, dict]:
     return out
 
 
+def _canvas(wf: dict, kw: dict, seeds: int) -> dict:
+    """The sampler's canvas (a copy) with batch_size = seeds; a DiMOO Canvas at the checkpoint's
+    default size without one."""
+    link = kw.get("canvas")
+    node = copy.deepcopy(wf[str(link[0])]) if link else \
+        {"class_type": "LADR_Canvas", "inputs": {"width": 0, "height": 0}}
+    node["inputs"]["batch_size"] = seeds
+    return node
+
+
 def variant(task: dict, candidate: dict, seeds: int) -> dict:
-    """The task's workflow: its sampler with the candidate's setting, batch_size = seeds,
-    seed 0, and only that sampler's VQ Decode."""
+    """The task's workflow: its sampler with the candidate's rule (a DiMOO Sampling Rule, with
+    an LADR Policy for the preset), its canvas at batch_size = seeds, seed 0, and only that
+    sampler's VQ Decode."""
     wf = copy.deepcopy(task["wf"])
     key = task["sampler"]
     kw = wf[key]["inputs"]
-    kw.update(prompt=task["prompt"], one_prompt_per_line=False, batch_size=seeds, seed=0)
-    kw.update({k: v for k, v in candidate.items() if k != "policy"})
-    kw.pop("policy", None)
+    kw.update(prompt=task["prompt"], one_prompt_per_line=False, seed=0)
+    if "steps" in candidate:
+        kw["steps"] = candidate["steps"]
+    wf["canvas"] = _canvas(wf, kw, seeds)
+    wf["rule"] = {"class_type": "LADR_SamplingRule", "inputs": {
+        "strategy": candidate["strategy"], "tau": candidate.get("tau", -1.0), "gamma": -1.0,
+        "token": "sample"}}
     if "policy" in candidate:
         wf["policy"] = _policy_node(candidate["policy"])
-        kw["policy"] = ["policy", 0]
+        wf["rule"]["inputs"]["policy"] = ["policy", 0]
+    kw.update(canvas=["canvas", 0], rule=["rule", 0])
     for k in [k for k, n in wf.items() if n["class_type"] == "LADR_DiMOOVQDecode"
               and n["inputs"]["tokens"][0] != key]:
         del wf[k]

@@ -17,7 +17,7 @@ RESULTS = ROOT / "lab" / "results"
 
 
 def _sampler(wf: dict) -> dict:
-    (kw,) = [n["inputs"] for n in wf.values() if n["class_type"] == "LADR_DiMOOSampler"]
+    (kw,) = [n["inputs"] for n in wf.values() if n["class_type"] == ts.SAMPLER]
     return kw
 
 
@@ -25,7 +25,7 @@ def test_tasks_are_every_prompt_of_every_nano_template() -> None:
     tasks = ts.tasks()
     for path in nano_templates():
         for node in json.loads(path.read_text()).values():
-            if node["class_type"] != "LADR_DiMOOSampler":
+            if node["class_type"] != ts.SAMPLER:
                 continue
             kw = node["inputs"]
             lines = kw["prompt"].splitlines() if kw["one_prompt_per_line"] else [kw["prompt"]]
@@ -34,7 +34,8 @@ def test_tasks_are_every_prompt_of_every_nano_template() -> None:
                            for t in tasks.values()), (path.stem, line)
     assert all(t["templates"] for t in tasks.values())
     extra = ts.tasks(["two squares"])["two squares"]
-    assert extra["templates"] == [] and "image" not in extra["wf"][extra["sampler"]]["inputs"]
+    assert extra["templates"] == []
+    assert not ts.paints(extra["wf"], extra["wf"][extra["sampler"]]["inputs"])
 
 
 @pytest.mark.parametrize("candidate", list(ts.CANDIDATES))
@@ -42,9 +43,10 @@ def test_a_variant_runs_the_candidate_on_many_seeds_and_nothing_else(candidate: 
     task = next(iter(ts.tasks().values()))
     wf = ts.variant(task, ts.CANDIDATES[candidate], 5)
     kw = wf[task["sampler"]]["inputs"]
-    assert (kw["batch_size"], kw["seed"], kw["one_prompt_per_line"]) == (5, 0, False)
-    assert kw["strategy"] == ts.CANDIDATES[candidate]["strategy"]
-    assert ("policy" in kw) == (kw["strategy"] == "ladr")
+    canvas, rule = (wf[kw[k][0]]["inputs"] for k in ("canvas", "rule"))
+    assert (canvas["batch_size"], kw["seed"], kw["one_prompt_per_line"]) == (5, 0, False)
+    assert rule["strategy"] == ts.CANDIDATES[candidate]["strategy"]
+    assert ("policy" in rule) == (rule["strategy"] == "ladr")
     decodes = [n for n in wf.values() if n["class_type"] == "LADR_DiMOOVQDecode"]
     assert [d["inputs"]["tokens"][0] for d in decodes] == [task["sampler"]]
     assert _sampler(task["wf"]) is not kw  # the template is not changed
@@ -56,7 +58,7 @@ def test_each_candidate_is_the_setting_the_validation_results_name(candidate: st
     measured (rivals.build of its setting string)."""
     from nodes import rules
     from nodes.policy import PolicyFields, build_strategy
-    from nodes.sampler import pick_strategy
+    from nodes.run import settle_steps
 
     setting = ts.CANDIDATES[candidate]
     policy = None
@@ -64,9 +66,10 @@ def test_each_candidate_is_the_setting_the_validation_results_name(candidate: st
         fields = {k: v for k, v in ts._policy_node(setting["policy"])["inputs"].items()
                   if k != "preset"}
         policy = build_strategy(setting["policy"], PolicyFields(**fields))
-    chosen, _, note = pick_strategy(setting["strategy"], policy, setting.get("steps", 64),
-                                    rules.RuleFields(tau=setting.get("tau", rules.AUTO)))
+    chosen = rules.build_rule(setting["strategy"], policy,
+                              rules.RuleFields(tau=setting.get("tau", rules.AUTO))).strategy
     assert chosen == rivals.build(ts.VALIDATION[candidate])
+    assert settle_steps(chosen, setting.get("steps", 64))[0] == chosen.steps
     assert ts.VALIDATION[candidate] in json.loads(
         (RESULTS / "samplers_validation.json").read_text())["settings"]
 
@@ -83,7 +86,7 @@ def test_the_templates_strategy_is_the_best_measured_on_nano() -> None:
     assert means[best] == max(means.values()), means
     shipped = {n["inputs"]["strategy"] for p in nano_templates()
                for n in json.loads(p.read_text()).values()
-               if n["class_type"] == "LADR_DiMOOSampler" and n["inputs"]["strategy"] != "baseline"}
+               if n["class_type"] == "LADR_SamplingRule" and n["inputs"]["strategy"] != "baseline"}
     assert shipped == {ts.CANDIDATES[best]["strategy"]}
 
 
@@ -126,7 +129,8 @@ def test_every_prompt_a_nano_template_shows_was_measured() -> None:
             continue
         gone = [k for k, t in before.items()
                 if k not in now and set(t["templates"]) & set(task["templates"])]
-        strategy = task["wf"][task["sampler"]]["inputs"]["strategy"]
+        rule = task["wf"][task["sampler"]]["inputs"]["rule"][0]
+        strategy = task["wf"][rule]["inputs"]["strategy"]
         chosen = by_strategy[strategy]
         assert gone and all(rates[name][chosen] > rates[g][chosen] for g in gone), name
         seeds = json.loads((RESULTS / "template_settings.json").read_text())["meta"]["seeds"]
