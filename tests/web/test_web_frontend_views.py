@@ -38,6 +38,17 @@ from ladr_core.dimoo import token_mask
 INPUTS = ROOT / "example_workflows" / "inputs"
 UI = ROOT / "example_workflows"
 SHOTS = ROOT / "docs" / "screenshots"
+
+
+def shipped_seed(key: str) -> int:
+    """The seed a template's sampler ships with (its API form), so a screenshot shows what a
+    user who opens the template and runs it sees."""
+    wf = json.loads((UI / "api" / f"{key}.json").read_text())
+    (seed,) = {n["inputs"]["seed"] for n in wf.values() if "seed" in n["inputs"]
+               and not isinstance(n["inputs"]["seed"], list)}
+    return int(seed)
+
+
 pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
@@ -66,11 +77,11 @@ def views(server, tmp_path_factory):
     port, _ = server
     out = tmp_path_factory.mktemp("views")
     plan = {"runs": [
-        {"name": "inpaint", "seed": 42,
+        {"name": "inpaint", "seed": shipped_seed("ladr_nano_inpaint_mask_editor"),
          "file": str(UI / f"{TEMPLATE_FILES['ladr_nano_inpaint_mask_editor']}.json")},
-        {"name": "outpaint", "seed": 42,
+        {"name": "outpaint", "seed": shipped_seed("ladr_nano_outpaint_pad_image"),
          "file": str(UI / f"{TEMPLATE_FILES['ladr_nano_outpaint_pad_image']}.json")},
-        {"name": "text_to_image", "seed": 42,
+        {"name": "text_to_image", "seed": shipped_seed("ladr_nano_text_to_image"),
          "file": str(UI / f"{TEMPLATE_FILES['ladr_nano_text_to_image']}.json")},
         {"name": "saved_inpaint", "seed": 7,
          "file": str(ROOT / "tests" / "saved_workflows" / "41cb2ab" / "ui" /
