@@ -175,7 +175,14 @@ class GGUFFile:
         return [int(d) for d in reversed(self.tensors[name].shape.tolist())]
 
     def kind(self, name: str) -> str:
-        return ggml.GGML_TYPES[int(self.tensors[name].tensor_type)][0]
+        """The GGML type name of tensor ``name``; CheckpointError for a type this loader does
+        not read (a corrupt or foreign file)."""
+        kind = ggml.GGML_TYPES.get(int(self.tensors[name].tensor_type))
+        if kind is None:
+            raise CheckpointError(f"{self.path}: tensor {name} has GGML type "
+                                  f"{int(self.tensors[name].tensor_type)}, which this loader "
+                                  f"does not read; {CONVERT_HINT}")
+        return kind[0]
 
     def raw(self, name: str) -> torch.Tensor:
         """The tensor's bytes as uint8 ``[rows, row_bytes]`` (1-D tensors: one row)."""
