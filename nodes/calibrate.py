@@ -137,7 +137,9 @@ def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: in
 
 def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
          budget_minutes: float, batch: int) -> dict[str, Any]:
-    host.load_to_device(model.patcher)
+    size = wanted["size"] if wanted["size"] != model.pipe.default_size else None
+    job = model.pipe.prepare_text(wanted["prompt_texts"], width=size, height=size)
+    host.load_to_device(model.patcher, model.pipe.run_memory(job, batch))
     bar = host.Progress.start(PROGRESS_TOTAL)
     shown = [0]
 
@@ -148,7 +150,6 @@ def _run(model: DiMOOModel, folder: Path, path: Path, wanted: dict[str, Any],
             bar.update(value)
 
     weights = model.key[4] if len(model.key) > 4 else None
-    size = wanted["size"] if wanted["size"] != model.pipe.default_size else None
     try:
         with threads.torch_threads():
             return calibrate(model.pipe, folder, path, wanted["prompt_texts"],

@@ -34,7 +34,10 @@ def encode_image(model: DiMOOModel, image: object, fit: str = "exact") -> DiMOOT
         image = check_image(image, factor, "image", fix="set fit to crop or resize")
     except ValueError as exc:
         raise ValueError(f"{NODE}: {exc}") from None
-    host.load_to_device(model.patcher, vq_only=True)
+    # images are encoded one at a time; the encoder mirrors the decoder's widths, so one
+    # image's decode memory bounds what it needs beyond the weights
+    host.load_to_device(model.patcher, pipe.decode_bytes(image.shape[2], image.shape[1]),
+                        vq_only=True)
     with torch.inference_mode(), threads.torch_threads():
         codes = pipe.encode_image(image).detach().cpu()
     h, w = image.shape[1] // factor, image.shape[2] // factor

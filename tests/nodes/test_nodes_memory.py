@@ -65,3 +65,28 @@ def test_dimoo_edit_asks_for_its_runs_memory(dimoo_checkpoint, sent, loads) -> N
                             batch_size=2)
     assert job.rows(pipe.encode)[0] == 3
     assert loads == [(pipe.run_memory(job, 2), False)]
+
+
+def test_vq_encode_asks_for_one_images_worth(fake_model, sent, loads) -> None:
+    """Images are encoded one at a time; one image's decode memory bounds the encoder's."""
+    import torch
+
+    from nodes.encode import DiMOOVQEncode
+
+    image = torch.rand(3, 48, 32, 3, generator=torch.Generator().manual_seed(0))
+    DiMOOVQEncode.execute(model=fake_model, image=image)
+    assert loads == [(fake_model.pipe.decode_bytes(32, 48), True)]
+    assert loads[0][0] > 0
+
+
+def test_calibrate_asks_for_its_runs_memory(model, three_candidates, loads) -> None:
+    """The calibration samples `batch` images of its prompts at its size at once."""
+    from nodes.calibrate import LADRCalibrate
+
+    args = {"prompts": "a red circle\na blue square", "seeds": 1, "size": 32, "steps": 4,
+            "budget_minutes": 0.0, "batch": 2}
+    LADRCalibrate.execute(model=model, mode="run", **args)
+    pipe = model.pipe
+    job = pipe.prepare_text(args["prompts"].splitlines(), width=32, height=32)
+    assert loads == [(pipe.run_memory(job, 2), False)]
+    assert loads[0][0] > 0
