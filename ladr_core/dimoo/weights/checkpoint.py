@@ -165,13 +165,15 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
         expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
     state: dict[str, torch.Tensor] = {}
     origin: dict[str, Path] = {}
-    unexpected: list[str] = []
+    unexpected: dict[str, Path] = {}  # name -> the shard that holds it
     for shard, names in shards.items():
-        unexpected += _read_shard(shard, expected, names, target, state, origin)
+        unexpected.update(dict.fromkeys(_read_shard(shard, expected, names, target, state,
+                                                    origin), shard))
     missing = sorted(set(expected) - set(state))
-    if missing or unexpected:
+    if missing or unexpected:  # the files to blame: those with stray names, else every shard
+        files = sorted({str(p) for p in (unexpected.values() if unexpected else shards)})
         raise CheckpointError(
-            f"{folder}: weights do not match config.json (missing {missing[:4]}"
+            f"{', '.join(files[:3])}: weights do not match config.json (missing {missing[:4]}"
             f"{'...' if len(missing) > 4 else ''}, unexpected {sorted(unexpected)[:4]}); use the "
             "config.json shipped with these shards, or re-download the missing shard")
     return _build(config, state, operations, origin)
