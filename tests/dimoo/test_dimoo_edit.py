@@ -229,6 +229,12 @@ def test_multi_view_and_multiturn_bad_input(pipe: DiMOOPipeline) -> None:
         pipe.prepare_edit(["a\nb", "c"], img, edit_type="multiturn", size="as is")
     with pytest.raises(ValueError, match="instruction is empty; edit type 'multiturn' needs"):
         pipe.prepare_edit(" \n ", img, edit_type="multiturn", size="as is")
+    # every turn is checked before anything runs: its row must fit, its memory is counted
+    with pytest.raises(ValueError, match="shorten the instruction"):
+        pipe.prepare_edit("short\n" + "word " * 200, img, edit_type="multiturn", size="as is")
+    rows = [pipe.prepare_edit(text, img, edit_type="multiturn", size="as is").rows(pipe.encode)
+            for text in ("short", "short\n" + "word " * 20)]
+    assert rows[1][1] > rows[0][1]
     # a multi-view edit needs no instruction: its text is fixed
     assert pipe.edit("", img, edit_type="multi_view_back", steps=2, decode=False,
                      size="as is").nfe
