@@ -166,7 +166,6 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
                             options.max_batch)
 
 
-
 def run_turns(job: object, built: Built, options: RunOptions, vq: Any, device: torch.device,
               runtime: Any) -> GenerationResult:
     """``run_job`` of a built job and, for a multi-turn edit (jobs.EditJob), its later turns:
