@@ -122,14 +122,17 @@ def _inputs() -> list:
         io.Image.Input("image", tooltip="The image to edit (sets the output size; width and "
                        "height multiples of the VQ factor, 16 for Lumina-DiMOO)."),
         io.String.Input("instruction", multiline=True, default="make the sky a warm sunset",
-                        tooltip="The edit, in words (for dense_* types the text is fixed and "
-                        "this is not used)."),
+                        tooltip="The edit, in words (for dense_* and multi_view_* types the "
+                        "text is fixed and this is not used). multiturn: one edit a line, "
+                        "each applied to the result of the line before."),
         io.Combo.Input("edit_type", options=list(EDIT_TYPES), default="edit",
                        tooltip="The official template: edit (instruction edits), control "
                        "(prompt + control map), subject (prompt + object image), style (take "
                        "on style_image's style; no instruction), pred (the official *_pred: "
                        "your text, e.g. 'Generate a canny edge map according to the image.'), "
-                       "dense_* (predict a map from the image, fixed text)."),
+                       "dense_* (predict a map from the image, fixed text), multi_view_* (the "
+                       "image is an object's front view: draw it from that side; fixed text), "
+                       "multiturn (the instruction's lines edit one after the other)."),
         io.Float.Input("cfg", default=DEFAULT_EDIT_CFG, min=0.0, max=30.0, step=0.05, round=0.01,
                        tooltip="Text guidance: cond + cfg*(cond - text-uncond). Official 2.5."),
         io.Float.Input("image_cfg", default=DEFAULT_IMAGE_CFG, min=0.0, max=30.0, step=0.05,

@@ -28,7 +28,8 @@ def work_fields(result: Any, planned: int | None) -> dict:
     """images, steps_planned (T), tokens_per_image, painting, official_steps and
     official_nfe_per_image (the official sampler's passes for the same images, mean)."""
     counts = tokens_generated(result)
-    official = [official_passes(n, DEFAULT_STEPS) for n in counts]
+    turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
+    official = [turns * official_passes(n, DEFAULT_STEPS) for n in counts]
     out: dict = {
         "images": len(counts),
         "tokens_per_image": round(sum(counts) / len(counts), 2) if counts else 0.0,
@@ -37,7 +38,9 @@ def work_fields(result: Any, planned: int | None) -> dict:
         "official_nfe_per_image": round(sum(official) / len(official), 2) if official else 0.0,
     }
     if planned is not None:
-        out["steps_planned"] = int(planned)
+        out["steps_planned"] = int(planned) * turns
+    if turns > 1:
+        out["turns"] = turns
     return out
 
 
@@ -71,6 +74,7 @@ def _passes(stats: dict) -> str:
         return text + " (the official sampler)"
     tokens = _num(float(stats.get("tokens_per_image", 0)))
     job = f"{tokens} tokens to regenerate" if stats.get("painting") else f"{tokens} tokens"
+    job = f"{stats['turns']} turns of {job}" if "turns" in stats else job
     text += f" vs {_num(float(official))} for the official sampler ({steps} steps, {job})"
     if used > 0 and official > 0:
         text += f": {_versus(used, float(official))}"

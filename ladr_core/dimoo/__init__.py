@@ -36,7 +36,8 @@ _EXPORTS = by_module({
     # tasks/
     ".tasks.painting": "PaintOptions FIT_MODES check_image fit_image fit_painting plan_painting "
                        "token_mask PaintPlan",
-    ".tasks.editing": "EDIT_TYPES DEFAULT_EDIT_CFG DEFAULT_IMAGE_CFG build_edit_batch edit_texts "
+    ".tasks.editing": "EDIT_TYPES MULTI_VIEWS MULTITURN DEFAULT_EDIT_CFG DEFAULT_IMAGE_CFG "
+                      "build_edit_batch edit_texts "
                       "plan_edit",
     ".tasks.edit_size": "official_edit_size sized_for_edit EDIT_SIZES buckets pick_bucket",
     ".tasks.preview": "PreviewBase FADE painting_base edit_base pool_to_preview",

@@ -12,7 +12,7 @@ decode finishes with (painting's paste-back).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -150,6 +150,18 @@ class EditJob:
     def layout(self) -> ImageLayout:
         return self.plan.layout
 
+    @property
+    def turns(self) -> int:
+        """Edits run one after the other (a multi-turn edit: one per instruction line)."""
+        return 1 + len(self.plan.later)
+
+    def next_turn(self, image: torch.Tensor) -> EditJob:
+        """The next turn of a multi-turn edit: its instructions, on ``image`` [B, H, W, 3] (the
+        turn before's output)."""
+        plan = replace(self.plan, instructions=self.plan.later[0], image=image,
+                       later=self.plan.later[1:], note="")
+        return replace(self, plan=plan)
+
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
         codes = rt.encode_image(self.plan.image)
         first = None if self.plan.first is None else rt.encode_image(self.plan.first)
@@ -163,8 +175,7 @@ class EditJob:
         (one without guidance), each its text, the input images and the part to generate
         (editing.build_edit_batch)."""
         plan = self.plan
-        longest = max(len(encode(t)) for p in set(plan.instructions)
-                      for t in edit_texts(p, plan.edit_type))
+        longest = max(len(encode(t)) for p in plan.texts for t in edit_texts(p, plan.edit_type))
         images = [plan.layout] + ([] if plan.first_layout is None else [plan.first_layout])
         parts = sum(g.length - 2 for g in images)  # BOI .. EOI of each input image
         guided = self.cfg > 0 or self.image_cfg > 0

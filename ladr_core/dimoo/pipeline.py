@@ -3,7 +3,7 @@
 Contract: docs/ARCHITECTURE.md section 2. ``generate`` (text to image), ``paint`` (inpaint /
 outpaint) and ``edit`` (image editing) each check their inputs once (``prepare_text`` /
 ``prepare_paint`` / ``prepare_edit``, jobs.py: before any weight is touched) and run through one
-routine (``run``, runs.run_job): the job's ``denoise`` callable -> the core ``sample`` loop (any
+routine (``run``, runs.run_turns): the job's ``denoise`` callable -> the core ``sample`` loop (any
 strategy) -> VQ decode. Item i of a run uses ``item_generator(seed + i, device)``: a
 ``torch.Generator(device).manual_seed(...)`` that keeps all 64 bits of the seed; seed 0 is an
 ordinary seed (the official script treats 0 as "do not seed").
@@ -32,7 +32,7 @@ from .model.transformer import LLaDAModel
 from .model.vq import (
     PREVIEW_TABLE_FILE,
 )
-from .runs import GenerationResult, RunOptions, images_in_flight, item_generator, run_job
+from .runs import GenerationResult, RunOptions, images_in_flight, item_generator, run_turns
 from .tasks.edit_size import EDIT_SIZES, sized_for_edit
 from .tasks.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, plan_edit
 from .tasks.painting import PaintOptions, check_image, plan_painting
@@ -220,7 +220,8 @@ class DiMOOPipeline(PipelineImages):
                      style: Any = None, size: str = "official", cfg: float | None = None,
                      image_cfg: float | None = None, batch_size: int = 1) -> EditJob:
         """A checked edit request (editing.py): ``image`` float [B, H, W, 3] in [0, 1] the image
-        to edit (its size sets the output's), ``instruction`` the edit, ``edit_type`` one of
+        to edit (its size sets the output's), ``instruction`` the edit (``multiturn``: one
+        turn a line, each editing the turn before's output), ``edit_type`` one of
         ``editing.EDIT_TYPES``; ``style``: the style image of ``edit_type="style"`` (it sets the
         output size, as the official script). ``size``: "official" brings each image to the
         official editing size closest to its shape (about 512 x 512 px in area, edit_size.py),
@@ -272,7 +273,7 @@ class DiMOOPipeline(PipelineImages):
             max_batch = images_in_flight(self.device, built.denoise.batch, self.image_bytes(
                 grid.w * self.vq_factor, grid.h * self.vq_factor, cache is not None))
         options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
-        return run_job(built, options, self.vq, self.device, job.note)
+        return run_turns(job, built, options, self.vq, self.device, self.runtime())
 
     def _unchanged(self, job: PaintJob, decode: bool) -> GenerationResult:
         """A painting whose mask regenerates nothing: the images' codes and the images."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -19,7 +19,7 @@ import torch
 from ..devices import synchronize
 from ..sampling import sample
 from ..step import Strategy
-from .jobs import Built
+from .jobs import Built, EditJob
 from .model.vq import decode_codes
 
 if TYPE_CHECKING:
@@ -54,6 +54,25 @@ class GenerationResult:
     self_score: SelfScore | None = None  # generate(self_score=...): opt-in, its passes extra
     paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
     in_flight: int = 0  # images in one pass at most (a longer list rolls through)
+    turns: int = 1  # edits run one after the other (a multi-turn edit), their counts summed
+
+    def then(self, later: GenerationResult) -> GenerationResult:
+        """This run followed by ``later`` (the next turn of a multi-turn edit): the later run's
+        tokens and images, the counts of both."""
+        def add(a: list[int], b: list[int]) -> list[int]:
+            return [x + y for x, y in zip(a, b, strict=True)]
+
+        return replace(later, nfe=self.nfe + later.nfe, steps=self.steps + later.steps,
+                       seconds=self.seconds + later.seconds,
+                       token_forwards=self.token_forwards + later.token_forwards,
+                       token_forwards_full=self.token_forwards_full + later.token_forwards_full,
+                       decode_seconds=self.decode_seconds + later.decode_seconds,
+                       compile_seconds=self.compile_seconds + later.compile_seconds,
+                       note=self.note, item_nfe=add(self.item_nfe, later.item_nfe),
+                       item_token_forwards=add(self.item_token_forwards,
+                                               later.item_token_forwards),
+                       in_flight=max(self.in_flight, later.in_flight),
+                       turns=self.turns + later.turns)
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
@@ -145,3 +164,18 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
                             stats.compile_seconds, note, result.item_nfe,
                             list(stats.item_token_forwards), None, built.paint,
                             options.max_batch)
+
+
+def run_turns(job: object, built: Built, options: RunOptions, vq: Any, device: torch.device,
+              runtime: Any) -> GenerationResult:
+    """``run_job`` of a built job and, for a multi-turn edit (jobs.EditJob), its later turns:
+    each edits the turn before's image, decoded and rounded to 8 bits a channel (the PNG the
+    official script writes and the next turn reads back), with the same options (seeds too).
+    The result is the last turn's, its counts summed over the turns (``then``)."""
+    res = run_job(built, options, vq, device, job.note)
+    while isinstance(job, EditJob) and job.turns > 1:
+        pixels = res.images if res.images is not None else decode_codes(
+            vq, res.tokens, res.grid, check_range=False)
+        job = job.next_turn(pixels.mul(255.0).round().div(255.0))
+        res = res.then(run_job(job.build(runtime, options.steps, None), options, vq, device))
+    return res

@@ -13,16 +13,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from support.official_i2i import edit_generate, to_pil
+from support.official_i2i import edit_generate, multiturn_generate, to_pil
 
 import ladr_core
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, resolve_strategy, strategy_names
-from ladr_core.dimoo import EDIT_TYPES, DiMOOPipeline, build_edit_batch, edit_texts
+from ladr_core.dimoo import EDIT_TYPES, MULTI_VIEWS, DiMOOPipeline, build_edit_batch, edit_texts
 
 INSTRUCTION = "make the circle green"
 # our edit type -> an official edit-type string that selects the same template
 OFFICIAL = {"edit": "image_edit", "control": "canny_control", "subject": "subject_driven",
-            "dense_depth": "depth_dense", "pred": "canny_pred"}
+            "dense_depth": "depth_dense", "pred": "canny_pred",
+            # the official multi-view types are ours, the view their last word
+            **{t: t for t in EDIT_TYPES if t.startswith("multi_view_")}}
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +179,62 @@ def test_style_transfer_needs_its_two_images(pipe: DiMOOPipeline) -> None:
     with pytest.raises(ValueError, match="style has 2 images for 3 items"):
         pipe.edit("", image=img, style=img.expand(2, -1, -1, -1), edit_type="style",
                       batch_size=3, size="as is")
+
+
+TURNS = ["make the circle green", "add a yellow star", "remove the blue square"]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_multiturn_equals_the_official_turns(pipe: DiMOOPipeline, temperature: float) -> None:
+    """Official edit_multiturn_<i>: turn i edits the picture turn i - 1 saved, with instruction
+    i and the editing template; nothing of earlier turns enters the prompt."""
+    img = _image(10)
+    ref = multiturn_generate(pipe.transformer, pipe.encode, pipe.vq, pipe.ids, TURNS,
+                             to_pil(img), 6, 2.5, 4.0, temperature, 3)
+    res = pipe.edit("\n".join(TURNS) + "\n\n", _float(img), edit_type="multiturn", steps=6,
+                    temperature=temperature, seed=3, strategy="baseline", size="as is")
+    assert torch.equal(res.tokens, ref) and res.images.shape == (1, 32, 32, 3)
+    assert res.turns == 3 and res.nfe == res.steps == 18 and res.item_nfe == [18]
+    # one turn is an edit
+    one = pipe.edit(TURNS[0], _float(img), edit_type="multiturn", steps=6, seed=3,
+                    temperature=temperature, strategy="baseline", decode=False, size="as is")
+    edit = pipe.edit(TURNS[0], _float(img), steps=6, seed=3, temperature=temperature,
+                     strategy="baseline", decode=False, size="as is")
+    assert torch.equal(one.tokens, edit.tokens) and one.turns == 1
+
+
+def test_multiturn_batch_items_take_their_own_turns(pipe: DiMOOPipeline) -> None:
+    imgs = [_image(11), _image(12)]
+    prompts = ["\n".join(TURNS[:2]), "\n".join(TURNS[1:])]
+    res = pipe.edit(prompts, torch.cat([_float(i) for i in imgs]), edit_type="multiturn",
+                    steps=5, seed=8, strategy="ladr", decode=False, size="as is")
+    for i, (img, text) in enumerate(zip(imgs, prompts, strict=True)):
+        single = pipe.edit(text, _float(img), edit_type="multiturn", steps=5, seed=8 + i,
+                           strategy="ladr", decode=False, size="as is")
+        assert torch.equal(res.tokens[i], single.tokens[0])
+        assert res.item_nfe[i] == single.item_nfe[0]
+
+
+def test_multi_view_and_multiturn_bad_input(pipe: DiMOOPipeline) -> None:
+    img = _float(_image(13))
+    views = ", ".join(f"multi_view_{v}" for v in MULTI_VIEWS)
+    with pytest.raises(ValueError, match=f"edit_type 'multi_view_top' names the view 'top', "
+                                         f"which is not offered; use one of {views}$"):
+        pipe.edit("", img, edit_type="multi_view_top", size="as is")
+    with pytest.raises(ValueError, match=f"edit_type 'multi_view' names no view; use one of "
+                                         f"{views}$"):
+        pipe.prepare_edit("", img, edit_type="multi_view", size="as is")
+    with pytest.raises(ValueError, match=r"instruction gives the prompts different numbers of "
+                                         r"turns \(2, 1 lines\); give every prompt as many"):
+        pipe.prepare_edit(["a\nb", "c"], img, edit_type="multiturn", size="as is")
+    with pytest.raises(ValueError, match="instruction is empty; edit type 'multiturn' needs"):
+        pipe.prepare_edit(" \n ", img, edit_type="multiturn", size="as is")
+    # every turn is checked before anything runs: its row must fit, its memory is counted
+    with pytest.raises(ValueError, match="shorten the instruction"):
+        pipe.prepare_edit("short\n" + "word " * 200, img, edit_type="multiturn", size="as is")
+    rows = [pipe.prepare_edit(text, img, edit_type="multiturn", size="as is").rows(pipe.encode)
+            for text in ("short", "short\n" + "word " * 20)]
+    assert rows[1][1] > rows[0][1]
+    # a multi-view edit needs no instruction: its text is fixed
+    assert pipe.edit("", img, edit_type="multi_view_back", steps=2, decode=False,
+                     size="as is").nfe

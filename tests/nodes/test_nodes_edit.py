@@ -83,6 +83,10 @@ def test_a_copy_of_nano_elsewhere_is_refused_too(tmp_path: Path, monkeypatch) ->
     (dict(cache=ladr_core.MLCacheConfig()), "DiMOO Edit: cache is set, but ML-Cache is not "
                                             "available for image editing; disconnect the "
                                             "ML-Cache Options node"),
+    (dict(edit_type="multi_view_top"), "DiMOO Edit: edit_type 'multi_view_top' names the view "
+                                       "'top', which is not offered; use one of multi_view_left"),
+    (dict(edit_type="multiturn", instruction=" \n "), "DiMOO Edit: instruction is empty; edit "
+                                                      "type 'multiturn' needs one"),
     (dict(edit_type="style"), "DiMOO Edit: style_image is not connected, but edit_type 'style' "
                               "needs it; connect the image whose style to copy"),
     (dict(style_image=_image()), "DiMOO Edit: style_image is connected, but edit_type 'edit' "
@@ -149,3 +153,26 @@ def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeyp
         DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), **ARGS)
     with pytest.raises(ValueError, match="DiMOO Edit: size 'huge' is not a size choice"):
         DiMOOEdit.execute(model=tiny, image=_image(), **{**ARGS, "size": "huge"})
+
+
+def test_the_node_offers_every_edit_type_and_its_help_page_names_each() -> None:
+    from ladr_core.dimoo import EDIT_TYPES
+
+    (spec,) = [i for i in DiMOOEdit.define_schema().inputs if i.id == "edit_type"]
+    assert list(spec.options) == list(EDIT_TYPES)
+    page = (Path(__file__).parents[2] / "web" / "docs" / "LADR_DiMOOEdit.md").read_text()
+    assert [t for t in EDIT_TYPES if f"`{t}`" not in page] == []
+
+
+@pytest.mark.parametrize("edit_type", ["multi_view_back", "multiturn"])
+def test_multi_view_and_multiturn_through_the_node_equal_the_python_api(
+        tiny: DiMOOModel, edit_type: str) -> None:
+    text = "make the circle green\nadd a yellow star" if edit_type == "multiturn" else ""
+    tokens, stats = DiMOOEdit.execute(model=tiny, image=_image(2), **{
+        **ARGS, "instruction": text, "edit_type": edit_type}).args
+    ref = tiny.pipe.edit(text, _image(2), edit_type=edit_type, steps=8, seed=3, strategy="ladr",
+                         batch_size=2, decode=False, size="as is")
+    assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (8, 8)
+    if edit_type == "multiturn":  # both turns counted, against the official sampler's two runs
+        assert ref.turns == 2 and "vs 128 for the official sampler (64 steps, 2 turns of 64 " \
+            "tokens)" in stats and "of 16 planned steps" in stats

@@ -19,7 +19,12 @@ branch over the full vocabulary):
   [BOI, rows + NEWLINE, EOI] inserted before the last id, text-uncond = the `<uncondition>`
   prompt with the same insertion, image-uncond = the prompt ids alone; each + the prediction
   part) and `generators/image_to_image_generator.generate_i2i` (logits = cond
-  + s_text (cond - uncond_text) + s_img (cond - uncond_img)).
+  + s_text (cond - uncond_text) + s_img (cond - uncond_img));
+* `multiturn_generate`: `edit_multiturn_<i>` turn after turn: turn i is `edit_generate` with
+  the i-th instruction (`utils/prompt_utils.get_edit_type_specific_prompt`) of the picture the
+  turn before saved (`utils/image_utils.decode_vq_to_image`: `vqvae.decode(...,
+  force_not_quantize=True).sample.clip(0, 1)`, `VaeImageProcessor.postprocess` to a PIL image),
+  read back as `inference_i2i.py` reads `--image_path`.
 
 Adaptations, all neutral to the tokens: the checkpoint's own ids replace the hard-coded DiMOO
 constants (126336, 126084, 126356, ...; the tiny test vocabulary is compact); the forward is the
@@ -212,6 +217,32 @@ def edit_generate(model, encode, vq, ids, prompt: str, edit_type: str, img: Imag
         return cond + cfg_text * (cond - u_text) + cfg_img * (cond - u_img)
 
     return _loop(x, code_start, guided, ids, steps, temperature, generator)
+
+
+def decode_to_pil(codes: torch.Tensor, vq, h: int, w: int) -> Image.Image:
+    """decode_vq_to_image (codes without the image offset): the saved picture, 8 bits."""
+    from diffusers.image_processor import VaeImageProcessor
+
+    scale = 2 ** (len(vq.config.block_out_channels) - 1)
+    with torch.no_grad():
+        recon = vq.decode(codes.view(1, h, w).long(), force_not_quantize=True,
+                          shape=(1, h, w, vq.config.latent_channels)).sample.clip(0, 1)
+    proc = VaeImageProcessor(vae_scale_factor=scale, do_normalize=False)
+    return proc.postprocess(recon.detach(), output_type="pil")[0]
+
+
+def multiturn_generate(model, encode, vq, ids, turns: list[str], img: Image.Image, steps: int,
+                       cfg_text: float, cfg_img: float, temperature: float,
+                       seed: int) -> torch.Tensor:
+    """edit_multiturn_0, _1, ...: each turn edits the picture the turn before saved, with the
+    same --seed (a fresh generator each run); codes [1, N] of the last turn."""
+    scale = 2 ** (len(vq.config.block_out_channels) - 1)
+    for i, text in enumerate(turns):
+        codes = edit_generate(model, encode, vq, ids, text, f"edit_multiturn_{i}", img, None,
+                              steps, cfg_text, cfg_img, temperature,
+                              torch.Generator().manual_seed(seed))
+        img = decode_to_pil(codes, vq, img.size[1] // scale, img.size[0] // scale)
+    return codes
 
 
 def to_pil(image: np.ndarray) -> Image.Image:

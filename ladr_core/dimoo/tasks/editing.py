@@ -14,7 +14,15 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
 * the output has the reference image's size; in a style transfer (official
   ``image_ref_transfer``) the image to transform enters first, the style image second, the
   output has the STYLE image's size, the text-uncond row keeps both images and the image-uncond
-  row has neither.
+  row has neither;
+* ``multi_view_<view>``: the multi-view system prompt and the fixed text "Generate the <view>
+  view based on the provided front view.", the view being the edit type's last ``_`` word
+  (the official code lists no views: ``MULTI_VIEWS`` are the pack's, the sides a front view
+  leaves unseen); the image is the front view; otherwise an ordinary edit;
+* ``multiturn`` (official ``edit_multiturn_<i>``): turn i is an ``edit`` with the i-th
+  instruction (one a line here) of the image the turn before made, decoded (the official
+  script's PNG, 8 bits a channel) and encoded again; no history enters the prompt, only that
+  image and that instruction (``split_turns``; the pipeline runs the turns).
 
 The pipeline sizes the images first (edit_size.official_edit_size). ``pred`` and ``dense_*``:
 web/docs/LADR_DiMOOEdit.md (what the official code's ``<map>_pred`` / ``<map>_dense`` select).
@@ -32,8 +40,9 @@ from ...errors import InputError
 from ..denoise.prompt import Encode, ImageLayout, PromptBatch, pad_rows
 from ..model.config import DiMOOIds
 
-__all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "EditPlan", "edit_texts",
-           "build_edit_batch", "check_edit_type", "edit_denoiser", "plan_edit"]
+__all__ = ["EDIT_TYPES", "DEFAULT_EDIT_CFG", "DEFAULT_IMAGE_CFG", "MULTITURN", "MULTI_VIEWS",
+           "EditPlan", "edit_texts", "build_edit_batch", "check_edit_type", "edit_denoiser",
+           "plan_edit", "split_turns"]
 
 DEFAULT_EDIT_CFG = 2.5  # official text guidance of image-to-image
 DEFAULT_IMAGE_CFG = 4.0  # official image guidance of image-to-image
@@ -44,6 +53,9 @@ _SUBJECT = "Generate an image according to the text prompt and the given object 
 _DENSE = "Perform dense prediction on the given images."
 _GENERIC = "Generate an image according to the prompt and image."
 _STYLE = "Transform the current image into the style of the provided image."
+_VIEW = "Generate a view-image based on the given image."
+MULTI_VIEWS = ("left", "right", "back")  # multi_view_<view>: the pack's choice (see above)
+MULTITURN = "multiturn"
 _MAPS = {"canny": "canny edge map", "hed": "hed edge map", "normal": "normal map",
          "sam2mask": "sam2 mask", "depth": "depth map", "openpose": "pose estimation map"}
 
@@ -55,14 +67,35 @@ EDIT_TYPES: dict[str, tuple[str, str | None]] = {
     "style": (_STYLE, _STYLE),
     "pred": (_GENERIC, None),
     **{f"dense_{k}": (_DENSE, f"Generate a {v} according to the image.") for k, v in _MAPS.items()},
+    **{f"multi_view_{v}": (_VIEW, f"Generate the {v} view based on the provided front view.")
+       for v in MULTI_VIEWS},
+    MULTITURN: (_EDIT, None),
 }
 
 
 def check_edit_type(edit_type: object) -> str:
-    if not isinstance(edit_type, str) or edit_type not in EDIT_TYPES:
-        raise InputError("edit_type", f"{edit_type!r} is not a known edit type",
-                         f"use one of {', '.join(EDIT_TYPES)}")
-    return edit_type
+    if isinstance(edit_type, str) and edit_type in EDIT_TYPES:
+        return edit_type
+    if isinstance(edit_type, str) and edit_type.startswith("multi_view"):
+        view = edit_type.removeprefix("multi_view").removeprefix("_")
+        raise InputError("edit_type", f"{edit_type!r} names " + (f"the view {view!r}, which "
+                         "is not offered" if view else "no view"), "use one of " +
+                         ", ".join(f"multi_view_{v}" for v in MULTI_VIEWS))
+    raise InputError("edit_type", f"{edit_type!r} is not a known edit type",
+                     f"use one of {', '.join(EDIT_TYPES)}")
+
+
+def split_turns(prompts: list[str], edit_type: str) -> list[list[str]]:
+    """The instructions of each turn, one per prompt: ``multiturn`` takes a prompt's lines
+    (blank ones dropped) as its turns, every prompt as many; another type has one turn."""
+    if edit_type != MULTITURN:
+        return [prompts]
+    lines = [[t.strip() for t in p.splitlines() if t.strip()] or [""] for p in prompts]
+    if len({len(t) for t in lines}) > 1:
+        raise InputError("instruction", "gives the prompts different numbers of turns ("
+                         f"{', '.join(str(len(t)) for t in lines)} lines)",
+                         "give every prompt as many turns, one a line")
+    return [list(turn) for turn in zip(*lines, strict=True)]
 
 
 def edit_texts(instruction: str, edit_type: str) -> tuple[str, str]:
@@ -109,7 +142,8 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
 class EditPlan:
     """A checked edit: one instruction per item; ``image`` [1 or B, H, W, 3] the reference whose
     codes the rows carry and whose grid is generated (style transfer: the style image, with the
-    image to transform in ``first``); the codes come later, from the VQ (``edit_denoiser``)."""
+    image to transform in ``first``); the codes come later, from the VQ (``edit_denoiser``).
+    ``later``: a multi-turn edit's next turns, one instruction per item each."""
 
     instructions: list[str]
     image: torch.Tensor
@@ -118,10 +152,16 @@ class EditPlan:
     first: torch.Tensor | None = None
     first_layout: ImageLayout | None = None
     note: str = ""
+    later: tuple[list[str], ...] = ()
 
     @property
     def width_height(self) -> tuple[int, int]:
         return self.layout.w, self.layout.h
+
+    @property
+    def texts(self) -> set[str]:
+        """Every instruction of every turn."""
+        return {t for turn in (self.instructions, *self.later) for t in turn}
 
 
 def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list[str],
@@ -139,24 +179,28 @@ def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list
                          is None else "is given, but only edit type 'style' takes a style image",
                          "pass style=<image>" if style is None else
                          "set edit_type='style' or drop style=")
-    items = [p for p in prompts for _ in range(batch_size)]
-    target = _per_item(check_image(image, vq_factor, "image"), "image", items)
+    turns = [[p for p in turn for _ in range(batch_size)]
+             for turn in split_turns(prompts, edit_type)]
+    target = _per_item(check_image(image, vq_factor, "image"), "image", turns[0])
     first = first_layout = None
     if style is not None:  # official order: the image to transform, then the style image
-        first, target = target, _per_item(check_image(style, vq_factor, "style"), "style", items)
+        first, target = target, _per_item(check_image(style, vq_factor, "style"), "style",
+                                          turns[0])
         first_layout = ImageLayout(first.shape[1] // vq_factor, first.shape[2] // vq_factor)
-    for text in set(prompts):
+    texts = {t for turn in turns for t in turn}
+    for text in texts:
         edit_texts(text, edit_type)  # an empty instruction is refused here, once
     height, width = int(target.shape[1]), int(target.shape[2])
     grid = ImageLayout(height // vq_factor, width // vq_factor)
-    longest = max(len(encode(t)) for p in set(prompts) for t in edit_texts(p, edit_type))
+    longest = max(len(encode(t)) for p in texts for t in edit_texts(p, edit_type))
     extra = 0 if first_layout is None else first_layout.length - 2  # BOI .. EOI of the first
     # the longest row: its text, the image parts (BOI .. EOI), the part to generate
     layout = check_image_size(width, height, vq_factor, context_length,
                               longest + extra + grid.length - 2, "instruction",
                               source="style" if style is not None else "image",
                               prompt_label="instruction and input images")
-    return EditPlan(items, target, layout, edit_type, first, first_layout, note)
+    return EditPlan(turns[0], target, layout, edit_type, first, first_layout, note,
+                    tuple(turns[1:]))
 
 
 def _per_item(image: torch.Tensor, name: str, items: list[str]) -> torch.Tensor:
