@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ...devices import to_device
 from ..model.packed import PackedRows, full_pass
 from ..model.transformer import LLaDAModel
 from .answer_rules import AnswerRule, transfer_counts
@@ -129,7 +130,7 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
     ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
     host's interrupt) ends the run."""
     device = model.compute_device()
-    seq = torch.tensor([t for r in rows for t in r], dtype=torch.long).to(device)
+    seq = to_device(torch.tensor([t for r in rows for t in r], dtype=torch.long), device)
     items, at = [], 0
     for row, start in zip(rows, starts, strict=True):
         items.append(_Item(at, len(row), int(start)))
