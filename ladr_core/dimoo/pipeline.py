@@ -55,6 +55,8 @@ __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
+IMAGE_FIT_FIX = ("crop or resize it, or redraw it with pipe.paint(prompt, image, None, "
+                 "options=PaintOptions(fit='crop' or 'resize'), denoise=...)")
 def _prompt_list(prompt: str | Sequence[str], name: str = "prompt") -> list[str]:
     if isinstance(prompt, str):
         return [prompt]
@@ -359,7 +361,7 @@ class DiMOOPipeline(PipelineImages):
             raise InputError("width", "and height are set, but the image sets the size",
                              "leave width and height None with an image")
         return self.prepare_paint(prompt, image, None, None, negative_prompt, cfg, batch_size,
-                                  denoise=denoise)
+                                  fit_fix=IMAGE_FIT_FIX, denoise=denoise)
 
     def paint(self, prompt: str | Sequence[str], image: Any, mask: Any,
               options: PaintOptions | None = None, negative_prompt: str | None = None,
