@@ -266,12 +266,14 @@ def compare_rows(rows: dict[str, dict], pairs: list[tuple[str, str]], gidx: np.n
 # ---- the study ---------------------------------------------------------------------------------
 def run_setting(pipe: Any, ctx: dict[str, Any], strength: float, strategy: Any,
                 steps: int | None, remask: dict[str, torch.Tensor] | None = None,
-                extra_forwards: int = 0, codes: str = "codes"
+                extra_forwards: int = 0, codes: str | None = None
                 ) -> tuple[dict[str, dict], int, float, dict]:
     """One setting at one strength with both prompts: (per prompt kind its verdicts, T, wall
-    seconds, per prompt kind its images). ``codes`` "tokens": the run starts from the tokens
-    each source was sampled with instead of its VQ encoding (``sampled_codes``)."""
+    seconds, per prompt kind its images). ``codes`` (None: the study's, ``--codes``) "tokens":
+    the run starts from the tokens each source was sampled with instead of its VQ encoding
+    ("codes"; ``sampled_codes``)."""
     per, images, start = {}, {}, time.perf_counter()
+    codes = codes or ctx["codes"]
     view = pipe if codes == "codes" else sampled_codes(pipe, ctx["src"]["tokens"])
     for kind in PROMPTS:
         run = run_i2i(view, ctx["captions"][kind], ctx["src"]["pixels"], strength, strategy,
@@ -316,12 +318,13 @@ def run_strength(pipe: Any, ctx: dict[str, Any], strength: float, settings: list
         add(f"baseline@{name}", resolve_strategy("baseline"), t)
     counts = remask_counts(64, strength, ctx["src"]["codes"].shape)
     for p in passes:
-        remask = {kind: least_likely(token_scores(pipe, ctx["captions"][kind], ctx["src"]["codes"],
+        remask = {kind: least_likely(token_scores(pipe, ctx["captions"][kind],
+                                                  ctx["src"][ctx["codes"]],
                                                   p, ctx["seed0"]), counts, ctx["seed0"])
                   for kind in PROMPTS}
         add(f"baseline-64+least-likely-p{p}", resolve_strategy("baseline"), 64, remask=remask,
             extra_forwards=p)
-    if strength in ctx["sampled_strengths"]:
+    if strength in ctx["sampled_strengths"] and ctx["codes"] == "codes":
         add("baseline-64+sampled-codes", resolve_strategy("baseline"), 64, codes="tokens")
     pairs = [(n, settings[0]) for n in settings[1:]]
     pairs += [(n, f"baseline@{n}") for n in settings[1:]]
@@ -349,7 +352,11 @@ def markdown(doc: dict[str, Any]) -> str:
     and setting the forwards per image (mean over both prompts) and per prompt the pass rate
     (overall), the tokens kept and the drawing kept; then the paired comparisons."""
     src = doc["source"]
-    lines = [f"Pictures: {doc['meta']['prompts']} test prompts. Sources: pass rate "
+    start = ("the tokens each source was sampled with" if doc["meta"].get("codes") == "sampled"
+             else "the VQ encoding of each source picture (+sampled-codes: the tokens it was "
+             "sampled with)")
+    lines = [f"Pictures: {doc['meta']['prompts']} test prompts; every run starts from {start}. "
+             f"Sources: pass rate "
              f"{src['score_overall']:.3f}; their VQ round trip (what denoise 0 returns) keeps "
              f"{src['roundtrip_mean']:.3f} of the sampled tokens and passes "
              f"{src['roundtrip_overall']:.3f}.", "",
@@ -384,6 +391,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--remask-passes", default="1,4", help="scoring passes of each variant")
     ap.add_argument("--sampled-strengths", default="0.5", help="strengths at which the "
                     "official sampler also runs from the sources' sampled tokens")
+    ap.add_argument("--codes", choices=("encoded", "sampled"), default="encoded",
+                    help="what every run starts from: the VQ encoding of the source picture "
+                    "(the product's path) or the tokens it was sampled with")
     ap.add_argument("--max-batch", type=int, default=0, help="images in flight (0 = all)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (0 = leave as is)")
     ap.add_argument("--model", default=None, help="checkpoint folder (default: dimoo-nano)")
@@ -421,7 +431,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         torch.set_num_threads(a.threads)
     start = time.perf_counter()
     pipe = load_dimoo(a.model or nano_model_path(), dtype=torch.float32)
-    ctx = context(pipe, a.prompts, a.max_batch) | {"sampled_strengths": a.sampled_strengths}
+    ctx = context(pipe, a.prompts, a.max_batch) | {
+        "sampled_strengths": a.sampled_strengths,
+        "codes": "codes" if a.codes == "encoded" else "tokens"}
     src, own = ctx["src"], ctx["specs"]["own"]
     src_passed = np.array(score_images(own, list(src["images"]))["passed"])
     rt_passed = np.array(score_images(own, list(src["roundtrip_images"]))["passed"])
@@ -441,7 +453,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "seed0": ctx["seed0"], "source": "official sampler, 64 steps",
                     "strengths": a.strengths, "settings": a.settings,
                     "remask_strengths": a.remask_strengths, "remask_passes": a.remask_passes,
-                    "sampled_strengths": a.sampled_strengths,
+                    "sampled_strengths": a.sampled_strengths, "codes": a.codes,
                     "cfg": pipe.default_cfg, "threads": torch.get_num_threads(),
                     "model": str(a.model or "dimoo_nano"), "command": command,
                     "wall_s": round(time.perf_counter() - start, 1),
