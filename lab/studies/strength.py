@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import shlex
 import sys
 import time
 from dataclasses import replace
@@ -448,7 +449,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         passes = a.remask_passes if d in a.remask_strengths else []
         strengths[str(d)], more = run_strength(pipe, ctx, d, a.settings, passes, log)
         compare += more
-    command = "python -m lab.studies.strength " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = shlex.join(["python", "-m", "lab.studies.strength",
+                         *(sys.argv[1:] if argv is None else argv)])
     doc = {"meta": {"prompts": a.prompts, "set": "test (quality_test_specs, spec seed 9)",
                     "seed0": ctx["seed0"], "source": "official sampler, 64 steps",
                     "strengths": a.strengths, "settings": a.settings,
