@@ -6,6 +6,7 @@ the committed results file."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -89,31 +90,44 @@ def test_writes_rows_comparisons_and_keeps_the_unmasked_tokens(tmp_path: Path) -
     assert (tmp_path / "s_samples.png").is_file()
 
 
-RESULT = ROOT / "lab" / "results" / "strength.json"
+RESULTS = [ROOT / "lab" / "results" / f for f in ("strength.json", "strength_sampled.json")]
 REPORT = ROOT / "docs" / "reports" / "STRENGTH.md"
+FIGURE = re.compile(r"[-+]?\d+\.\d{3}|\d+\.\d{2}x")
 
 
 def _table_lines(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.startswith("|")]
 
 
+def _prose(text: str) -> str:
+    """The report's text outside tables and indented command lines."""
+    return "\n".join(line for line in text.splitlines()
+                     if not line.startswith(("|", "    ")))
+
+
 @pytest.mark.committed_result("lab/results/strength.json")
-def test_the_reports_tables_are_the_results_files() -> None:
-    doc = json.loads(RESULT.read_text())
-    assert doc["env"]["git_commit"] and doc["env"]["processor"] and doc["env"]["cpus"]
-    assert doc["meta"]["strengths"] == list(st.STRENGTHS)
+def test_the_reports_figures_are_the_results_files() -> None:
+    """Every table row the results files make is in STRENGTH.md, each file's command is, and
+    every figure of its prose (3 decimals, or a ratio) is one the tables show."""
     report = REPORT.read_text()
-    expected = st.markdown(doc)
-    assert expected.splitlines()[0] in report
-    missing = [line for line in _table_lines(expected) if line not in report]
-    assert not missing, f"STRENGTH.md lacks these rows of the results file: {missing[:3]}"
-    assert doc["meta"]["command"] in report
+    shown = ""
+    for path in RESULTS:
+        doc = json.loads(path.read_text())
+        assert doc["env"]["git_commit"] and doc["env"]["processor"] and doc["env"]["cpus"]
+        expected = st.markdown(doc)
+        shown += expected
+        assert expected.splitlines()[0] in report, path.name
+        missing = [line for line in _table_lines(expected) if line not in report]
+        assert not missing, f"STRENGTH.md lacks rows of {path.name}: {missing[:3]}"
+        assert doc["meta"]["command"].removeprefix("python -m ") in report
+    assert json.loads(RESULTS[0].read_text())["meta"]["strengths"] == list(st.STRENGTHS)
+    unknown = [f for f in FIGURE.findall(_prose(report)) if f not in shown]
+    assert not unknown, f"STRENGTH.md's text cites figures no table shows: {unknown}"
 
 
 @pytest.mark.committed_result("lab/results/strength.json")
-def test_the_table_check_catches_a_changed_figure() -> None:
-    doc = json.loads(RESULT.read_text())
-    row = doc["strengths"]["0.5"]["baseline-64"]["own"]
-    row["score_overall"] += 0.01
+def test_the_figure_check_catches_a_changed_figure() -> None:
+    doc = json.loads(RESULTS[0].read_text())
+    doc["strengths"]["0.5"]["baseline-64"]["own"]["score_overall"] += 0.01
     report = REPORT.read_text()
     assert any(line not in report for line in _table_lines(st.markdown(doc)))
