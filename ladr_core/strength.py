@@ -61,12 +61,12 @@ def remask_positions(region: torch.Tensor, counts: Sequence[int],
                      generators: Sequence[torch.Generator]) -> torch.Tensor:
     """Which tokens to re-mask: for item b, ``counts[b]`` positions of ``region[b]`` (BoolTensor
     [B, N], True = may change) drawn uniformly at random with ``generators[b]`` (one CPU
-    generator per item, apart from the sampler's own, so the sampling draws do not move).
-    Returns a CPU BoolTensor [B, N] (True = masked at the start)."""
-    region = region.cpu()
+    generator per item, apart from the sampler's own, so the sampling draws do not move; the
+    same draws on any device). Returns a BoolTensor [B, N] on region's device (True = masked at
+    the start). Runs before the sampling loop."""
     out = torch.zeros_like(region)
     for b, (count, gen) in enumerate(zip(counts, generators, strict=True)):
-        score = torch.rand(region.shape[1], generator=gen)
+        score = torch.rand(region.shape[1], generator=gen).to(region.device)
         score = score.masked_fill(~region[b], 2.0)  # outside the region: never drawn
         out[b, torch.topk(score, count, largest=False).indices] = True
     return out

@@ -81,8 +81,8 @@ def _passes(stats: dict) -> str:
         return text + " (the official sampler)"
     tokens = _num(float(stats.get("tokens_per_image", 0)))
     job = f"{tokens} tokens to regenerate" if stats.get("painting") else f"{tokens} tokens"
-    if "denoise" in stats:
-        job += f", denoise {float(stats['denoise']):g}"
+    if "denoise" in stats:  # the region's tokens, a share of them re-masked
+        job = f"{tokens} tokens, denoise {float(stats['denoise']):g}"
     text += f" vs {_num(float(official))} for the official sampler ({steps} steps, {job})"
     if used > 0 and official > 0:
         text += f": {_versus(used, float(official))}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import torch
 
+from ..devices import index
 from ..noise import StepNoise
 from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy
 
@@ -58,7 +59,7 @@ class FromStep(Strategy):
     def begin(self, run: RunInfo) -> StepRule:
         total = None
         if self.region is not None:
-            region = torch.tensor(self.region, dtype=torch.long, device=run.device)
+            region = index(self.region, run.device)  # queued, the host does not wait
             # per slot: slot s runs item s, or in a rolling batch run.item[s] (updated in place)
             total = region.clone() if run.item is None else region[:0].new_zeros(len(run.item))
         rule = self.inner.begin(replace(run, steps=self.schedule_steps, total=total))

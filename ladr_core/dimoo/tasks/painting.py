@@ -250,8 +250,7 @@ class PaintPlan:
         ``remask_count`` share drawn at random with its own CPU generator is masked, the rest
         of the region starts as the picture's codes (strength.remask_positions)."""
         counts = [remask_count(int(c), start, steps) for c in self.region.sum(dim=1).tolist()]
-        chosen = remask_positions(self.region, counts, generators)
-        return replace(self, generate=chosen.to(self.region.device))
+        return replace(self, generate=remask_positions(self.region, counts, generators))
 
     @property
     def masked_at_start(self) -> torch.Tensor:
