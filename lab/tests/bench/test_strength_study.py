@@ -1,4 +1,4 @@
-"""lab/studies/strength.py: the changed prompts, the least-likely choice and the drawing share on
+"""lab/studies/strength.py and strength_measures.py: the changed prompts, the least-likely choice and the drawing share on
 data where the answer is known; the study end to end on the shipped nano model at a tiny size
 (counts and invariants, never timings or scores); and docs/reports/STRENGTH.md's tables against
 the committed results file."""
@@ -17,14 +17,15 @@ from support.scripts import run_script
 
 from lab.nano import scenes
 from lab.studies import strength as st
+from lab.studies import strength_measures as sm
 
 
 def test_a_changed_prompt_changes_one_colour_or_one_shape() -> None:
     specs = scenes.quality_test_specs(140)
     kinds = set()
     for spec in specs:
-        new = st.changed_spec(spec)
-        assert new == st.changed_spec(spec) and scenes.caption_for(new) != scenes.caption_for(spec)
+        new = sm.changed_spec(spec)
+        assert new == sm.changed_spec(spec) and scenes.caption_for(new) != scenes.caption_for(spec)
         assert (new.category, new.relation, len(new.objects)) == (
             spec.category, spec.relation, len(spec.objects))
         changed = [i for i, (a, b) in enumerate(zip(spec.objects, new.objects, strict=True))
@@ -45,7 +46,7 @@ def test_a_changed_prompt_changes_one_colour_or_one_shape() -> None:
 
 def test_least_likely_takes_the_lowest_scores() -> None:
     scores = torch.tensor([[0.0, -3.0, -1.0, -2.0], [-5.0, 0.0, -0.5, -0.1]])
-    chosen = st.least_likely(scores, [2, 1], seed0=0)
+    chosen = sm.least_likely(scores, [2, 1], seed0=0)
     assert chosen.tolist() == [[False, True, False, True], [True, False, False, False]]
 
 
@@ -56,7 +57,7 @@ def test_the_drawing_share_ignores_the_background() -> None:
     after[0, :1, :2] = 1
     after[0, 3, 3] = 2
     before[1, 0, 0] = after[1, 0, 0] = 3
-    assert st.drawing_kept(before, after).tolist() == [pytest.approx(2 / 5), 1.0, 1.0]
+    assert sm.drawing_kept(before, after).tolist() == [pytest.approx(2 / 5), 1.0, 1.0]
 
 
 def test_writes_rows_comparisons_and_keeps_the_unmasked_tokens(tmp_path: Path) -> None:
