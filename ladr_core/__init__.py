@@ -26,6 +26,7 @@ _EXPORTS = by_module({
     ".strategies.halton": "Halton",
     ".strategies.halton_ladr": "HaltonLADR",
     ".strategies.ladr_global": "LADRGlobal",
+    ".strategies.from_step": "FromStep",
     ".registry": "resolve_strategy register_strategy strategy_names preset_names strategy_class "
                  "unregister_strategy",
     # LADR's policy as data
@@ -35,6 +36,8 @@ _EXPORTS = by_module({
     # the Lumina-DiMOO runtime
     ".errors": "InputError",
     ".official_cost": "official_passes",
+    # image to image by a denoise strength
+    ".strength": "check_denoise start_step remask_count remask_positions",
     ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
               "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
               "answer_rule_names resolve_answer_rule",

@@ -11,6 +11,10 @@ probability zero.
 
     official_passes(144)       -> 64   (nano text-to-image: 12 x 12 tokens, T = 64)
     official_passes(36)        -> 36   (a 6 x 6 hole: one token per step at the end)
+
+At a denoise strength d < 1 (image to image, ladr_core.strength) the official sampler starts at
+step s0 = T - round(T * d) with ``remask_count`` tokens masked and runs the rest of its schedule:
+about round(T * d) passes.
 """
 
 from __future__ import annotations
@@ -22,24 +26,27 @@ import torch
 from .schedules import Schedule, get_schedule
 from .step import DEFAULT_STEPS
 from .strategies.baseline import baseline_keep
+from .strength import remask_count, start_step
 
 
 @lru_cache(maxsize=4096)
-def _passes(to_generate: int, steps: int, schedule: Schedule) -> int:
-    remaining = to_generate
-    for s in range(steps):
+def _passes(to_generate: int, steps: int, schedule: Schedule, start: int) -> int:
+    remaining = remask_count(to_generate, start, steps, schedule)
+    if remaining == 0:
+        return 0
+    for s in range(start, steps):
         keep = int(baseline_keep(to_generate, torch.tensor(s), steps, schedule))
         remaining = min(keep, remaining - 1)
         if remaining <= 0:
-            return s + 1
-    return steps
+            return s + 1 - start
+    return steps - start
 
 
 def official_passes(to_generate: int, steps: int = DEFAULT_STEPS,
-                    schedule: str | Schedule = "cosine") -> int:
+                    schedule: str | Schedule = "cosine", denoise: float = 1.0) -> int:
     """Denoiser calls (forward passes, CFG branches counted once) the official sampler makes
-    to generate ``to_generate`` tokens of one image with a schedule of ``steps`` (T). 0 tokens:
-    0 passes (nothing to do)."""
+    to generate ``to_generate`` tokens of one image with a schedule of ``steps`` (T), started
+    at the denoise strength ``denoise`` (1 = from the first step). 0 tokens: 0 passes."""
     if isinstance(to_generate, bool) or not isinstance(to_generate, int) or to_generate < 0:
         raise ValueError(f"to_generate must be an int >= 0 (tokens to generate); got "
                          f"{to_generate!r}")
@@ -47,7 +54,8 @@ def official_passes(to_generate: int, steps: int = DEFAULT_STEPS,
         raise ValueError(f"steps must be an int >= 1 (the schedule length T); got {steps!r}")
     if to_generate == 0:
         return 0
-    return _passes(to_generate, steps, get_schedule(schedule))
+    start = start_step(steps, denoise)
+    return _passes(to_generate, steps, get_schedule(schedule), start)
 
 
 __all__ = ["official_passes"]

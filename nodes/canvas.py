@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, size_problem
+from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, size_problem
 from ladr_core.dimoo import PaintJob, TextJob
 
 from . import host, paint
@@ -24,6 +24,8 @@ BATCH_MAX = 64
 NODE = "DiMOO Canvas"
 PAINT_NODE = "DiMOO Paint Canvas"
 FIT_FIX = f"set fit to crop or resize in {PAINT_NODE}, or resize the image first (Upscale Image)"
+IMG2IMG = f"Load Image -> {PAINT_NODE} (no mask) -> DiMOO Sampler, denoise 0.6"
+NO_PICTURE_FIX = f"set denoise to 1.0 for text to image, or redraw a picture: {IMG2IMG}"
 
 
 def resolve_size(value: int) -> int | None:
@@ -48,19 +50,25 @@ def check_size(width: int | None, height: int | None) -> str | None:
 def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
                 negative_prompt: str | None, cfg: float | None, node: str,
                 names: dict[str, str] | None = None,
-                fit_fix: str = FIT_FIX) -> TextJob | PaintJob:
+                fit_fix: str = FIT_FIX, denoise: float = 1.0) -> TextJob | PaintJob:
     """The request, checked once by the library before the model loads: text to image at the
-    canvas's size, or inpaint / outpaint of its picture. Every message starts with `node` and
-    names its input (`names`: the library's argument -> that input)."""
+    canvas's size, or inpaint / outpaint of its picture (no mask: the whole picture, image to
+    image) at the strength `denoise`. A text canvas has no picture: denoise < 1 is refused.
+    Every message starts with `node` and names its input (`names`: the library's argument ->
+    that input)."""
     try:
         if not canvas.painting:
+            if check_denoise(denoise) < 1.0:
+                raise InputError("denoise", f"is {denoise:g} but the canvas has no picture to "
+                                 "redraw", NO_PICTURE_FIX)
             return pipe.prepare_text(prompts, negative_prompt=negative_prompt,
                                      width=resolve_size(canvas.width),
                                      height=resolve_size(canvas.height), cfg=cfg,
                                      batch_size=canvas.batch_size)
         return pipe.prepare_paint(prompts, image=canvas.image, mask=canvas.mask,
                                   options=canvas.paint, negative_prompt=negative_prompt, cfg=cfg,
-                                  batch_size=canvas.batch_size, fit_fix=fit_fix)
+                                  batch_size=canvas.batch_size, fit_fix=fit_fix,
+                                  denoise=denoise)
     except InputError as err:
         raise node_error(node, err, names) from None
 
@@ -113,7 +121,8 @@ class CanvasNode(io.ComfyNode):
 
 
 class PaintCanvasNode(io.ComfyNode):
-    """A picture with its mask and paint options: DiMOO Sampler inpaints / outpaints it."""
+    """A picture with its mask and paint options: DiMOO Sampler inpaints / outpaints it, or
+    without a mask redraws the whole picture at its denoise (image to image)."""
 
     @classmethod
     def define_schema(cls) -> io.Schema:
@@ -121,16 +130,21 @@ class PaintCanvasNode(io.ComfyNode):
             node_id="LADR_PaintCanvas",
             display_name=PAINT_NODE,
             category="LADR",
-            search_aliases=["inpaint", "outpaint", "mask", "noise mask", "paste", "feather"],
+            search_aliases=["inpaint", "outpaint", "mask", "noise mask", "paste", "feather",
+                            "img2img", "image to image", "vae encode", "denoise"],
             description="A picture and its mask (1 = regenerate) for DiMOO Sampler to "
             "inpaint or outpaint (like VAE Encode + Set Latent Noise Mask): known tokens never "
-            "change, VQ Decode pastes the original pixels back. The picture sets the size.",
+            "change, VQ Decode pastes the original pixels back. Without a mask the whole "
+            "picture is redrawn at DiMOO Sampler's denoise (image to image, like VAE Encode; "
+            f"{IMG2IMG}). The picture sets the size.",
             inputs=[
                 io.Image.Input("image", tooltip="The image to inpaint / outpaint (sets the "
                                "size; sides multiples of 16 px, or see fit)."),
-                io.Mask.Input("mask", tooltip="1 = regenerate (Load Image's mask editor, Pad "
-                              "Image for Outpainting). An empty mask returns the image "
-                              "unchanged, a full one is text to image."),
+                io.Mask.Input("mask", optional=True,
+                              tooltip="1 = regenerate (Load Image's mask editor, Pad Image for "
+                              "Outpainting). An empty mask returns the image unchanged, a full "
+                              "one is text to image. Not connected: the whole picture, redrawn "
+                              "at DiMOO Sampler's denoise (image to image; paste_back off)."),
                 batch_input(),
                 *paint.option_inputs(),
             ],
@@ -139,10 +153,13 @@ class PaintCanvasNode(io.ComfyNode):
         )
 
     @classmethod
-    def execute(cls, image: torch.Tensor, mask: torch.Tensor, batch_size: int,
-                mask_threshold: float, mask_grow: int, paste_back: bool, feather: int,
-                fit: str) -> io.NodeOutput:
-        paint.painting(image, mask, None, PAINT_NODE)
+    def execute(cls, image: torch.Tensor, batch_size: int, mask_threshold: float,
+                mask_grow: int, paste_back: bool, feather: int, fit: str,
+                mask: torch.Tensor | None = None) -> io.NodeOutput:
+        if mask is not None:
+            paint.painting(image, mask, None, PAINT_NODE, unpainted_fix="disconnect the mask "
+                           "to redraw the whole picture (image to image: DiMOO Sampler's "
+                           "denoise)")
         options = paint.build_options(mask_threshold, mask_grow, paste_back, feather, fit,
                                       node=PAINT_NODE)
         return io.NodeOutput(Canvas(batch_size=int(batch_size), image=image, mask=mask,

@@ -34,7 +34,8 @@ def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
         raise ValueError(f"{node}: {exc}") from exc
 
 
-def painting(image: Any, mask: Any, paint: Any, node: str = NODE) -> bool:
+def painting(image: Any, mask: Any, paint: Any, node: str = NODE,
+             unpainted_fix: str = "disconnect image and mask") -> bool:
     """Whether the sampler inpaints / outpaints: its image and mask are both connected (neither
     = text to image). What only the graph can get wrong is refused here, naming the input and
     the fix: one of the two connected, Load Image's empty 64x64 mask, a stale paint socket. The
@@ -52,7 +53,7 @@ def painting(image: Any, mask: Any, paint: Any, node: str = NODE) -> bool:
     if _blank_placeholder(image, mask):
         raise ValueError(f"{node}: mask is empty and not the image's size (Load Image gives a "
                          "64x64 empty mask when nothing was painted); paint the region to "
-                         "regenerate in Load Image's mask editor, or disconnect image and mask")
+                         f"regenerate in Load Image's mask editor, or {unpainted_fix}")
     return True
 
 

@@ -1,7 +1,8 @@
 """The sampler's and DiMOO Edit's stats line (docs/ARCHITECTURE.md section 7): steps run of the
 steps planned, forward passes against the official sampler's 64 steps over the tokens this job
 generates (``ladr_core.official_cost.official_passes``) and, with an ML-Cache, the share of
-tokens it recomputed. ``work_fields`` adds the numbers to the stats dict (keys added, never
+tokens it recomputed; image to image at a denoise strength d < 1 counts against the official
+sampler started at the same strength. ``work_fields`` adds the numbers to the stats dict (keys added, never
 renamed: saved analyses read them); ``stats_text`` writes the line the STRING output carries.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core import DEFAULT_STEPS, official_passes
+from ladr_core import DEFAULT_STEPS, official_passes, start_step
 
 OFFICIAL = "baseline"
 
@@ -25,11 +26,14 @@ def tokens_generated(result: Any) -> list[int]:
 
 
 def work_fields(result: Any, planned: int | None) -> dict:
-    """images, steps_planned (T), tokens_per_image, painting, official_steps and
-    official_nfe_per_image (the official sampler's passes for the same images, mean)."""
+    """images, steps_planned (T; at a denoise d < 1 the steps the run plans, round(T * d), with
+    schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps and
+    official_nfe_per_image (the official sampler's passes for the same images at the same
+    strength, mean)."""
     counts = tokens_generated(result)
     turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
-    official = [turns * official_passes(n, DEFAULT_STEPS) for n in counts]
+    denoise = float(getattr(getattr(result, "paint", None), "denoise", 1.0))
+    official = [turns * official_passes(n, DEFAULT_STEPS, denoise=denoise) for n in counts]
     out: dict = {
         "images": len(counts),
         "tokens_per_image": round(sum(counts) / len(counts), 2) if counts else 0.0,
@@ -41,6 +45,11 @@ def work_fields(result: Any, planned: int | None) -> dict:
         out["steps_planned"] = int(planned) * turns
     if turns > 1:
         out["turns"] = turns
+    if denoise < 1.0:
+        out["denoise"] = denoise
+        if planned is not None:
+            out.update(schedule_steps=int(planned),
+                       steps_planned=int(planned) - start_step(int(planned), denoise))
     return out
 
 
@@ -70,11 +79,14 @@ def _passes(stats: dict) -> str:
     if official is None:
         return text
     steps = stats.get("official_steps", DEFAULT_STEPS)
-    if stats["strategy"] == OFFICIAL and stats.get("steps_planned") == steps:
+    if stats["strategy"] == OFFICIAL and stats.get("schedule_steps",
+                                                   stats.get("steps_planned")) == steps:
         return text + " (the official sampler)"
     tokens = _num(float(stats.get("tokens_per_image", 0)))
     job = f"{tokens} tokens to regenerate" if stats.get("painting") else f"{tokens} tokens"
     job = f"{stats['turns']} turns of {job}" if "turns" in stats else job
+    if "denoise" in stats:  # the region's tokens, a share of them re-masked
+        job = f"{tokens} tokens, denoise {float(stats['denoise']):g}"
     text += f" vs {_num(float(official))} for the official sampler ({steps} steps, {job})"
     if used > 0 and official > 0:
         text += f": {_versus(used, float(official))}"
@@ -93,6 +105,10 @@ def stats_text(stats: dict) -> str:
         run = f"{'done after ' if steps < planned else ''}{steps} of {planned} planned steps"
     else:
         run = f"{steps} steps"
+    if "schedule_steps" in stats:
+        run = (f"{run} (denoise {float(stats['denoise']):g}: the last {planned} of "
+               f"{stats['schedule_steps']})" if planned else
+               f"denoise {float(stats['denoise']):g} redraws nothing: the picture's own tokens")
     text = f"{stats['strategy']}: {run} · {_passes(stats)} · {stats['seconds']:.2f} s"
     saved = float(stats.get("forwards_saved_pct", 0.0))
     if saved > 0:

@@ -14,7 +14,7 @@ import ladr_core
 from ladr_core import LADR, MLCacheConfig
 
 from . import batching, events, run
-from .canvas import FIT_FIX, prepare_job
+from .canvas import FIT_FIX, IMG2IMG, prepare_job
 from .handles import (
     CACHE_TYPE,
     CANVAS_TYPE,
@@ -73,14 +73,16 @@ def check_cache(cache: object | None) -> None:
 def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prompt: str,
            rule: SamplingRule, canvas: Canvas, steps: int, cfg: float, temperature: float,
            seed: int, one_prompt_per_line: bool, cache: MLCacheConfig | None, max_batch: int,
-           names: dict[str, str] = CANVAS_NAMES, fit_fix: str = FIT_FIX, note: str = ""
-           ) -> tuple[DiMOOTokens, str]:
+           names: dict[str, str] = CANVAS_NAMES, fit_fix: str = FIT_FIX, note: str = "",
+           denoise: float = 1.0) -> tuple[DiMOOTokens, str]:
     """A sampler node's run: the prompts, the request checked once by the library
-    (`canvas.prepare_job`, `names`: its arguments -> the node's inputs), then `run.load_and_run`:
-    (tokens, the stats line with every note; `note`: the node's own, before the run's)."""
+    (`canvas.prepare_job`, `names`: its arguments -> the node's inputs; `denoise`: the
+    strength a picture is redrawn at), then `run.load_and_run`: (tokens, the stats line with
+    every note; `note`: the node's own, before the run's)."""
     prompts, skipped = split_prompts(prompt, one_prompt_per_line)
     job = prepare_job(model.pipe, prompts, canvas, negative_prompt=negative_prompt or None,
-                      cfg=resolve_cfg(cfg), node=NODE, names=names, fit_fix=fit_fix)
+                      cfg=resolve_cfg(cfg), node=NODE, names=names, fit_fix=fit_fix,
+                      denoise=denoise)
     tokens, stats, told = run.load_and_run(model, job, node_id, rule=rule, steps=steps,
                                            temperature=temperature, seed=seed, cache=cache,
                                            max_batch=max_batch)
@@ -123,7 +125,7 @@ class DiMOOSampler(io.ComfyNode):
     def execute(cls, model: DiMOOModel, prompt: str, negative_prompt: str, steps: int,
                 cfg: float, temperature: float, seed: int, one_prompt_per_line: bool,
                 max_batch: int, rule: SamplingRule | None = None, canvas: Canvas | None = None,
-                cache: MLCacheConfig | None = None) -> io.NodeOutput:
+                cache: MLCacheConfig | None = None, denoise: float = 1.0) -> io.NodeOutput:
         check_socket("rule", rule, SamplingRule, "sampling rule", "DiMOO Sampling Rule")
         check_socket("canvas", canvas, Canvas, "canvas", "DiMOO Canvas (or DiMOO Paint Canvas)")
         check_cache(cache)
@@ -132,7 +134,7 @@ class DiMOOSampler(io.ComfyNode):
                               rule=rule or SamplingRule(LADR()), canvas=canvas or Canvas(),
                               steps=steps, cfg=cfg, temperature=temperature, seed=seed,
                               one_prompt_per_line=one_prompt_per_line, cache=cache,
-                              max_batch=max_batch)
+                              max_batch=max_batch, denoise=denoise)
         return io.NodeOutput(tokens, text)
 
 
@@ -203,7 +205,15 @@ def sampler_inputs() -> list:
                                    "settings (default: LADR with the paper's policy)."),
         io.Custom(CANVAS_TYPE).Input("canvas", optional=True,
                                      tooltip="Optional DiMOO Canvas (size, batch) or DiMOO Paint "
-                                     "Canvas (a picture and its mask to inpaint / outpaint); "
+                                     "Canvas (a picture and its mask to inpaint / outpaint, "
+                                     "or without a mask a picture to redraw at denoise); "
                                      "default: one image at the checkpoint's default size."),
         cache_input(),
+        # last and optional: API prompts and UI workflows saved before it load unchanged (1.0)
+        io.Float.Input("denoise", default=1.0, min=0.0, max=1.0, step=0.01, optional=True,
+                       tooltip="How much of the canvas's picture to redraw (KSampler's "
+                       "denoise): 1.0 = all of it (text to image; a picture then only sets "
+                       "the size); lower keeps more of the picture, 0 = the picture itself. "
+                       "With a mask it applies inside the mask. Image to image: "
+                       f"{IMG2IMG}."),
     ]

@@ -78,8 +78,10 @@ def tasks(extra: list[str] = ()) -> dict[str, dict]:
             lines = [x.strip() for x in kw["prompt"].splitlines() if x.strip()] \
                 if kw["one_prompt_per_line"] else [kw["prompt"]]
             pictures = paints(wf, kw)
+            strength = kw.get("denoise", 1.0)  # image to image: one task per strength
+            at = f" at denoise {strength:g}" if strength != 1.0 else ""
             for line in lines:
-                name = f"{'paint from ' + path.stem + ': ' if pictures else ''}{line}"
+                name = f"{'paint from ' + path.stem + ': ' if pictures else ''}{line}{at}"
                 out.setdefault(name, {"wf": wf, "sampler": key, "prompt": line,
                                       "templates": []})["templates"].append(path.stem)
     text = next(t for name, t in out.items() if not name.startswith("paint from "))
@@ -122,13 +124,16 @@ def variant(task: dict, candidate: dict, seeds: int) -> dict:
     return wf
 
 
-def measure(seeds: int, extra: list[str], only_extra: bool = False) -> dict[str, Any]:
+def measure(seeds: int, extra: list[str], only_extra: bool = False,
+            templates: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Every task (``templates``: only those of these templates) by every candidate."""
     from nodes import host
 
     host.send_event = lambda event, payload: None  # no server to tell
     rows = {}
     for name, task in tasks(extra).items():
-        if only_extra and task["templates"]:
+        if (only_extra and task["templates"]) or \
+                (templates and not set(templates) & set(task["templates"])):
             continue
         rows[name] = {"templates": task["templates"], "candidates": {}}
         for cand, setting in CANDIDATES.items():
@@ -149,9 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--extra", default="", help="';'-separated prompts a template could show "
                     "instead, measured as text-to-image tasks")
     ap.add_argument("--only-extra", action="store_true", help="measure the --extra prompts only")
+    ap.add_argument("--templates", default="", help="','-separated API names: measure only "
+                    "their tasks (e.g. a new template)")
     args = ap.parse_args(argv)
     extra = [x.strip() for x in args.extra.split(";") if x.strip()]
-    rows = measure(args.seeds, extra, args.only_extra)
+    only = tuple(x.strip() for x in args.templates.split(",") if x.strip())
+    rows = measure(args.seeds, extra, args.only_extra, only)
     shown = [r for r in rows.values() if r["templates"]]  # the templates' own tasks
     totals = {c: sum(r["candidates"][c]["pass_rate"] for r in shown) / len(shown)
               for c in CANDIDATES} if shown else {}  # --only-extra: no template task

@@ -158,7 +158,10 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             links.append([link_id, src, sslot, n.id, len(inputs), otype])
             inputs.append({"name": w, "type": otype, "widget": {"name": w}, "link": link_id})
         values = []
-        for w in widgets:
+        given = [w for w in widgets if w in n.widgets]  # a later optional widget may be left
+        if given != widgets[:len(given)]:  # out, as saved workflows leave it (the default)
+            raise ValueError(f"{name}: node {n.id} leaves out widgets before {given[-1]}")
+        for w in given:
             values.append(n.widgets[w])
             if w in cag:
                 values.append("fixed")
@@ -184,10 +187,14 @@ its preview after a run, which would run into whatever lies below."""
 
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, steps: int, links: dict, title: str,
-            seed: int = 42, per_line: bool = False, cfg: float = 4.0) -> Node:
-    return Node(id, "LADR_DiMOOSampler2", pos, dict(
-        prompt=prompt, negative_prompt="", steps=steps, cfg=cfg, temperature=1.0, seed=seed,
-        one_prompt_per_line=per_line, max_batch=0), links, title, SAMPLER_SIZE)
+            seed: int = 42, per_line: bool = False, cfg: float = 4.0,
+            denoise: float | None = None) -> Node:
+    """DiMOO Sampler; ``denoise`` None leaves the optional widget out (its default, 1.0)."""
+    widgets = dict(prompt=prompt, negative_prompt="", steps=steps, cfg=cfg, temperature=1.0,
+                   seed=seed, one_prompt_per_line=per_line, max_batch=0)
+    if denoise is not None:
+        widgets["denoise"] = denoise
+    return Node(id, "LADR_DiMOOSampler2", pos, widgets, links, title, SAMPLER_SIZE)
 
 
 def rule(id: int, pos: tuple[int, int], strategy: str = "ladr", links: dict | None = None,
@@ -272,6 +279,7 @@ NANO_STRATEGY = {
     "ladr_nano_inpaint_mask_editor": "ladr-global",
     "ladr_nano_outpaint_pad_image": "ladr-global",
     "ladr_distributed_seed_collector": "ladr-global",
+    "ladr_nano_img2img_strengths": "ladr-global",
 }
 
 
@@ -359,6 +367,8 @@ NOTE = (420, 380)  # the checkpoint note of the real-model templates
 
 
 INPAINT_INPUT = "ladr_inpaint_circle_square.png"
+IMG2IMG_INPUT = "ladr_img2img_circle_square.png"
+IMG2IMG_STRENGTHS = (0.25, 0.5, 0.75)
 OUTPAINT_INPUT = "ladr_outpaint_triangle_top.png"
 EDIT_INPUT = "ladr_edit_reference_512.png"
 INPAINT_PROMPT = "a red circle to the left of a blue square"
@@ -370,7 +380,8 @@ def input_images() -> dict[str, object]:
     """The example inputs, drawn from the nano test scenes (lab.nano.scenes, layout seed 0):
     inpainting: RGBA, alpha 0 over the blue square and one token around it (what Load Image's
     mask editor saves: Load Image's MASK = 1 - alpha); outpainting: the top half of a scene;
-    editing (real model): the inpainting scene drawn at 512 x 512."""
+    editing (real model): the inpainting scene drawn at 512 x 512; image to image: the
+    inpainting scene whole."""
     import numpy as np
     from PIL import Image
 
@@ -391,6 +402,7 @@ def input_images() -> dict[str, object]:
     big = tuple(scenes.Obj(o.shape, o.color, o.cx * k, o.cy * k, round(o.size * k)) for o in objs)
     return {INPAINT_INPUT: Image.fromarray(np.dstack([img, alpha]), "RGBA"),
             OUTPAINT_INPUT: Image.fromarray(top_half[:24], "RGB"),
+            IMG2IMG_INPUT: Image.fromarray(img, "RGB"),
             EDIT_INPUT: Image.fromarray(scenes.render(big, 512), "RGB")}
 
 
@@ -452,6 +464,52 @@ def painting_workflows() -> dict[str, list[Node]]:
             "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
 
 
+def img2img_workflows() -> dict[str, list[Node]]:
+    """One nano picture redrawn at three denoise strengths (its own prompt, one seed): Load
+    Image -> DiMOO Paint Canvas (no mask) -> a DiMOO Sampler per strength; the input and the
+    three results stitched side by side."""
+    name = "ladr_nano_img2img_strengths"
+    t, s = nano_t(name), nano_cfg()
+    links = {"model": (1, 0), "rule": (7, 0), "canvas": (6, 0)}
+    graph = [loader(1),
+             Node(5, "LoadImage", (20, 180), {"image": IMG2IMG_INPUT, "upload": "image"},
+                  title="Load Image (the picture to redraw)", size=(320, 330)),
+             paint_canvas(6, (20, 560), {"image": (5, 0)}), nano_rule(7, (20, 820), name)]
+    for k, d in enumerate(IMG2IMG_STRENGTHS):  # samplers 10-12, decodes 13-15, stats 16-18
+        graph += [sampler(10 + k, (360 + 420 * k, 40), INPAINT_PROMPT, t, links,
+                          f"DiMOO Sampler (denoise {d:g})", cfg=s, denoise=d),
+                  decode(13 + k, (1620, 40 + 110 * k), 10 + k),
+                  Node(16 + k, "PreviewAny", (1980, 40 + 210 * k), {}, {"source": (10 + k, 1)},
+                       f"Stats (denoise {d:g})", STATS)]
+    stitch = {"direction": "right", "match_image_size": True, "spacing_width": 2,
+              "spacing_color": "white"}
+    graph += [Node(19, "ImageStitch", (1620, 370), stitch, {"image1": (5, 0), "image2": (13, 0)},
+                   "Input | 0.25", (320, 160)),
+              Node(20, "ImageStitch", (1620, 570), stitch, {"image1": (14, 0), "image2": (15, 0)},
+                   "0.5 | 0.75", (320, 160)),
+              Node(21, "ImageStitch", (1620, 770), stitch, {"image1": (19, 0), "image2": (20, 0)},
+                   "Input | 0.25 | 0.5 | 0.75", (320, 160)),
+              Node(22, "SaveImage", (1980, 680), {"filename_prefix": "ladr/img2img"},
+                   {"images": (21, 0)}, size=(320, 250)),
+              *extras.enlarged(Node, (23, 24), (21, 0), (2340, 40),
+                               "Input | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (420, 330)),
+              Node(25, "MarkdownNote", (2340, 540), {"text": IMG2IMG_NOTE},
+                   title="About image to image on nano", size=(420, 300))]
+    return {name: graph}
+
+
+IMG2IMG_NOTE = """## Image to image on the built-in nano
+
+Load Image -> **DiMOO Paint Canvas** (no mask) -> **DiMOO Sampler**, `denoise` below 1: the
+sampler starts from the picture's own tokens and redraws the share `denoise` asks for.
+
+nano's transformer was trained on canonical codes from a table its checkpoint does not ship
+(lab/nano/train_all.py, stage `codes`), not on what its VQ encoder gives for a picture: the
+tokens kept from your picture are codes it rarely saw, and the shapes it draws around them
+come out distorted unless `denoise` is close to 1. Pick Lumina-DiMOO in Load DiMOO Model to
+run the same graph on the 8B model."""
+
+
 def distributed_workflows() -> dict[str, list[Node]]:
     """Our sampler between ComfyUI-Distributed's Distributed Seed and Distributed Collector."""
     t = nano_t("ladr_distributed_seed_collector")
@@ -478,7 +536,8 @@ def render_all() -> dict[Path, str]:
     schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler2"][2])
     files = {}
-    for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows()}.items():
+    for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows(),
+                        **img2img_workflows()}.items():
         ui_name = extras.TEMPLATE_FILES[name]  # the template browser's title
         files[UI_DIR / f"{ui_name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"

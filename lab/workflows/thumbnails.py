@@ -126,13 +126,15 @@ CAPTIONS = {
     "ladr_nano_outpaint_pad_image": "padded input | mask | result",
     "ladr_dimoo_edit_real_model": "the image to edit",
     "ladr_distributed_seed_collector": "one image per server",
+    "ladr_nano_img2img_strengths": "input | denoise 0.25, 0.5, 0.75",
 }
 """The first caption line of each card: what its tiles are."""
 
 
 def inputs_shown(wf: dict) -> list[torch.Tensor]:
     """Tiles shown before a workflow's results: each painting sampler's input image and mask
-    (white = regenerate), and each edit node's reference image."""
+    (white = regenerate; a paint canvas without a mask: the picture it redraws), and each edit
+    node's reference image."""
     tiles = []
     for node in wf.values():
         kw = node["inputs"]
@@ -140,6 +142,8 @@ def inputs_shown(wf: dict) -> list[torch.Tensor]:
                 isinstance(kw.get("mask"), list):
             image, mask = _source(wf, kw["image"])[0], _source(wf, kw["mask"])[1]
             tiles += [image, mask[..., None].expand(*mask.shape, 3)]
+        elif node["class_type"] == "LADR_PaintCanvas":
+            tiles.append(_source(wf, kw["image"])[0])
         if node["class_type"] == "LADR_DiMOOEdit":
             tiles.append(_source(wf, kw["image"])[0])
     return tiles

@@ -21,6 +21,8 @@ import torch
 from ..errors import InputError
 from ..registry import resolve_strategy
 from ..step import Strategy
+from ..strategies.from_step import FromStep
+from ..strength import check_denoise, start_step
 from .denoise.cache import MLCacheConfig
 from .denoise.denoiser import DiMOODenoiser, valid_cfg
 from .denoise.prompt import SIZE_STEP, ImageLayout, check_image_size, cond_text, uncond_text
@@ -32,7 +34,14 @@ from .model.transformer import LLaDAModel
 from .model.vq import (
     PREVIEW_TABLE_FILE,
 )
-from .runs import GenerationResult, RunOptions, images_in_flight, item_generator, run_turns
+from .runs import (
+    GenerationResult,
+    RunOptions,
+    check_seed,
+    images_in_flight,
+    item_generator,
+    run_turns,
+)
 from .tasks.edit_size import EDIT_SIZES, sized_for_edit
 from .tasks.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, plan_edit
 from .tasks.painting import PaintOptions, check_image, plan_painting
@@ -47,6 +56,8 @@ __all__ = ["load_dimoo", "DiMOOPipeline", "GenerationResult"]
 
 DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
+IMAGE_FIT_FIX = ("crop or resize it, or redraw it with pipe.paint(prompt, image, None, "
+                 "options=PaintOptions(fit='crop' or 'resize'), denoise=...)")
 def _prompt_list(prompt: str | Sequence[str], name: str = "prompt") -> list[str]:
     if isinstance(prompt, str):
         return [prompt]
@@ -207,15 +218,18 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
     def prepare_paint(self, prompt: str | Sequence[str], image: Any, mask: Any,
                       options: PaintOptions | None = None, negative_prompt: str | None = None,
                       cfg: float | None = None, batch_size: int = 1,
-                      fit_fix: str | None = None) -> PaintJob:
+                      fit_fix: str | None = None, denoise: float = 1.0) -> PaintJob:
         """A checked inpaint / outpaint request (painting.py): ``image`` float [B, H, W, 3] in
         [0, 1] and ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every
-        image), ``options`` (PaintOptions: threshold, grow, paste-back, feather, fit). The image
-        sets the size. ``fit_fix``: what an off-grid image's message says to do."""
+        image; None = the whole picture, image to image), ``options`` (PaintOptions: threshold,
+        grow, paste-back, feather, fit). The image sets the size. ``fit_fix``: what an
+        off-grid image's message says to do. ``denoise``: the strength inside the mask
+        (ladr_core.strength; 1.0 = redraw it all)."""
         prompts = _prompt_list(prompt)
         _positive_int("batch_size", batch_size)
         extra = {} if fit_fix is None else {"fit_fix": fit_fix}
-        plan = plan_painting(prompts, image, mask, options, batch_size, self.vq_factor, **extra)
+        plan = plan_painting(prompts, image, mask, options, batch_size, self.vq_factor,
+                             denoise=denoise, **extra)
         layout = self.layout(plan.width, plan.height, plan.prompts, negative_prompt,
                              source="image")
         text = TextJob([p for p in plan.prompts for _ in range(batch_size)], negative_prompt,
@@ -271,8 +285,12 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                              f"a name with ladr_core.resolve_strategy); got {strategy!r}")
         steps = strategy.run_steps(steps)
         check_job(job, cache)
-        if job.nothing_to_do:  # painting with nothing to regenerate: the input, unchanged
-            return self._unchanged(job, decode)  # type: ignore[arg-type]
+        start = start_step(steps, job.plan.denoise) if isinstance(job, PaintJob) else 0
+        if job.nothing_to_do or start == steps:  # nothing to regenerate: the input, unchanged
+            return self._unchanged(job, decode, steps if start == steps else 0)  # type: ignore
+        if start > 0:
+            job, strategy = self._from_step(job, strategy, start, steps, seed)  # type: ignore
+            steps -= start
         built = job.build(self.runtime(), steps, cache)
         if max_batch is None:
             grid = built.denoise.layout
@@ -281,11 +299,32 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
         return run_turns(job, built, options, self.vq, self.device, self.runtime())
 
-    def _unchanged(self, job: PaintJob, decode: bool) -> GenerationResult:
-        """A painting whose mask regenerates nothing: the images' codes and the images."""
+    def _unchanged(self, job: PaintJob, decode: bool, steps: int = 0) -> GenerationResult:
+        """A painting whose mask regenerates nothing (or whose denoise redraws no step of a
+        schedule of ``steps``): the images' codes and the images."""
         plan = job.plan.with_codes(self.encode_image(job.plan.source))
+        note = plan.note
+        if steps and not job.nothing_to_do:
+            note = "; ".join(n for n in (note, f"denoise {plan.denoise:g} redraws no step of the "
+                                         f"{steps}-step schedule: the picture returned "
+                                         "unchanged") if n)
         return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0, 0, 0,
-                                plan.grid, note=plan.note, paint=plan)
+                                plan.grid, note=note, paint=plan)
+
+    @staticmethod
+    def _from_step(job: PaintJob, strategy: Strategy, start: int, steps: int, seed: int
+                   ) -> tuple[PaintJob, FromStep]:
+        """Image to image from step ``start`` of T = ``steps``: the re-masked share of each
+        item's region drawn with a CPU generator of its own (seed + i, apart from the
+        sampling's), and ``strategy`` continued from ``start`` over the region's count."""
+        plan = job.plan
+        check_seed(seed, plan.region.shape[0])
+        cpu = torch.device("cpu")
+        gens = [item_generator(seed + i, cpu) for i in range(plan.region.shape[0])]
+        counts = tuple(int(c) for c in plan.region.sum(dim=1).tolist())
+        region = None if all(c == plan.region.shape[1] for c in counts) else counts
+        job = PaintJob(job.text, plan.from_step(start, steps, gens))
+        return job, FromStep(strategy, start, steps, region)
 
     # ---- one entry point per task ------------------------------------------------------------
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
@@ -294,17 +333,42 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                  strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True, max_batch: int | None = None,
-                 self_score: SelfScoreConfig | None = None) -> GenerationResult:
+                 self_score: SelfScoreConfig | None = None, image: Any = None,
+                 denoise: float = 1.0) -> GenerationResult:
         """Text to image: ``prepare_text`` then ``run`` (their docstrings say every argument).
         ``self_score``: also score the final tokens (``self_score()``, same seed), which costs
-        ``self_score.passes`` extra denoiser passes per image; None (default) = no score."""
-        job = self.prepare_text(prompt, negative_prompt, width, height, cfg, batch_size)
+        ``self_score.passes`` extra denoiser passes per image; None (default) = no score.
+        ``image`` (float [B, H, W, 3] in [0, 1]) with ``denoise`` d < 1: image to image, the
+        whole picture redrawn at strength d (``prepare_paint`` without a mask; the image sets
+        the size, width / height stay None; at d = 1.0 it only sets the size). d = 0 returns
+        the picture's own codes."""
+        job = self._text_or_image(prompt, negative_prompt, width, height, cfg, batch_size,
+                                  image, denoise)
         res = self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache, callback,
                        decode, max_batch)
         if self_score is not None:
-            res.self_score = self.self_score(res.tokens, job.items, negative_prompt, width,
-                                             height, job.cfg, seed, self_score)
+            w, h = job.layout.w * self.vq_factor, job.layout.h * self.vq_factor
+            res.self_score = self.self_score(res.tokens, job.items, negative_prompt, w, h,
+                                             job.text.cfg if isinstance(job, PaintJob)
+                                             else job.cfg, seed, self_score)
         return res
+
+    def _text_or_image(self, prompt: str | Sequence[str], negative_prompt: str | None,
+                       width: int | None, height: int | None, cfg: float | None,
+                       batch_size: int, image: Any, denoise: float) -> TextJob | PaintJob:
+        """``generate``'s job: text to image, or image to image of the whole ``image``."""
+        denoise = check_denoise(denoise)
+        if image is None:
+            if denoise < 1.0:
+                raise InputError("denoise", f"is {denoise:g} but there is no image to redraw",
+                                 "give an image (generate(image=...)), or denoise=1.0 for text "
+                                 "to image")
+            return self.prepare_text(prompt, negative_prompt, width, height, cfg, batch_size)
+        if width is not None or height is not None:
+            raise InputError("width", "and height are set, but the image sets the size",
+                             "leave width and height None with an image")
+        return self.prepare_paint(prompt, image, None, None, negative_prompt, cfg, batch_size,
+                                  fit_fix=IMAGE_FIT_FIX, denoise=denoise)
 
     def paint(self, prompt: str | Sequence[str], image: Any, mask: Any,
               options: PaintOptions | None = None, negative_prompt: str | None = None,
@@ -312,11 +376,15 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
               seed: int = 0, strategy: str | Strategy = "ladr",
               cache: MLCacheConfig | None = None,
               callback: Callable[[dict[str, Any]], None] | None = None, batch_size: int = 1,
-              decode: bool = True, max_batch: int | None = None) -> GenerationResult:
+              decode: bool = True, max_batch: int | None = None,
+              denoise: float = 1.0) -> GenerationResult:
         """Inpaint / outpaint: ``prepare_paint`` then ``run``. Known tokens never change; a
         mask with nothing to regenerate returns the input unchanged (``res.note`` says why);
-        ``res.paint`` is the plan a later decode pastes the original pixels back with."""
-        job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size)
+        ``res.paint`` is the plan a later decode pastes the original pixels back with.
+        ``denoise`` < 1: the masked part redrawn at that strength from the picture's codes
+        (mask None: the whole picture, as ``generate(image=...)``)."""
+        job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size,
+                                 denoise=denoise)
         return self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache,
                         callback, decode, max_batch)
 

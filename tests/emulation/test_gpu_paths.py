@@ -71,6 +71,17 @@ def test_paint(strategy: str, cpu_pipe, dimoo_checkpoint, emu) -> None:
     same(got, want, emu)
 
 
+@pytest.mark.parametrize("masked", [False, True], ids=["whole", "mask"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_image_to_image(strategy: str, masked: bool, cpu_pipe, dimoo_checkpoint, emu) -> None:
+    """denoise 0.5: FromStep over the whole picture (region None) or the mask's count."""
+    kw = dict(steps=10, seed=4, strategy=strategy, image=image(5),
+              mask=box_mask() if masked else None, denoise=0.5)
+    want = cpu_pipe.paint(PROMPT, **kw)
+    got = device_pipe(dimoo_checkpoint).paint(PROMPT, **kw)
+    same(got, want, emu)
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_edit(strategy: str, cpu_pipe, dimoo_checkpoint, emu) -> None:
     kw = dict(image=image(4), steps=8, seed=3, strategy=strategy, size="as is")
@@ -95,6 +106,15 @@ def test_rolling_batch(cache: str | None, cpu_pipe, dimoo_checkpoint, emu) -> No
               cache=CACHES.get(cache))
     same(device_pipe(dimoo_checkpoint).generate(prompts, **kw),
          cpu_pipe.generate(prompts, **kw), emu)
+
+
+def test_image_to_image_rolling_batch(cpu_pipe, dimoo_checkpoint, emu) -> None:
+    """Each slot's region count follows its item in place (FromStep under a rolling batch)."""
+    prompts = ["a red circle", "a blue square", "two green triangles"]
+    masks = torch.cat([box_mask(), torch.ones(1, 32, 32), box_mask().roll(8, dims=2)])
+    kw = dict(steps=12, seed=6, strategy="ladr", max_batch=2, image=image(7).expand(3, -1, -1, -1),
+              mask=masks, denoise=0.6, cache=CACHES["ladr"])
+    same(device_pipe(dimoo_checkpoint).paint(prompts, **kw), cpu_pipe.paint(prompts, **kw), emu)
 
 
 def test_block_streaming(cpu_pipe, dimoo_checkpoint, emu) -> None:

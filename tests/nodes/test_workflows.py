@@ -93,6 +93,9 @@ def test_api_workflow_is_the_ui_workflow_and_valid(path: Path) -> None:
             if spec.io_type == UI_ONLY:
                 assert spec.id not in node["inputs"]
                 continue
+            if spec.io_type in WIDGETS and spec.id not in node["inputs"]:
+                assert spec.optional, f"{path.stem} {key}: widget {spec.id} missing"
+                continue  # an optional widget left out runs at its default (denoise 1.0)
             value = node["inputs"][spec.id] if spec.io_type in WIDGETS else None
             if isinstance(value, list):  # a widget fed by a link
                 assert sch[api[value[0]]["class_type"]][1][value[1]] == spec.io_type

@@ -14,6 +14,11 @@ Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --paint
 The official script builds only a centred rectangle; here any mask works, for a batch of
 images, and the decode can take the original pixels back (``paste_original``; the options:
 web/docs/LADR_PaintCanvas.md).
+
+Image to image (``denoise`` < 1, ladr_core.strength): without a mask the whole picture is the
+region (paste-back off: every token may change); inside the region the share the official
+schedule still has masked at the start step is re-masked at random (``PaintPlan.from_step``)
+and the rest of the region starts as the picture's own codes.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
+from ...strength import check_denoise, remask_count, remask_positions
 from ...validation import KnownTokens
 from ..denoise.prompt import size_error
 
@@ -206,7 +212,9 @@ class PaintPlan:
     times) the original pixels ``images`` [B, H, W, 3], the tokens to regenerate ``region``
     [B, N] and the prompt; ``source`` [P, H, W, 3] the distinct images to encode (P = 1 or the
     pairs); a note for items with nothing to regenerate (or a fitted image). ``codes`` [B, N]:
-    the images' VQ codes, set by ``with_codes`` once the VQ has encoded ``source``."""
+    the images' VQ codes, set by ``with_codes`` once the VQ has encoded ``source``.
+    ``denoise``: the strength inside the region (1 = all of it masked); ``generate`` [B, N]:
+    the tokens masked at the start, set by ``from_step`` (None = the whole region)."""
 
     images: torch.Tensor
     region: torch.Tensor
@@ -217,6 +225,8 @@ class PaintPlan:
     batch_size: int
     note: str = ""
     codes: torch.Tensor | None = None
+    denoise: float = 1.0
+    generate: torch.Tensor | None = None
 
     @property
     def width(self) -> int:
@@ -235,22 +245,37 @@ class PaintPlan:
         """The plan with ``source``'s codes [P, N] (the VQ encoding) spread over the items."""
         return replace(self, codes=self.per_item(codes))
 
+    def from_step(self, start: int, steps: int, generators: list[torch.Generator]) -> PaintPlan:
+        """The plan started at step ``start`` of T = ``steps``: in each item's region the
+        ``remask_count`` share drawn at random with its own CPU generator is masked, the rest
+        of the region starts as the picture's codes (strength.remask_positions)."""
+        counts = [remask_count(int(c), start, steps) for c in self.region.sum(dim=1).tolist()]
+        return replace(self, generate=remask_positions(self.region, counts, generators))
+
+    @property
+    def masked_at_start(self) -> torch.Tensor:
+        """BoolTensor [B, N]: the tokens the sampler starts masked (the region, or what
+        ``from_step`` re-masked of it)."""
+        return self.region if self.generate is None else self.generate
+
     @property
     def known(self) -> KnownTokens | None:
         """The sampler's starting state; None when every token is regenerated (text-to-image)."""
-        if bool(self.region.all()):
+        masked = self.masked_at_start
+        if bool(masked.all()):
             return None
         if self.codes is None:
             raise RuntimeError("PaintPlan.known needs the images' codes: call with_codes first")
-        return KnownTokens(self.codes, self.region)
+        return KnownTokens(self.codes, masked)
 
     @property
     def nothing_to_do(self) -> bool:
         return not bool(self.region.any())
 
     def n_generate(self) -> list[int]:
-        """Each item's count of tokens to regenerate: its ML-Cache schedule runs over it."""
-        return [max(1, int(c)) for c in self.region.sum(dim=1).tolist()]
+        """Each item's count of tokens masked at the start: its ML-Cache schedule runs over
+        it."""
+        return [max(1, int(c)) for c in self.masked_at_start.sum(dim=1).tolist()]
 
     def finish(self, images: torch.Tensor) -> torch.Tensor:
         """Decoded images [B, H, W, 3] -> with the original pixels pasted back (if asked);
@@ -292,25 +317,34 @@ def _empty_note(region: torch.Tensor, coverage: torch.Tensor, mask: torch.Tensor
     return f"{why}: nothing regenerated for {which}, returned unchanged"
 
 
+WHOLE_NOTE = ("denoise 1.0 redraws the whole picture: the image only sets the size (lower "
+              "denoise, e.g. 0.6, to keep some of it)")
+
+
 def plan_painting(prompts: list[str], image: object, mask: object,
                   options: PaintOptions | None, batch_size: int, vq_factor: int,
-                  fit_fix: str = FIT_FIX) -> PaintPlan:
+                  fit_fix: str = FIT_FIX, denoise: float = 1.0) -> PaintPlan:
     """Check the image and mask once, fit them to the VQ grid (``options.fit``) and choose the
     tokens to regenerate; the VQ encoding comes later (``PaintPlan.with_codes``).
 
     Batches: B images and B or 1 masks (or 1 image and B masks) make B pairs; prompts are one
     for all pairs or one per pair; each pair runs ``batch_size`` items (seed + i as usual).
-    ``fit_fix``: what an off-grid image's message tells the user to do."""
+    ``fit_fix``: what an off-grid image's message tells the user to do. ``mask`` None: the
+    whole picture (image to image; paste-back off; at ``denoise`` 1.0 the image only sets the
+    size, and the note says so)."""
     options = PaintOptions() if options is None else options
     if not isinstance(options, PaintOptions):
         raise InputError("options", f"is a {type(options).__name__}",
                          "give a PaintOptions or None")
+    denoise = check_denoise(denoise)
     if image is None:
         raise InputError("image", "is missing, but a mask needs the image it masks",
                          "give the image (float [B, H, W, 3] in [0, 1])")
-    if mask is None:
-        raise InputError("mask", "is missing: inpainting needs a mask (float [B, H, W], "
-                         "1 = regenerate)", "give a full mask to regenerate everything")
+    whole = mask is None
+    if whole:  # image to image: a full mask, every token may change
+        image = check_image(image, vq_factor, on_grid=options.fit == "exact", fix=fit_fix)
+        mask = image.new_ones(image.shape[:3])
+        options = replace(options, paste=False)
     image, masks, fitted = fit_painting(image, mask, vq_factor, options.fit, fix=fit_fix)
     pairs = _pairs(image.shape[0], masks.shape[0], prompts)
     region, coverage = token_mask(masks, vq_factor, options.threshold, options.grow)
@@ -321,10 +355,12 @@ def plan_painting(prompts: list[str], image: object, mask: object,
         return t.repeat_interleave(batch_size, dim=0).contiguous()
 
     region = items(region)
-    note = "; ".join(n for n in (fitted, _empty_note(region, coverage, masks, options)) if n)
+    whole_note = WHOLE_NOTE if whole and denoise == 1.0 else ""
+    note = "; ".join(n for n in (fitted, _empty_note(region, coverage, masks, options),
+                                 whole_note) if n)
     return PaintPlan(items(image), region,
                      prompts * pairs if len(prompts) == 1 else list(prompts), grid, options,
-                     image, batch_size, note)
+                     image, batch_size, note, denoise=denoise)
 
 
 def fit_painting(image: object, mask: object, vq_factor: int, fit: str = "exact",

@@ -1,0 +1,80 @@
+"""Image to image in a real ComfyUI 0.33 server (skipped without COMFYUI_PATH): the shipped
+template *Image to image, 3 strengths (nano)* queued as it is (Load Image -> DiMOO Paint Canvas
+without a mask -> three DiMOO Samplers at denoise 0.25 / 0.5 / 0.75), a template saved without
+the denoise widget running at 1.0, and a denoise below 1 on a text canvas refused with one
+message naming denoise while nothing else runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from support import ROOT
+from support.comfy_server import NANO_READY, http, run_workflow
+
+from ladr_core import official_passes, start_step
+
+pytestmark = [pytest.mark.comfyui,
+              pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
+                                 reason="set COMFYUI_PATH to a ComfyUI checkout"),
+              pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
+API = ROOT / "example_workflows" / "api"
+
+
+def _workflow(name: str, seed: int) -> dict:
+    wf = json.loads((API / f"{name}.json").read_text())
+    for node in wf.values():  # a seed of its own: ComfyUI would serve cached outputs
+        if node["class_type"] == "LADR_DiMOOSampler2":
+            node["inputs"]["seed"] = seed
+    return wf
+
+
+def _finals(msgs: list[dict]) -> dict[str, dict]:
+    return {m["data"]["node"]: m["data"]["stats"] for m in msgs
+            if m["type"] == "ladr.step" and m["data"].get("done")}
+
+
+def test_the_three_strengths_template_runs_as_shipped(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_img2img_strengths", 9301)
+    pid, msgs = run_workflow(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    _, hist = http(port, f"/history/{pid}")
+    saves = [k for k, n in wf.items() if n["class_type"] == "SaveImage"]
+    assert saves and all(hist[pid]["outputs"][k]["images"] for k in saves)
+    finals = _finals(msgs)
+    samplers = {k: n["inputs"] for k, n in wf.items() if n["class_type"] == "LADR_DiMOOSampler2"}
+    assert set(finals) == set(samplers)
+    for key, kw in samplers.items():
+        st, d = finals[key], kw["denoise"]
+        t = st["schedule_steps"]
+        assert st["denoise"] == d and st["steps_planned"] == t - start_step(t, d)
+        assert st["official_nfe_per_image"] == official_passes(144, 64, denoise=d)
+
+
+def test_a_sampler_saved_without_denoise_runs_at_1(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image", 9302)
+    assert all("denoise" not in n["inputs"] for n in wf.values())
+    _, msgs = run_workflow(port, wf)
+    assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
+    assert all("denoise" not in st for st in _finals(msgs).values())
+
+
+def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_text_to_image", 9303)
+    sampler = next(n for n in wf.values() if n["class_type"] == "LADR_DiMOOSampler2")
+    sampler["inputs"]["denoise"] = 0.5
+    _, msgs = run_workflow(port, wf)
+    errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
+    assert len(errors) == 1 and errors[0]["node_type"] == "LADR_DiMOOSampler2"
+    message = errors[0]["exception_message"]
+    assert message.startswith("DiMOO Sampler: denoise is 0.5 but the canvas has no picture")
+    assert "DiMOO Paint Canvas (no mask)" in message
+    assert not [m for m in msgs if m["type"] == "ladr.step"]  # nothing ran
+    sampler["inputs"]["denoise"] = 1.5  # out of the widget's range: the host's own check
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400 and "denoise" in json.dumps(body["node_errors"])

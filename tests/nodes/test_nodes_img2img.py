@@ -1,0 +1,113 @@
+"""Image to image in the nodes on the shipped DiMOO-nano model: DiMOO Paint Canvas without a
+mask -> DiMOO Sampler with `denoise` (nodes/canvas.py, nodes/sampler.py).
+
+The widget is optional and last, so a sampler queued without it runs at 1.0 as before; at 1.0
+a picture only sets the size (the stats line says so) and the tokens are text to image's; below
+1.0 the run takes the last steps of the schedule from the picture's codes and the stats line
+sets it against the official sampler at the same strength; a text canvas has no picture, so a
+denoise below 1 is refused naming denoise; bad values get one message naming denoise.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from ladr_core import official_passes, start_step
+from nodes.canvas import IMG2IMG, CanvasNode, PaintCanvasNode
+from nodes.sampler import DiMOOSampler
+
+PAINT = dict(mask_threshold=0.5, mask_grow=0, paste_back=True, feather=-1, fit="exact")
+PROMPT = "a red circle to the left of a blue square"
+
+
+def _defaults() -> dict:
+    return {i.id: i.default for i in DiMOOSampler.define_schema().inputs
+            if getattr(i, "default", None) is not None}
+
+
+def sample(model, canvas=None, **kw) -> tuple:
+    args = {**_defaults(), "prompt": PROMPT, "cfg": 0.75, "steps": 16, "seed": 3, **kw}
+    return DiMOOSampler.execute(model=model, canvas=canvas, **args).args
+
+
+def picture_canvas(mask=None, batch_size: int = 1) -> object:
+    image = torch.rand(1, 48, 48, 3, generator=torch.Generator().manual_seed(0))
+    return PaintCanvasNode.execute(image=image, mask=mask, batch_size=batch_size,
+                                   **PAINT).args[0]
+
+
+def test_denoise_is_an_optional_last_widget_from_0_to_1() -> None:
+    inputs = DiMOOSampler.define_schema().inputs
+    spec = inputs[-1]
+    assert spec.id == "denoise" and spec.optional and spec.default == 1.0
+    assert (spec.min, spec.max) == (0.0, 1.0)
+    mask = next(i for i in PaintCanvasNode.define_schema().inputs if i.id == "mask")
+    assert mask.optional and "denoise" in mask.tooltip
+    assert IMG2IMG in spec.tooltip
+
+
+def test_a_picture_at_denoise_1_is_text_to_image_at_its_size(fake_model, sent) -> None:
+    text_canvas = CanvasNode.execute(width=48, height=48, batch_size=1).args[0]
+    plain, _ = sample(fake_model, text_canvas)
+    redrawn, line = sample(fake_model, picture_canvas())
+    assert torch.equal(plain.tokens, redrawn.tokens)
+    assert "the image only sets the size" in line
+
+
+@pytest.mark.parametrize("denoise", [0.3, 0.6])
+def test_below_1_the_picture_is_redrawn_and_set_against_the_official_sampler(
+        fake_model, sent, denoise: float) -> None:
+    tokens, line = sample(fake_model, picture_canvas(), denoise=denoise, steps=64,
+                          cfg=0.75)
+    st = tokens.stats
+    planned = 64 - start_step(64, denoise)
+    assert st["denoise"] == denoise and st["schedule_steps"] == 64
+    assert st["steps_planned"] == planned and st["steps"] <= planned
+    assert st["official_nfe_per_image"] == official_passes(144, 64, denoise=denoise)
+    assert f"(denoise {denoise:g}: the last {planned} of 64)" in line
+    assert f"144 tokens, denoise {denoise:g})" in line
+    assert tokens.paint is not None and not tokens.paint.options.paste
+
+
+def test_a_mask_with_denoise_redraws_inside_it_only(fake_model, sent) -> None:
+    mask = torch.zeros(1, 48, 48)
+    mask[:, 12:36, 12:36] = 1.0
+    canvas = picture_canvas(mask)
+    tokens, _ = sample(fake_model, canvas, denoise=0.5)
+    codes = fake_model.pipe.encode_image(canvas.image)
+    plan = tokens.paint
+    kept = ~plan.generate[0]
+    assert not (plan.generate & ~plan.region).any() and plan.options.paste
+    assert torch.equal(tokens.tokens[0, kept], codes[0, kept])
+
+
+def test_denoise_0_returns_the_pictures_codes(fake_model, sent) -> None:
+    canvas = picture_canvas()
+    tokens, line = sample(fake_model, canvas, denoise=0.0)
+    assert torch.equal(tokens.tokens, fake_model.pipe.encode_image(canvas.image))
+    assert tokens.stats["nfe"] == 0 and "redraws nothing" in line
+
+
+def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(fake_model, seen) -> None:
+    for canvas in (None, CanvasNode.execute(width=48, height=48, batch_size=1).args[0]):
+        with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is 0.5 but the canvas "
+                                             r"has no picture to redraw; set denoise to 1.0 .*"
+                                             r"DiMOO Paint Canvas \(no mask\)"):
+            sample(fake_model, canvas, denoise=0.5)
+    assert seen == []  # refused before anything ran
+
+
+@pytest.mark.parametrize("bad", [float("nan"), 1.5, -0.25])
+def test_a_bad_denoise_is_one_message_naming_it(fake_model, seen, bad: float) -> None:
+    for canvas in (None, picture_canvas()):
+        with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is .*; give a number "
+                                             r"from 0 \(keep the picture\) to 1"):
+            sample(fake_model, canvas, denoise=bad)
+    assert seen == []
+
+
+def test_an_unpainted_load_image_mask_names_the_image_to_image_way(fake_model) -> None:
+    with pytest.raises(ValueError, match=r"^DiMOO Paint Canvas: mask is empty .*disconnect the "
+                                         r"mask to redraw the whole picture"):
+        picture_canvas(torch.zeros(1, 64, 64))
