@@ -324,6 +324,10 @@ class ProphetPolicyNode(io.ComfyNode):
     def execute(cls, threshold_early: float, threshold_middle: float, threshold_late: float,
                 middle_start: float, late_start: float) -> io.NodeOutput:
         # No validate_inputs: ranges are the schema's; the bounds' order is checked here once.
+        check_numbers("Prophet Policy", {
+            "threshold_early": threshold_early, "threshold_middle": threshold_middle,
+            "threshold_late": threshold_late, "middle_start": middle_start,
+            "late_start": late_start})  # NaN named by its widget, not the policy's field
         return io.NodeOutput(checked("Prophet Policy", lambda: build_prophet(
             threshold_early, threshold_middle, threshold_late, middle_start, late_start)))
 

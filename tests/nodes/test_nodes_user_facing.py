@@ -143,16 +143,20 @@ def test_every_node_has_a_help_page_naming_each_input() -> None:
         assert not missing, (schema.node_id, missing)
 
 
-def test_nan_in_a_float_widget_a_preset_does_not_read_is_refused_naming_it() -> None:
-    """A workflow file can carry NaN, which passes the host's min/max: refused even where the
-    preset or strategy would not read the widget (tests/host/test_workflow_fuzz.py found it)."""
+def test_nan_in_a_float_widget_is_refused_naming_the_widget() -> None:
+    """A workflow file can carry NaN, which passes the host's min/max: refused naming the
+    widget (not the policy's field), even where the preset or strategy would not read it
+    (tests/host/test_workflow_fuzz.py found these)."""
     from support.nodes import policy_fields
 
-    from nodes.policy import LADRPolicyNode
+    from nodes.policy import LADRPolicyNode, ProphetPolicyNode
     from nodes.rules import SamplingRuleNode
 
     nan = float("nan")
     calls = [
+        (lambda: ProphetPolicyNode.execute(threshold_early=7.5, threshold_middle=5.0,
+                                           threshold_late=2.5, middle_start=nan, late_start=0.6),
+         "Prophet Policy: middle_start is NaN"),
         (lambda: LADRPolicyNode.execute(preset="paper", **policy_fields(tau_structure=nan)),
          "LADR Policy: tau_structure is NaN"),
         (lambda: MLCacheOptions.execute(cache_ratio=0.5, warmup_ratio=nan, refresh_interval=3,
