@@ -2,11 +2,12 @@
 skipped without COMFYUI_PATH).
 
 A workflow from a forum can carry anything in any widget. Every widget (INT, FLOAT, STRING,
-BOOLEAN, COMBO, read from the live /object_info) of every node of this pack in a shipped API
-workflow (example_workflows/api/, then the saved ones of earlier versions for the legacy nodes)
-gets each value such a file can hold (`values`): the wrong type (a number or a string, a list
-as the frontend wraps one, an object, null), no value, NaN and +-infinity, +-2**70, a 1 MB string
-and an unknown choice. Each prompt is queued on the running server and must end in one of:
+BOOLEAN, COMBO, read from the live /object_info) of every node of this pack, in the first
+shipped API workflow holding it (example_workflows/api/, then the saved ones of earlier
+versions for the legacy nodes) or else grafted into one (`grafted`), gets each value such a
+file can hold (`values`): the wrong type (a number or a string, a list as the frontend wraps
+one, an object, null), no value, NaN and +-infinity, +-2**70, a 1 MB string and an unknown
+choice. Each prompt is queued on the running server and must end in one of:
 
 - refused at validation: HTTP 400, errors on that node only, ONE message (a message ComfyUI
   attaches to several inputs counts once, nodes/validate.py) on that input;
@@ -118,16 +119,84 @@ def runnable(wf: dict, info: dict) -> dict | None:
     return wf
 
 
-def bases(info: dict) -> dict[str, dict]:
-    """class_type -> the first runnable workflow holding it, for every node of this pack (the
-    shortest file first: the fewest prompts to run)."""
-    out: dict[str, dict] = {}
-    for folder in BASES:
-        for path in sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_size, p.name)):
-            wf = runnable(json.loads(path.read_text()), info)
-            for node in (wf or {}).values():
-                if node["class_type"] in ours(info):
-                    out.setdefault(node["class_type"], wf)
+def workflows(info: dict) -> list[dict]:
+    """Every workflow that runs here, in BASES order, the shortest file first (the fewest
+    prompts to run)."""
+    paths = [p for folder in BASES
+             for p in sorted(folder.glob("*.json"), key=lambda p: (p.stat().st_size, p.name))]
+    return [wf for p in paths if (wf := runnable(json.loads(p.read_text()), info)) is not None]
+
+
+def upstream(wf: dict, key: str) -> set[str]:
+    """`key` and every node it takes a link from, directly or not."""
+    seen, todo = set(), [key]
+    while todo:
+        k = todo.pop()
+        if k not in seen:
+            seen.add(k)
+            todo += [v[0] for v in wf[k]["inputs"].values() if isinstance(v, list)]
+    return seen
+
+
+def grafted(info: dict, wf: dict, class_type: str) -> dict | None:
+    """`wf` with a `class_type` node added (None where `wf` cannot hold it): its output into the
+    first input of that type (e.g. Prophet Policy into a rule's policy), its sockets fed by
+    nodes of `wf` that output those types and do not depend on that input's node, its
+    required widgets at their defaults."""
+    new, outputs = str(max(int(k) for k in wf) + 1), info[class_type]["output"]
+    for key, node in wf.items():
+        for name, (spec, _) in inputs_of(info, node["class_type"]).items():
+            if kind_of(spec) in WIDGETS or spec[0] not in outputs:
+                continue
+            inputs = fed(info, {k: n for k, n in wf.items() if key not in upstream(wf, k)},
+                         class_type)
+            if inputs is not None:
+                out = json.loads(json.dumps(wf))
+                out[key]["inputs"][name] = [new, outputs.index(spec[0])]
+                return {**out, new: {"class_type": class_type, "inputs": inputs}}
+    return None
+
+
+def fed(info: dict, sources: dict, class_type: str) -> dict | None:
+    """A `class_type` node's required inputs: widgets at their defaults, sockets linked to the
+    first of `sources` with an output of that type (None: a socket no source feeds)."""
+    inputs = {}
+    for name, (spec, required) in inputs_of(info, class_type).items():
+        if required and kind_of(spec) in WIDGETS:
+            inputs[name] = spec[1].get("default", (choices(spec) or [None])[0])
+        elif required:
+            feeds = [[k, info[n["class_type"]]["output"].index(spec[0])]
+                     for k, n in sources.items() if spec[0] in info[n["class_type"]]["output"]]
+            if not feeds:
+                return None
+            inputs[name] = feeds[0]
+    return inputs
+
+
+class Plan(NamedTuple):
+    """A node to fuzz: the workflow holding it, the good one to run after its cases, and
+    whether it was grafted in (then only the values that must be refused: a run of it is not
+    what its good workflow shows, and LADR Calibrate's measures for minutes)."""
+
+    wf: dict
+    good: dict
+    grafted: bool
+
+
+def plans(info: dict) -> dict[str, Plan]:
+    """class_type -> its plan, for every node of this pack: the first workflow holding it, else
+    the first that can hold it grafted in."""
+    out: dict[str, Plan] = {}
+    runs = workflows(info)
+    for wf in runs:
+        for node in wf.values():
+            if node["class_type"] in ours(info):
+                out.setdefault(node["class_type"], Plan(wf, wf, False))
+    for class_type in sorted(ours(info) - set(out)):
+        for wf in runs:
+            if (holding := grafted(info, wf, class_type)) is not None:
+                out[class_type] = Plan(holding, wf, True)
+                break
     return out
 
 
@@ -187,8 +256,9 @@ class Target(NamedTuple):
 
 
 def refused_at_validation(body: dict, at: Target) -> str | None:
-    """None when the 400 answer is one message on the node's input, naming it; else why not (a
-    message ComfyUI attaches to each input validate_inputs names counts once)."""
+    """None when the answer's node errors are one message on the node's input, naming it;
+    else why not (a message ComfyUI attaches to each input validate_inputs names counts
+    once)."""
     errors = body.get("node_errors", {})
     if set(errors) != {at.node}:
         return f"errors on nodes {sorted(errors)}: {json.dumps(body)[:400]}"
@@ -217,7 +287,7 @@ def outcome(server: Server, wf: dict, at: Target, allowed: bool) -> tuple[str, s
         status, body, msgs = server.queue(wf)
     except OSError as err:  # the websocket timed out or the server went away
         return "hung or died", f"{type(err).__name__} after {time.monotonic() - started:.0f} s"
-    if status == 400:
+    if status == 400 or body.get("node_errors"):  # 200: the outputs it does not feed ran
         return "refused at validation", refused_at_validation(body, at) or ""
     if status != 200:
         return f"HTTP {status}", json.dumps(body)[:300]
@@ -228,11 +298,12 @@ def outcome(server: Server, wf: dict, at: Target, allowed: bool) -> tuple[str, s
     return "ran", "" if allowed else "a damaged value ran"
 
 
-def cases(info: dict, class_type: str) -> list[tuple[str, str, object, bool]]:
+def cases(info: dict, class_type: str, plan: Plan) -> list[tuple[str, str, object, bool]]:
     """(widget, label, value, may it run) for every widget of a node."""
-    return [(name, label, value, may_run(kind_of(spec), label, required))
-            for name, (spec, required) in sorted(inputs_of(info, class_type).items())
-            if kind_of(spec) in WIDGETS for label, value in values(kind_of(spec))]
+    out = [(name, label, value, may_run(kind_of(spec), label, required))
+           for name, (spec, required) in sorted(inputs_of(info, class_type).items())
+           if kind_of(spec) in WIDGETS for label, value in values(kind_of(spec))]
+    return [c for c in out if not (plan.grafted and c[3])]
 
 
 def fuzz(port: int, info: dict) -> tuple[collections.Counter, list[str]]:
@@ -240,10 +311,10 @@ def fuzz(port: int, info: dict) -> tuple[collections.Counter, list[str]]:
     each node's cases."""
     server, tally, failures = Server(port), collections.Counter(), []
     try:
-        for class_type, wf in sorted(bases(info).items()):
-            node = next(k for k, n in wf.items() if n["class_type"] == class_type)
-            for name, label, value, allowed in cases(info, class_type):
-                bad = json.loads(json.dumps(wf))
+        for class_type, plan in sorted(plans(info).items()):
+            node = next(k for k, n in plan.wf.items() if n["class_type"] == class_type)
+            for name, label, value, allowed in cases(info, class_type, plan):
+                bad = json.loads(json.dumps(plan.wf))
                 bad[node]["inputs"].pop(name, None)
                 if value is not MISSING:
                     bad[node]["inputs"][name] = value
@@ -255,7 +326,7 @@ def fuzz(port: int, info: dict) -> tuple[collections.Counter, list[str]]:
                 if end == "hung or died" or not server.alive():
                     return tally, [*failures, f"the fuzz stopped at {class_type}.{name}"]
             tally["good runs"] += 1
-            if not server.good_run(wf, info):
+            if not server.good_run(plan.good, info):
                 failures.append(f"{class_type}: the good workflow after its cases failed")
     finally:
         server.ws.sock.close()
@@ -265,14 +336,15 @@ def fuzz(port: int, info: dict) -> tuple[collections.Counter, list[str]]:
 def test_every_damaged_widget_is_refused_once_on_its_input_and_the_server_runs_on(server) -> None:
     port, _ = server
     _, info = http(port, "/object_info")
-    covered = bases(info)
+    covered = plans(info)
     shipped = {n["class_type"] for p in BASES[0].glob("*.json")
                for n in json.loads(p.read_text()).values()} & ours(info)
-    assert shipped <= set(covered), "every node of a shipped workflow is fuzzed"
+    assert not any(covered[c].grafted for c in shipped), "a shipped node in its own workflow"
+    assert set(covered) == ours(info), "every node of the pack is fuzzed"
     started = time.monotonic()
     tally, failures = fuzz(port, info)
     print(f"workflow fuzz: {dict(tally)} in {time.monotonic() - started:.0f} s")
     assert not failures, "\n".join(failures[:40]) + f"\n({len(failures)} failures)"
     assert tally.pop("good runs") == len(covered), "a good run after every node's cases"
     assert set(tally) == {"refused at validation", "refused when run", "ran"}, tally
-    assert sum(tally.values()) == sum(len(cases(info, c)) for c in covered)
+    assert sum(tally.values()) == sum(len(cases(info, c, p)) for c, p in covered.items())
