@@ -140,20 +140,21 @@ def upstream(wf: dict, key: str) -> set[str]:
 
 def grafted(info: dict, wf: dict, class_type: str) -> dict | None:
     """`wf` with a `class_type` node added (None where `wf` cannot hold it): its output into the
-    first input of that type (e.g. Prophet Policy into a rule's policy), its sockets fed by
-    nodes of `wf` that output those types and do not depend on that input's node, its
-    required widgets at their defaults."""
+    first input of that type (e.g. Prophet Policy into a rule's policy), else into one taking
+    any type (Preview Any), its sockets fed by nodes of `wf` that output those types and do not
+    depend on that input's node, its required widgets at their defaults."""
     new, outputs = str(max(int(k) for k in wf) + 1), info[class_type]["output"]
-    for key, node in wf.items():
-        for name, (spec, _) in inputs_of(info, node["class_type"]).items():
-            if kind_of(spec) in WIDGETS or spec[0] not in outputs:
-                continue
-            inputs = fed(info, {k: n for k, n in wf.items() if key not in upstream(wf, k)},
-                         class_type)
-            if inputs is not None:
-                out = json.loads(json.dumps(wf))
-                out[key]["inputs"][name] = [new, outputs.index(spec[0])]
-                return {**out, new: {"class_type": class_type, "inputs": inputs}}
+    slots = [(key, name, outputs.index(spec[0]) if spec[0] in outputs else 0)
+             for wanted in (outputs, ["*"]) for key, node in wf.items()
+             for name, (spec, _) in inputs_of(info, node["class_type"]).items()
+             if kind_of(spec) not in WIDGETS and spec[0] in wanted]
+    for key, name, slot in slots:
+        inputs = fed(info, {k: n for k, n in wf.items() if key not in upstream(wf, k)},
+                     class_type)
+        if inputs is not None:
+            out = json.loads(json.dumps(wf))
+            out[key]["inputs"][name] = [new, slot]
+            return {**out, new: {"class_type": class_type, "inputs": inputs}}
     return None
 
 
