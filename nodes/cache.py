@@ -10,6 +10,7 @@ import ladr_core
 
 from . import host
 from .handles import CACHE_TYPE
+from .validate import check_numbers
 
 io, _ = host.v3()
 
@@ -27,7 +28,9 @@ def preset_table() -> dict[str, dict[str, object]]:
 def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int,
                 preset: str = "custom") -> object:
     """Widget values -> MLCacheConfig (its own validation names the bad argument)."""
-    if preset in PRESETS:
+    if preset in PRESETS:  # the fields are not read, but NaN there is a damaged file
+        check_numbers("ML-Cache Options", {"cache_ratio": cache_ratio,
+                                           "warmup_ratio": warmup_ratio})
         return PRESETS[preset]()
     if preset != "custom":
         raise ValueError(f"ML-Cache Options: preset {preset!r} is not one of {PRESET_OPTIONS}")

@@ -19,6 +19,7 @@ from ladr_core.dimoo import INCOMPLETE_MARKER, is_quantized_folder
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
+from .validate import ABSENT
 
 io, _ = host.v3()
 
@@ -60,6 +61,9 @@ def model_choices() -> list[str]:
 
 def resolve_model_path(model_name: str) -> str:
     """Folder or GGUF file of `model_name`; a clear error naming the searched folders."""
+    if not isinstance(model_name, str):  # a workflow file's null, number or object
+        raise ValueError(f"model_name: {model_name!r} is not a model name; pick one from the "
+                         f"list ({NANO!r} is built in)")
     if model_name == NANO:
         nano = ladr_core.nano_model_path()
         if not os.path.isfile(os.path.join(nano, "config.json")):
@@ -167,9 +171,11 @@ class LoadDiMOOModel(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, model_name: str) -> bool | str:
+    def validate_inputs(cls, model_name: object = ABSENT) -> bool | str:
         """Only `model_name` is named, so its error shows once, on it; dtype is a COMBO the
         schema checks itself (nodes/validate.py)."""
+        if model_name is ABSENT:  # not in the prompt: ComfyUI reports it missing
+            return True
         try:
             resolve_model_path(model_name)
         except ValueError as exc:

@@ -10,7 +10,7 @@ field. Input names are those of saved workflows and never change.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 from ladr_core import (
     ADAPTIVE_REPLACES,
@@ -33,6 +33,7 @@ from ladr_core import (
 
 from . import host
 from .handles import POLICY_TYPE
+from .validate import ABSENT, check_numbers
 
 io, _ = host.v3()
 
@@ -262,9 +263,9 @@ class LADRPolicyNode(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, preset: str) -> bool | str:
+    def validate_inputs(cls, preset: object = ABSENT) -> bool | str:
         """Names only `preset`, so its message shows once, on it (nodes/validate.py)."""
-        if preset in PRESET_OPTIONS:
+        if preset is ABSENT or preset in PRESET_OPTIONS:
             return True
         return f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}"
 
@@ -283,6 +284,7 @@ class LADRPolicyNode(io.ComfyNode):
                               alpha_refinement, kernel_size, metric, candidates, delayed,
                               selection, rescue_token, seen_only, adaptive, pace,
                               anchor_quantile)
+        check_numbers("LADR Policy", asdict(fields))  # a preset does not read the fields
         return io.NodeOutput(checked("LADR Policy", lambda: build_strategy(preset, fields)))
 
 
@@ -322,6 +324,10 @@ class ProphetPolicyNode(io.ComfyNode):
     def execute(cls, threshold_early: float, threshold_middle: float, threshold_late: float,
                 middle_start: float, late_start: float) -> io.NodeOutput:
         # No validate_inputs: ranges are the schema's; the bounds' order is checked here once.
+        check_numbers("Prophet Policy", {
+            "threshold_early": threshold_early, "threshold_middle": threshold_middle,
+            "threshold_late": threshold_late, "middle_start": middle_start,
+            "late_start": late_start})  # NaN named by its widget, not the policy's field
         return io.NodeOutput(checked("Prophet Policy", lambda: build_prophet(
             threshold_early, threshold_middle, threshold_late, middle_start, late_start)))
 

@@ -17,7 +17,7 @@ from ladr_core import RESCUE_TOKENS, Strategy, resolve_strategy, strategy_names
 from . import host
 from .handles import POLICY_TYPE, RULE_TYPE, SamplingRule
 from .policy import describe
-from .validate import check_socket
+from .validate import check_numbers, check_socket
 
 io, _ = host.v3()
 
@@ -91,6 +91,8 @@ def build_rule(name: str, policy: Strategy | None, fields: RuleFields | None = N
     a note when a connected policy is not used."""
     if name not in STRATEGIES:
         raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
+    if fields is not None:  # NaN in a widget the strategy does not read, too
+        check_numbers(node, {"tau": fields.tau, "gamma": fields.gamma})
     check_socket("policy", policy, Strategy, "LADR / Prophet strategy",
                  "Prophet Policy" if name == "prophet" else "LADR Policy")
     if policy is not None and policy.name == name:

@@ -12,6 +12,11 @@ there. So a node that wants one message on the wrong widget:
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 
+A workflow file can hold what no widget can: ``validate_inputs`` arguments default to
+``ABSENT`` (ComfyUI leaves out an input the prompt lacks and reports it missing itself; a null
+arrives as None), and ``check_numbers`` refuses NaN, which passes the host's ``min``/``max``
+(every comparison with it is false), in float widgets a node's settings may not read.
+
 ``attached_inputs`` says which inputs a node's ``validate_inputs`` failure lands on (the test of
 rule 2 for every node of the pack).
 """
@@ -19,10 +24,15 @@ rule 2 for every node of the pack).
 from __future__ import annotations
 
 import inspect
+import math
 
 from ladr_core import InputError
 
-__all__ = ["attached_inputs", "check_socket", "input_error", "node_error"]
+__all__ = ["ABSENT", "attached_inputs", "check_numbers", "check_socket", "input_error",
+           "node_error"]
+
+ABSENT = object()
+"""A ``validate_inputs`` argument's default: the input is not in the prompt (module docstring)."""
 
 
 def attached_inputs(node_cls: type) -> list[str] | None:
@@ -39,6 +49,14 @@ def attached_inputs(node_cls: type) -> list[str] | None:
 def input_error(node: str, name: str, problem: str, fix: str) -> ValueError:
     """``ValueError("<node>: <input> <problem>; <fix>")``: the one execute-time message format."""
     return ValueError(f"{node}: {name} {problem}; {fix}")
+
+
+def check_numbers(node: str, values: dict[str, object]) -> None:
+    """One ``input_error`` for the first float widget holding NaN (module docstring)."""
+    for name, value in values.items():
+        if isinstance(value, float) and math.isnan(value):
+            raise input_error(node, name, "is NaN (not a number), which no widget holds: the "
+                              "workflow file was edited or damaged", "set it to a number")
 
 
 def node_error(node: str, err: InputError, names: dict[str, str] | None = None,

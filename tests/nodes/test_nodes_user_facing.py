@@ -141,3 +141,43 @@ def test_every_node_has_a_help_page_naming_each_input() -> None:
         text = page.read_text()
         missing = [i.id for i in schema.inputs if f"`{i.id}`" not in text]
         assert not missing, (schema.node_id, missing)
+
+
+def test_nan_in_a_float_widget_is_refused_naming_the_widget() -> None:
+    """A workflow file can carry NaN, which passes the host's min/max: refused naming the
+    widget (not the policy's field), even where the preset or strategy would not read it
+    (tests/host/test_workflow_fuzz.py found these)."""
+    from support.nodes import policy_fields
+
+    from nodes.policy import LADRPolicyNode, ProphetPolicyNode
+    from nodes.rules import SamplingRuleNode
+
+    nan = float("nan")
+    calls = [
+        (lambda: ProphetPolicyNode.execute(threshold_early=7.5, threshold_middle=5.0,
+                                           threshold_late=2.5, middle_start=nan, late_start=0.6),
+         "Prophet Policy: middle_start is NaN"),
+        (lambda: LADRPolicyNode.execute(preset="paper", **policy_fields(tau_structure=nan)),
+         "LADR Policy: tau_structure is NaN"),
+        (lambda: MLCacheOptions.execute(cache_ratio=0.5, warmup_ratio=nan, refresh_interval=3,
+                                        preset="ladr"), "ML-Cache Options: warmup_ratio is NaN"),
+        (lambda: SamplingRuleNode.execute(strategy="ladr-global", tau=-1.0, gamma=nan,
+                                          token="sample"), "DiMOO Sampling Rule: gamma is NaN"),
+    ]
+    for call, message in calls:
+        with pytest.raises(ValueError, match=message + r".*; set it to a number"):
+            call()
+
+
+def test_validate_inputs_of_a_combo_takes_any_value_a_workflow_file_holds() -> None:
+    """A combo named in validate_inputs skips the host's own list check: a null, a number or
+    an object gets the node's message naming it; an absent input (the host reports it
+    missing) is not a second message."""
+    from nodes.loader import LoadDiMOOModel
+    from nodes.policy import LADRPolicyNode
+
+    for value in (None, 7, {"a": 1}, [1, 2]):
+        assert LoadDiMOOModel.validate_inputs(model_name=value).startswith(
+            f"model_name: {value!r} is not a model name")
+        assert "preset" in LADRPolicyNode.validate_inputs(preset=value)
+    assert LoadDiMOOModel.validate_inputs() is True and LADRPolicyNode.validate_inputs() is True
