@@ -126,6 +126,7 @@ CAPTIONS = {
     "ladr_nano_outpaint_pad_image": "padded input | mask | result",
     "ladr_dimoo_edit_real_model": "the image to edit",
     "ladr_distributed_seed_collector": "one image per server",
+    "ladr_nano_caption_to_image": "input | drawn from its caption",
 }
 """The first caption line of each card: what its tiles are."""
 
@@ -140,20 +141,36 @@ def inputs_shown(wf: dict) -> list[torch.Tensor]:
                 isinstance(kw.get("mask"), list):
             image, mask = _source(wf, kw["image"])[0], _source(wf, kw["mask"])[1]
             tiles += [image, mask[..., None].expand(*mask.shape, 3)]
-        if node["class_type"] == "LADR_DiMOOEdit":
+        if node["class_type"] in ("LADR_DiMOOEdit", "LADR_DiMOOCaption", "LADR_DiMOOAsk"):
             tiles.append(_source(wf, kw["image"])[0])
     return tiles
+
+
+def built_in_path(wf: dict) -> Path:
+    """The checkpoint a workflow's loader names when it is a built-in one (the nano that
+    answers, for the caption template), else the built-in nano (the real-model templates'
+    stand-in here)."""
+    from nodes.loader import BUILT_IN, resolve_model_path
+
+    names = [n["inputs"]["model_name"] for n in wf.values()
+             if n["class_type"] == "LADR_LoadDiMOOModel"]
+    return Path(resolve_model_path(names[0]) if names and names[0] in BUILT_IN
+                else ladr_core.nano_model_path())
 
 
 def thumbnails(names: list[str] | None = None) -> list[Path]:
     """Run each example (or those named) on the nano model (the real-model text-to-image one at
     48 px; the edit one shows its input only: nano cannot edit) and write its .jpg."""
-    pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
+    pipes: dict[Path, object] = {}
     written = []
     for path in sorted(API_DIR.glob("*.json")):
         if names and path.stem not in names:
             continue
         wf = json.loads(path.read_text())
+        folder = built_in_path(wf)
+        if folder not in pipes:
+            pipes[folder] = ladr_core.load_dimoo(folder, dtype=torch.float32)
+        pipe = pipes[folder]
         real = path.stem == "ladr_dimoo_1024_real_model"
         if real:  # no 8B checkpoint here: show the same graph on the nano model
             for node in wf.values():

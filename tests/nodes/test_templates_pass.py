@@ -1,5 +1,5 @@
 """Every shipped nano template draws what its prompt says: its API workflow (example_workflows/api/,
-every one whose loader loads the built-in nano model) run through the pack's nodes
+every one whose loader loads a built-in nano model) run through the pack's nodes
 (lab/workflows/graph.py: the nodes' own ``execute`` on the V3 stand-in, Load Image and Pad Image for
 Outpainting as ComfyUI gives them), exactly as the template sets them, and every picture each
 VQ Decode gives held to the nano evaluator against its sampler's prompt (inpainting and
@@ -15,8 +15,9 @@ import pytest
 
 from lab.workflows.graph import nano_templates, verdicts
 from lab.workflows.template_extras import TEMPLATE_FILES
+from nodes.loader import BUILT_IN
 
-NANO = nano_templates()
+NANO = nano_templates(tuple(BUILT_IN))  # the caption template's prompt: its caption
 MISSES: dict[str, str] = {}
 """Templates whose shipped seed misses with the best-measured setting (strict: a pass fails the
 test, so the entry goes when the seed or setting changes)."""
