@@ -77,7 +77,7 @@ def test_greedy_answers_ignore_the_seed(tiny) -> None:
 def test_the_progress_bar_follows_the_run(tiny, monkeypatch) -> None:
     shown: list[int] = []
     monkeypatch.setattr(host.Progress, "update", lambda self, v, preview=None: shown.append(v))
-    DiMOOCaption.execute(model=tiny, image=_images(2), **{**ARGS, "max_answer": 32}).args
+    DiMOOCaption.execute(model=tiny, image=_images(2), **{**ARGS, "max_answer": 32})
     assert shown == sorted(shown) and shown[-1] == 1000 and len(set(shown)) >= 3
 
 
