@@ -37,7 +37,7 @@ _EXPORTS = by_module({
     ".official_cost": "official_passes",
     ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
               "size_problem COMPILE_BACKENDS COMPILE_MODES",
-    ".assets": "nano_model_path nano_default_cfg",
+    ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg",
 })
 
 __all__ = sorted(_EXPORTS)
