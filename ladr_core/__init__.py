@@ -36,7 +36,8 @@ _EXPORTS = by_module({
     ".errors": "InputError",
     ".official_cost": "official_passes",
     ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
-              "size_problem COMPILE_BACKENDS COMPILE_MODES",
+              "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
+              "answer_rule_names resolve_answer_rule",
     ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg",
 })
 

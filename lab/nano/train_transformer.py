@@ -69,7 +69,8 @@ def build_config(cfg: TrainConfig, ids: DiMOOIds, max_len: int, image_size: int)
                         max_sequence_length=max_len, rope_theta=10000.0)
     out = llada.to_dict()
     out.update(ids.to_config_dict())
-    out.update({"default_image_size": image_size, "ladr_can_edit": False, "pad_token_id": 0,
+    out.update({"default_image_size": image_size, "ladr_can_edit": False,
+                "ladr_can_understand": False, "pad_token_id": 0,
                 "eos_token_id": 0,
                 "architectures": ["LLaDAModelLM"], "model_type": "llada"})
     return out

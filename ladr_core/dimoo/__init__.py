@@ -41,6 +41,11 @@ _EXPORTS = by_module({
     ".tasks.edit_size": "official_edit_size sized_for_edit EDIT_SIZES buckets pick_bucket",
     ".tasks.preview": "PreviewBase FADE painting_base edit_base pool_to_preview",
     ".tasks.selfscore": "SelfScoreConfig SelfScore KINDS block_masks",
+    ".tasks.understanding": "AnswerResult UnderstandJob UNDERSTAND_SYSTEM ANSWER_SIZES "
+                            "understanding_text answer_row",
+    ".tasks.answer_rules": "AnswerRule OfficialOrder ConfidenceThreshold AnswerEntropyBound "
+                           "answer_rule answer_rule_names resolve_answer_rule transfer_counts",
+    ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers",
     # the pipeline, converting
     ".pipeline": "load_dimoo DiMOOPipeline",
     ".jobs": "TextJob PaintJob EditJob check_job",

@@ -36,6 +36,7 @@ from .runs import GenerationResult, RunOptions, images_in_flight, item_generator
 from .tasks.edit_size import EDIT_SIZES, sized_for_edit
 from .tasks.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, plan_edit
 from .tasks.painting import PaintOptions, check_image, plan_painting
+from .understand import PipelineUnderstanding, answer_end_id
 from .weights.checkpoint import load_checkpoint
 from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device
 
@@ -82,13 +83,15 @@ def _config_value(raw: dict, key: str, default: Any, ok: Callable[[Any], bool],
     return value
 
 
-class DiMOOPipeline(PipelineImages):
-    """Native Lumina-DiMOO pipeline: text to image, painting, editing (module docstring).
+class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
+    """Native Lumina-DiMOO pipeline: text to image, painting, editing (module docstring), and
+    answers about images (``understand``, understand.py).
 
     Read from config.json beyond the official keys (all optional): ``default_image_size``
     (else 1024), ``default_cfg`` (the guidance scale the checkpoint was tuned for, else the
-    official 4.0) and ``ladr_can_edit`` (False for a checkpoint trained for text to image only,
-    like the built-in nano; else True)."""
+    official 4.0), ``ladr_can_edit`` and ``ladr_can_understand`` (False for a checkpoint trained
+    for text to image only, like the built-in nano; else True) and ``eos_token_id`` (the
+    end-of-answer token, else the official 126081)."""
 
     def __init__(self, checkpoint: LoadedCheckpoint, preview_size: int = 4) -> None:
         self.transformer: LLaDAModel = checkpoint.transformer
@@ -105,6 +108,9 @@ class DiMOOPipeline(PipelineImages):
                                                       "a finite number >= 0"))
         self.can_edit: bool = _config_value(raw, "ladr_can_edit", True,
                                             lambda v: isinstance(v, bool), "true or false")
+        self.can_understand: bool = _config_value(raw, "ladr_can_understand", True,
+                                                  lambda v: isinstance(v, bool), "true or false")
+        self.answer_end_id: int | None = answer_end_id(raw, self.config.n_embeddings)
         self.preview_size = preview_size
         self.context_length: int = context_length(self.config, self.ids)
         self._preview_copies: dict[torch.device, torch.Tensor] = {}  # images.py

@@ -41,11 +41,13 @@ def pick_bucket(width: int, height: int, sizes: list[tuple[int, int]] | None = N
     return max(sizes, key=lambda s: (match(s), s))
 
 
-def official_edit_size(image: torch.Tensor) -> torch.Tensor:
-    """IMAGE float [B, H, W, 3] in [0, 1] -> [B, h, w, 3] at its official bucket (see above).
-    An image already at a bucket size is returned as it is."""
+def official_edit_size(image: torch.Tensor, sizes: list[tuple[int, int]] | None = None
+                       ) -> torch.Tensor:
+    """IMAGE float [B, H, W, 3] in [0, 1] -> [B, h, w, 3] at its official bucket (see above;
+    ``sizes``: other buckets, e.g. understanding's 1024 px area). An image already at a bucket
+    size is returned as it is."""
     _, h, w, _ = image.shape
-    cw, ch = pick_bucket(w, h)
+    cw, ch = pick_bucket(w, h, sizes)
     if (w, h) == (cw, ch):
         return image
     x = image.permute(0, 3, 1, 2).float()

@@ -1,0 +1,273 @@
+"""The official block-wise answer loop of Lumina-DiMOO understanding, batched and packed.
+
+Official behaviour (``generators/text_understanding_generator.generate_text_understanding`` as
+``inference/inference_mmu.py`` calls it: 1,024 answer tokens, blocks of 256, 128 steps, cfg 0,
+remasking 'low_confidence'): the answer is ``gen_length`` MASK tokens after the prompt and the
+image; the blocks are decoded left to right, each in ``steps // blocks`` steps; per step one
+forward pass of the whole sequence, then per position of the current block
+
+* ``x0 = argmax(logits)`` at temperature 0, else ``argmax(exp(logits) / (-log u) ** temperature)``
+  with u ~ U[0, 1) in float64 (official ``add_gumbel_noise``);
+* confidence = ``softmax(logits in float64)[x0]`` at the masked positions;
+* the answer rule (answer_rules.py) commits some masked positions (official: the
+  ``get_num_transfer_tokens`` count, most confident first).
+
+After each block the official code stops when an end token (126081, config.json
+``eos_token_id``) has been decoded and returns ``x[:, :input_p_len + prompt.shape[0] + 3 + rows
++ (num_block + 1) * block_length]``; ``input_p_len`` and ``rows`` are defined nowhere in the
+official code. We follow the intent: the answer ends with the block in which the end token was
+decoded (the blocks after it are not run), and the check reads the decoded answer, not the
+prompt.
+
+Adaptations, none of which changes a committed token: the items of a list run in ONE packed pass
+(model/packed.py; a finished item leaves the pass); only each item's window, its answer from the
+first token to the end of the current block, is projected onto the vocabulary (the official code
+projects every position, then sets the confidence past the block to -inf; before the answer
+nothing is masked, and a position of an earlier block stays masked only where the model sampled
+MASK itself, which the window keeps in play as the official loop does); the noise is drawn per
+item from its own generator for its window's rows [n, V] (the official code draws [L, V] for the
+whole sequence from the global generator). Host syncs: one per block for the official stop (the official ``.item()``), one per
+step for the rules whose step count depends on the tokens (threshold, entropy, ``+stop``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..model.packed import PackedRows, full_pass
+from ..model.transformer import LLaDAModel
+from .answer_rules import AnswerRule, transfer_counts
+
+__all__ = ["AnswerShape", "AnswerRun", "ANSWER_RECORD_KEYS", "decode_answers", "sample_block"]
+
+#: the keys of the record handed to ``callback`` after every pass (added, never renamed)
+ANSWER_RECORD_KEYS = ("step", "nfe", "rule", "items", "block", "blocks", "tokens", "decoded",
+                      "answer_length", "done", "batch", "progress")
+
+
+@dataclass(frozen=True)
+class AnswerShape:
+    """The answer's length, its blocks and the official steps (checked by understanding.py)."""
+
+    length: int = 1024
+    block_length: int = 256
+    steps: int = 128
+
+    @property
+    def blocks(self) -> int:
+        return self.length // self.block_length
+
+    @property
+    def steps_per_block(self) -> int:
+        return self.steps // self.blocks
+
+
+@dataclass
+class AnswerRun:
+    """What ``decode_answers`` returns: per item its answer tokens (the blocks it decoded; a
+    ``+stop`` answer's undecoded tail after its end token holds the end id), LongTensor on the
+    model's device, and the passes it took part in (``nfe``); ``passes``: packed passes run."""
+
+    tokens: list[torch.Tensor]
+    nfe: list[int]
+    passes: int = 0
+
+
+@dataclass
+class _Item:
+    """One answer in flight: where its row lies in the packed sequence and where it stands."""
+
+    offset: int  # first token of its row in the packed sequence
+    length: int  # tokens of its row
+    start: int  # first answer token inside the row (official ``code_start``)
+    block: int = 0
+    step: int = 0
+    decoded: int = 0
+    nfe: int = 0
+    done: bool = False
+
+    ended_early: bool = False  # a ``+stop`` end: what follows the end token was not decoded
+
+    def window(self, shape: AnswerShape) -> int:
+        """Rows of its window: the answer up to the end of its current block (a position left
+        masked in an earlier block, where the model sampled MASK itself, competes again as in
+        the official loop, whose mask and top-k span the whole sequence)."""
+        return (self.block + 1) * shape.block_length
+
+
+def sample_block(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
+                 entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """One item's block logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
+    entropy float64 [n] or None), the official sampling: argmax at temperature 0, else
+    ``argmax(exp(logits) / (-log u) ** temperature)`` with u [n, V] float64 drawn from
+    ``generator`` (on its device)."""
+    wide = logits.double()
+    if temperature == 0:
+        x0 = logits.argmax(dim=-1)
+    else:
+        where = generator.device if generator is not None else logits.device
+        u = torch.rand(logits.shape, generator=generator, device=where, dtype=torch.float64)
+        x0 = (wide.exp() / (-torch.log(u.to(logits.device))) ** temperature).argmax(dim=-1)
+    log_p = torch.log_softmax(wide, dim=-1)
+    p = log_p.gather(-1, x0[:, None]).squeeze(-1).exp()
+    ent = -(log_p.exp() * log_p).sum(-1) if entropy else None
+    return x0, p, ent
+
+
+def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Sequence[int],
+                   shape: AnswerShape, rule: AnswerRule, temperature: float,
+                   generators: Sequence[torch.Generator | None], mask_id: int,
+                   end_id: int | None, callback: Callable[[dict[str, Any]], None] | None = None
+                   ) -> AnswerRun:
+    """Decode the answers of B rows (module docstring). ``rows[i]``: item i's tokens (prompt,
+    image, BOA, ``shape.length`` MASK, EOA); ``starts[i]``: its first answer token;
+    ``generators[i]``: item i's noise; ``end_id``: the end-of-answer token (None: no stop).
+    ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
+    host's interrupt) ends the run."""
+    device = model.compute_device()
+    seq = torch.tensor([t for r in rows for t in r], dtype=torch.long).to(device)
+    items, at = [], 0
+    for row, start in zip(rows, starts, strict=True):
+        items.append(_Item(at, len(row), int(start)))
+        at += len(row)
+    counts = transfer_counts(shape.block_length, shape.steps_per_block)  # every block's
+    packs: dict[tuple[int, ...], PackedRows] = {}
+    passes = 0
+    with torch.no_grad():
+        while active := [i for i, it in enumerate(items) if not it.done]:
+            key = tuple(active)
+            if key not in packs:
+                packs[key] = PackedRows.from_lengths([items[i].length for i in active], device)
+            moving = [items[i] for i in active]
+            logits = _window_logits(model, seq, items, active, packs[key], shape)
+            after = _step(rule, seq, moving, logits, temperature, [generators[i] for i in active],
+                          [counts[it.step] for it in moving] if rule.fixed_steps else None,
+                          shape, mask_id)
+            passes += 1
+            _advance(moving, rule, shape, after, counts, end_id, mask_id)
+            if callback is not None:
+                callback(_record(passes, rule, items, active, after, shape))
+    return AnswerRun(_answers(seq, items, shape, end_id, mask_id), [it.nfe for it in items], passes)
+
+
+def _window_logits(model: LLaDAModel, seq: torch.Tensor, items: list[_Item], active: list[int],
+                   rows: PackedRows, shape: AnswerShape) -> list[torch.Tensor]:
+    """One packed pass over the active rows -> each item's window logits [n_i, V]: its answer
+    from the first token to the end of its current block (only those rows are projected)."""
+    if len(active) == len(items):
+        ids = seq
+    else:
+        ids = torch.cat([seq[items[i].offset: items[i].offset + items[i].length]
+                         for i in active])
+    where, sizes, at = [], [], 0
+    for i in active:
+        it = items[i]
+        n = it.window(shape)
+        where.append(torch.arange(at + it.start, at + it.start + n, device=seq.device))
+        sizes.append(n)
+        at += it.length
+        it.nfe += 1
+    hidden = full_pass(model, ids, rows)
+    return list(model.project(hidden[torch.cat(where)]).split(sizes))
+
+
+def _step(rule: AnswerRule, seq: torch.Tensor, moving: list[_Item], logits: list[torch.Tensor],
+          temperature: float, generators: list[torch.Generator | None],
+          counts: list[int] | None, shape: AnswerShape, mask_id: int) -> torch.Tensor:
+    """Sample, pick and commit one step in every moving item's window (written into ``seq``).
+    Returns the windows after the step [A, n_max] (right-padded with -1)."""
+    widest = max(it.window(shape) for it in moving)
+    device = seq.device
+    confidence = torch.full((len(moving), widest), float("-inf"), dtype=torch.float64,
+                            device=device)
+    masked = torch.zeros((len(moving), widest), dtype=torch.bool, device=device)
+    x0 = torch.full((len(moving), widest), -1, dtype=torch.long, device=device)
+    entropy = torch.zeros_like(confidence) if rule.needs_entropy else None
+    windows = []
+    for a, (it, gen) in enumerate(zip(moving, generators, strict=True)):  # each its own noise
+        n = it.window(shape)
+        now = seq[it.offset + it.start: it.offset + it.start + n]
+        windows.append(now)
+        x0[a, :n], p, ent = sample_block(logits[a], temperature, gen, rule.needs_entropy)
+        masked[a, :n] = now == mask_id
+        confidence[a, :n] = p.masked_fill(~masked[a, :n], float("-inf"))
+        if entropy is not None:
+            entropy[a, :n] = ent
+    chosen = rule.pick(confidence, entropy, masked, counts)
+    after = torch.full_like(x0, -1)
+    for a, now in enumerate(windows):
+        n = now.shape[0]
+        after[a, :n] = torch.where(chosen[a, :n], x0[a, :n], now)
+        now.copy_(after[a, :n])  # a view of seq
+    return after
+
+
+def _advance(moving: list[_Item], rule: AnswerRule, shape: AnswerShape, after: torch.Tensor,
+             counts: list[int], end_id: int | None, mask_id: int) -> None:
+    """Move each item of the pass on: its step, its block, done. Reads the device only when a
+    decision needs it (module docstring: the host syncs). A rule without fixed steps leaves a
+    block when nothing in the window is masked, or after ``block_length`` steps (a model that
+    keeps sampling MASK cannot hold it forever)."""
+    counted = rule.fixed_steps and not rule.stop  # the official count: known on the host
+    for it in moving:
+        it.step += 1
+        if counted:
+            it.decoded += counts[it.step - 1]
+    if counted and not any(it.step == shape.steps_per_block for it in moving):
+        return  # mid-block under the official count: nothing to read
+    left = (after == mask_id).sum(dim=1)
+    no = torch.zeros_like(left, dtype=torch.bool)
+    has_end = no if end_id is None else (after == end_id).any(dim=1)
+    complete = _complete(after, end_id, mask_id) if rule.stop else no
+    facts = torch.stack([left, has_end.long(), complete.long()], dim=1).tolist()  # one sync
+    for it, (n_left, ended, whole) in zip(moving, facts, strict=True):
+        if not counted:
+            it.decoded = (it.block + 1) * shape.block_length - n_left
+        over = it.step == shape.steps_per_block if rule.fixed_steps else \
+            n_left == 0 or it.step == shape.block_length
+        if whole or (over and (ended or it.block + 1 == shape.blocks)):
+            it.done, it.ended_early = True, bool(whole)
+        elif over:
+            it.block, it.step = it.block + 1, 0
+
+
+def _complete(after: torch.Tensor, end_id: int | None, mask_id: int) -> torch.Tensor:
+    """[A] bool: the window (the answer so far, [A, n]) holds a decoded end token with nothing
+    masked before it."""
+    if end_id is None:
+        return torch.zeros(after.shape[0], dtype=torch.bool, device=after.device)
+    is_end = after == end_id
+    first = torch.where(is_end.any(dim=1), is_end.int().argmax(dim=1), after.shape[1])
+    lane = torch.arange(after.shape[1], device=after.device)
+    return is_end.any(dim=1) & ~((after == mask_id) & (lane < first[:, None])).any(dim=1)
+
+
+def _record(passes: int, rule: AnswerRule, items: list[_Item], active: list[int],
+            after: torch.Tensor, shape: AnswerShape) -> dict[str, Any]:
+    """The callback's record (ANSWER_RECORD_KEYS); host values except ``tokens``: the active
+    items' answers so far [A, n] on the device (right-padded with -1)."""
+    total = shape.length * len(items)
+    decoded = [shape.length if it.done else it.decoded for it in items]
+    return {"step": passes - 1, "nfe": passes, "rule": rule.label, "items": list(active),
+            "block": [items[i].block for i in active], "blocks": shape.blocks, "tokens": after,
+            "decoded": decoded, "answer_length": shape.length,
+            "done": sum(it.done for it in items), "batch": len(items),
+            "progress": sum(decoded) / total}
+
+
+def _answers(seq: torch.Tensor, items: list[_Item], shape: AnswerShape, end_id: int | None,
+             mask_id: int) -> list[torch.Tensor]:
+    """Each item's decoded answer: its blocks up to the one it stopped in (after a ``+stop``
+    end, the masked tokens after the end token hold the end id)."""
+    out = []
+    for it in items:
+        a = it.offset + it.start
+        tokens = seq[a: a + it.window(shape)]
+        if it.ended_early and end_id is not None:
+            tokens = tokens.masked_fill(tokens == mask_id, end_id)
+        out.append(tokens)
+    return out

@@ -1,0 +1,95 @@
+"""``DiMOOPipeline.understand``: questions about images, answered the official way (a mixin of
+the pipeline; the prompt, sizes and checks: tasks/understanding.py; the decoding loop:
+tasks/answering.py; the answer rules by name: tasks/answer_rules.py).
+
+Uses the pipeline's ``transformer``, ``tokenizer``, ``ids``, ``vq_factor``, ``default_size``,
+``context_length``, ``can_understand``, ``answer_end_id``, ``encode`` and ``encode_image``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import InputError
+from .runs import check_seed, item_generator
+from .tasks.answer_rules import AnswerRule
+from .tasks.understanding import (
+    END_TOKEN_ID,
+    AnswerResult,
+    UnderstandJob,
+    plan_understanding,
+    run_understanding,
+)
+
+__all__ = ["PipelineUnderstanding", "answer_end_id"]
+
+
+def answer_end_id(raw_config: dict, vocab_size: int) -> int | None:
+    """The end-of-answer token: config.json ``eos_token_id``, else the official 126081; None
+    (no stop) when it is not a token of this vocabulary."""
+    value = raw_config.get("eos_token_id", END_TOKEN_ID)
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < vocab_size
+    return value if ok else None
+
+
+class PipelineUnderstanding:
+    """Understanding entry points of DiMOOPipeline (module docstring)."""
+
+    transformer: Any
+    tokenizer: Any
+    ids: Any
+    vq_factor: int
+    default_size: int
+    context_length: int
+    can_understand: bool
+    answer_end_id: int | None
+    encode: Callable[[str], list[int]]
+    encode_image: Callable[..., Any]
+
+    def prepare_understand(self, image: Any, question: str | list[str],
+                           max_answer: int | None = None, block_length: int | None = None,
+                           steps: int | None = None, rule: str | AnswerRule = "official",
+                           temperature: float = 0.0, size: str = "official") -> UnderstandJob:
+        """A checked understanding request (tasks/understanding.py), before any weight is
+        touched; InputError naming the input and the fix. ``image`` float [B, H, W, 3] in [0, 1]
+        (a ComfyUI IMAGE); ``question`` a string or a list: one image and many questions, one
+        question and many images, or one question per image. ``max_answer`` (None: the official
+        1024 tokens, or the most whole blocks the context holds), ``block_length`` (None:
+        min(256, max_answer)) and ``steps`` (None: one per 8 tokens, the official 128 for
+        1024) must divide as the official code asserts. ``size`` "official" (the official
+        crop of ``default_size`` px in area) or "as is"."""
+        if not self.can_understand:
+            raise InputError("model", "cannot answer questions about images (its config.json "
+                             "says ladr_can_understand: false: it was trained for text to "
+                             "image only)", "load the Lumina-DiMOO checkpoint, or a checkpoint "
+                             "trained to answer")
+        return plan_understanding(self.encode, self.vq_factor, self.context_length,
+                                  self.default_size, image, question, max_answer, block_length,
+                                  steps, rule, temperature, size)
+
+    def understand(self, image: Any, question: str | list[str], max_answer: int | None = None,
+                   block_length: int | None = None, steps: int | None = None,
+                   rule: str | AnswerRule = "official", temperature: float = 0.0, seed: int = 0,
+                   size: str = "official",
+                   callback: Callable[[dict[str, Any]], None] | None = None) -> AnswerResult:
+        """Answer ``question`` about ``image`` (the official understanding path; arguments:
+        ``prepare_understand``). ``rule``: the decoding order by name (``official``,
+        ``threshold``, ``entropy``, each with ``+stop``: tasks/answer_rules.py) or an AnswerRule
+        object. ``temperature`` 0 (official) is greedy; item i's noise comes from
+        ``item_generator(seed + i)``. ``callback(record)`` after every forward pass
+        (answering.ANSWER_RECORD_KEYS); an exception it raises (a host's interrupt) stops the
+        run. Returns an AnswerResult: ``text``, ``tokens``, ``nfe`` per answer, ``seconds``."""
+        job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
+                                      temperature, size)
+        check_seed(seed, len(job.questions))
+        device = self.transformer.compute_device()
+        generators = [item_generator(seed + i, device) for i in range(len(job.questions))]
+        return run_understanding(self.transformer, self.encode, self.decode_text,
+                                 self.encode_image, self.ids, job, generators,
+                                 self.answer_end_id, callback)
+
+    def decode_text(self, tokens: list[int]) -> str:
+        """Token ids -> text, special tokens dropped (official ``batch_decode(...,
+        skip_special_tokens=True)``)."""
+        return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
