@@ -20,11 +20,13 @@ decoded (the blocks after it are not run), and the check reads the decoded answe
 prompt.
 
 Adaptations, none of which changes a committed token: the items of a list run in ONE packed pass
-(model/packed.py; a finished item leaves the pass); only the current block's rows are projected
-onto the vocabulary (the official code projects every position and then sets the confidence of
-the others to -inf); the noise is drawn per item from its own generator for the current block's
-rows [block_length, V] (the official code draws [L, V] for the whole sequence from the global
-generator). Host syncs: one per block for the official stop (the official ``.item()``), one per
+(model/packed.py; a finished item leaves the pass); only each item's window, its answer from the
+first token to the end of the current block, is projected onto the vocabulary (the official code
+projects every position, then sets the confidence past the block to -inf; before the answer
+nothing is masked, and a position of an earlier block stays masked only where the model sampled
+MASK itself, which the window keeps in play as the official loop does); the noise is drawn per
+item from its own generator for its window's rows [n, V] (the official code draws [L, V] for the
+whole sequence from the global generator). Host syncs: one per block for the official stop (the official ``.item()``), one per
 step for the rules whose step count depends on the tokens (threshold, entropy, ``+stop``).
 """
 
@@ -36,7 +38,6 @@ from typing import Any
 
 import torch
 
-from ...devices import index
 from ..model.packed import PackedRows, full_pass
 from ..model.transformer import LLaDAModel
 from .answer_rules import AnswerRule, transfer_counts
@@ -89,9 +90,13 @@ class _Item:
     nfe: int = 0
     done: bool = False
 
-    def block_at(self, shape: AnswerShape) -> int:
-        """Position of its current block in the packed sequence."""
-        return self.offset + self.start + self.block * shape.block_length
+    ended_early: bool = False  # a ``+stop`` end: what follows the end token was not decoded
+
+    def window(self, shape: AnswerShape) -> int:
+        """Rows of its window: the answer up to the end of its current block (a position left
+        masked in an earlier block, where the model sampled MASK itself, competes again as in
+        the official loop, whose mask and top-k span the whole sequence)."""
+        return (self.block + 1) * shape.block_length
 
 
 def sample_block(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
@@ -130,7 +135,6 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
         items.append(_Item(at, len(row), int(start)))
         at += len(row)
     counts = transfer_counts(shape.block_length, shape.steps_per_block)  # every block's
-    lane = torch.arange(shape.block_length, device=device)
     packs: dict[tuple[int, ...], PackedRows] = {}
     passes = 0
     with torch.no_grad():
@@ -138,65 +142,76 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
             key = tuple(active)
             if key not in packs:
                 packs[key] = PackedRows.from_lengths([items[i].length for i in active], device)
-            block = index([items[i].block_at(shape) for i in active], device)[:, None] + lane
-            logits = _block_logits(model, seq, items, active, packs[key], shape, lane)
-            now = seq[block]
-            masked = now == mask_id
-            chosen, x0 = _step(rule, logits, masked, temperature,
-                               [generators[i] for i in active],
-                               [counts[items[i].step] for i in active] if rule.fixed_steps
-                               else [])
-            after = torch.where(chosen, x0, now)
-            seq[block] = after
+            moving = [items[i] for i in active]
+            logits = _window_logits(model, seq, items, active, packs[key], shape)
+            after = _step(rule, seq, moving, logits, temperature, [generators[i] for i in active],
+                          [counts[it.step] for it in moving] if rule.fixed_steps else None,
+                          shape, mask_id)
             passes += 1
-            _advance(items, active, rule, shape, after, counts, end_id, mask_id)
+            _advance(moving, rule, shape, after, counts, end_id, mask_id)
             if callback is not None:
                 callback(_record(passes, rule, items, active, after, shape))
-    return AnswerRun(_answers(seq, items, shape, mask_id, end_id), [it.nfe for it in items],
-                     passes)
+    return AnswerRun(_answers(seq, items, shape, end_id, mask_id), [it.nfe for it in items], passes)
 
 
-def _block_logits(model: LLaDAModel, seq: torch.Tensor, items: list[_Item], active: list[int],
-                  rows: PackedRows, shape: AnswerShape, lane: torch.Tensor) -> torch.Tensor:
-    """One packed pass over the active rows -> logits [A, block_length, V] of their current
-    blocks (only those rows go through the output projection)."""
+def _window_logits(model: LLaDAModel, seq: torch.Tensor, items: list[_Item], active: list[int],
+                   rows: PackedRows, shape: AnswerShape) -> list[torch.Tensor]:
+    """One packed pass over the active rows -> each item's window logits [n_i, V]: its answer
+    from the first token to the end of its current block (only those rows are projected)."""
     if len(active) == len(items):
         ids = seq
     else:
         ids = torch.cat([seq[items[i].offset: items[i].offset + items[i].length]
                          for i in active])
-    starts, at = [], 0
+    where, sizes, at = [], [], 0
     for i in active:
         it = items[i]
-        starts.append(at + it.start + it.block * shape.block_length)
+        n = it.window(shape)
+        where.append(torch.arange(at + it.start, at + it.start + n, device=seq.device))
+        sizes.append(n)
         at += it.length
         it.nfe += 1
     hidden = full_pass(model, ids, rows)
-    where = (index(starts, seq.device)[:, None] + lane).reshape(-1)
-    return model.project(hidden[where]).view(len(active), shape.block_length, -1)
+    return list(model.project(hidden[torch.cat(where)]).split(sizes))
 
 
-def _step(rule: AnswerRule, logits: torch.Tensor, masked: torch.Tensor, temperature: float,
-          generators: list[torch.Generator | None], counts: list[int]
-          ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(positions to commit [A, n], sampled tokens [A, n]) of one step."""
-    x0s, ps, ents = [], [], []
-    for a, gen in enumerate(generators):  # item by item: each its own generator, less memory
-        x0, p, ent = sample_block(logits[a], temperature, gen, rule.needs_entropy)
-        x0s.append(x0)
-        ps.append(p)
-        ents.append(ent)
-    x0, p = torch.stack(x0s), torch.stack(ps)
-    confidence = p.masked_fill(~masked, float("-inf"))
-    entropy = torch.stack(ents) if rule.needs_entropy else None
-    return rule.pick(confidence, entropy, masked, counts if rule.fixed_steps else None), x0
+def _step(rule: AnswerRule, seq: torch.Tensor, moving: list[_Item], logits: list[torch.Tensor],
+          temperature: float, generators: list[torch.Generator | None],
+          counts: list[int] | None, shape: AnswerShape, mask_id: int) -> torch.Tensor:
+    """Sample, pick and commit one step in every moving item's window (written into ``seq``).
+    Returns the windows after the step [A, n_max] (right-padded with -1)."""
+    widest = max(it.window(shape) for it in moving)
+    device = seq.device
+    confidence = torch.full((len(moving), widest), float("-inf"), dtype=torch.float64,
+                            device=device)
+    masked = torch.zeros((len(moving), widest), dtype=torch.bool, device=device)
+    x0 = torch.full((len(moving), widest), -1, dtype=torch.long, device=device)
+    entropy = torch.zeros_like(confidence) if rule.needs_entropy else None
+    windows = []
+    for a, (it, gen) in enumerate(zip(moving, generators, strict=True)):  # each its own noise
+        n = it.window(shape)
+        now = seq[it.offset + it.start: it.offset + it.start + n]
+        windows.append(now)
+        x0[a, :n], p, ent = sample_block(logits[a], temperature, gen, rule.needs_entropy)
+        masked[a, :n] = now == mask_id
+        confidence[a, :n] = p.masked_fill(~masked[a, :n], float("-inf"))
+        if entropy is not None:
+            entropy[a, :n] = ent
+    chosen = rule.pick(confidence, entropy, masked, counts)
+    after = torch.full_like(x0, -1)
+    for a, now in enumerate(windows):
+        n = now.shape[0]
+        after[a, :n] = torch.where(chosen[a, :n], x0[a, :n], now)
+        now.copy_(after[a, :n])  # a view of seq
+    return after
 
 
-def _advance(items: list[_Item], active: list[int], rule: AnswerRule, shape: AnswerShape,
-             after: torch.Tensor, counts: list[int], end_id: int | None, mask_id: int) -> None:
-    """Move each active item on: its step, its block, done. Reads the device only when a
-    decision needs it (module docstring: the host syncs)."""
-    moving = [items[i] for i in active]
+def _advance(moving: list[_Item], rule: AnswerRule, shape: AnswerShape, after: torch.Tensor,
+             counts: list[int], end_id: int | None, mask_id: int) -> None:
+    """Move each item of the pass on: its step, its block, done. Reads the device only when a
+    decision needs it (module docstring: the host syncs). A rule without fixed steps leaves a
+    block when nothing in the window is masked, or after ``block_length`` steps (a model that
+    keeps sampling MASK cannot hold it forever)."""
     counted = rule.fixed_steps and not rule.stop  # the official count: known on the host
     for it in moving:
         it.step += 1
@@ -212,16 +227,17 @@ def _advance(items: list[_Item], active: list[int], rule: AnswerRule, shape: Ans
     for it, (n_left, ended, whole) in zip(moving, facts, strict=True):
         if not counted:
             it.decoded = (it.block + 1) * shape.block_length - n_left
-        over = it.step == shape.steps_per_block if rule.fixed_steps else n_left == 0
+        over = it.step == shape.steps_per_block if rule.fixed_steps else \
+            n_left == 0 or it.step == shape.block_length
         if whole or (over and (ended or it.block + 1 == shape.blocks)):
-            it.done = True
+            it.done, it.ended_early = True, bool(whole)
         elif over:
             it.block, it.step = it.block + 1, 0
 
 
 def _complete(after: torch.Tensor, end_id: int | None, mask_id: int) -> torch.Tensor:
-    """[A] bool: the block holds a decoded end token with nothing masked before it (earlier
-    blocks are decoded and hold none: the official stop would have ended the answer)."""
+    """[A] bool: the window (the answer so far, [A, n]) holds a decoded end token with nothing
+    masked before it."""
     if end_id is None:
         return torch.zeros(after.shape[0], dtype=torch.bool, device=after.device)
     is_end = after == end_id
@@ -232,8 +248,8 @@ def _complete(after: torch.Tensor, end_id: int | None, mask_id: int) -> torch.Te
 
 def _record(passes: int, rule: AnswerRule, items: list[_Item], active: list[int],
             after: torch.Tensor, shape: AnswerShape) -> dict[str, Any]:
-    """The callback's record (ANSWER_RECORD_KEYS); host values except ``tokens``, the active
-    items' current blocks [A, block_length] on the device."""
+    """The callback's record (ANSWER_RECORD_KEYS); host values except ``tokens``: the active
+    items' answers so far [A, n] on the device (right-padded with -1)."""
     total = shape.length * len(items)
     decoded = [shape.length if it.done else it.decoded for it in items]
     return {"step": passes - 1, "nfe": passes, "rule": rule.label, "items": list(active),
@@ -243,15 +259,15 @@ def _record(passes: int, rule: AnswerRule, items: list[_Item], active: list[int]
             "progress": sum(decoded) / total}
 
 
-def _answers(seq: torch.Tensor, items: list[_Item], shape: AnswerShape, mask_id: int,
-             end_id: int | None) -> list[torch.Tensor]:
-    """Each item's decoded answer: its blocks up to the one it stopped in (still-masked tokens
-    after an early end: the end id)."""
+def _answers(seq: torch.Tensor, items: list[_Item], shape: AnswerShape, end_id: int | None,
+             mask_id: int) -> list[torch.Tensor]:
+    """Each item's decoded answer: its blocks up to the one it stopped in (after a ``+stop``
+    end, the masked tokens after the end token hold the end id)."""
     out = []
     for it in items:
         a = it.offset + it.start
-        tokens = seq[a: a + (it.block + 1) * shape.block_length]
-        if end_id is not None:
+        tokens = seq[a: a + it.window(shape)]
+        if it.ended_early and end_id is not None:
             tokens = tokens.masked_fill(tokens == mask_id, end_id)
         out.append(tokens)
     return out
