@@ -20,11 +20,13 @@ import argparse
 import importlib.util
 import json
 import math
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare the nodes against
+if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
+    # ComfyUI (and outside the tests, which install it themselves): declare the nodes against
     # the tests' strict stand-in of its V3 API
     from lab.kit import comfy_stand_in
 
@@ -369,6 +371,16 @@ EDIT_INSTRUCTION = "Replace the blue square with a yellow star."
 CAPTION_INPUT = "ladr_caption_scene.png"
 
 
+def scene_objects() -> tuple:
+    """The objects of the inpainting (and captioning) scene: lab.nano.scenes, layout seed 0."""
+    import numpy as np
+
+    from lab.nano import scenes
+
+    spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
+    return scenes.layout_scene(spec, np.random.default_rng(0))
+
+
 def input_images() -> dict[str, object]:
     """The example inputs, drawn from the nano test scenes (lab.nano.scenes, layout seed 0):
     inpainting: RGBA, alpha 0 over the blue square and one token around it (what Load Image's
@@ -383,7 +395,7 @@ def input_images() -> dict[str, object]:
     def layout(spec: object) -> tuple:
         return scenes.layout_scene(spec, np.random.default_rng(0))
 
-    objs = layout(scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of"))
+    objs = scene_objects()
     img = scenes.render(objs)
     square, cell = objs[1], scenes.CELL
     top, left = int(square.cy - square.size / 2) - cell, int(square.cx - square.size / 2) - cell
