@@ -76,10 +76,11 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
                           "use a length in tokens, or 0 for the official 1024")
     pipe = model.pipe
     args = dict(max_answer=max_answer or None, rule=rule, temperature=temperature, size=size)
-    fixes = {"model": MODEL_FIX, **({"image": AS_IS_FIX} if size == "as is" else {})}
     try:
         pipe.prepare_understand(image, question, **args)
-    except InputError as err:
+    except InputError as err:  # the node's own fixes: the loader, and the size widget
+        off_grid = size == "as is" and "not a multiple" in err.problem
+        fixes = {"model": MODEL_FIX, **({"image": AS_IS_FIX} if off_grid else {})}
         raise node_error(node, err, fixes=fixes) from None
     host.load_to_device(model.patcher)
     progress = host.Progress.start(PROGRESS_TOTAL)
