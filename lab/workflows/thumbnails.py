@@ -150,12 +150,12 @@ def built_in_path(wf: dict) -> Path:
     """The checkpoint a workflow's loader names when it is a built-in one (the nano that
     answers, for the caption template), else the built-in nano (the real-model templates'
     stand-in here)."""
-    from nodes.loader import BUILT_IN, resolve_model_path
+    from nodes.loader import BUILT_IN
 
     names = [n["inputs"]["model_name"] for n in wf.values()
              if n["class_type"] == "LADR_LoadDiMOOModel"]
-    return Path(resolve_model_path(names[0]) if names and names[0] in BUILT_IN
-                else ladr_core.nano_model_path())
+    chosen = BUILT_IN.get(names[0] if names else "", "nano_model_path")
+    return Path(getattr(ladr_core, chosen)())
 
 
 def thumbnails(names: list[str] | None = None) -> list[Path]:
@@ -168,6 +168,11 @@ def thumbnails(names: list[str] | None = None) -> list[Path]:
             continue
         wf = json.loads(path.read_text())
         folder = built_in_path(wf)
+        if not (folder / "config.json").is_file():  # its input only, and what it needs
+            shown = torch.cat([_fit(im, 48) for im in inputs_shown(wf)])
+            card = _card(shown, ["its input", f"needs {folder.name} (not here yet)"])
+            card.save(UI_DIR / f"{TEMPLATE_FILES[path.stem]}.jpg", "JPEG", quality=88)
+            continue
         if folder not in pipes:
             pipes[folder] = ladr_core.load_dimoo(folder, dtype=torch.float32)
         pipe = pipes[folder]
