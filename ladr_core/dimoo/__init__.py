@@ -42,12 +42,13 @@ _EXPORTS = by_module({
     ".tasks.preview": "PreviewBase FADE painting_base edit_base pool_to_preview",
     ".tasks.selfscore": "SelfScoreConfig SelfScore KINDS block_masks",
     ".tasks.understanding": "AnswerResult UnderstandJob UNDERSTAND_SYSTEM ANSWER_SIZES "
-                            "understanding_text answer_row",
+                            "understanding_text answer_row plan_understanding",
     ".tasks.answer_rules": "AnswerRule OfficialOrder ConfidenceThreshold AnswerEntropyBound "
                            "answer_rule answer_rule_names resolve_answer_rule transfer_counts",
     ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers",
     # the pipeline, converting
     ".pipeline": "load_dimoo DiMOOPipeline",
+    ".understand": "UNDERSTAND_CONTEXT understand_context",
     ".jobs": "TextJob PaintJob EditJob check_job",
     ".runs": "GenerationResult generator_seed item_generator check_seed images_in_flight "
              "CPU_IN_FLIGHT GPU_IN_FLIGHT",

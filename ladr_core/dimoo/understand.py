@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
+from .model.config import DIMOO_ROPE_CONTEXT, DiMOOIds
 from .runs import check_seed, item_generator
 from .tasks.answer_rules import AnswerRule
 from .tasks.understanding import (
@@ -22,7 +23,21 @@ from .tasks.understanding import (
     run_understanding,
 )
 
-__all__ = ["PipelineUnderstanding", "answer_end_id"]
+__all__ = ["PipelineUnderstanding", "UNDERSTAND_CONTEXT", "answer_end_id", "understand_context"]
+
+UNDERSTAND_CONTEXT = 6144
+"""The longest understanding row of the official checkpoint: its default, 1,024 answer tokens
+about an image of 1024 x 1024 px (64 rows of 65 tokens), is about 5,250 tokens with the
+question, past the 5,120 (DIMOO_ROPE_CONTEXT) the image tasks allow; the official code runs it
+(RoPE is computed for any length). 6,144 admits questions of about 900 tokens."""
+
+
+def understand_context(context_length: int, ids: DiMOOIds) -> int:
+    """The context an understanding row may fill: UNDERSTAND_CONTEXT for a RoPE model with the
+    official ids whose context the image tasks raised to DIMOO_ROPE_CONTEXT, else the same."""
+    official = ids.image_offset == DiMOOIds().image_offset
+    return max(context_length, UNDERSTAND_CONTEXT) if official and \
+        context_length >= DIMOO_ROPE_CONTEXT else context_length
 
 
 def answer_end_id(raw_config: dict, vocab_size: int) -> int | None:
@@ -64,9 +79,10 @@ class PipelineUnderstanding:
                              "says ladr_can_understand: false: it was trained for text to "
                              "image only)", "load the Lumina-DiMOO checkpoint, or a checkpoint "
                              "trained to answer")
-        return plan_understanding(self.encode, self.vq_factor, self.context_length,
-                                  self.default_size, image, question, max_answer, block_length,
-                                  steps, rule, temperature, size)
+        context = understand_context(self.context_length, self.ids)
+        return plan_understanding(self.encode, self.vq_factor, context, self.default_size,
+                                  image, question, max_answer, block_length, steps, rule,
+                                  temperature, size)
 
     def understand(self, image: Any, question: str | list[str], max_answer: int | None = None,
                    block_length: int | None = None, steps: int | None = None,

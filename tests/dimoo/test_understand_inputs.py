@@ -6,9 +6,18 @@ from __future__ import annotations
 import pytest
 import torch
 
+from lab.kit.tiny_checkpoint import tiny_vocab
 from ladr_core import InputError
 from ladr_core.assets import nano_model_path
-from ladr_core.dimoo import DiMOOPipeline, load_dimoo, understanding_text
+from ladr_core.dimoo import (
+    DIMOO_ROPE_CONTEXT,
+    DiMOOIds,
+    DiMOOPipeline,
+    load_dimoo,
+    plan_understanding,
+    understand_context,
+    understanding_text,
+)
 
 IMAGE = torch.rand(1, 32, 32, 3, generator=torch.Generator().manual_seed(0))
 
@@ -81,3 +90,23 @@ def test_no_answer_length_takes_what_the_context_holds(pipe: DiMOOPipeline) -> N
     assert job.shape.steps == job.shape.blocks  # one step per 8 tokens of a block
     res = pipe.understand(IMAGE, "red", block_length=8, size="as is")
     assert res.tokens[0].numel() <= job.shape.length and res.nfe[0] <= job.shape.steps
+
+
+def test_the_official_default_fits_the_official_checkpoint() -> None:
+    """1,024 answer tokens about a 1024 x 1024 px image (the official defaults) fit the context
+    the official checkpoint gets for understanding, not the image tasks' 5,120."""
+    ids = DiMOOIds()
+    context = understand_context(DIMOO_ROPE_CONTEXT, ids)
+    assert context > DIMOO_ROPE_CONTEXT
+    assert understand_context(256, tiny_vocab()[1]) == 256
+
+    def encode(text: str) -> list[int]:  # about one token per word, as a BPE would give more
+        return [0] * (2 * len(text.split()))
+
+    image = torch.rand(1, 1024, 1024, 3)
+    job = plan_understanding(encode, 16, context, 1024, image, "Describe this image.")
+    assert (job.shape.length, job.shape.block_length, job.shape.steps) == (1024, 256, 128)
+    assert (job.layout.h, job.layout.w) == (64, 64) and job.note == ""
+    with pytest.raises(InputError, match="^image is 1024 x 1024 px, which needs"):
+        plan_understanding(encode, 16, DIMOO_ROPE_CONTEXT, 1024, image, "Describe this image.",
+                           max_answer=1024)
