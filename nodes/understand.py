@@ -39,6 +39,7 @@ PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the record's `progre
 MODEL_FIX = ("pick a checkpoint that can answer in Load DiMOO Model: the Lumina-DiMOO folder, "
              "or the built-in nano that answers")
 AS_IS_FIX = "set size to 'official', or crop or resize the image first (Upscale Image)"
+LENGTH_FIX = "lower max_answer (0 = the longest answer the context holds), or shorten the question"
 
 
 def one_line(text: str) -> str:
@@ -78,9 +79,13 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
     args = dict(max_answer=max_answer or None, rule=rule, temperature=temperature, size=size)
     try:
         pipe.prepare_understand(image, question, **args)
-    except InputError as err:  # the node's own fixes: the loader, and the size widget
-        off_grid = size == "as is" and "not a multiple" in err.problem
-        fixes = {"model": MODEL_FIX, **({"image": AS_IS_FIX} if off_grid else {})}
+    except InputError as err:  # the node's own fixes: the loader, the size and length widgets
+        fixes = {"model": MODEL_FIX}
+        if size == "as is" and "not a multiple" in err.problem:
+            fixes["image"] = AS_IS_FIX
+        elif max_answer and "question and answer" in err.problem:  # the context overflows
+            fixes["image"] = LENGTH_FIX + ("" if err.fix.startswith("shorten") else
+                                           f"; or {err.fix}")
         raise node_error(node, err, fixes=fixes) from None
     host.load_to_device(model.patcher)
     progress = host.Progress.start(PROGRESS_TOTAL)

@@ -17,7 +17,14 @@ import ladr_core
 from ladr_core.dimoo import ANSWER_SIZES
 from nodes import host, validate
 from nodes.handles import DiMOOModel
-from nodes.understand import ASK, CAPTION, CAPTION_QUESTION, DiMOOAsk, DiMOOCaption
+from nodes.understand import (
+    ASK,
+    CAPTION,
+    CAPTION_QUESTION,
+    LENGTH_FIX,
+    DiMOOAsk,
+    DiMOOCaption,
+)
 
 ARGS = dict(rule="official", max_answer=16, temperature=1.0, seed=5, size="as is")
 
@@ -111,6 +118,7 @@ def test_cancel_stops_the_answer_and_the_next_run_is_a_fresh_one(tiny, monkeypat
     ({"image": torch.rand(1, 30, 30, 3)}, "DiMOO Ask: image width is 30 px, not a multiple of "
                                           "4 px"),
     ({"image": torch.rand(1, 512, 512, 3)}, "DiMOO Ask: image is 512 x 512 px"),
+    ({"max_answer": 256, "size": "official"}, "DiMOO Ask: image is 32 x 32 px, which needs"),
 ])
 def test_each_mistake_is_one_message_on_its_input(tiny, kw, needle) -> None:
     args = dict(model=tiny, image=_images(1), question="what?", **ARGS)
@@ -119,6 +127,8 @@ def test_each_mistake_is_one_message_on_its_input(tiny, kw, needle) -> None:
     assert str(err.value).startswith(needle), err.value
     if "not a multiple of 4 px" in needle:  # size 'as is' off the grid: the node's own fix
         assert "set size to 'official'" in str(err.value)
+    if "max_answer" in kw and "image" in needle:  # an answer the context cannot hold
+        assert LENGTH_FIX in str(err.value), err.value
     if "512 x 512" in needle:  # too large for the context: the largest size that fits
         assert re.search(r"\d+ x \d+", str(err.value).split(";", 1)[1]), err.value
 
