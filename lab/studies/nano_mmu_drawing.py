@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> dict:
               "env": env_info()}
     Path(a.json).write_text(json_text(result))
     d = result["sibling_minus_shipped"]["overall"]
+    print("| results key | score | vs shipped |\n|---|---|---|\n"
+          f"| `shipped` | {result['shipped']['score']['overall']:.3f} | - |\n"
+          f"| `sibling` | {result['sibling']['score']['overall']:.3f} | "
+          f"{d['diff']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}] |")
     print(f"overall shipped {result['shipped']['score']['overall']:.3f} sibling "
           f"{result['sibling']['score']['overall']:.3f} diff {d['diff']:+.3f} "
           f"[{d['lo']:+.3f}, {d['hi']:+.3f}] -> {a.json}", flush=True)

@@ -149,6 +149,25 @@ def summarise(runs: dict[str, dict[str, Any]], kidx: np.ndarray) -> dict[str, An
     return {"compare": compare, "pick": pick}
 
 
+def _ci(d: dict[str, float] | None) -> str:
+    return "-" if d is None else f"{d['diff']:+.2f} [{d['lo']:+.2f}, {d['hi']:+.2f}]"
+
+
+def table(doc: dict[str, Any]) -> str:
+    """The report's table of the rules (docs/reports/UNDERSTANDING_STUDY.md)."""
+    kinds = [*questions.KINDS, "overall"]
+    lines = ["| results key | forwards per answer | " + " | ".join(kinds)
+             + " | vs official | vs official, same forwards |",
+             "|---" * (len(kinds) + 4) + "|"]
+    for name, r in doc["rules"].items():
+        c = doc["compare"].get(name, {})
+        lines.append(f"| `{name}` | {r['nfe_mean']:.1f} | "
+                     + " | ".join(f"{r['accuracy'][k]:.2f}" for k in kinds)
+                     + f" | {_ci(c.get('vs_official', {}).get('overall'))} | "
+                     f"{_ci(c.get('vs_official_same_forwards', {}).get('overall'))} |")
+    return "\n".join(lines)
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--per-kind", type=int, default=40, help="test questions per kind")
@@ -175,6 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
                 sys.argv[1:] if argv is None else argv)}
     out = {"meta": meta, "rules": runs, **summary, "env": env_info()}
     Path(a.json).write_text(json_text(out))
+    print(table(out))
     p = summary["pick"]
     print(f"official: nfe {p['official_nfe_mean']:.2f}, interval {p['official_interval']}; "
           f"fastest within: {p['fastest_within']} nfe {p['fastest_nfe_mean']} -> {a.json}")
