@@ -67,7 +67,8 @@ T2I_SEED = 2                          # the shipped transformer's training scene
 @dataclass(frozen=True)
 class FinetuneConfig:
     steps: int = 600
-    batch: int = 8                    # rows per task per step (understanding + drawing)
+    batch: int = 8                    # understanding rows per step
+    draw_batch: int = 8               # drawing rows per step
     lr: float = 1e-3
     warmup: int = 30
     weight_decay: float = 0.01
@@ -241,8 +242,8 @@ def load_data(pipe, tokenizer, cfg: FinetuneConfig) -> Data:
 
 def draw_step(data: Data, ids: DiMOOIds, cfg: FinetuneConfig, g: torch.Generator) -> tuple:
     """One drawing batch, as the shipped training drew it (10 % unconditional)."""
-    idx = torch.randint(len(data.t2i_codes), (cfg.batch,), generator=g)
-    drop = torch.rand(cfg.batch, generator=g) < UNCOND_PROB
+    idx = torch.randint(len(data.t2i_codes), (cfg.draw_batch,), generator=g)
+    drop = torch.rand(cfg.draw_batch, generator=g) < UNCOND_PROB
     prompts = [data.uncond if d else data.t2i_prompts[i]
                for i, d in zip(idx.tolist(), drop.tolist(), strict=True)]
     return make_batch(prompts, data.t2i_codes[idx], ids, g)
@@ -317,6 +318,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--max-minutes", type=float, default=0.0,
                     help="wall budget: anneal by then and stop (0 = run all steps)")
     ap.add_argument("--threads", type=int, default=1, help="intra-op threads")
+    ap.add_argument("--lr", type=float, default=FinetuneConfig.lr)
+    ap.add_argument("--batch", type=int, default=FinetuneConfig.batch, help="understanding rows")
+    ap.add_argument("--draw-batch", type=int, default=FinetuneConfig.draw_batch)
+    ap.add_argument("--answer-lengths", default=",".join(map(str, FinetuneConfig.answer_lengths)),
+                    help="answer lengths a batch draws from (comma list)")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue from the last run's float32 weights (runs/nano_mmu/) with a "
+                    "fresh schedule, instead of widening the shipped nano")
+    ap.add_argument("--seed", type=int, default=FinetuneConfig.seed,
+                    help="the step draws' generator (use another one for a resumed stage)")
     ap.add_argument("--out", default=str(nano_mmu_model_path()), help="sibling folder")
     ap.add_argument("--record", default=str(RECORD), help="training record (JSON)")
     return ap.parse_args(argv)
@@ -325,7 +336,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> dict:
     a = parse(argv)
     torch.set_num_threads(a.threads)
-    cfg = FinetuneConfig(steps=a.steps, max_minutes=a.max_minutes)
+    cfg = FinetuneConfig(steps=a.steps, max_minutes=a.max_minutes, seed=a.seed, lr=a.lr,
+                         batch=a.batch, draw_batch=a.draw_batch,
+                         answer_lengths=tuple(int(x) for x in a.answer_lengths.split(",")))
     t0 = time.time()
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
     words = understanding_words()
@@ -335,17 +348,25 @@ def main(argv: list[str] | None = None) -> dict:
     config = sibling_config(shipped, ids)
     model = widen(pipe.transformer.float(), shipped, old, ids,
                   torch.Generator().manual_seed(cfg.seed))
+    if a.resume:  # the float32 weights of the last run, else its saved (fp16) folder
+        scratch = RUNS / "sibling_fp32.pt"
+        model.load_state_dict(torch.load(scratch, weights_only=True) if scratch.is_file() else
+                              load_dimoo(a.out, dtype=torch.float32).transformer.state_dict())
     data = load_data(pipe, tokenizer, cfg)
     print(f"data ready in {time.time() - t0:.0f}s: {len(words)} new words, image offset "
           f"{old.image_offset} -> {ids.image_offset}", flush=True)
     record = finetune(model, data, ids, tokenizer.eos_token_id, cfg)
+    torch.save(model.state_dict(), RUNS / "sibling_fp32.pt")
     save_sibling(model, config, words, Path(a.out))
     from lab.benchmarks.common import env_info, json_text
 
+    stages = json.loads(Path(a.record).read_text()).get("stages", []) if a.resume else []
     record = {"command": "python -m lab.nano.train_understanding " + " ".join(
         sys.argv[1:] if argv is None else argv), "config": asdict(cfg), "new_words": words,
         "image_offset": [old.image_offset, ids.image_offset], **record,
         "total_s": round(time.time() - t0, 1), "env": env_info()}
+    record["stages"] = [*stages, {k: record[k] for k in ("command", "steps_run", "train_s",
+                                                          "total_s")}]
     Path(a.record).write_text(json_text(record))
     print(f"saved {a.out} ({record['train_s']} s training)", flush=True)
     return record
