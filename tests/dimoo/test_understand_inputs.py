@@ -43,7 +43,8 @@ IMAGE = torch.rand(1, 32, 32, 3, generator=torch.Generator().manual_seed(0))
      r"^image height is 30 px, not a multiple of 4 px.*use size='official'"),
     ({"image": torch.rand(1, 64, 64, 3), "size": "as is"},
      r"^image is 64 x 64 px, which needs \d+ tokens \(question and answer \d+ \+ image \d+\) "
-     r"but the model's context \(max_sequence_length\) is 256; resize it to at most"),
+     r"but the model's context \(max_sequence_length\) is 256; resize it to at most \d+ x \d+ "
+     r"px \(same aspect ratio\), or ask for a shorter max_answer$"),
     ({"image": torch.rand(1, 32, 32, 4)}, r"^image has 4 channels"),
     ({"image": torch.rand(3, 32, 32, 3), "question": ["a", "b"]},
      r"^question has 2 questions for 3 images; give one question, or one per image"),

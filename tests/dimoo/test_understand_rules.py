@@ -15,9 +15,11 @@ import torch
 from ladr_core import InputError
 from ladr_core.dimoo import (
     AnswerEntropyBound,
+    AnswerRule,
     ConfidenceThreshold,
     DiMOOPipeline,
     OfficialOrder,
+    answer_rule,
     answer_rule_names,
     resolve_answer_rule,
     transfer_counts,
@@ -105,3 +107,26 @@ def test_stop_keeps_the_text_in_fewer_forwards(pipe: DiMOOPipeline, base: str,
     assert stopped.nfe[0] <= plain.nfe[0]
     end = stopped.tokens[0].tolist().index(stopping.answer_end_id)
     assert stopped.tokens[0][:end].tolist() == plain.tokens[0][:end].tolist()
+
+
+def test_a_new_rule_joins_by_name(pipe: DiMOOPipeline, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One decorated class is a new name, with no other edit (left to right: the leftmost
+    masked token each step, one forward per token)."""
+    from dataclasses import dataclass
+
+    from ladr_core.dimoo.tasks import answer_rules
+
+    monkeypatch.setattr(answer_rules, "_RULES", dict(answer_rules._RULES))
+
+    @answer_rule
+    @dataclass(frozen=True)
+    class LeftToRight(AnswerRule):
+        name = "left-to-right"
+
+        def pick(self, confidence, entropy, masked, counts):  # noqa: ANN001, ANN202
+            first = masked.int().argmax(dim=1, keepdim=True)
+            return torch.zeros_like(masked).scatter_(1, first, True) & masked
+
+    assert "left-to-right+stop" in answer_rule_names()
+    res = _answer(pipe, "left-to-right")
+    assert res.rule == "left-to-right" and res.nfe == [LENGTH]

@@ -38,11 +38,12 @@ from typing import Any
 
 import torch
 
+from ...devices import to_device
 from ..model.packed import PackedRows, full_pass
 from ..model.transformer import LLaDAModel
 from .answer_rules import AnswerRule, transfer_counts
 
-__all__ = ["AnswerShape", "AnswerRun", "ANSWER_RECORD_KEYS", "decode_answers", "sample_block"]
+__all__ = ["AnswerShape", "AnswerRun", "ANSWER_RECORD_KEYS", "decode_answers", "sample_window"]
 
 #: the keys of the record handed to ``callback`` after every pass (added, never renamed)
 ANSWER_RECORD_KEYS = ("step", "nfe", "rule", "items", "block", "blocks", "tokens", "decoded",
@@ -89,7 +90,6 @@ class _Item:
     decoded: int = 0
     nfe: int = 0
     done: bool = False
-
     ended_early: bool = False  # a ``+stop`` end: what follows the end token was not decoded
 
     def window(self, shape: AnswerShape) -> int:
@@ -99,12 +99,12 @@ class _Item:
         return (self.block + 1) * shape.block_length
 
 
-def sample_block(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
+def sample_window(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
                  entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """One item's block logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
+    """One item's window logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
     entropy float64 [n] or None), the official sampling: argmax at temperature 0, else
     ``argmax(exp(logits) / (-log u) ** temperature)`` with u [n, V] float64 drawn from
-    ``generator`` (on its device)."""
+    ``generator`` (on its device); the probability is the official ``softmax`` in float64."""
     wide = logits.double()
     if temperature == 0:
         x0 = logits.argmax(dim=-1)
@@ -112,9 +112,9 @@ def sample_block(logits: torch.Tensor, temperature: float, generator: torch.Gene
         where = generator.device if generator is not None else logits.device
         u = torch.rand(logits.shape, generator=generator, device=where, dtype=torch.float64)
         x0 = (wide.exp() / (-torch.log(u.to(logits.device))) ** temperature).argmax(dim=-1)
-    log_p = torch.log_softmax(wide, dim=-1)
-    p = log_p.gather(-1, x0[:, None]).squeeze(-1).exp()
-    ent = -(log_p.exp() * log_p).sum(-1) if entropy else None
+    prob = torch.softmax(wide, dim=-1)
+    p = prob.gather(-1, x0[:, None]).squeeze(-1)
+    ent = -(prob * torch.log_softmax(wide, dim=-1)).sum(-1) if entropy else None
     return x0, p, ent
 
 
@@ -129,7 +129,7 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
     ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
     host's interrupt) ends the run."""
     device = model.compute_device()
-    seq = torch.tensor([t for r in rows for t in r], dtype=torch.long).to(device)
+    seq = to_device(torch.tensor([t for r in rows for t in r], dtype=torch.long), device)
     items, at = [], 0
     for row, start in zip(rows, starts, strict=True):
         items.append(_Item(at, len(row), int(start)))
@@ -192,7 +192,7 @@ def _step(rule: AnswerRule, seq: torch.Tensor, moving: list[_Item], logits: list
         n = it.window(shape)
         now = seq[it.offset + it.start: it.offset + it.start + n]
         windows.append(now)
-        x0[a, :n], p, ent = sample_block(logits[a], temperature, gen, rule.needs_entropy)
+        x0[a, :n], p, ent = sample_window(logits[a], temperature, gen, rule.needs_entropy)
         masked[a, :n] = now == mask_id
         confidence[a, :n] = p.masked_fill(~masked[a, :n], float("-inf"))
         if entropy is not None:

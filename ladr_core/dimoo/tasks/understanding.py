@@ -208,10 +208,14 @@ def plan_understanding(encode: Encode, vq_factor: int, context_length: int, defa
         grid = ImageLayout(height // vq_factor, width // vq_factor)
         room = (context_length - text - grid.length) // shape.block_length * shape.block_length
         if shape.block_length <= room < shape.length:
-            shape = answer_shape(room, shape.block_length, None if steps is None else steps)
+            shape = answer_shape(room, shape.block_length, steps)
             note += f"{'; ' if note else ''}answer of {room} tokens (what the context holds)"
-    layout = check_image_size(width, height, vq_factor, context_length, text + shape.length,
-                              "question", source="image", prompt_label="question and answer")
+    try:
+        layout = check_image_size(width, height, vq_factor, context_length, text + shape.length,
+                                  "question", source="image", prompt_label="question and answer")
+    except InputError as err:
+        raise InputError(err.name, err.problem, f"{err.fix}, or ask for a shorter max_answer"
+                         ) from None
     return UnderstandJob(questions, images, image_of, layout, shape,
                          resolve_answer_rule(rule), _temperature(temperature), note)
 
