@@ -68,9 +68,9 @@ def test_the_template_captions_on_the_nano_that_answers() -> None:
         build_examples.CAPTION_SETTINGS
 
 
-CAPTION_MISS = ("dimoo_nano_mmu as of 16:24 UTC (461 fine-tune steps) captions the scene 'a "
-                "blue circle to the left of a red circle' (4 of the first 40 test captions "
-                "right); strict: drop this mark when a checkpoint describes it")
+CAPTION_MISS = ("dimoo_nano_mmu as committed in b7234da captions the scene 'a blue circle "
+                "to the left of a red circle' (4 of the first 40 test captions right); strict: "
+                "drop this mark when a checkpoint describes it")
 
 
 @pytest.mark.skipif(not (ladr_core.nano_mmu_model_path() / "config.json").is_file(),
