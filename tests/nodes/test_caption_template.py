@@ -69,8 +69,8 @@ def test_the_template_captions_on_the_nano_that_answers() -> None:
 
 
 CAPTION_MISS = ("dimoo_nano_mmu as committed in b7234da captions the scene 'a blue circle "
-                "to the left of a red circle' (4 of the first 40 test captions right); strict: "
-                "drop this mark when a checkpoint describes it")
+                "to the left of a red circle'; strict: drop this mark when a checkpoint "
+                "describes it")
 
 
 @pytest.mark.skipif(not (ladr_core.nano_mmu_model_path() / "config.json").is_file(),
