@@ -22,10 +22,12 @@ def node_classes() -> list[type]:
     from .rules import SamplingRuleNode
     from .sampler import DiMOOSampler
     from .sampler_legacy import LegacyDiMOOSampler
+    from .understand import DiMOOAsk, DiMOOCaption
 
     return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
             LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode, CompileDiMOO,
-            LADRCalibrate, DiMOOEdit, DiMOOVQEncode, LegacyDiMOOSampler, PaintOptionsNode]
+            LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk, LegacyDiMOOSampler,
+            PaintOptionsNode]
 
 
 def extension_class() -> type:

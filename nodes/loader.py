@@ -2,7 +2,7 @@
 (inputs and formats: web/docs/LADR_LoadDiMOOModel.md; memory: docs/ARCHITECTURE.md section 6).
 
 Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
-knows, the `.gguf` files there and one folder down, and the built-in nano checkpoint; hidden
+knows, the `.gguf` files there and one folder down, and the built-in nano checkpoints; hidden
 entries and unfinished conversions are not listed. The loaded pipeline is cached across queue
 runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing an input reloads.
 """
@@ -24,6 +24,10 @@ from .validate import ABSENT
 io, _ = host.v3()
 
 NANO = "dimoo-nano (built-in)"
+NANO_MMU = "dimoo-nano-mmu (built-in)"
+BUILT_IN = {NANO: "nano_model_path", NANO_MMU: "nano_mmu_model_path"}
+"""The shipped checkpoints (choice -> the ladr_core function giving its folder): the nano that
+draws, and its sibling that draws the same scenes and also answers questions about them."""
 DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
 WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.weights.fp8.WEIGHT_DTYPES
 _CACHE: dict[tuple, DiMOOModel] = {}
@@ -42,7 +46,7 @@ def _listed(root: str, name: str) -> str | None:
 
 
 def model_choices() -> list[str]:
-    """[built-in nano] + sorted checkpoint folders (with a config.json) and GGUF files (in a
+    """[the built-in nanos] + sorted checkpoint folders (with a config.json) and GGUF files (in a
     model folder or one sub-folder down, as ``sub/name.gguf``)."""
     found: set[str] = set()
     for root in host.model_folder_paths():
@@ -56,7 +60,7 @@ def model_choices() -> list[str]:
                 sub = os.path.join(root, name)
                 found.update(f"{name}/{g}" for g in os.listdir(sub)
                              if g.lower().endswith(".gguf") and _listed(sub, g) == g)
-    return [NANO, *sorted(found)]
+    return [*BUILT_IN, *sorted(found)]
 
 
 def resolve_model_path(model_name: str) -> str:
@@ -64,11 +68,12 @@ def resolve_model_path(model_name: str) -> str:
     if not isinstance(model_name, str):  # a workflow file's null, number or object
         raise ValueError(f"model_name: {model_name!r} is not a model name; pick one from the "
                          f"list ({NANO!r} is built in)")
-    if model_name == NANO:
-        nano = ladr_core.nano_model_path()
+    if model_name in BUILT_IN:
+        nano = getattr(ladr_core, BUILT_IN[model_name])()
         if not os.path.isfile(os.path.join(nano, "config.json")):
-            raise ValueError(f"model_name: the built-in nano checkpoint is missing from this "
-                             f"install ({nano}); reinstall ComfyUI-LADR or pick a folder model.")
+            raise ValueError(f"model_name: the built-in {model_name.split()[0]} checkpoint is "
+                             f"missing from this install ({nano}); reinstall ComfyUI-LADR or "
+                             "pick a folder model.")
         return str(nano)
     roots = host.model_folder_paths()
     gguf = model_name.lower().endswith(".gguf")
@@ -150,7 +155,9 @@ class LoadDiMOOModel(io.ComfyNode):
                     "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "
                     "GB cards; ComfyUI fp8 runs the fast fp8 matmul on RTX 40xx / H100); GGUF "
                     "Q8_0 8.6 GB, Q4_K_M about 5 GB (8 GB cards). Make them with python -m "
-                    "ladr_core.dimoo.save. The built-in nano model is tiny and CPU-friendly.",
+                    "ladr_core.dimoo.save. The built-in nano model is tiny and CPU-friendly; "
+                    "dimoo-nano-mmu also answers questions about its pictures (DiMOO Caption, "
+                    "DiMOO Ask).",
                 ),
                 io.Combo.Input(
                     "dtype", options=DTYPE_CHOICES, default="auto",

@@ -12,6 +12,7 @@ vocab_total - codebook_size``). No BOS/EOS is added (no post-processor).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers
@@ -20,6 +21,11 @@ from transformers import PreTrainedTokenizerFast
 from lab.nano.scenes import vocabulary_words
 
 SYSTEM_PROMPT = "Generate an image according to the text prompt."
+UNDERSTANDING_SYSTEM_PROMPT = (
+    "You are a multimodal model that can process both text and images. Answer the following "
+    "question based on the provided images. Analyze each image and combine relevant details to "
+    "answer.")
+"""Official ``utils/prompt_utils.generate_multimodal_understanding_prompt`` system prompt."""
 
 #: special token text -> DiMOO id role (the config.json key it is written under, if any).
 SPECIAL_TOKENS: dict[str, str | None] = {
@@ -45,15 +51,20 @@ def t2i_prompts(caption: str) -> tuple[str, str]:
     return head + "<user>" + caption + "</user>", head + "<user>" + "<uncondition>" + "</user>"
 
 
+def split_words(text: str) -> list[str]:
+    """The word-level tokens of a text (the tokenizer's Whitespace pre-tokenizer, lower case)."""
+    return re.findall(r"\w+|[^\w\s]+", text.lower())
+
+
 def _words() -> list[str]:
-    system_words = re.findall(r"\w+|[^\w\s]+", SYSTEM_PROMPT.lower())
-    return sorted(set(system_words) | set(vocabulary_words()))
+    return sorted(set(split_words(SYSTEM_PROMPT)) | set(vocabulary_words()))
 
 
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    """The nano tokenizer: ids 0.. specials (in SPECIAL_TOKENS order), then words."""
+def build_tokenizer(extra_words: Sequence[str] = ()) -> PreTrainedTokenizerFast:
+    """The nano tokenizer: ids 0.. specials (in SPECIAL_TOKENS order), then words, then the
+    `extra_words` it lacks, in their order (ids of the shipped tokenizer unchanged)."""
     vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
-    for w in _words():
+    for w in [*_words(), *extra_words]:
         vocab.setdefault(w, len(vocab))
     tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     tok.normalizer = normalizers.Lowercase()
@@ -71,8 +82,8 @@ def special_ids(tokenizer: PreTrainedTokenizerFast) -> dict[str, int]:
             for text, key in SPECIAL_TOKENS.items() if key is not None}
 
 
-def save_tokenizer(out_dir: str | Path) -> PreTrainedTokenizerFast:
+def save_tokenizer(out_dir: str | Path, extra_words: Sequence[str] = ()) -> PreTrainedTokenizerFast:
     """Write tokenizer.json + tokenizer_config.json + special_tokens_map.json into `out_dir`."""
-    tok = build_tokenizer()
+    tok = build_tokenizer(extra_words)
     tok.save_pretrained(str(out_dir))
     return tok

@@ -20,11 +20,13 @@ import argparse
 import importlib.util
 import json
 import math
+import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-if importlib.util.find_spec("comfy_api") is None:  # outside ComfyUI: declare the nodes against
+if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
+    # ComfyUI (and outside the tests, which install it themselves): declare the nodes against
     # the tests' strict stand-in of its V3 API
     from lab.kit import comfy_stand_in
 
@@ -41,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[2]
 UI_DIR = ROOT / "example_workflows"
 API_DIR = ROOT / "example_workflows" / "api"
 NANO = "dimoo-nano (built-in)"
+NANO_MMU = "dimoo-nano-mmu (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 WINDOW = (1600, 900)
 """The browser window a workflow must open inside, whole (tests/web/frontend_screenshot.mjs)."""
@@ -280,6 +283,7 @@ NANO_STRATEGY = {
     "ladr_nano_outpaint_pad_image": "ladr-global",
     "ladr_distributed_seed_collector": "ladr-global",
     "ladr_nano_img2img_strengths": "ladr-global",
+    "ladr_nano_caption_to_image": "ladr-global",  # the built-in nano that answers draws it
 }
 
 
@@ -374,14 +378,25 @@ EDIT_INPUT = "ladr_edit_reference_512.png"
 INPAINT_PROMPT = "a red circle to the left of a blue square"
 OUTPAINT_PROMPT = "a green triangle above a purple square"
 EDIT_INSTRUCTION = "Replace the blue square with a yellow star."
+CAPTION_INPUT = "ladr_caption_scene.png"
+
+
+def scene_objects() -> tuple:
+    """The objects of the inpainting (and captioning) scene: lab.nano.scenes, layout seed 0."""
+    import numpy as np
+
+    from lab.nano import scenes
+
+    spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
+    return scenes.layout_scene(spec, np.random.default_rng(0))
 
 
 def input_images() -> dict[str, object]:
     """The example inputs, drawn from the nano test scenes (lab.nano.scenes, layout seed 0):
     inpainting: RGBA, alpha 0 over the blue square and one token around it (what Load Image's
     mask editor saves: Load Image's MASK = 1 - alpha); outpainting: the top half of a scene;
-    editing (real model): the inpainting scene drawn at 512 x 512; image to image: the
-    inpainting scene whole."""
+    editing (real model): the inpainting scene drawn at 512 x 512; image to image and
+    captioning: the inpainting scene whole."""
     import numpy as np
     from PIL import Image
 
@@ -390,7 +405,7 @@ def input_images() -> dict[str, object]:
     def layout(spec: object) -> tuple:
         return scenes.layout_scene(spec, np.random.default_rng(0))
 
-    objs = layout(scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of"))
+    objs = scene_objects()
     img = scenes.render(objs)
     square, cell = objs[1], scenes.CELL
     top, left = int(square.cy - square.size / 2) - cell, int(square.cx - square.size / 2) - cell
@@ -403,7 +418,8 @@ def input_images() -> dict[str, object]:
     return {INPAINT_INPUT: Image.fromarray(np.dstack([img, alpha]), "RGBA"),
             OUTPAINT_INPUT: Image.fromarray(top_half[:24], "RGB"),
             IMG2IMG_INPUT: Image.fromarray(img, "RGB"),
-            EDIT_INPUT: Image.fromarray(scenes.render(big, 512), "RGB")}
+            EDIT_INPUT: Image.fromarray(scenes.render(big, 512), "RGB"),
+            CAPTION_INPUT: Image.fromarray(img, "RGB")}
 
 
 def painting_workflows() -> dict[str, list[Node]]:
@@ -532,12 +548,43 @@ def distributed_workflows() -> dict[str, list[Node]]:
     return {"ladr_distributed_seed_collector": graph}
 
 
+CAPTION_SETTINGS = {"rule": "official", "max_answer": 32, "temperature": 0.0, "seed": 0,
+                    "size": "official"}
+"""The caption template's DiMOO Caption: the official order, greedy (the official setting), an
+answer of at most 32 tokens (one block, 4 forwards; a nano caption is at most 13 words)."""
+
+
+def understanding_workflows() -> dict[str, list[Node]]:
+    """DiMOO Caption on a nano scene; its caption is DiMOO Sampler's prompt (a link into the
+    prompt widget), on the built-in nano that answers (it draws too)."""
+    name = "ladr_nano_caption_to_image"
+    caption = Node(3, "LADR_DiMOOCaption", (360, 40), dict(CAPTION_SETTINGS),
+                   {"model": (1, 0), "image": (2, 0)}, "DiMOO Caption", (340, 230))
+    feeds = {"model": (1, 0), "prompt": (3, 0), "rule": (11, 0), "canvas": (12, 0)}
+    graph = [loader(1, NANO_MMU),
+             Node(2, "LoadImage", (20, 180), {"image": CAPTION_INPUT, "upload": "image"},
+                  title="Load Image (the picture to describe)", size=(320, 330)),
+             caption,
+             Node(4, "PreviewAny", (360, 320), {}, {"source": (3, 0)}, "Caption", STATS),
+             Node(5, "PreviewAny", (360, 530), {}, {"source": (3, 1)}, "Caption stats", STATS),
+             sampler(6, (740, 40), "", nano_t(name), feeds,
+                     "DiMOO Sampler (prompt: the caption)", per_line=True, cfg=nano_cfg()),
+             decode(7, (1180, 40), 6),
+             Node(8, "SaveImage", (1180, 150), {"filename_prefix": "ladr/caption_to_image"},
+                  {"images": (7, 0)}, size=(320, 250)),
+             Node(9, "PreviewAny", (1180, 450), {}, {"source": (6, 1)}, "LADR stats", STATS),
+             *extras.before_after(Node, (10, 13, 14), (2, 0), (7, 0), (1540, 40),
+                                  "Input | drawn from its caption, 5x (nearest)", (520, 330)),
+             nano_rule(11, (20, 560), name), canvas(12, (20, 740), 48)]
+    return {name: graph}
+
+
 def render_all() -> dict[Path, str]:
     schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler2"][2])
     files = {}
     for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows(),
-                        **img2img_workflows()}.items():
+                        **img2img_workflows(), **understanding_workflows()}.items():
         ui_name = extras.TEMPLATE_FILES[name]  # the template browser's title
         files[UI_DIR / f"{ui_name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"

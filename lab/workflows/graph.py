@@ -24,21 +24,23 @@ from nodes.sampler import split_prompts
 API_DIR = ROOT / "example_workflows" / "api"
 
 
-def nano_templates() -> list[Path]:
-    """The API workflows whose loader loads the built-in nano model."""
+def nano_templates(models: tuple[str, ...] = (NANO,)) -> list[Path]:
+    """The API workflows whose loader loads one of ``models`` (default: the built-in nano that
+    draws; nodes.loader.BUILT_IN adds the one that also answers)."""
     return [p for p in sorted(API_DIR.glob("*.json"))
             if any(n["class_type"] == "LADR_LoadDiMOOModel"
-                   and n["inputs"]["model_name"] == NANO
+                   and n["inputs"]["model_name"] in models
                    for n in json.loads(p.read_text()).values())]
 
 
-def run_nodes(wf: dict, wanted: str) -> dict[str, tuple]:
+def run_nodes(wf: dict, wanted: str, done: dict[str, tuple] | None = None
+              ) -> dict[str, tuple]:
     """Every node of class ``wanted`` in API workflow ``wf`` executed with what it links to:
-    node id -> its outputs (a tuple, in output order)."""
+    node id -> its outputs (a tuple, in output order). ``done``: every node run, by id."""
     loader = next(k for k, n in wf.items() if n["class_type"] == "LADR_LoadDiMOOModel")
     cls = next(c for c in node_classes() if c.define_schema().node_id == "LADR_LoadDiMOOModel")
     model = cls.execute(**wf[loader]["inputs"]).args[0]
-    done: dict[str, tuple] = {}
+    done = {} if done is None else done
     return {k: run_node(wf, k, model, done) for k, n in wf.items() if n["class_type"] == wanted}
 
 
@@ -54,12 +56,15 @@ def batch_size(wf: dict, sampler: str) -> int:
 
 def pictures(wf: dict) -> list[tuple[str, str, np.ndarray]]:
     """(sampler node id, prompt, uint8 [H, W, 3]) for every image each VQ Decode of ``wf``
-    gives, in the order the sampler made them (each prompt line batch_size times)."""
-    out = []
-    for key, (images,) in run_nodes(wf, "LADR_DiMOOVQDecode").items():
+    gives, in the order the sampler made them (each prompt line batch_size times; a prompt
+    fed by a link: the text that node gave)."""
+    out, done = [], {}
+    for key, (images,) in run_nodes(wf, "LADR_DiMOOVQDecode", done).items():
         src = wf[key]["inputs"]["tokens"][0]
         kw = wf[src]["inputs"]
-        prompts = split_prompts(kw["prompt"], kw["one_prompt_per_line"])[0]
+        link = kw["prompt"]  # a link: the text the linked node gave (DiMOO Caption's)
+        text = done[str(link[0])][link[1]] if isinstance(link, list) else link
+        prompts = split_prompts(text, kw["one_prompt_per_line"])[0]
         each = [p for p in prompts for _ in range(batch_size(wf, src))]
         arr = (images.clamp(0, 1).numpy() * 255).round().astype(np.uint8)
         if len(each) != len(arr):

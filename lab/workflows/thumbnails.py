@@ -127,6 +127,7 @@ CAPTIONS = {
     "ladr_dimoo_edit_real_model": "the image to edit",
     "ladr_distributed_seed_collector": "one image per server",
     "ladr_nano_img2img_strengths": "input | denoise 0.25, 0.5, 0.75",
+    "ladr_nano_caption_to_image": "input | drawn from its caption",
 }
 """The first caption line of each card: what its tiles are."""
 
@@ -144,20 +145,41 @@ def inputs_shown(wf: dict) -> list[torch.Tensor]:
             tiles += [image, mask[..., None].expand(*mask.shape, 3)]
         elif node["class_type"] == "LADR_PaintCanvas":
             tiles.append(_source(wf, kw["image"])[0])
-        if node["class_type"] == "LADR_DiMOOEdit":
+        if node["class_type"] in ("LADR_DiMOOEdit", "LADR_DiMOOCaption", "LADR_DiMOOAsk"):
             tiles.append(_source(wf, kw["image"])[0])
     return tiles
+
+
+def built_in_path(wf: dict) -> Path:
+    """The checkpoint a workflow's loader names when it is a built-in one (the nano that
+    answers, for the caption template), else the built-in nano (the real-model templates'
+    stand-in here)."""
+    from nodes.loader import BUILT_IN
+
+    names = [n["inputs"]["model_name"] for n in wf.values()
+             if n["class_type"] == "LADR_LoadDiMOOModel"]
+    chosen = BUILT_IN.get(names[0] if names else "", "nano_model_path")
+    return Path(getattr(ladr_core, chosen)())
 
 
 def thumbnails(names: list[str] | None = None) -> list[Path]:
     """Run each example (or those named) on the nano model (the real-model text-to-image one at
     48 px; the edit one shows its input only: nano cannot edit) and write its .jpg."""
-    pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
+    pipes: dict[Path, object] = {}
     written = []
     for path in sorted(API_DIR.glob("*.json")):
         if names and path.stem not in names:
             continue
         wf = json.loads(path.read_text())
+        folder = built_in_path(wf)
+        if not (folder / "config.json").is_file():  # its input only, and what it needs
+            shown = torch.cat([_fit(im, 48) for im in inputs_shown(wf)])
+            card = _card(shown, ["its input", f"needs {folder.name} (not here yet)"])
+            card.save(UI_DIR / f"{TEMPLATE_FILES[path.stem]}.jpg", "JPEG", quality=88)
+            continue
+        if folder not in pipes:
+            pipes[folder] = ladr_core.load_dimoo(folder, dtype=torch.float32)
+        pipe = pipes[folder]
         real = path.stem == "ladr_dimoo_1024_real_model"
         if real:  # no 8B checkpoint here: show the same graph on the nano model
             for node in wf.values():

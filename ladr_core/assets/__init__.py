@@ -1,4 +1,5 @@
-"""Files shipped with the package (the trained DiMOO-nano checkpoint)."""
+"""Files shipped with the package: the trained DiMOO-nano checkpoint, and its sibling that
+also answers questions about its scenes (DiMOO-nano-mmu, lab/nano/train_understanding.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,18 @@ import json
 from pathlib import Path
 
 NANO_DIRNAME = "dimoo_nano"
+NANO_MMU_DIRNAME = "dimoo_nano_mmu"
 
 
 def nano_model_path() -> Path:
     """Folder of the shipped DiMOO-nano checkpoint, in the official Lumina-DiMOO layout."""
     return Path(__file__).resolve().parent / NANO_DIRNAME
+
+
+def nano_mmu_model_path() -> Path:
+    """Folder of DiMOO-nano-mmu: the shipped nano's sibling that draws the same scenes and
+    also describes them and answers questions about colour, shape, count and position."""
+    return Path(__file__).resolve().parent / NANO_MMU_DIRNAME
 
 
 def nano_default_cfg() -> float | None:

@@ -219,7 +219,7 @@ def test_loader_lists_folders_caches_and_reloads(tmp_path, monkeypatch) -> None:
         return nano_pipe()
 
     monkeypatch.setattr(loader, "load_pipeline", fake_load)
-    assert loader.model_choices() == [loader.NANO, "DiMOO-8B"]
+    assert loader.model_choices() == [*loader.BUILT_IN, "DiMOO-8B"]
     a = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="fp32").args[0]
     b = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="fp32").args[0]
     c = LoadDiMOOModel.execute(model_name="DiMOO-8B", dtype="bf16").args[0]
@@ -257,7 +257,8 @@ def test_mlcache_node_presets_ignore_the_fields_and_old_workflows_stay_custom() 
         MLCacheOptions.execute(**odd, preset="fast")
 
 
-def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch) -> None:
-    monkeypatch.setattr(ladr_core, "nano_model_path", lambda: tmp_path / "dimoo_nano")
-    msg = LoadDiMOOModel.validate_inputs(model_name=loader.NANO)
-    assert "built-in nano checkpoint is missing" in msg and "dimoo_nano" in msg
+@pytest.mark.parametrize("choice", list(loader.BUILT_IN))
+def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch, choice) -> None:
+    monkeypatch.setattr(ladr_core, loader.BUILT_IN[choice], lambda: tmp_path / "gone_nano")
+    msg = LoadDiMOOModel.validate_inputs(model_name=choice)
+    assert f"built-in {choice.split()[0]} checkpoint is missing" in msg and "gone_nano" in msg

@@ -1,0 +1,152 @@
+"""DiMOO Caption and DiMOO Ask (nodes/understand.py) over ``pipe.understand``: the rule list is
+the core's registry, a batch gives one answer per image, one per line, each the library's answer
+for that image alone (seed + i); the stats line carries the forwards the library counted; the
+progress bar follows the run and Cancel stops it; every bad input gets one message naming it.
+The tiny random checkpoint answers (its config does not say it cannot); the shipped nano that
+draws cannot."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import ladr_core
+from ladr_core.dimoo import ANSWER_SIZES
+from nodes import host, validate
+from nodes.handles import DiMOOModel
+from nodes.understand import (
+    ASK,
+    CAPTION,
+    CAPTION_QUESTION,
+    LENGTH_FIX,
+    DiMOOAsk,
+    DiMOOCaption,
+)
+
+ARGS = dict(rule="official", max_answer=16, temperature=1.0, seed=5, size="as is")
+
+
+@pytest.fixture(scope="module")
+def tiny(dimoo_checkpoint: Path) -> DiMOOModel:
+    pipe = ladr_core.load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    return DiMOOModel(pipe=pipe, key=("tiny",), name="tiny")
+
+
+def _images(n: int = 2, size: int = 32) -> torch.Tensor:
+    return torch.rand(n, size, size, 3, generator=torch.Generator().manual_seed(n))
+
+
+def _widgets(node: type) -> dict:
+    return {i.id: i for i in node.define_schema().inputs}
+
+
+@pytest.mark.parametrize("node", [DiMOOCaption, DiMOOAsk])
+def test_the_choices_are_the_cores(node) -> None:
+    w = _widgets(node)
+    assert w["rule"].options == ladr_core.answer_rule_names()
+    assert ladr_core.resolve_answer_rule(w["rule"].default).label == "official"
+    assert w["size"].options == list(ANSWER_SIZES) and w["size"].default == "official"
+    assert validate.attached_inputs(node) == ([] if node is DiMOOCaption else ["question"])
+
+
+@pytest.mark.parametrize("rule", ["official", "threshold+stop"])
+def test_a_batch_gets_the_librarys_answer_per_image_one_per_line(tiny, rule) -> None:
+    images = _images(3)
+    text, stats = DiMOOAsk.execute(model=tiny, image=images, question="what is it?",
+                                   **{**ARGS, "rule": rule}).args
+    lines = text.split("\n")
+    alone = [tiny.pipe.understand(images[i:i + 1], "what is it?", max_answer=16, rule=rule,
+                                  temperature=1.0, seed=5 + i, size="as is")
+             for i in range(3)]
+    assert lines == [" ".join(a.text[0].split()) for a in alone]
+    forwards = re.match(rf"{re.escape(rule)}: ([\d, ]+) forwards per answer", stats).group(1)
+    assert [int(n) for n in forwards.split(", ")] == [a.nfe[0] for a in alone]
+    assert f"(official order: {alone[0].steps})" in stats
+
+
+def test_caption_asks_the_caption_question(tiny) -> None:
+    image = _images(1)
+    (text, _) = DiMOOCaption.execute(model=tiny, image=image, **ARGS).args
+    res = tiny.pipe.understand(image, CAPTION_QUESTION, max_answer=16, temperature=1.0, seed=5,
+                               size="as is")
+    assert text == " ".join(res.text[0].split())
+
+
+def test_greedy_answers_ignore_the_seed(tiny) -> None:
+    runs = {DiMOOAsk.execute(model=tiny, image=_images(1), question="what?",
+                             **{**ARGS, "temperature": 0.0, "seed": s}).args[0] for s in (0, 9)}
+    assert len(runs) == 1
+
+
+def test_the_progress_bar_follows_the_run(tiny, monkeypatch) -> None:
+    shown: list[int] = []
+    monkeypatch.setattr(host.Progress, "update", lambda self, v, preview=None: shown.append(v))
+    DiMOOCaption.execute(model=tiny, image=_images(2), **{**ARGS, "max_answer": 32})
+    assert shown == sorted(shown) and shown[-1] == 1000 and len(set(shown)) >= 3
+
+
+def test_cancel_stops_the_answer_and_the_next_run_is_a_fresh_one(tiny, monkeypatch) -> None:
+    fresh = DiMOOCaption.execute(model=tiny, image=_images(1), **ARGS).args
+    real = host.Progress.update
+    pressed: list[int] = []
+
+    def press_once(self, value, preview=None) -> None:  # Cancel during the first forward
+        if not pressed:
+            pressed.append(value)
+            host.request_interrupt()
+        real(self, value, preview)
+
+    monkeypatch.setattr(host.Progress, "update", press_once)
+    with pytest.raises(host.FallbackInterrupt):  # a BaseException, never swallowed
+        DiMOOCaption.execute(model=tiny, image=_images(1), **ARGS)
+    assert pressed
+    monkeypatch.setattr(host.Progress, "update", real)
+    again = DiMOOCaption.execute(model=tiny, image=_images(1), **ARGS).args
+    untimed = [re.sub(r"[\d.]+ s\b", "_ s", stats) for _, stats in (fresh, again)]
+    assert again[0] == fresh[0] and untimed[0] == untimed[1]
+
+
+@pytest.mark.parametrize(("kw", "needle"), [
+    ({"image": None}, "DiMOO Ask: image is missing"),
+    ({"question": "  "}, "DiMOO Ask: question is empty"),
+    ({"max_answer": 300}, "DiMOO Ask: max_answer=300 is not a multiple of block_length (256); "
+                          "nearest valid max_answer: 256 or 512"),
+    ({"max_answer": -1}, "DiMOO Ask: max_answer is -1; use a length in tokens, or 0"),
+    ({"image": torch.rand(1, 30, 30, 3)}, "DiMOO Ask: image width is 30 px, not a multiple of "
+                                          "4 px"),
+    ({"image": torch.rand(1, 512, 512, 3)}, "DiMOO Ask: image is 512 x 512 px"),
+    ({"max_answer": 256, "size": "official"}, "DiMOO Ask: image is 32 x 32 px, which needs"),
+])
+def test_each_mistake_is_one_message_on_its_input(tiny, kw, needle) -> None:
+    args = dict(model=tiny, image=_images(1), question="what?", **ARGS)
+    with pytest.raises(ValueError) as err:
+        DiMOOAsk.execute(**{**args, **kw})
+    assert str(err.value).startswith(needle), err.value
+    if "not a multiple of 4 px" in needle:  # size 'as is' off the grid: the node's own fix
+        assert "set size to 'official'" in str(err.value)
+    if "max_answer" in kw and "image" in needle:  # an answer the context cannot hold
+        assert LENGTH_FIX in str(err.value), err.value
+    if "512 x 512" in needle:  # too large for the context: the largest size that fits
+        assert re.search(r"\d+ x \d+", str(err.value).split(";", 1)[1]), err.value
+
+
+def test_an_empty_question_is_refused_before_anything_runs() -> None:
+    assert DiMOOAsk.validate_inputs(question=" \n") == "question is empty: write what to ask " \
+        "about the image"
+    assert DiMOOAsk.validate_inputs(question=None) is True  # fed by a link: checked at run
+
+
+def test_the_nano_that_only_draws_is_refused_on_model() -> None:
+    from support.nodes import nano_pipe
+
+    nano = DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
+    assert not nano.pipe.can_understand
+    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
+        extra = {"question": "what?"} if node is DiMOOAsk else {}
+        with pytest.raises(ValueError) as err:
+            node.execute(model=nano, image=_images(1, 48), **extra, **ARGS)
+        assert str(err.value).startswith(f"{name}: model cannot answer questions")
+        assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
