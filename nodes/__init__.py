@@ -11,7 +11,7 @@ def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
     from .cache import MLCacheOptions
     from .calibrate import LADRCalibrate
-    from .canvas import CanvasNode, PaintCanvasNode
+    from .canvas import CanvasNode, PaintCanvasNode, TokenCanvasNode
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .edit import DiMOOEdit
@@ -24,7 +24,7 @@ def node_classes() -> list[type]:
     from .sampler_legacy import LegacyDiMOOSampler
 
     return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
-            LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode, CompileDiMOO,
+            TokenCanvasNode, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode, CompileDiMOO,
             LADRCalibrate, DiMOOEdit, DiMOOVQEncode, LegacyDiMOOSampler, PaintOptionsNode]
 
 
