@@ -17,12 +17,7 @@ from lab.workflows.graph import nano_templates, verdicts
 from lab.workflows.template_extras import TEMPLATE_FILES
 
 NANO = nano_templates()
-MISSES: dict[str, str] = {
-    "ladr_nano_img2img_strengths": "nano's transformer was trained on canonical codes "
-    "(lab/nano/train_all.py, stage codes), not on its VQ encoder's codes, so the tokens kept "
-    "from the picture throw its shapes off (pass rates by strength: "
-    "lab/results/template_settings_img2img.json; the template's note says so)",
-}
+MISSES: dict[str, str] = {}
 """Templates whose shipped seed misses with the best-measured setting (strict: a pass fails the
 test, so the entry goes when the seed or setting changes)."""
 
