@@ -472,7 +472,12 @@ def img2img_workflows() -> dict[str, list[Node]]:
     """Variations of a picture nano drew: text to image, then its tokens -> DiMOO Token Canvas
     -> a DiMOO Sampler per denoise strength (its own prompt, one seed); the first picture and
     the three redraws stitched side by side. (Redrawing a loaded picture, DiMOO Paint Canvas
-    without a mask, is for the real model: nano's VQ encoder and transformer disagree.)"""
+    without a mask, is for the real model: nano's VQ encoder and transformer disagree.)
+
+    Measured (lab/results/template_settings_img2img.json: ladr-global, the first picture at the
+    template's seed 42, redraw seeds 0..31): the redraws pass 32, 32 and 30 of 32 at denoise
+    0.25, 0.5 and 0.75 (the first picture's prompt: 28 of 32 seeds), so the template keeps
+    seed 42, where all four pictures pass (tests/nodes/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
     graph = [loader(1),
