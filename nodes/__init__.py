@@ -11,7 +11,7 @@ def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
     from .cache import MLCacheOptions
     from .calibrate import LADRCalibrate
-    from .canvas import CanvasNode, PaintCanvasNode
+    from .canvas import CanvasNode, PaintCanvasNode, TokenCanvasNode
     from .compile import CompileDiMOO
     from .decode import DiMOOVQDecode
     from .edit import DiMOOEdit
@@ -25,9 +25,9 @@ def node_classes() -> list[type]:
     from .understand import DiMOOAsk, DiMOOCaption
 
     return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
-            LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode, CompileDiMOO,
-            LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk, LegacyDiMOOSampler,
-            PaintOptionsNode]
+            TokenCanvasNode, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode,
+            CompileDiMOO, LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk,
+            LegacyDiMOOSampler, PaintOptionsNode]
 
 
 def extension_class() -> type:

@@ -1,8 +1,9 @@
-"""DiMOO Canvas and DiMOO Paint Canvas nodes -> the LADR_CANVAS socket (nodes/handles.Canvas):
-what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty Latent Image or from VAE
-Encode with a noise mask (inputs: web/docs/LADR_Canvas.md, LADR_PaintCanvas.md). `prepare_job`
-turns a canvas and the prompts into the library's checked request (``pipe.prepare_text`` /
-``prepare_paint``) before the model loads.
+"""DiMOO Canvas, DiMOO Paint Canvas and DiMOO Token Canvas nodes -> the LADR_CANVAS socket
+(nodes/handles.Canvas): what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty
+Latent Image, from VAE Encode with a noise mask, or from another KSampler (inputs:
+web/docs/LADR_Canvas.md, LADR_PaintCanvas.md, LADR_TokenCanvas.md). `prepare_job` turns a
+canvas and the prompts into the library's checked request (``pipe.prepare_text`` /
+``prepare_paint`` / ``prepare_tokens``) before the model loads.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, size_
 from ladr_core.dimoo import PaintJob, TextJob
 
 from . import host, paint
-from .handles import CANVAS_TYPE, Canvas
-from .validate import node_error
+from .handles import CANVAS_TYPE, TOKENS_TYPE, Canvas, DiMOOTokens
+from .validate import check_socket, node_error
 
 io, _ = host.v3()
 
@@ -23,9 +24,12 @@ SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_siz
 BATCH_MAX = 64
 NODE = "DiMOO Canvas"
 PAINT_NODE = "DiMOO Paint Canvas"
+TOKEN_NODE = "DiMOO Token Canvas"
 FIT_FIX = f"set fit to crop or resize in {PAINT_NODE}, or resize the image first (Upscale Image)"
 IMG2IMG = f"Load Image -> {PAINT_NODE} (no mask) -> DiMOO Sampler, denoise 0.6"
-NO_PICTURE_FIX = f"set denoise to 1.0 for text to image, or redraw a picture: {IMG2IMG}"
+VARIATIONS = f"DiMOO Sampler's tokens -> {TOKEN_NODE} -> DiMOO Sampler, denoise 0.5"
+NO_PICTURE_FIX = (f"set denoise to 1.0 for text to image, or redraw a picture: {IMG2IMG}; or "
+                  f"a drawn one: {VARIATIONS}")
 
 
 def resolve_size(value: int) -> int | None:
@@ -53,10 +57,15 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
                 fit_fix: str = FIT_FIX, denoise: float = 1.0) -> TextJob | PaintJob:
     """The request, checked once by the library before the model loads: text to image at the
     canvas's size, or inpaint / outpaint of its picture (no mask: the whole picture, image to
-    image) at the strength `denoise`. A text canvas has no picture: denoise < 1 is refused.
+    image) at the strength `denoise`, or of its tokens. A text canvas has no picture: denoise
+    < 1 is refused.
     Every message starts with `node` and names its input (`names`: the library's argument ->
     that input)."""
     try:
+        if canvas.tokens is not None:
+            return pipe.prepare_tokens(prompts, canvas.tokens.tokens, canvas.tokens.width,
+                                       canvas.tokens.height, negative_prompt=negative_prompt,
+                                       cfg=cfg, batch_size=canvas.batch_size, denoise=denoise)
         if not canvas.painting:
             if check_denoise(denoise) < 1.0:
                 raise InputError("denoise", f"is {denoise:g} but the canvas has no picture to "
@@ -164,3 +173,34 @@ class PaintCanvasNode(io.ComfyNode):
                                       node=PAINT_NODE)
         return io.NodeOutput(Canvas(batch_size=int(batch_size), image=image, mask=mask,
                                     paint=options))
+
+
+class TokenCanvasNode(io.ComfyNode):
+    """Image tokens for DiMOO Sampler to redraw at its denoise (image to image from tokens)."""
+
+    @classmethod
+    def define_schema(cls) -> io.Schema:
+        return io.Schema(
+            node_id="LADR_TokenCanvas",
+            display_name=TOKEN_NODE,
+            category="LADR",
+            search_aliases=["variations", "img2img", "image to image", "latent", "denoise",
+                            "tokens", "redraw"],
+            description="Image tokens for DiMOO Sampler to redraw at its denoise: variations of "
+            "a picture the model drew, like a LATENT from one KSampler into a second one with "
+            f"denoise 0.5 ({VARIATIONS}). The tokens go in as they are (no VQ round trip) and "
+            "set the size.",
+            inputs=[
+                io.Custom(TOKENS_TYPE).Input("tokens", tooltip="From DiMOO Sampler (or DiMOO VQ "
+                                             "Encode): the picture to redraw, as tokens."),
+                batch_input(),
+            ],
+            outputs=[io.Custom(CANVAS_TYPE).Output("canvas", tooltip="-> DiMOO Sampler's "
+                                                   "canvas; set its denoise below 1.")],
+        )
+
+    @classmethod
+    def execute(cls, tokens: DiMOOTokens, batch_size: int) -> io.NodeOutput:
+        check_socket("tokens", tokens, DiMOOTokens, "image tokens", "DiMOO Sampler")
+        return io.NodeOutput(Canvas(width=tokens.width, height=tokens.height,
+                                    batch_size=int(batch_size), tokens=tokens))

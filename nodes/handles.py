@@ -75,7 +75,8 @@ class SamplingRule:
 class Canvas:
     """What the sampler paints on: a size (0 = the checkpoint's default) and a batch for text
     to image (DiMOO Canvas), or a picture (IMAGE [B, H, W, 3]) with its MASK ([B, H, W],
-    1 = regenerate) and paint options for inpainting / outpainting (DiMOO Paint Canvas)."""
+    1 = regenerate) and paint options for inpainting / outpainting (DiMOO Paint Canvas), or
+    image tokens to redraw (DiMOO Token Canvas)."""
 
     width: int = 0
     height: int = 0
@@ -83,6 +84,7 @@ class Canvas:
     image: torch.Tensor | None = None
     mask: torch.Tensor | None = None
     paint: PaintOptions | None = None
+    tokens: DiMOOTokens | None = None
 
     @property
     def painting(self) -> bool:

@@ -14,7 +14,7 @@ import ladr_core
 from ladr_core import LADR, MLCacheConfig
 
 from . import batching, events, run
-from .canvas import FIT_FIX, IMG2IMG, prepare_job
+from .canvas import FIT_FIX, IMG2IMG, VARIATIONS, prepare_job
 from .handles import (
     CACHE_TYPE,
     CANVAS_TYPE,
@@ -36,7 +36,7 @@ SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
 NODE = "DiMOO Sampler"
 EMPTY_PROMPT = "prompt is empty: write what the image should show"
 CANVAS_NAMES = {n: f"canvas's {n}" for n in ("width", "height", "width and height", "batch_size",
-                                             "image", "mask")}
+                                             "image", "mask", "tokens")}
 CANVAS_NAMES["options"] = "canvas's paint options"
 
 
@@ -80,6 +80,11 @@ def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prom
     strength a picture is redrawn at), then `run.load_and_run`: (tokens, the stats line with
     every note; `note`: the node's own, before the run's)."""
     prompts, skipped = split_prompts(prompt, one_prompt_per_line)
+    made = canvas.tokens.model_key[:2] if canvas.tokens is not None else model.key[:2]
+    if tuple(made) != tuple(model.key[:2]):  # (checkpoint, mtime): another codebook
+        raise input_error(NODE, "canvas's tokens", "were made with another checkpoint (another "
+                          "codebook)", "connect the DiMOO Sampler that made them to this Load "
+                          "DiMOO Model")
     job = prepare_job(model.pipe, prompts, canvas, negative_prompt=negative_prompt or None,
                       cfg=resolve_cfg(cfg), node=NODE, names=names, fit_fix=fit_fix,
                       denoise=denoise)
@@ -206,8 +211,10 @@ def sampler_inputs() -> list:
         io.Custom(CANVAS_TYPE).Input("canvas", optional=True,
                                      tooltip="Optional DiMOO Canvas (size, batch) or DiMOO Paint "
                                      "Canvas (a picture and its mask to inpaint / outpaint, "
-                                     "or without a mask a picture to redraw at denoise); "
-                                     "default: one image at the checkpoint's default size."),
+                                     "or without a mask a picture to redraw at denoise) or "
+                                     "DiMOO Token Canvas (a sampler's tokens to redraw at "
+                                     "denoise: variations); default: one image at the "
+                                     "checkpoint's default size."),
         cache_input(),
         # last and optional: API prompts and UI workflows saved before it load unchanged (1.0)
         io.Float.Input("denoise", default=1.0, min=0.0, max=1.0, step=0.01, optional=True,
@@ -215,5 +222,5 @@ def sampler_inputs() -> list:
                        "denoise): 1.0 = all of it (text to image; a picture then only sets "
                        "the size); lower keeps more of the picture, 0 = the picture itself. "
                        "With a mask it applies inside the mask. Image to image: "
-                       f"{IMG2IMG}."),
+                       f"{IMG2IMG}; variations of a drawn picture: {VARIATIONS}."),
     ]

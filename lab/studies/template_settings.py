@@ -125,8 +125,10 @@ def variant(task: dict, candidate: dict, seeds: int) -> dict:
 
 
 def measure(seeds: int, extra: list[str], only_extra: bool = False,
-            templates: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Every task (``templates``: only those of these templates) by every candidate."""
+            templates: tuple[str, ...] = (), candidates: tuple[str, ...] = ()
+            ) -> dict[str, Any]:
+    """Every task (``templates``: only those of these templates) by every candidate (or those
+    named in ``candidates``)."""
     from nodes import host
 
     host.send_event = lambda event, payload: None  # no server to tell
@@ -137,6 +139,8 @@ def measure(seeds: int, extra: list[str], only_extra: bool = False,
             continue
         rows[name] = {"templates": task["templates"], "candidates": {}}
         for cand, setting in CANDIDATES.items():
+            if candidates and cand not in candidates:
+                continue
             start = time.perf_counter()
             got = verdicts(variant(task, setting, seeds))
             passed = [v["passed"] for v in got]
@@ -156,13 +160,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only-extra", action="store_true", help="measure the --extra prompts only")
     ap.add_argument("--templates", default="", help="','-separated API names: measure only "
                     "their tasks (e.g. a new template)")
+    ap.add_argument("--candidates", default="", help="','-separated candidate names: "
+                    f"measure only these (default: all of {list(CANDIDATES)})")
     args = ap.parse_args(argv)
     extra = [x.strip() for x in args.extra.split(";") if x.strip()]
     only = tuple(x.strip() for x in args.templates.split(",") if x.strip())
-    rows = measure(args.seeds, extra, args.only_extra, only)
+    cands = tuple(x.strip() for x in args.candidates.split(",") if x.strip())
+    if set(cands) - set(CANDIDATES):
+        ap.error(f"--candidates: pick from {list(CANDIDATES)}")
+    rows = measure(args.seeds, extra, args.only_extra, only, cands)
     shown = [r for r in rows.values() if r["templates"]]  # the templates' own tasks
     totals = {c: sum(r["candidates"][c]["pass_rate"] for r in shown) / len(shown)
-              for c in CANDIDATES} if shown else {}  # --only-extra: no template task
+              for c in cands or CANDIDATES} if shown else {}  # --only-extra: no template task
     for c, t in totals.items():
         print(f"mean pass rate over the {len(shown)} template tasks: {c:20s} {t:.3f}")
     if args.json:

@@ -126,7 +126,7 @@ CAPTIONS = {
     "ladr_nano_outpaint_pad_image": "padded input | mask | result",
     "ladr_dimoo_edit_real_model": "the image to edit",
     "ladr_distributed_seed_collector": "one image per server",
-    "ladr_nano_img2img_strengths": "input | denoise 0.25, 0.5, 0.75",
+    "ladr_nano_img2img_strengths": "drawn | redrawn at 0.25, 0.5, 0.75",
     "ladr_nano_caption_to_image": "input | drawn from its caption",
 }
 """The first caption line of each card: what its tiles are."""

@@ -93,7 +93,8 @@ class TextJob:
 @dataclass(frozen=True)
 class PaintJob:
     """Inpainting / outpainting: the prompts at the image's size (``text``) and the checked
-    image, mask and options (``plan``; painting.py). The VQ encodes the images when it runs."""
+    image, mask and options (``plan``; painting.py). The VQ encodes the images when it runs
+    (image to image from tokens: the plan has its codes already)."""
 
     text: TextJob
     plan: PaintPlan
@@ -116,7 +117,7 @@ class PaintJob:
         return self.text.layout
 
     def build(self, rt: Runtime, steps: int, cache: MLCacheConfig | None) -> Built:
-        plan = self.plan.with_codes(rt.encode_image(self.plan.source))
+        plan = self.plan.encoded(rt.encode_image)
         return Built(self.text.denoiser(rt, steps, cache, plan.n_generate()), plan.known, plan)
 
     def rows(self, encode: Callable[[str], list[int]]) -> tuple[int, int]:

@@ -44,7 +44,7 @@ from .runs import (
 )
 from .tasks.edit_size import EDIT_SIZES, sized_for_edit
 from .tasks.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, plan_edit
-from .tasks.painting import PaintOptions, check_image, plan_painting
+from .tasks.painting import PaintOptions, check_image, plan_painting, plan_tokens
 from .understand import PipelineUnderstanding, answer_end_id
 from .weights.checkpoint import load_checkpoint
 from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device
@@ -236,6 +236,39 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                        layout, _guidance("cfg", cfg, self.default_cfg), plan.note)
         return PaintJob(text, plan)
 
+    def prepare_tokens(self, prompt: str | Sequence[str], tokens: Any, width: int | None = None,
+                       height: int | None = None, negative_prompt: str | None = None,
+                       cfg: float | None = None, batch_size: int = 1,
+                       denoise: float = 1.0) -> PaintJob:
+        """A checked image-to-image request from image tokens instead of a picture: ``tokens``
+        LongTensor [B or 1, h*w], codes in [0, K) (a sampler's ``res.tokens`` or
+        ``encode_image``'s codes), row-major over the grid of ``width`` x ``height`` px (both
+        None: a square grid). The whole grid is redrawn at ``denoise`` from those codes as the
+        picture route redraws its encoding (no paste-back); at 1.0 they only set the size."""
+        prompts = _prompt_list(prompt)
+        _positive_int("batch_size", batch_size)
+        width, height = self._token_size(tokens, width, height)
+        layout = self.layout(width, height, prompts, negative_prompt)
+        plan = plan_tokens(prompts, tokens, (layout.h, layout.w), self.ids.codebook_size,
+                           self.vq_factor, batch_size, denoise)
+        text = TextJob([p for p in plan.prompts for _ in range(batch_size)], negative_prompt,
+                       layout, _guidance("cfg", cfg, self.default_cfg), plan.note)
+        return PaintJob(text, plan)
+
+    def _token_size(self, tokens: Any, width: int | None, height: int | None
+                    ) -> tuple[int, int]:
+        """The picture size of ``tokens``: width and height as given, or (both None) the square
+        grid their count makes; InputError naming ``tokens`` when it makes none."""
+        if width is not None or height is not None:
+            return (self.default_size if width is None else width,
+                    self.default_size if height is None else height)
+        n = int(tokens.shape[-1]) if isinstance(tokens, torch.Tensor) and tokens.dim() else 0
+        side = math.isqrt(n)
+        if n < 1 or side * side != n:
+            raise InputError("tokens", f"has {n} codes per picture, not a square grid",
+                             "give the width and height of the picture they came from")
+        return side * self.vq_factor, side * self.vq_factor
+
     def prepare_edit(self, instruction: str | Sequence[str], image: Any, edit_type: str = "edit",
                      style: Any = None, size: str = "official", cfg: float | None = None,
                      image_cfg: float | None = None, batch_size: int = 1) -> EditJob:
@@ -302,13 +335,15 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
     def _unchanged(self, job: PaintJob, decode: bool, steps: int = 0) -> GenerationResult:
         """A painting whose mask regenerates nothing (or whose denoise redraws no step of a
         schedule of ``steps``): the images' codes and the images."""
-        plan = job.plan.with_codes(self.encode_image(job.plan.source))
+        plan = job.plan.encoded(self.encode_image)
+        images = plan.images if plan.source is not None or not decode else \
+            self.decode(plan.codes, plan.grid)
         note = plan.note
         if steps and not job.nothing_to_do:
             note = "; ".join(n for n in (note, f"denoise {plan.denoise:g} redraws no step of the "
                                          f"{steps}-step schedule: the picture returned "
                                          "unchanged") if n)
-        return GenerationResult(plan.codes, plan.images if decode else None, 0, 0, 0.0, 0, 0,
+        return GenerationResult(plan.codes, images if decode else None, 0, 0, 0.0, 0, 0,
                                 plan.grid, note=note, paint=plan)
 
     @staticmethod
@@ -334,16 +369,17 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                  callback: Callable[[dict[str, Any]], None] | None = None,
                  batch_size: int = 1, decode: bool = True, max_batch: int | None = None,
                  self_score: SelfScoreConfig | None = None, image: Any = None,
-                 denoise: float = 1.0) -> GenerationResult:
+                 denoise: float = 1.0, tokens: Any = None) -> GenerationResult:
         """Text to image: ``prepare_text`` then ``run`` (their docstrings say every argument).
         ``self_score``: also score the final tokens (``self_score()``, same seed), which costs
         ``self_score.passes`` extra denoiser passes per image; None (default) = no score.
         ``image`` (float [B, H, W, 3] in [0, 1]) with ``denoise`` d < 1: image to image, the
         whole picture redrawn at strength d (``prepare_paint`` without a mask; the image sets
         the size, width / height stay None; at d = 1.0 it only sets the size). d = 0 returns
-        the picture's own codes."""
+        the picture's own codes. ``tokens`` instead of ``image``: the same from image tokens
+        (a run's ``res.tokens``: variations of a picture the model drew; ``prepare_tokens``)."""
         job = self._text_or_image(prompt, negative_prompt, width, height, cfg, batch_size,
-                                  image, denoise)
+                                  image, denoise, tokens)
         res = self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache, callback,
                        decode, max_batch)
         if self_score is not None:
@@ -355,14 +391,22 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
 
     def _text_or_image(self, prompt: str | Sequence[str], negative_prompt: str | None,
                        width: int | None, height: int | None, cfg: float | None,
-                       batch_size: int, image: Any, denoise: float) -> TextJob | PaintJob:
-        """``generate``'s job: text to image, or image to image of the whole ``image``."""
+                       batch_size: int, image: Any, denoise: float, tokens: Any = None
+                       ) -> TextJob | PaintJob:
+        """``generate``'s job: text to image, or image to image of the whole ``image`` (or of
+        ``tokens``)."""
         denoise = check_denoise(denoise)
+        if tokens is not None:
+            if image is not None:
+                raise InputError("tokens", "and image are both given", "give one: the picture "
+                                 "(image=) or its tokens (tokens=)")
+            return self.prepare_tokens(prompt, tokens, width, height, negative_prompt, cfg,
+                                       batch_size, denoise)
         if image is None:
             if denoise < 1.0:
                 raise InputError("denoise", f"is {denoise:g} but there is no image to redraw",
-                                 "give an image (generate(image=...)), or denoise=1.0 for text "
-                                 "to image")
+                                 "give an image (generate(image=...)) or its tokens (tokens=), "
+                                 "or denoise=1.0 for text to image")
             return self.prepare_text(prompt, negative_prompt, width, height, cfg, batch_size)
         if width is not None or height is not None:
             raise InputError("width", "and height are set, but the image sets the size",

@@ -145,3 +145,62 @@ def test_bad_input_is_one_error_naming_it(pipe: DiMOOPipeline) -> None:
     fitted = pipe.paint(PROMPT, torch.rand(1, 30, 32, 3), None, PaintOptions(fit="crop"),
                         denoise=0.5, steps=2, decode=False)
     assert fitted.grid == (7, 8) and "cropped" in fitted.note
+
+
+# ---- image to image from tokens (pipe.generate(tokens=), pipe.prepare_tokens) ---------------
+@pytest.mark.parametrize("denoise", [0.25, 0.5, 0.75, 1.0])
+@pytest.mark.parametrize("name", ["baseline", "ladr"])
+def test_tokens_redraw_as_the_picture_they_encode(pipe: DiMOOPipeline, denoise: float,
+                                                  name: str) -> None:
+    """A picture's codes given as tokens run exactly as the picture: the same re-masked
+    positions and the same tokens, batch items and prompts paired the same way."""
+    picture = _picture(7, size=32)[:, :, :24]  # 32 x 24 px: not square
+    codes = pipe.encode_image(picture)
+    prompts = [PROMPT, "a green triangle"]
+    kw = {"denoise": denoise, "steps": 12, "seed": 5, "strategy": name, "batch_size": 2,
+          "decode": False}
+    by_picture = pipe.generate(prompts, image=picture, **kw)
+    by_tokens = pipe.generate(prompts, tokens=codes, width=24, height=32, **kw)
+    assert torch.equal(by_tokens.tokens, by_picture.tokens) and by_tokens.grid == (8, 6)
+    assert by_tokens.nfe == by_picture.nfe and by_tokens.paint.source is None
+    if denoise < 1.0:
+        assert torch.equal(by_tokens.paint.generate, by_picture.paint.generate)
+    else:
+        assert "the tokens only set the size" in by_tokens.note
+
+
+def test_a_runs_own_tokens_redrawn_keep_all_but_the_official_share(pipe: DiMOOPipeline
+                                                                   ) -> None:
+    first = pipe.generate(PROMPT, width=32, height=32, steps=12, seed=1, decode=False)
+    res = pipe.generate(PROMPT, tokens=first.tokens, denoise=0.5, steps=12, seed=2)
+    masked = res.paint.generate
+    assert int(masked.sum()) == remask_count(first.tokens.shape[1], start_step(12, 0.5), 12)
+    assert torch.equal(res.tokens[~masked], first.tokens[~masked])
+    assert res.images.shape == (1, 32, 32, 3)  # a square grid: the size from the count
+
+
+def test_tokens_at_denoise_0_are_returned_and_decoded(pipe: DiMOOPipeline) -> None:
+    codes = pipe.encode_image(_picture(8))
+    res = pipe.generate(PROMPT, tokens=codes, denoise=0.0, steps=8)
+    assert torch.equal(res.tokens, codes) and res.nfe == 0
+    assert torch.equal(res.images, pipe.decode(codes, res.grid))
+
+
+def test_bad_tokens_are_one_error_naming_them(pipe: DiMOOPipeline) -> None:
+    codes = pipe.encode_image(_picture())  # 8 x 8 grid
+    k = pipe.ids.codebook_size
+    cases = [
+        ({"tokens": codes.float()}, r"^tokens is a torch.float32, not image codes; give the "),
+        ({"tokens": codes[:, :60]}, r"^tokens has 60 codes per picture, not a square grid; "
+         r"give the width and height"),
+        ({"tokens": codes, "width": 32, "height": 16},
+         r"^tokens has shape \(1, 64\), but a 4 x 8 token grid has \[B, 32\]; give the width"),
+        ({"tokens": codes + k}, rf"^tokens holds codes \d+ to \d+, outside this model's "
+         rf"codebook \[0, {k}\); give tokens this model made"),
+        ({"tokens": codes - k}, r"^tokens holds codes -\d+ to -?\d+, outside"),
+        ({"tokens": codes, "image": _picture()}, r"^tokens and image are both given; give one"),
+        ({"tokens": codes, "denoise": 2.0}, r"^denoise is 2.0; give a number"),
+    ]
+    for kw, message in cases:
+        with pytest.raises(InputError, match=message):
+            pipe.generate(PROMPT, steps=2, **{"denoise": 0.5, **kw})

@@ -82,6 +82,14 @@ def test_image_to_image(strategy: str, masked: bool, cpu_pipe, dimoo_checkpoint,
     same(got, want, emu)
 
 
+def test_image_to_image_from_tokens(cpu_pipe, dimoo_checkpoint, emu) -> None:
+    """The token route: the codes as given (CPU LongTensor) on a device pipeline."""
+    codes = cpu_pipe.encode_image(image(5))
+    kw = dict(steps=10, seed=4, strategy="ladr", tokens=codes, denoise=0.5)
+    same(device_pipe(dimoo_checkpoint).generate(PROMPT, **kw), cpu_pipe.generate(PROMPT, **kw),
+         emu)
+
+
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_edit(strategy: str, cpu_pipe, dimoo_checkpoint, emu) -> None:
     kw = dict(image=image(4), steps=8, seed=3, strategy=strategy, size="as is")

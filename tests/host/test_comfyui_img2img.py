@@ -1,6 +1,7 @@
 """Image to image in a real ComfyUI 0.33 server (skipped without COMFYUI_PATH): the shipped
-template *Image to image, 3 strengths (nano)* queued as it is (Load Image -> DiMOO Paint Canvas
-without a mask -> three DiMOO Samplers at denoise 0.25 / 0.5 / 0.75), a template saved without
+template *Image to image, 3 strengths (nano)* queued as it is (text to image -> its tokens ->
+DiMOO Token Canvas -> three DiMOO Samplers at denoise 0.25 / 0.5 / 0.75), the same redraws from
+a loaded picture (Load Image -> DiMOO Paint Canvas without a mask), a template saved without
 the denoise widget running at 1.0, and a denoise below 1 on a text canvas refused with one
 message naming denoise while nothing else runs.
 """
@@ -36,9 +37,10 @@ def _finals(msgs: list[dict]) -> dict[str, dict]:
             if m["type"] == "ladr.step" and m["data"].get("done")}
 
 
-def test_the_three_strengths_template_runs_as_shipped(server) -> None:
-    port, _ = server
-    wf = _workflow("ladr_nano_img2img_strengths", 9301)
+def _redraws_run(port: int, wf: dict) -> None:
+    """``wf`` runs without an error, saves its pictures, and each sampler with a denoise
+    below 1 takes the last steps of its schedule, set against the official sampler at that
+    strength."""
     pid, msgs = run_workflow(port, wf)
     assert not [m for m in msgs if m["type"] == "execution_error"], msgs[-1]
     _, hist = http(port, f"/history/{pid}")
@@ -47,11 +49,35 @@ def test_the_three_strengths_template_runs_as_shipped(server) -> None:
     finals = _finals(msgs)
     samplers = {k: n["inputs"] for k, n in wf.items() if n["class_type"] == "LADR_DiMOOSampler2"}
     assert set(finals) == set(samplers)
-    for key, kw in samplers.items():
+    redraws = {k: kw for k, kw in samplers.items() if kw.get("denoise", 1.0) < 1.0}
+    assert len(redraws) == 3
+    for key, kw in redraws.items():
         st, d = finals[key], kw["denoise"]
         t = st["schedule_steps"]
         assert st["denoise"] == d and st["steps_planned"] == t - start_step(t, d)
         assert st["official_nfe_per_image"] == official_passes(144, 64, denoise=d)
+
+
+def test_the_three_strengths_template_runs_as_shipped(server) -> None:
+    port, _ = server
+    wf = _workflow("ladr_nano_img2img_strengths", 9301)
+    canvas = {n["inputs"]["canvas"][0] for n in wf.values()
+              if n["class_type"] == "LADR_DiMOOSampler2" and "denoise" in n["inputs"]}
+    assert [wf[k]["class_type"] for k in canvas] == ["LADR_TokenCanvas"]
+    _redraws_run(port, wf)
+
+
+def test_the_redraws_run_from_a_loaded_picture(server) -> None:
+    """The picture route (for photos with the real model): the token canvas swapped for Load
+    Image -> DiMOO Paint Canvas without a mask."""
+    port, _ = server
+    wf = _workflow("ladr_nano_img2img_strengths", 9304)
+    key = next(k for k, n in wf.items() if n["class_type"] == "LADR_TokenCanvas")
+    wf["90"] = {"class_type": "LoadImage", "inputs": {"image": "ladr_inpaint_circle_square.png"}}
+    wf[key] = {"class_type": "LADR_PaintCanvas", "inputs": {
+        "image": ["90", 0], "batch_size": 1, "mask_threshold": 0.5, "mask_grow": 0,
+        "paste_back": True, "feather": -1, "fit": "exact"}}
+    _redraws_run(port, wf)
 
 
 def test_a_sampler_saved_without_denoise_runs_at_1(server) -> None:

@@ -10,11 +10,13 @@ denoise below 1 is refused naming denoise; bad values get one message naming den
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
 from ladr_core import official_passes, start_step
-from nodes.canvas import IMG2IMG, CanvasNode, PaintCanvasNode
+from nodes.canvas import IMG2IMG, VARIATIONS, CanvasNode, PaintCanvasNode, TokenCanvasNode
 from nodes.sampler import DiMOOSampler
 
 PAINT = dict(mask_threshold=0.5, mask_grow=0, paste_back=True, feather=-1, fit="exact")
@@ -111,3 +113,45 @@ def test_an_unpainted_load_image_mask_names_the_image_to_image_way(fake_model) -
     with pytest.raises(ValueError, match=r"^DiMOO Paint Canvas: mask is empty .*disconnect the "
                                          r"mask to redraw the whole picture"):
         picture_canvas(torch.zeros(1, 64, 64))
+
+
+# ---- DiMOO Token Canvas: a sampler's tokens redrawn (variations, no VQ round trip) ---------
+def token_canvas(tokens, batch_size: int = 1) -> object:
+    return TokenCanvasNode.execute(tokens=tokens, batch_size=batch_size).args[0]
+
+
+def test_a_token_canvas_redraws_the_tokens_as_the_library_does(fake_model, sent) -> None:
+    """Sampler -> Token Canvas -> Sampler at denoise 0.5 equals pipe.generate(tokens=) with
+    the same seed and rule; the tokens set the size and no paste-back happens."""
+    first, _ = sample(fake_model, CanvasNode.execute(width=48, height=48, batch_size=1).args[0])
+    again, line = sample(fake_model, token_canvas(first, batch_size=2), denoise=0.5, steps=64)
+    want = fake_model.pipe.generate(PROMPT, tokens=first.tokens, denoise=0.5, steps=64, seed=3,
+                                    cfg=0.75, batch_size=2, decode=False)
+    assert torch.equal(again.tokens, want.tokens) and again.tokens.shape == (2, 144)
+    assert (again.width, again.height) == (48, 48) and not again.paint.options.paste
+    kept = ~again.paint.generate
+    assert torch.equal(again.tokens[kept], first.tokens.expand(2, -1)[kept])
+    assert "denoise 0.5" in line and again.stats["denoise"] == 0.5
+
+
+def test_a_token_canvas_is_an_optional_canvas_named_by_the_sampler() -> None:
+    spec = next(i for i in DiMOOSampler.define_schema().inputs if i.id == "canvas")
+    assert "DiMOO Token Canvas" in spec.tooltip and spec.optional
+    assert VARIATIONS in next(i for i in DiMOOSampler.define_schema().inputs
+                              if i.id == "denoise").tooltip
+    assert [i.id for i in TokenCanvasNode.define_schema().inputs] == ["tokens", "batch_size"]
+
+
+def test_tokens_of_another_checkpoint_are_one_message(fake_model, seen) -> None:
+    first, _ = sample(fake_model)
+    seen.clear()
+    alien = replace(first, model_key=("other",))
+    with pytest.raises(ValueError, match=r"^DiMOO Sampler: canvas's tokens were made with "
+                                         r"another checkpoint"):
+        sample(fake_model, token_canvas(alien), denoise=0.5)
+    bad = replace(first, tokens=first.tokens[:, :100])
+    with pytest.raises(ValueError, match=r"^DiMOO Sampler: canvas's tokens has shape \(1, 100\)"):
+        sample(fake_model, token_canvas(bad), denoise=0.5)
+    with pytest.raises(ValueError, match=r"^tokens: got a builtins.str, not this version"):
+        token_canvas("not tokens")
+    assert seen == []

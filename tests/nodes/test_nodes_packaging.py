@@ -19,7 +19,7 @@ HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", 
 # Shipped node ids in menu order: saved workflows reference them, so no id ever leaves this list
 # (a node replaced by a recomposed one stays, deprecated: LADR_DiMOOSampler, LADR_PaintOptions).
 NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas",
-            "LADR_PaintCanvas", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
+            "LADR_PaintCanvas", "LADR_TokenCanvas", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
             "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate", "LADR_DiMOOEdit",
             "LADR_DiMOOVQEncode", "LADR_DiMOOCaption", "LADR_DiMOOAsk", "LADR_DiMOOSampler",
             "LADR_PaintOptions"]

@@ -22,10 +22,6 @@ MISSES: dict[str, str] = {
     "ladr_nano_caption_to_image": "dimoo_nano_mmu as committed in b7234da (317 + 461 "
     "fine-tune steps) captions the scene 'a blue circle to the left of a red circle', which no "
     "nano caption reads like, so the evaluator cannot score it",
-    "ladr_nano_img2img_strengths": "nano's transformer was trained on canonical codes "
-    "(lab/nano/train_all.py, stage codes), not on its VQ encoder's codes, so the tokens kept "
-    "from the picture throw its shapes off (pass rates by strength: "
-    "lab/results/template_settings_img2img.json; the template's note says so)",
 }
 """Templates whose shipped seed misses with the best-measured setting (strict: a pass fails the
 test, so the entry goes when the seed or setting changes)."""

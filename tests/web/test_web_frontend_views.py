@@ -53,7 +53,7 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
-HELP = ["LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas", "LADR_PaintCanvas",
+HELP = ["LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas", "LADR_PaintCanvas", "LADR_TokenCanvas",
         "LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
         "LADR_DiMOOVQDecode", "LADR_DiMOOVQEncode", "LADR_DiMOOEdit", "LADR_Calibrate",
         "LADR_CompileDiMOO", "LADR_DiMOOSampler", "LADR_PaintOptions"]

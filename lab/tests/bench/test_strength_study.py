@@ -132,3 +132,21 @@ def test_the_figure_check_catches_a_changed_figure() -> None:
     doc["strengths"]["0.5"]["baseline-64"]["own"]["score_overall"] += 0.01
     report = REPORT.read_text()
     assert any(line not in report for line in _table_lines(st.markdown(doc)))
+
+
+@pytest.mark.committed_result("lab/results/strength.json")
+def test_the_help_pages_figures_are_the_results_file() -> None:
+    """What the help pages say of the picture route on nano is strength.json's: the sources'
+    pass rate, their VQ round trip's (and the share of tokens it keeps), and the official
+    sampler's redraw at 0.5."""
+    doc = json.loads(RESULTS[0].read_text())
+    src = doc["source"]
+    redraw = doc["strengths"]["0.5"]["baseline-64"]["own"]["score_overall"]
+    said = (f"keeps {round(100 * src['roundtrip_mean'])} % of its tokens and drops the "
+            f"evaluator's pass rate from {src['score_overall']:.3f} to "
+            f"{src['roundtrip_overall']:.3f}")
+    for page in ("LADR_DiMOOSampler2.md", "LADR_TokenCanvas.md"):
+        text = " ".join((ROOT / "web" / "docs" / page).read_text().split())
+        assert said in text, page
+    sampler = " ".join((ROOT / "web" / "docs" / "LADR_DiMOOSampler2.md").read_text().split())
+    assert f"at denoise 0.5 it passes {redraw:.3f}" in sampler

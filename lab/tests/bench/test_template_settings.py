@@ -140,3 +140,15 @@ def test_every_prompt_a_nano_template_shows_was_measured() -> None:
         for g in gone:  # the figures build_examples.py cites for the replacement
             assert (f'"{name}" instead of "{g}", which nano draws at {rates[g][chosen]} of '
                     f"{seeds} seeds with {strategy} ({rates[name][chosen]} of {seeds}") in builder
+
+
+def test_the_image_to_image_templates_figures_are_its_results_file() -> None:
+    """The redraw pass counts build_examples.py cites are template_settings_img2img.json's."""
+    tasks = json.loads((RESULTS / "template_settings_img2img.json").read_text())["tasks"]
+    passed = {name: sum(t["candidates"]["ladr-global"]["passed"]) for name, t in tasks.items()}
+    redraws = [passed[n] for n in sorted(passed) if " at denoise " in n]
+    first = next(v for n, v in passed.items() if " at denoise " not in n)
+    builder = " ".join((ROOT / "lab" / "workflows" / "build_examples.py").read_text().split())
+    assert len(redraws) == 3 and (f"pass {redraws[0]}, {redraws[1]} and {redraws[2]} of 32 at "
+                                  "denoise 0.25, 0.5 and 0.75") in builder
+    assert f"(the first picture's prompt: {first} of 32 seeds)" in builder

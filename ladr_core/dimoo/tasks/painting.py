@@ -18,12 +18,15 @@ web/docs/LADR_PaintCanvas.md).
 Image to image (``denoise`` < 1, ladr_core.strength): without a mask the whole picture is the
 region (paste-back off: every token may change); inside the region the share the official
 schedule still has masked at the start step is re-masked at random (``PaintPlan.from_step``)
-and the rest of the region starts as the picture's own codes.
+and the rest of the region starts as the picture's own codes. From tokens (``plan_tokens``: a
+sampler's own codes, no picture) the same plan starts from those codes: no VQ encoding, no
+paste-back, so equal codes give equal runs.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
@@ -35,7 +38,8 @@ from ...validation import KnownTokens
 from ..denoise.prompt import size_error
 
 __all__ = ["PaintOptions", "PaintPlan", "check_image", "check_mask",
-           "fit_image", "fit_painting", "paste_original", "plan_painting", "token_mask"]
+           "check_tokens", "fit_image", "fit_painting", "paste_original", "plan_painting",
+           "plan_tokens", "token_mask"]
 
 FIT_MODES = ("exact", "crop", "resize")
 FIT_FIX = "crop or resize it, or pass options=PaintOptions(fit='crop' or 'resize')"
@@ -211,8 +215,10 @@ class PaintPlan:
     """One painting run, checked: per item (pairs of image + mask, each repeated ``batch_size``
     times) the original pixels ``images`` [B, H, W, 3], the tokens to regenerate ``region``
     [B, N] and the prompt; ``source`` [P, H, W, 3] the distinct images to encode (P = 1 or the
-    pairs); a note for items with nothing to regenerate (or a fitted image). ``codes`` [B, N]:
-    the images' VQ codes, set by ``with_codes`` once the VQ has encoded ``source``.
+    pairs; None when the run starts from tokens, ``plan_tokens``: ``images`` is then a black
+    placeholder that only sets the size); a note for items with nothing to regenerate (or a
+    fitted image). ``codes`` [B, N]: the images' VQ codes, set by ``with_codes`` once the VQ has
+    encoded ``source`` (or the given tokens).
     ``denoise``: the strength inside the region (1 = all of it masked); ``generate`` [B, N]:
     the tokens masked at the start, set by ``from_step`` (None = the whole region)."""
 
@@ -221,7 +227,7 @@ class PaintPlan:
     prompts: list[str]
     grid: tuple[int, int]
     options: PaintOptions
-    source: torch.Tensor
+    source: torch.Tensor | None
     batch_size: int
     note: str = ""
     codes: torch.Tensor | None = None
@@ -238,12 +244,15 @@ class PaintPlan:
 
     def per_item(self, t: torch.Tensor) -> torch.Tensor:
         """[1 or P, ...] (one per distinct image) -> [B, ...] (one per item)."""
-        t = t.expand(self.images.shape[0] // self.batch_size, *t.shape[1:])
-        return t.repeat_interleave(self.batch_size, dim=0).contiguous()
+        return _spread(t, self.images.shape[0] // self.batch_size, self.batch_size)
 
     def with_codes(self, codes: torch.Tensor) -> PaintPlan:
         """The plan with ``source``'s codes [P, N] (the VQ encoding) spread over the items."""
         return replace(self, codes=self.per_item(codes))
+
+    def encoded(self, encode_image: Callable[[torch.Tensor], torch.Tensor]) -> PaintPlan:
+        """The plan with its codes: ``source`` VQ-encoded, or as given (from tokens)."""
+        return self if self.source is None else self.with_codes(encode_image(self.source))
 
     def from_step(self, start: int, steps: int, generators: list[torch.Generator]) -> PaintPlan:
         """The plan started at step ``start`` of T = ``steps``: in each item's region the
@@ -288,6 +297,12 @@ class PaintPlan:
         if feather is None:
             feather = self.images.shape[1] // self.grid[0] // 2
         return paste_original(images, self.images, self.region, self.grid, feather)
+
+
+def _spread(t: torch.Tensor, pairs: int, batch_size: int) -> torch.Tensor:
+    """[1 or pairs, ...] -> [pairs * batch_size, ...]: each pair's row repeated per image."""
+    t = t.expand(pairs, *t.shape[1:])
+    return t.repeat_interleave(batch_size, dim=0).contiguous()
 
 
 def _pairs(images: int, masks: int, prompts: list[str]) -> int:
@@ -350,9 +365,8 @@ def plan_painting(prompts: list[str], image: object, mask: object,
     region, coverage = token_mask(masks, vq_factor, options.threshold, options.grow)
     grid = (image.shape[1] // vq_factor, image.shape[2] // vq_factor)
 
-    def items(t: torch.Tensor) -> torch.Tensor:  # [1 or pairs, ...] -> [pairs * batch_size, ...]
-        t = t.expand(pairs, *t.shape[1:])
-        return t.repeat_interleave(batch_size, dim=0).contiguous()
+    def items(t: torch.Tensor) -> torch.Tensor:
+        return _spread(t, pairs, batch_size)
 
     region = items(region)
     whole_note = WHOLE_NOTE if whole and denoise == 1.0 else ""
@@ -380,3 +394,48 @@ def fit_painting(image: object, mask: object, vq_factor: int, fit: str = "exact"
     done = "cropped" if fit == "crop" else "resized"
     return (image, masks.clamp(0.0, 1.0).contiguous(),
             f"image {w}x{h} px {done} to {image.shape[2]}x{image.shape[1]} (fit={fit})")
+
+
+TOKENS_FIX = "give the codes LongTensor [B, h*w] a sampler or the VQ encoder of this model made"
+TOKENS_NOTE = ("denoise 1.0 redraws the whole picture: the tokens only set the size (lower "
+               "denoise, e.g. 0.5, to keep some of them)")
+
+
+def check_tokens(tokens: object, grid: tuple[int, int], codebook: int,
+                 name: str = "tokens") -> torch.Tensor:
+    """Image tokens for a (h, w) ``grid``: an integer tensor [B, h*w] (or [h*w]) of codes in
+    [0, ``codebook``), returned as a CPU LongTensor; one InputError naming ``name`` otherwise."""
+    if not isinstance(tokens, torch.Tensor) or tokens.is_floating_point() \
+            or tokens.is_complex() or tokens.dtype == torch.bool:
+        what = tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+        raise InputError(name, f"is a {what}, not image codes", TOKENS_FIX)
+    tokens = tokens[None] if tokens.dim() == 1 else tokens
+    n = grid[0] * grid[1]
+    if tokens.dim() != 2 or tokens.shape[0] < 1 or tokens.shape[1] != n:
+        raise InputError(name, f"has shape {tuple(tokens.shape)}, but a {grid[0]} x {grid[1]} "
+                         f"token grid has [B, {n}]", "give the width and height of the picture "
+                         "the tokens came from")
+    lo, hi = (int(v) for v in torch.aminmax(tokens))
+    if lo < 0 or hi >= codebook:
+        raise InputError(name, f"holds codes {lo} to {hi}, outside this model's codebook [0, "
+                         f"{codebook})", "give tokens this model made (its sampler or its VQ "
+                         "encoder)")
+    return tokens.long().cpu()
+
+
+def plan_tokens(prompts: list[str], tokens: object, grid: tuple[int, int], codebook: int,
+                vq_factor: int, batch_size: int, denoise: float = 1.0) -> PaintPlan:
+    """Image to image from image tokens (a sampler's own codes) instead of a picture: the whole
+    grid is the region, the codes are ``tokens`` (B or 1 rows, paired with the prompts as
+    ``plan_painting`` pairs images) and no VQ encoding or paste-back happens, so a run equals
+    the picture route on a picture whose encoding is these codes. At ``denoise`` 1.0 the tokens
+    only set the size."""
+    denoise = check_denoise(denoise)
+    codes = check_tokens(tokens, grid, codebook)
+    pairs = _pairs(codes.shape[0], 1, prompts)
+    codes = _spread(codes, pairs, batch_size)
+    blank = torch.zeros(1, grid[0] * vq_factor, grid[1] * vq_factor, 3)
+    return PaintPlan(blank.expand(codes.shape[0], -1, -1, -1), torch.ones_like(codes, dtype=bool),
+                     prompts * pairs if len(prompts) == 1 else list(prompts), grid,
+                     PaintOptions(paste=False), None, batch_size,
+                     TOKENS_NOTE if denoise == 1.0 else "", codes=codes, denoise=denoise)
