@@ -25,7 +25,7 @@ from ladr_core import InputError
 from . import host, threads
 from .handles import MODEL_TYPE, DiMOOModel
 from .sampler import SEED_MAX
-from .validate import input_error, node_error
+from .validate import check_numbers, input_error, node_error
 
 io, _ = host.v3()
 
@@ -72,6 +72,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
            max_answer: int, temperature: float, seed: int, size: str) -> tuple[str, str]:
     """(the answers, one line per image; the stats line). The library checks the request
     before any weight moves; its InputError becomes one message on this node's input."""
+    check_numbers(node, {"temperature": temperature})  # before the model's own checks
     if max_answer < AUTO_LENGTH:
         raise input_error(node, "max_answer", f"is {max_answer}",
                           "use a length in tokens, or 0 for the official 1024")

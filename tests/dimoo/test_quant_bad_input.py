@@ -206,7 +206,7 @@ def test_a_killed_conversion_is_refused_and_not_listed(tmp_path: Path, monkeypat
     (tmp_path / "ok.gguf").write_bytes(b"")
     (tmp_path / ".hidden.gguf").write_bytes(b"")
     monkeypatch.setenv("LADR_MODELS_DIR", str(tmp_path))
-    assert loader.model_choices() == [loader.NANO, "ok.gguf"]
+    assert loader.model_choices() == [*loader.BUILT_IN, "ok.gguf"]
     with pytest.raises(ValueError, match=r"GGUF file 'gone\.gguf' was not found in .*--weight-dtype"):
         loader.resolve_model_path("gone.gguf")
 

@@ -150,3 +150,17 @@ def test_the_nano_that_only_draws_is_refused_on_model() -> None:
             node.execute(model=nano, image=_images(1, 48), **extra, **ARGS)
         assert str(err.value).startswith(f"{name}: model cannot answer questions")
         assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
+
+
+def test_a_nan_temperature_is_named_before_the_model_is_judged() -> None:
+    """A damaged workflow's NaN (which passes the host's range check) gets its own message on
+    `temperature`, even on a checkpoint that cannot answer (the workflow fuzz's order)."""
+    from support.nodes import nano_pipe
+
+    nano = DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
+    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
+        extra = {"question": "what?"} if node is DiMOOAsk else {}
+        with pytest.raises(ValueError) as err:
+            node.execute(model=nano, image=_images(1, 48), **extra,
+                         **{**ARGS, "temperature": float("nan")})
+        assert str(err.value).startswith(f"{name}: temperature is NaN")
