@@ -48,20 +48,23 @@ def question_set(per_kind: int) -> list[tuple[int, scenes.Scene, questions.Quest
     return [item for kind in questions.KINDS for item in questions.set_questions(kind, per_kind)]
 
 
-def answer_all(pipe, items: list, rule: str, steps: int | None, batch: int) -> dict[str, Any]:
-    """Answers, verdicts and forwards of one rule over the items (batched, one image each)."""
-    texts, nfe, shape = [], [], None
+def answer_all(pipe, items: list, rule: str, steps: int | None, batch: int,
+               shape: Any = None) -> dict[str, Any]:
+    """Answers, verdicts and forwards of one rule over the items (batched, one image each);
+    ``shape``: the answer shape (length, block) to run at ``steps`` (None: the default)."""
+    texts, nfe, official_steps = [], [], None
     for lo in range(0, len(items), batch):
         part = items[lo:lo + batch]
         images = torch.from_numpy(np.stack([scenes.render(s.objects) for _, s, _ in part]))
         res = pipe.understand(images.float() / 255, [q.text for _, _, q in part], rule=rule,
-                              steps=steps)
+                              steps=steps, max_answer=shape and shape.length,
+                              block_length=shape and shape.block_length)
         texts += res.text
         nfe += res.nfe
-        shape = res.steps
+        official_steps = res.steps
     correct = [questions.is_correct(q, t, s.objects)
                for (_, s, q), t in zip(items, texts, strict=True)]
-    return {"rule": rule, "steps": shape, "answers": texts, "correct": correct, "nfe": nfe,
+    return {"rule": rule, "steps": official_steps, "answers": texts, "correct": correct, "nfe": nfe,
             "nfe_mean": float(np.mean(nfe))}
 
 
@@ -117,13 +120,13 @@ def run_rules(pipe, items: list, batch: int) -> dict[str, dict[str, Any]]:
     official = runs["official"]
     _, s, q = items[0]
     image = torch.from_numpy(scenes.render(s.objects))[None].float() / 255
-    blocks = pipe.prepare_understand(image, q.text).shape.blocks
+    shape = pipe.prepare_understand(image, q.text).shape  # the default answer's shape
     by_steps: dict[int, dict[str, Any]] = {}  # rules at the same rounded forwards share a run
     for rule in RULES[1:]:
         if runs[rule]["nfe_mean"] < official["nfe_mean"]:
-            steps = matched_steps(runs[rule]["nfe_mean"], blocks)
+            steps = matched_steps(runs[rule]["nfe_mean"], shape.blocks)
             if steps not in by_steps:
-                by_steps[steps] = answer_all(pipe, items, "official", steps, batch)
+                by_steps[steps] = answer_all(pipe, items, "official", steps, batch, shape)
             name = f"official@{rule}"
             runs[name] = by_steps[steps] | {"matches": rule}
             print(f"{name:16s} nfe {runs[name]['nfe_mean']:6.2f} correct "
