@@ -80,6 +80,7 @@ class FinetuneConfig:
     answer_lengths: tuple[int, ...] = (64, 128, 256, 256)
     pad_weight: float = 0.25
     tail_mask_prob: float = 0.25
+    balance: bool = False             # answer rows: uniform over each kind's distinct answers
     max_minutes: float = 0.0          # > 0: anneal by then and stop there
     log_every: int = 25
 
@@ -215,6 +216,9 @@ class Data:
     examples: dict[str, list[tuple[int, list[int], list[int]]]]
     mmu_codes: torch.Tensor
 
+    def __post_init__(self) -> None:
+        self.groups = {k: by_answer(pool) for k, pool in self.examples.items()}
+
 
 def code_table(pipe) -> CodeTable:
     """The shipped vq stage's canonical code table, rebuilt: decoder-only fine-tunes leave the
@@ -249,14 +253,27 @@ def draw_step(data: Data, ids: DiMOOIds, cfg: FinetuneConfig, g: torch.Generator
     return make_batch(prompts, data.t2i_codes[idx], ids, g)
 
 
+def by_answer(pool: list[tuple[int, list[int], list[int]]]) -> list[list[int]]:
+    """A kind's example indices grouped by answer (groups in first-seen order)."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i, (_, _, a_ids) in enumerate(pool):
+        groups.setdefault(tuple(a_ids), []).append(i)
+    return list(groups.values())
+
+
 def answer_step(data: Data, ids: DiMOOIds, eos: int, cfg: FinetuneConfig,
                 g: torch.Generator) -> tuple:
-    """One understanding batch: kinds uniform, one answer length for the batch."""
+    """One understanding batch: kinds uniform (with `balance`, then each kind's answers
+    uniform), one answer length for the batch."""
     kinds = torch.randint(len(questions.KINDS), (cfg.batch,), generator=g).tolist()
     rows = []
     for k in kinds:
         pool = data.examples[questions.KINDS[k]]
-        scene, q_ids, a_ids = pool[int(torch.randint(len(pool), (1,), generator=g))]
+        picks = range(len(pool))
+        if cfg.balance:
+            groups = data.groups[questions.KINDS[k]]
+            picks = groups[int(torch.randint(len(groups), (1,), generator=g))]
+        scene, q_ids, a_ids = pool[picks[int(torch.randint(len(picks), (1,), generator=g))]]
         rows.append((mmu_prompt(q_ids, data.mmu_codes[scene], ids), a_ids))
     length = cfg.answer_lengths[int(torch.randint(len(cfg.answer_lengths), (1,), generator=g))]
     return mmu_batch(rows, length, ids, eos, cfg, g)
@@ -323,6 +340,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--draw-batch", type=int, default=FinetuneConfig.draw_batch)
     ap.add_argument("--answer-lengths", default=",".join(map(str, FinetuneConfig.answer_lengths)),
                     help="answer lengths a batch draws from (comma list)")
+    ap.add_argument("--balance", action="store_true",
+                    help="answer rows uniform over each kind's distinct answers")
     ap.add_argument("--resume", action="store_true",
                     help="continue from the last run's float32 weights (runs/nano_mmu/) with a "
                     "fresh schedule, instead of widening the shipped nano")
@@ -337,7 +356,7 @@ def main(argv: list[str] | None = None) -> dict:
     a = parse(argv)
     torch.set_num_threads(a.threads)
     cfg = FinetuneConfig(steps=a.steps, max_minutes=a.max_minutes, seed=a.seed, lr=a.lr,
-                         batch=a.batch, draw_batch=a.draw_batch,
+                         batch=a.batch, draw_batch=a.draw_batch, balance=a.balance,
                          answer_lengths=tuple(int(x) for x in a.answer_lengths.split(",")))
     t0 = time.time()
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)
@@ -360,7 +379,11 @@ def main(argv: list[str] | None = None) -> dict:
     save_sibling(model, config, words, Path(a.out))
     from lab.benchmarks.common import env_info, json_text
 
-    stages = json.loads(Path(a.record).read_text()).get("stages", []) if a.resume else []
+    prev = json.loads(Path(a.record).read_text()) if a.resume else {}
+    stages = prev.get("stages", [])
+    if stages:  # the previous stage keeps its config, history and machine
+        stages[-1] = {**stages[-1], **{k: prev[k] for k in ("config", "history", "env")
+                                       if k in prev}}
     record = {"command": "python -m lab.nano.train_understanding " + " ".join(
         sys.argv[1:] if argv is None else argv), "config": asdict(cfg), "new_words": words,
         "image_offset": [old.image_offset, ids.image_offset], **record,

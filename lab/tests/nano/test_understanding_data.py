@@ -18,6 +18,7 @@ from lab.nano import questions, scenes
 from lab.nano.tokenizer import build_tokenizer, t2i_prompts
 from lab.nano.train_transformer import build_ids, image_part
 from lab.nano.train_understanding import (
+    by_answer,
     mmu_prompt,
     understanding_text,
     understanding_words,
@@ -119,3 +120,12 @@ def test_the_sibling_keeps_the_shipped_ids_and_can_understand():
     assert shipped.get_vocab().items() <= sibling.get_vocab().items()
     pipe = load_dimoo(nano_mmu_model_path(), dtype=torch.float32)
     assert pipe.can_understand and not pipe.can_edit
+
+
+def test_balanced_answer_rows_group_each_kinds_examples_by_answer():
+    """`--balance` draws a kind's answer uniformly, then one of its examples: every example
+    is in exactly one group and a group holds one answer."""
+    pool = [(0, [1], [7]), (1, [2], [8, 9]), (2, [3], [7]), (3, [4], [7])]
+    groups = by_answer(pool)
+    assert sorted(i for g in groups for i in g) == list(range(len(pool)))
+    assert [{tuple(pool[i][2]) for i in g} for g in groups] == [{(7,)}, {(8, 9)}]
