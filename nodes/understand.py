@@ -79,7 +79,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
     pipe = model.pipe
     args = dict(max_answer=max_answer or None, rule=rule, temperature=temperature, size=size)
     try:
-        pipe.prepare_understand(image, question, **args)
+        job = pipe.prepare_understand(image, question, **args)
     except InputError as err:  # the node's own fixes: the loader, the size and length widgets
         fixes = {"model": MODEL_FIX}
         if size == "as is" and "not a multiple" in err.problem:
@@ -88,7 +88,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
             fixes["image"] = LENGTH_FIX + ("" if err.fix.startswith("shorten") else
                                            f"; or {err.fix}")
         raise node_error(node, err, fixes=fixes) from None
-    host.load_to_device(model.patcher)
+    host.load_to_device(model.patcher, pipe.understand_memory(job))
     progress = host.Progress.start(PROGRESS_TOTAL)
     with threads.torch_threads():
         res = pipe.understand(image, question, seed=seed, **args,

@@ -88,6 +88,8 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
     from lab.benchmarks.gpu_check.models import SHAPE_8B, SHAPE_TINY
     from lab.benchmarks.gpu_estimate.compute import H100_BF16_DENSE
     from ladr_core.dimoo import LLaDAConfig, LLaDAModel, PackedRows, full_pass
+    from ladr_core.dimoo.model.memory import answer_memory
+    from ladr_core.dimoo.tasks.answering import SAMPLE_CHUNK
 
     shape = SHAPE_TINY if tiny else SHAPE_8B
     grid = OFFICIAL_PX // 16
@@ -102,13 +104,21 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
             model.project(hidden[:window])
         per_window[window] = counter.get_total_flops()
     mean = sum(per_window.values()) / 2  # the window grows linearly over the blocks
+    memory = {f"t{t:g}_{name}": answer_memory(LLaDAConfig(**shape), 1, length, OFFICIAL_ANSWER,
+                                              noise=t > 0, entropy=False, chunk=chunk)
+              for t in (0.0, 1.0) for name, chunk in (("chunked", SAMPLE_CHUNK),
+                                                      ("whole", OFFICIAL_ANSWER))}
     return {"label": "projected (FLOPs over the H100 dense bf16 peak; no GPU measured it)",
             "shape": "tiny" if tiny else "8B", "row_tokens": length,
             "flops_per_forward": mean, "flops_first_block": per_window[OFFICIAL_BLOCK],
             "flops_last_block": per_window[OFFICIAL_ANSWER], "peak_flops": H100_BF16_DENSE,
             "floor_s_per_forward": mean / H100_BF16_DENSE,
             "official_floor_s_per_answer": OFFICIAL_STEPS * mean / H100_BF16_DENSE,
-            "official_forwards": OFFICIAL_STEPS}
+            "official_forwards": OFFICIAL_STEPS,
+            "answer_memory_bytes": memory,
+            "answer_memory_note": "model/memory.py answer_memory of one official answer beside "
+            "the weights, at temperature 0 and 1, sampled SAMPLE_CHUNK rows at a time (as the "
+            "pack does) or the whole window at once (as before issue 43's memory fix)"}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -138,7 +148,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 [{k: v for k, v in r.items() if k != "text"} for r in rows])
     projection = projected_8b(args.tiny)
     print_table("8B per answer, projected", [{k: v for k, v in projection.items()
-                                              if k != "label"}])
+                                              if k not in ("label", "answer_memory_bytes",
+                                                           "answer_memory_note")}])
+    print_table("8B answer memory beside the weights, GiB, projected",
+                [{k: round(v / 2**30, 2) for k, v in projection["answer_memory_bytes"].items()}])
     doc = {"model": label, "forced": forced, "question": QUESTION,
            "image_px": pipe.default_size, "rules": rows, "projected_8b": projection}
     write_result("understand", doc, args.out)

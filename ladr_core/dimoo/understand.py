@@ -13,8 +13,10 @@ from typing import Any
 
 from ..errors import InputError
 from .model.config import DIMOO_ROPE_CONTEXT, DiMOOIds
+from .model.memory import answer_memory
 from .runs import check_seed, item_generator
 from .tasks.answer_rules import AnswerRule
+from .tasks.answering import SAMPLE_CHUNK
 from .tasks.understanding import (
     END_TOKEN_ID,
     AnswerResult,
@@ -52,6 +54,7 @@ class PipelineUnderstanding:
     """Understanding entry points of DiMOOPipeline (module docstring)."""
 
     transformer: Any
+    config: Any
     tokenizer: Any
     ids: Any
     vq_factor: int
@@ -61,6 +64,7 @@ class PipelineUnderstanding:
     answer_end_id: int | None
     encode: Callable[[str], list[int]]
     encode_image: Callable[..., Any]
+    decode_bytes: Callable[[int, int], int]
 
     def prepare_understand(self, image: Any, question: str | list[str],
                            max_answer: int | None = None, block_length: int | None = None,
@@ -104,6 +108,21 @@ class PipelineUnderstanding:
         return run_understanding(self.transformer, self.encode, self.decode_text,
                                  self.encode_image, self.ids, job, generators,
                                  self.answer_end_id, callback)
+
+    def understand_memory(self, job: UnderstandJob) -> int:
+        """Device memory beyond the weights of answering ``job`` (model/memory.py
+        ``answer_memory``: every item in one pass, its whole answer as the last window), or
+        encoding one of its images (one image's decode bounds it) beside two float copies of
+        the job's images (scaled to [-1, 1], moved), the larger: what a host keeps free when
+        loading the weights."""
+        dtype = next(self.transformer.parameters()).dtype
+        answering = answer_memory(self.config, len(job.questions), job.row_length(self.encode),
+                                  job.shape.length, noise=job.temperature > 0,
+                                  entropy=job.rule.needs_entropy, chunk=SAMPLE_CHUNK,
+                                  dtype=dtype)
+        height, width = int(job.images.shape[1]), int(job.images.shape[2])
+        images = 2 * job.images.numel() * 4
+        return max(answering, self.decode_bytes(width, height) + images)
 
     def decode_text(self, tokens: list[int]) -> str:
         """Token ids -> text, special tokens dropped (official ``batch_decode(...,

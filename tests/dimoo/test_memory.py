@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from lab.kit.live_bytes import LiveBytes
-from ladr_core import nano_model_path, sample
-from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo
+from ladr_core import nano_mmu_model_path, nano_model_path, sample
+from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo, understand
 from ladr_core.dimoo.model.memory import decode_memory, working_memory
 
 PROMPTS = ["a red circle left of a blue square", "green",
@@ -42,6 +42,36 @@ def test_sampling_estimate_bounds_the_measured_peak(nano: DiMOOPipeline, size: i
                          branches=branches, cache=cache, dtype=dtype)
     assert mem.peak <= est <= BOUND * mem.peak, (mem.peak, est)
     assert nano.run_memory(job, batch, config) >= est  # the node's figure covers it
+
+
+@pytest.fixture(scope="module", params=[torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def answering_nano(request: pytest.FixtureRequest) -> DiMOOPipeline:
+    return load_dimoo(nano_mmu_model_path(), dtype=request.param)
+
+
+@pytest.mark.skipif(not (nano_mmu_model_path() / "config.json").is_file(),
+                    reason="the built-in nano that answers is not in this checkout")
+@pytest.mark.parametrize(("rule", "temperature", "chunk"),
+                         [("official", 0.0, 256), ("official", 1.0, 64), ("entropy", 0.0, 256),
+                          ("entropy", 1.0, 96)])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_answering_estimate_bounds_the_measured_peak(answering_nano: DiMOOPipeline, batch: int,
+                                                     rule: str, temperature: float, chunk: int,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caption / Ask's request (``understand_memory``): the nano's default answer (one block
+    of 256), every item in one pass, float64 sampling ``chunk`` rows at a time."""
+    from ladr_core.dimoo.tasks import answering
+
+    monkeypatch.setattr(answering, "SAMPLE_CHUNK", chunk)
+    monkeypatch.setattr(understand, "SAMPLE_CHUNK", chunk)
+    images = torch.rand(batch, 48, 48, 3, generator=torch.Generator().manual_seed(batch))
+    job = answering_nano.prepare_understand(images, "what color is the circle?", rule=rule,
+                                            temperature=temperature)
+    with LiveBytes() as mem:
+        answering_nano.understand(images, "what color is the circle?", rule=rule,
+                                  temperature=temperature, seed=1)
+    est = answering_nano.understand_memory(job)
+    assert mem.peak <= est <= BOUND * mem.peak, (mem.peak, est)
 
 
 @pytest.mark.parametrize("size", [48, 96])

@@ -130,3 +130,24 @@ def test_a_new_rule_joins_by_name(pipe: DiMOOPipeline, monkeypatch: pytest.Monke
     assert "left-to-right+stop" in answer_rule_names()
     res = _answer(pipe, "left-to-right")
     assert res.rule == "left-to-right" and res.nfe == [LENGTH]
+
+
+@pytest.mark.parametrize("temperature", [0.0, 0.7])
+@pytest.mark.parametrize("entropy", [False, True])
+def test_sampling_a_window_in_chunks_changes_no_value(monkeypatch: pytest.MonkeyPatch,
+                                                      temperature: float, entropy: bool) -> None:
+    """answering.sample_window computes SAMPLE_CHUNK rows at a time (the 8B model's float64
+    softmax is 1.1 GB per 1,024 rows): the tokens, probabilities and entropies equal those of
+    the whole window at once, the noise included (drawn whole from the item's generator)."""
+    from ladr_core.dimoo.tasks import answering
+
+    logits = torch.randn(300, 50, generator=torch.Generator().manual_seed(3)) * 4
+    runs = []
+    for chunk in (1000, 64, 7):
+        monkeypatch.setattr(answering, "SAMPLE_CHUNK", chunk)
+        runs.append(answering.sample_window(logits, temperature,
+                                            torch.Generator().manual_seed(9), entropy))
+    for x0, p, ent in runs[1:]:
+        assert torch.equal(x0, runs[0][0]) and torch.equal(p, runs[0][1])
+        assert (ent is None) == (not entropy) and (ent is None or torch.equal(ent, runs[0][2]))
+    assert runs[0][0].unique().numel() > 5  # the draws differ by row: the check can fail

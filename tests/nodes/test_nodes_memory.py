@@ -90,3 +90,31 @@ def test_calibrate_asks_for_its_runs_memory(model, three_candidates, loads) -> N
     job = pipe.prepare_text(args["prompts"].splitlines(), width=32, height=32)
     assert loads == [(pipe.run_memory(job, 2), False)]
     assert loads[0][0] > 0
+
+
+@pytest.mark.parametrize("node", ["caption", "ask"])
+def test_caption_and_ask_ask_for_the_answers_memory(dimoo_checkpoint, sent, loads,
+                                                    node: str) -> None:
+    """Every item of a batch is answered in one packed pass: the request is the pipeline's
+    estimate for the whole job (it asked for 0 bytes before)."""
+    import torch
+
+    from nodes.handles import DiMOOModel
+    from nodes.understand import CAPTION_QUESTION, DiMOOAsk, DiMOOCaption
+
+    pipe = ladr_core.load_dimoo(dimoo_checkpoint, dtype=torch.float32)
+    model = DiMOOModel(pipe=pipe, key=("tiny",), name="tiny")
+    image = torch.rand(2, 32, 32, 3, generator=torch.Generator().manual_seed(0))
+    args = dict(rule="entropy", max_answer=32, temperature=1.0, seed=0, size="as is")
+    if node == "caption":
+        DiMOOCaption.execute(model=model, image=image, **args)
+        question = CAPTION_QUESTION
+    else:
+        question = "what is it?"
+        DiMOOAsk.execute(model=model, image=image, question=question, **args)
+    job = pipe.prepare_understand(image, question, **{k: v for k, v in args.items()
+                                                      if k != "seed"})
+    assert loads == [(pipe.understand_memory(job), False)]
+    one = pipe.prepare_understand(image[:1], question, **{k: v for k, v in args.items()
+                                                          if k != "seed"})
+    assert loads[0][0] > pipe.understand_memory(one) > 0

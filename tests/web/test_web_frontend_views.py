@@ -34,6 +34,7 @@ from support.comfy_server import NANO_READY, http
 
 from lab.workflows.template_extras import TEMPLATE_FILES
 from ladr_core.dimoo import token_mask
+from nodes import node_classes
 
 INPUTS = ROOT / "example_workflows" / "inputs"
 UI = ROOT / "example_workflows"
@@ -53,11 +54,9 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
-HELP = ["LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas", "LADR_PaintCanvas", "LADR_TokenCanvas",
-        "LADR_LoadDiMOOModel", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
-        "LADR_DiMOOVQDecode", "LADR_DiMOOVQEncode", "LADR_DiMOOEdit", "LADR_Calibrate",
-        "LADR_CompileDiMOO", "LADR_DiMOOSampler", "LADR_PaintOptions"]
 SAMPLERS = ("LADR_DiMOOSampler2", "LADR_DiMOOSampler")
+# every node's help page, the sampler's first (its screenshot is help_info_panel.png)
+HELP = sorted((c.define_schema().node_id for c in node_classes()), key=lambda n: n != SAMPLERS[0])
 # JPEG (quality 95) previews against the input, in 0-255 levels: mean and 99th percentile of
 # the largest channel difference per pixel. Measured 1.2 / 5-8; the colour table the preview
 # drew the kept area with before measured 17-26 / 160-200 on the same pictures.

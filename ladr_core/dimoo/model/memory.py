@@ -12,7 +12,7 @@ import torch
 
 from .config import LLaDAConfig
 
-__all__ = ["decode_memory", "working_memory"]
+__all__ = ["answer_memory", "decode_memory", "working_memory"]
 
 F32 = 4
 
@@ -23,13 +23,10 @@ def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
     """Bytes of sampling beyond the weights (docs/ARCHITECTURE.md section 8); ``dtype``: the
     compute dtype (at least 2 bytes are counted: 8-bit weights compute in a 16-bit dtype)."""
     e = max(dtype.itemsize, 2)
-    d, hidden, hd = config.d_model, config.hidden_size, config.head_dim
+    d, hd = config.d_model, config.head_dim
     kv = config.effective_n_kv_heads * hd
     rows = batch * branches
-    tokens = rows * seq_len
-    mlp = e * (3 * hidden + 5 * d + 2 * kv)
-    rope = e * (5 * d + 4 * kv) + F32 * 5 * d
-    passes = tokens * (max(mlp, rope) + 2 * F32 * hd)
+    passes = pass_memory(config, rows * seq_len, e)
     slots = rows * n_codes
     logits = slots * (d * e + codebook_size * (e + F32)) + 3 * batch * n_codes * codebook_size * F32
     total = max(passes, logits) + 2 * n_codes * codebook_size * F32
@@ -37,6 +34,39 @@ def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
         total += rows * (2 * config.n_layers * seq_len * kv * e + n_codes * (codebook_size + 1) * e
                          + 2 * n_codes * 8)
     return int(total)
+
+
+def pass_memory(config: LLaDAConfig, tokens: int, e: int) -> int:
+    """Bytes of one forward pass over ``tokens`` tokens in an ``e``-byte compute dtype: the
+    widest layer's activations (MLP or attention with RoPE), as working_memory counts them."""
+    d, hidden, hd = config.d_model, config.hidden_size, config.head_dim
+    kv = config.effective_n_kv_heads * hd
+    mlp = e * (3 * hidden + 5 * d + 2 * kv)
+    rope = e * (5 * d + 4 * kv) + F32 * 5 * d
+    return tokens * (max(mlp, rope) + 2 * F32 * hd)
+
+
+def answer_memory(config: LLaDAConfig, rows: int, seq_len: int, window: int, *,
+                  noise: bool, entropy: bool, chunk: int,
+                  dtype: torch.dtype = torch.bfloat16) -> int:
+    """Bytes of answering beyond the weights (tasks/answering.py): ``rows`` items of up to
+    ``seq_len`` tokens in one packed pass, then each item's ``window`` positions projected on
+    the whole vocabulary and sampled in float64, ``chunk`` rows at a time (the uniform noise of
+    a window drawn whole with ``noise``, i.e. temperature > 0). Float64 temporaries alive at
+    once per chunk row: 4 with noise or entropy (logits, their exp, the noise's power and the
+    quotient; or logits, softmax, log-softmax and their product), else 2. The packed pass
+    (model/packed.py) holds the residual stream twice over beside the widest layer (2 d per
+    token more than the padded pass working_memory counts)."""
+    e = max(dtype.itemsize, 2)
+    d, vocab = config.d_model, config.n_embeddings
+    tokens = rows * seq_len
+    packed = pass_memory(config, tokens, e) + tokens * 2 * d * e
+    project = tokens * d * e + rows * window * (d + vocab) * e
+    wide = 4 if noise or entropy else 2
+    step = rows * window * 96  # per position: _step's tables and sample_window's results, 12 x 8 B
+    sample = (rows * window * vocab * e + (window * vocab * 8 if noise else 0)
+              + min(window, chunk) * vocab * 8 * wide + step)
+    return int(max(packed, project, sample))
 
 
 def decode_memory(vq_config: Any, height: int, width: int,

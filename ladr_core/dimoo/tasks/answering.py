@@ -43,7 +43,8 @@ from ..model.packed import PackedRows, full_pass
 from ..model.transformer import LLaDAModel
 from .answer_rules import AnswerRule, transfer_counts
 
-__all__ = ["AnswerShape", "AnswerRun", "ANSWER_RECORD_KEYS", "decode_answers", "sample_window"]
+__all__ = ["AnswerShape", "AnswerRun", "ANSWER_RECORD_KEYS", "SAMPLE_CHUNK", "decode_answers",
+           "sample_window"]
 
 #: the keys of the record handed to ``callback`` after every pass (added, never renamed)
 ANSWER_RECORD_KEYS = ("step", "nfe", "rule", "items", "block", "blocks", "tokens", "decoded",
@@ -99,18 +100,37 @@ class _Item:
         return (self.block + 1) * shape.block_length
 
 
+SAMPLE_CHUNK = 256
+"""Window rows whose float64 sampling runs at once: the official softmax over the 8B model's
+134,656 words is 1.1 GB per 1,024 rows in float64, several times over in temporaries; row by
+row the values are the same (every operation is per row), the peak a quarter."""
+
+
 def sample_window(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
-                 entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+                  entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """One item's window logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
     entropy float64 [n] or None), the official sampling: argmax at temperature 0, else
     ``argmax(exp(logits) / (-log u) ** temperature)`` with u [n, V] float64 drawn from
-    ``generator`` (on its device); the probability is the official ``softmax`` in float64."""
-    wide = logits.double()
-    if temperature == 0:
-        x0 = logits.argmax(dim=-1)
-    else:
+    ``generator`` (on its device) in one draw; the probability is the official ``softmax`` in
+    float64. Computed SAMPLE_CHUNK rows at a time."""
+    u = None
+    if temperature != 0:
         where = generator.device if generator is not None else logits.device
         u = torch.rand(logits.shape, generator=generator, device=where, dtype=torch.float64)
+    parts = [_sample_rows(logits[lo:lo + SAMPLE_CHUNK], temperature,
+                          None if u is None else u[lo:lo + SAMPLE_CHUNK], entropy)
+             for lo in range(0, logits.shape[0], SAMPLE_CHUNK)]
+    x0, p, ent = (list(t) for t in zip(*parts, strict=True))
+    return torch.cat(x0), torch.cat(p), torch.cat(ent) if entropy else None
+
+
+def _sample_rows(logits: torch.Tensor, temperature: float, u: torch.Tensor | None,
+                 entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """``sample_window`` on some rows, with their share of the noise ``u`` (None: greedy)."""
+    wide = logits.double()
+    if u is None:
+        x0 = logits.argmax(dim=-1)
+    else:
         x0 = (wide.exp() / (-torch.log(u.to(logits.device))) ** temperature).argmax(dim=-1)
     prob = torch.softmax(wide, dim=-1)
     p = prob.gather(-1, x0[:, None]).squeeze(-1)

@@ -87,6 +87,12 @@ class UnderstandJob:
     temperature: float
     note: str = ""
 
+    def row_length(self, encode: Encode) -> int:
+        """Tokens of the longest item's row (answer_row): its prompt, the image part and the
+        answer with BOA and EOA."""
+        text = max(len(encode(understanding_text(q))) for q in set(self.questions))
+        return text + self.layout.length + self.shape.length
+
 
 @dataclass
 class AnswerResult:
