@@ -18,7 +18,9 @@ The shipped nano (ladr_core/assets/dimoo_nano) only draws and stays as it is. It
    is masked LLaDA-style (ratio t ~ U(0.05, 1) per row; a quarter of the rows also mask every
    token after a random point, as block-wise decoding leaves them), and the loss is the
    cross-entropy over the whole vocabulary on the masked answer tokens (padding weighted
-   `pad_weight`). Answer lengths vary (`answer_lengths`), half of the rows at 256 tokens: the
+   `pad_weight` per token, or with `pad_share` all masked padding of a batch weighs that share of
+   its masked words: per token, a few answer words padded to 256 tokens are otherwise learnt as
+   padding; stage 3 on). Answer lengths vary (`answer_lengths`), half of the rows at 256 tokens: the
    context stays the shipped 512 tokens, so `understand()`'s default answer on the sibling is
    the one 256-token block the context holds beside the question and the 12 x 12 image.
 3. The original text-to-image data in the same step (first `t2i_scenes` scenes of the shipped
@@ -79,6 +81,7 @@ class FinetuneConfig:
     t2i_scenes: int = 6000
     answer_lengths: tuple[int, ...] = (64, 128, 256, 256)
     pad_weight: float = 0.25
+    pad_share: float = 0.0            # > 0: masked padding weighs this share of the masked words
     tail_mask_prob: float = 0.25
     balance: bool = False             # answer rows: uniform over each kind's distinct answers
     max_minutes: float = 0.0          # > 0: anneal by then and stop there
@@ -183,16 +186,30 @@ def mmu_batch(rows: list[tuple[list[int], list[int]]], length: int, ids: DiMOOId
     z = torch.zeros(b, p_len + 1, dtype=torch.bool)
     m = torch.cat([z, masked, z[:, :1]], 1)
     tgt = torch.cat([z.long(), answers, z[:, :1].long()], 1)
-    w = torch.cat([z.float(), torch.where(words, 1.0, cfg.pad_weight), z[:, :1].float()], 1)
+    w = torch.cat([z.float(), answer_weights(words, masked, cfg), z[:, :1].float()], 1)
     return x, att, m, tgt, w
 
 
-def mmu_loss(model: LLaDAModel, batch: tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Weighted cross-entropy over the whole vocabulary on the masked answer tokens."""
+def answer_weights(words: torch.Tensor, masked: torch.Tensor, cfg: FinetuneConfig) -> torch.Tensor:
+    """Loss weights of the answer tokens: 1 for a word; for padding `pad_weight` each, or with
+    `pad_share` > 0 the masked padding of the batch weighs `pad_share` times its masked words
+    together (a 3-word answer padded to 256 tokens would otherwise be learnt as padding)."""
+    if cfg.pad_share <= 0:
+        return torch.where(words, 1.0, cfg.pad_weight)
+    n_words = (words & masked).sum().clamp(min=1)
+    n_pads = (~words & masked).sum().clamp(min=1)
+    return torch.where(words, 1.0, cfg.pad_share * n_words / n_pads)
+
+
+def mmu_loss(model: LLaDAModel, batch: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, float]:
+    """Weighted cross-entropy over the whole vocabulary on the masked answer tokens, and the
+    plain mean over the masked words alone (what the answers' content costs, for the log)."""
     x, att, m, tgt, w = batch
     hidden, _ = model.hidden_states(x, att)
     ce = F.cross_entropy(model.project(hidden[m]).float(), tgt[m], reduction="none")
-    return (ce * w[m]).sum() / w[m].sum()
+    is_word = w[m] == 1.0
+    word = float(ce.detach()[is_word].mean()) if is_word.any() else float("nan")
+    return (ce * w[m]).sum() / w[m].sum(), word
 
 
 def lr_at(step: int, cfg: FinetuneConfig, elapsed_s: float) -> float:
@@ -291,16 +308,19 @@ def finetune(model: LLaDAModel, data: Data, ids: DiMOOIds, eos: int,
         for gr in opt.param_groups:
             gr["lr"] = lr_at(step, cfg, time.time() - t0)
         draw = masked_loss(model, draw_step(data, ids, cfg, g), ids)
-        answer = mmu_loss(model, answer_step(data, ids, eos, cfg, g))
+        answer, word = mmu_loss(model, answer_step(data, ids, eos, cfg, g))
         opt.zero_grad(set_to_none=True)
         (draw + answer).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        now = torch.tensor([draw.item(), answer.item()])
+        now = torch.tensor([draw.item(), answer.item(), word])
+        if ema is not None:  # a batch with no masked word keeps the words' average
+            now = torch.where(now.isnan(), ema, now)
         ema = now if ema is None else 0.95 * ema + 0.05 * now
         if step % cfg.log_every == 0 or step == cfg.steps - 1:
             history.append({"step": step, "draw_loss": round(float(ema[0]), 4),
                             "answer_loss": round(float(ema[1]), 4),
+                            "word_loss": round(float(ema[2]), 4),
                             "lr": round(opt.param_groups[0]["lr"], 6),
                             "elapsed_s": round(time.time() - t0, 1)})
             print(history[-1], flush=True)
@@ -340,6 +360,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--draw-batch", type=int, default=FinetuneConfig.draw_batch)
     ap.add_argument("--answer-lengths", default=",".join(map(str, FinetuneConfig.answer_lengths)),
                     help="answer lengths a batch draws from (comma list)")
+    ap.add_argument("--mmu-scenes", type=int, default=FinetuneConfig.mmu_scenes,
+                    help="training scenes the questions are asked about")
+    ap.add_argument("--pad-share", type=float, default=FinetuneConfig.pad_share,
+                    help="> 0: the masked padding weighs this share of the masked answer words "
+                    "(else pad_weight per token)")
     ap.add_argument("--balance", action="store_true",
                     help="answer rows uniform over each kind's distinct answers")
     ap.add_argument("--resume", action="store_true",
@@ -357,6 +382,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(a.threads)
     cfg = FinetuneConfig(steps=a.steps, max_minutes=a.max_minutes, seed=a.seed, lr=a.lr,
                          batch=a.batch, draw_batch=a.draw_batch, balance=a.balance,
+                         pad_share=a.pad_share, mmu_scenes=a.mmu_scenes,
                          answer_lengths=tuple(int(x) for x in a.answer_lengths.split(",")))
     t0 = time.time()
     pipe = load_dimoo(nano_model_path(), dtype=torch.float32)

@@ -61,9 +61,9 @@ def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
     out = []
     for tokens, _ in run_graph(wf, model, SAMPLERS[:2]).values():  # nano cannot edit
         s = tokens.stats
-        text = (f"baseline: {s['nfe']} passes (official sampler)" if s["strategy"] == "baseline"
-                else f"{s['strategy']}: {s['nfe']} passes "
-                f"(official {round(s['official_nfe_per_image'])})")
+        passes = f"{s['nfe']} pass{'' if s['nfe'] == 1 else 'es'}"
+        text = (f"baseline: {passes} (official sampler)" if s["strategy"] == "baseline"
+                else f"{s['strategy']}: {passes} (official {round(s['official_nfe_per_image'])})")
         out.append((decode_tokens(model, tokens), text))
     return out
 
