@@ -75,6 +75,11 @@ def resolve_model_path(model_name: str) -> str:
                              f"missing from this install ({nano}); reinstall ComfyUI-LADR or "
                              "pick a folder model.")
         return str(nano)
+    parts = model_name.replace("\\", "/").split("/")
+    if os.path.isabs(model_name) or os.path.splitdrive(model_name)[0] or ".." in parts:
+        raise ValueError(f"model_name: {model_name!r} points outside the lumina_dimoo model "
+                         "folders (a shared workflow may name any path); put the checkpoint in "
+                         "models/lumina_dimoo/ and pick its name from the list")
     roots = host.model_folder_paths()
     gguf = model_name.lower().endswith(".gguf")
     for root in roots:

@@ -231,3 +231,21 @@ def test_the_converter_command_line_reports_bad_input_in_one_line(q8_file: Path,
         save.main([str(fp8), str(tmp_path / "again"), "--weight-dtype", "comfy_int8"])
     with pytest.raises(SystemExit, match=r"a GGUF output must end in \.gguf"):
         save.main([str(NANO), str(tmp_path / "x.bin"), "--weight-dtype", "Q4_K_M"])
+
+
+@pytest.mark.parametrize("name", ["/etc", "../outside", "sub/../../outside.gguf",
+                                  "..\\outside.gguf"])
+def test_a_name_outside_the_model_folders_is_refused(tmp_path: Path, monkeypatch,
+                                                     name: str) -> None:
+    """A shared workflow's model_name is a name in the model folders, never a path elsewhere,
+    even where that path holds a checkpoint."""
+    outside = tmp_path / "outside"
+    (outside / "sub").mkdir(parents=True)
+    (outside / "config.json").write_text("{}")
+    (outside.parent / "outside.gguf").write_bytes(b"")
+    models = tmp_path / "models"
+    (models / "sub").mkdir(parents=True)
+    monkeypatch.setenv("LADR_MODELS_DIR", str(models))
+    with pytest.raises(ValueError, match=r"^model_name: .* points outside the lumina_dimoo model "
+                                         r"folders .*pick its name from the list$"):
+        loader.resolve_model_path(name)
