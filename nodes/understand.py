@@ -91,8 +91,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
     host.load_to_device(model.patcher, pipe.understand_memory(job))
     progress = host.Progress.start(PROGRESS_TOTAL)
     with threads.torch_threads():
-        res = pipe.understand(image, question, seed=seed, **args,
-                              callback=make_callback(progress))
+        res = pipe.run_understand(job, seed=seed, callback=make_callback(progress))
     progress.update(progress.total)
     return "\n".join(one_line(t) for t in res.text), stats_line(res)
 

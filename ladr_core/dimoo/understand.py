@@ -102,6 +102,12 @@ class PipelineUnderstanding:
         run. Returns an AnswerResult: ``text``, ``tokens``, ``nfe`` per answer, ``seconds``."""
         job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
                                       temperature, size)
+        return self.run_understand(job, seed, callback)
+
+    def run_understand(self, job: UnderstandJob, seed: int = 0,
+                       callback: Callable[[dict[str, Any]], None] | None = None) -> AnswerResult:
+        """Answer a request ``prepare_understand`` checked (``understand``'s ``seed`` and
+        ``callback``): a host checks first, asks for ``understand_memory(job)``, then runs it."""
         check_seed(seed, len(job.questions))
         device = self.transformer.compute_device()
         generators = [item_generator(seed + i, device) for i in range(len(job.questions))]
