@@ -9,7 +9,9 @@ contract like the step record's: added, never renamed.
   masked_pct (float, % of the shown image still masked)  rescued / unmasked (int, this step)
   progress (float) in [0, 1]: (images finished + each image in flight's t_eff =
                    gamma^-1(masked share of what it generates)) / images, after the step
-                   (cosine schedule, the one generate() uses); monotone, 1.0 at the end
+                   (cosine schedule, the one generate() uses); monotone, 1.0 at the end;
+                   a multi-turn edit's turns share it: (turn - 1 + that) / turns
+  turn / turns (int) 1-based turn of a multi-turn edit and their count (1 / 1 otherwise)
   grid [h, w]      token grid; bitmaps below are h*w bits, row-major, MSB first, base64
   rescued_bits     tokens rescued by LADR this step      masked_bits   tokens still masked
   image (int)      1-based index of the shown image (the first in flight; a rolling batch
@@ -140,7 +142,10 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
         "phase": PHASE_NAMES[ph] if 0 <= ph < len(PHASE_NAMES) else "n/a",
         "nfe": int(record["nfe"]),
         "masked_pct": round(100.0 * int(masked.sum()) / max(n, 1), 2),
-        "progress": min(1.0, (done + flying) / max(images, 1)),
+        "progress": min(1.0, (int(record.get("turn", 0)) + (done + flying) / max(images, 1))
+                        / int(record.get("turns", 1))),
+        "turn": int(record.get("turn", 0)) + 1,
+        "turns": int(record.get("turns", 1)),
         "rescued": int(rescued.sum()),
         "unmasked": int(unmasked.sum()),
         "grid": [int(h), int(w)],

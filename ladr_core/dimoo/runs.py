@@ -172,10 +172,25 @@ def run_turns(job: object, built: Built, options: RunOptions, vq: Any, device: t
     each edits the turn before's image, decoded and rounded to 8 bits a channel (the PNG the
     official script writes and the next turn reads back), with the same options (seeds too).
     The result is the last turn's, its counts summed over the turns (``then``)."""
-    res = run_job(built, options, vq, device, job.note)
+    turns = job.turns if isinstance(job, EditJob) else 1
+    res = run_job(built, turn_options(options, 0, turns), vq, device, job.note)
     while isinstance(job, EditJob) and job.turns > 1:
         pixels = res.images if res.images is not None else decode_codes(
             vq, res.tokens, res.grid, check_range=False)
         job = job.next_turn(pixels.mul(255.0).round().div(255.0))
-        res = res.then(run_job(job.build(runtime, options.steps, None), options, vq, device))
+        res = res.then(run_job(job.build(runtime, options.steps, None),
+                               turn_options(options, turns - job.turns, turns), vq, device))
     return res
+
+
+def turn_options(options: RunOptions, turn: int, turns: int) -> RunOptions:
+    """The options of turn ``turn`` (0-based) of ``turns``: with more than one, each step
+    record also says ``turn`` and ``turns`` (a host's progress bar spans every turn)."""
+    if turns == 1 or options.callback is None:
+        return options
+    inner = options.callback
+
+    def on_step(record: dict[str, Any]) -> None:
+        inner({**record, "turn": turn, "turns": turns})
+
+    return replace(options, callback=on_step)

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import ladr_core
-from nodes import host
+from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.edit import DiMOOEdit
 from nodes.handles import DiMOOModel
@@ -176,3 +176,20 @@ def test_multi_view_and_multiturn_through_the_node_equal_the_python_api(
     if edit_type == "multiturn":  # both turns counted, against the official sampler's two runs
         assert ref.turns == 2 and "vs 128 for the official sampler (64 steps, 2 turns of 64 " \
             "tokens)" in stats and "of 16 planned steps" in stats
+
+
+@pytest.mark.parametrize("turns", [1, 3])
+def test_the_progress_bar_spans_every_turn(tiny: DiMOOModel, sent, turns: int) -> None:
+    """A multi-turn edit runs its turns one after the other: the progress the events carry
+    rises through all of them (it restarted at 0 with each turn) and the events say the turn."""
+    text = "\n".join(["make the circle green", "add a yellow star", "make it blue"][:turns])
+    DiMOOEdit.execute(model=tiny, image=_image(1), **{
+        **ARGS, "instruction": text, "edit_type": "multiturn" if turns > 1 else "edit"})
+    steps = [p for e, p in sent if e == events.EVENT and "progress" in p]
+    progress = [p["progress"] for p in steps]
+    assert progress == sorted(progress) and progress[-1] == 1.0, progress
+    assert [p["turn"] for p in steps] == sorted(p["turn"] for p in steps)
+    assert {p["turn"] for p in steps} == set(range(1, turns + 1))
+    assert {p["turns"] for p in steps} == {turns}
+    for turn in range(1, turns + 1):  # each turn ends at its share of the bar
+        assert max(p["progress"] for p in steps if p["turn"] == turn) == pytest.approx(turn / turns)
