@@ -118,10 +118,6 @@ def test_the_caption_templates_graph_runs_its_caption_into_the_sampler(server) -
 
 
 @needs_mmu
-@pytest.mark.xfail(reason="dimoo_nano_mmu as committed in b7234da captions the template's "
-                   "scene 'a blue circle to the left of a red circle', no nano caption: the "
-                   "evaluator cannot score it (tests/nodes/test_templates_pass.py MISSES)",
-                   strict=True)
 def test_the_caption_template_draws_what_its_caption_says(server) -> None:
     """Queued as shipped: the caption (Preview Any) is the sampler's prompt, so the saved
     picture passes the nano evaluator for it."""

@@ -68,14 +68,8 @@ def test_the_template_captions_on_the_nano_that_answers() -> None:
         build_examples.CAPTION_SETTINGS
 
 
-CAPTION_MISS = ("dimoo_nano_mmu as committed in b7234da captions the scene 'a blue circle "
-                "to the left of a red circle'; strict: drop this mark when a checkpoint "
-                "describes it")
-
-
 @pytest.mark.skipif(not (ladr_core.nano_mmu_model_path() / "config.json").is_file(),
                     reason="the built-in nano that answers is not in this checkout")
-@pytest.mark.xfail(reason=CAPTION_MISS, strict=True)
 def test_on_the_nano_that_answers_the_caption_describes_the_scene(sent) -> None:
     from lab.nano import questions
 
