@@ -7,11 +7,12 @@ interleaved repetitions (lab/benchmarks/common.py), at temperature 0 (the offici
 answer as long as the model's context holds (nano: one block of 256). Reported per rule: the
 median seconds per answer, its forwards, and the ratio of both to the official order.
 
-A checkpoint whose config.json says ``ladr_can_understand: false`` (the shipped nano) is run
-anyway with ``--force``, for time and forwards only: its answers mean nothing, and a rule whose
-forwards depend on the model's confidence (threshold, entropy, +stop) takes the forwards an
-untrained text head gives it, not those of a model that can answer. With ``--model`` a
-checkpoint that can answer is measured as it is.
+The default model is the built-in nano that answers (``nano_mmu_model_path()``; the tests'
+tiny fixture with ``--tiny`` or where it is missing). A checkpoint whose config.json says
+``ladr_can_understand: false`` (the shipped nano, ``--model``) is run anyway with ``--force``,
+for time and forwards only: its answers mean nothing, and a rule whose forwards depend on the
+model's confidence (threshold, entropy, +stop) takes the forwards an untrained text head gives
+it, not those of a model that can answer.
 
 Projected (no GPU measured it): the FLOPs of one forward of the 8B-shaped model
 (lab/benchmarks/gpu_check/models.py SHAPE_8B) on the official understanding row, a question of
@@ -19,7 +20,10 @@ Projected (no GPU measured it): the FLOPs of one forward of the 8B-shaped model
 counted by ``FlopCounterMode`` on the meta device through the pack's own pass (packed.full_pass
 + the projection of a block-wide window), over the H100's dense bf16 peak
 (gpu_estimate/compute.py ``H100_BF16_DENSE``): a floor per forward; x 128 for the official
-order. ``python -m lab.benchmarks.understand --force`` -> understand.json.
+order; and the answer's memory beside the weights (model/memory.py ``answer_memory``) of one
+official answer at temperature 0 and above 0, sampled 256 window rows at a time as the pack
+does and, for comparison, the whole window at once. ``python -m lab.benchmarks.understand`` ->
+understand.json.
 """
 
 from __future__ import annotations
@@ -131,8 +135,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     apply_threads(args)
     import ladr_core
 
-    folder, label = (args.model, "given") if args.model else \
-        model_for_bench(args.out if args.tiny else RESULTS_DIR)
+    mmu = ladr_core.nano_mmu_model_path()
+    if args.model:
+        folder, label = args.model, "given"
+    elif not args.tiny and (mmu / "config.json").is_file():
+        folder, label = mmu, "nano-mmu"
+    else:
+        folder, label = model_for_bench(args.out if args.tiny else RESULTS_DIR)
     pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
     forced = not pipe.can_understand
     if forced:

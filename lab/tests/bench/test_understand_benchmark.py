@@ -30,6 +30,10 @@ def test_every_rule_is_timed_beside_the_official_order(tmp_path: Path) -> None:
     assert projected["flops_last_block"] > projected["flops_first_block"] > 0
     assert projected["official_floor_s_per_answer"] == (
         projected["official_forwards"] * projected["floor_s_per_forward"])
+    memory = projected["answer_memory_bytes"]  # noise at temperature > 0; chunks cap the rest
+    assert set(memory) == {"t0_chunked", "t0_whole", "t1_chunked", "t1_whole"}
+    assert 0 < memory["t0_chunked"] <= memory["t0_whole"] <= memory["t1_whole"]
+    assert memory["t0_chunked"] <= memory["t1_chunked"] <= memory["t1_whole"]
 
 
 @pytest.mark.committed_result("lab/results/understand.json")
