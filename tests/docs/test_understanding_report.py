@@ -121,3 +121,42 @@ def test_the_check_catches_a_changed_figure() -> None:
     row["overall"] = f"{float(NUMBER.findall(row['overall'])[0]) + 0.05:.2f}"
     with pytest.raises(AssertionError):
         check_rule_row(row, _doc(cited))
+
+
+@pytest.mark.committed_result("lab/results/understand.json")
+@pytest.mark.parametrize("page", ["LADR_DiMOOCaption.md", "LADR_DiMOOAsk.md"])
+def test_the_help_pages_memory_figures_are_the_benchmarks(page: str) -> None:
+    """Caption / Ask help: the 8B answer's memory beside the weights at temperature 0 and above
+    0, as sampled (chunked), from lab/results/understand.json (projected)."""
+    text = " ".join((ROOT / "web" / "docs" / page).read_text(encoding="utf-8").split())
+    found = re.search(r"([\d.]+) GiB at temperature 0 and ([\d.]+) GiB above 0, projected: "
+                      r"`lab/results/understand.json`", text)
+    assert found, f"{page} does not give the answer's memory"
+    memory = _doc("lab/results/understand.json")["projected_8b"]["answer_memory_bytes"]
+    assert close(found.group(1), memory["t0_chunked"] / 2**30)
+    assert close(found.group(2), memory["t1_chunked"] / 2**30)
+
+
+@pytest.mark.committed_result("lab/results/understand.json")
+def test_sampling_in_chunks_is_what_cuts_the_8b_answers_memory() -> None:
+    """At the 8B shape the float64 sampling dominates: chunks cut it at temperature 0 and 1."""
+    memory = _doc("lab/results/understand.json")["projected_8b"]["answer_memory_bytes"]
+    assert memory["t0_chunked"] < memory["t0_whole"] < memory["t1_whole"]
+    assert memory["t0_chunked"] < memory["t1_chunked"] < memory["t1_whole"]
+
+
+@pytest.mark.committed_result("lab/results/understand.json")
+def test_the_cpu_caption_times_are_the_benchmarks() -> None:
+    doc = _doc("lab/results/understand.json")
+    assert doc["model"] == "nano-mmu" and not doc["forced"]
+    rows = {r["rule"]: r for r in doc["rules"]}
+    text = " ".join(REPORT.read_text(encoding="utf-8").split())
+    found = re.search(r"the official order takes ([\d.]+) s for its (\d+) forwards, "
+                      r"`threshold\+stop` ([\d.]+) s for (\d+) \(([\d.]+) of the official time\)",
+                      text)
+    assert found, "the report does not give the CPU caption times"
+    fast = rows["threshold+stop"]
+    assert close(found.group(1), rows["official"]["seconds"])
+    assert int(found.group(2)) == rows["official"]["forwards"]
+    assert close(found.group(3), fast["seconds"]) and int(found.group(4)) == fast["forwards"]
+    assert close(found.group(5), fast["time_vs_official"])
