@@ -131,6 +131,7 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
     items = record.get("items", list(range(b)))
     images = int(record.get("batch", b))
     done = int(record.get("done", 0))
+    turn, turns = int(record.get("turn", 0)), int(record.get("turns", 1))  # a multi-turn edit
     flying = sum(float(PROGRESS_SCHEDULE.gamma_inv(c / max(t, 1)))
                  for c, t, item in zip(counts, totals, items, strict=True) if item >= 0)
     h, w = record["grid"]
@@ -142,10 +143,9 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
         "phase": PHASE_NAMES[ph] if 0 <= ph < len(PHASE_NAMES) else "n/a",
         "nfe": int(record["nfe"]),
         "masked_pct": round(100.0 * int(masked.sum()) / max(n, 1), 2),
-        "progress": min(1.0, (int(record.get("turn", 0)) + (done + flying) / max(images, 1))
-                        / int(record.get("turns", 1))),
-        "turn": int(record.get("turn", 0)) + 1,
-        "turns": int(record.get("turns", 1)),
+        "progress": min(1.0, (turn + (done + flying) / max(images, 1)) / turns),
+        "turn": turn + 1,
+        "turns": turns,
         "rescued": int(rescued.sum()),
         "unmasked": int(unmasked.sum()),
         "grid": [int(h), int(w)],

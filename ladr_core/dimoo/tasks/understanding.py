@@ -64,6 +64,11 @@ def understanding_text(question: str) -> str:
     return f"<system>{UNDERSTAND_SYSTEM}</system><user>{question}</user>"
 
 
+def prompt_length(encode: Encode, questions: Sequence[str]) -> int:
+    """Tokens of the longest question's official prompt (the row's text, before the image)."""
+    return max(len(encode(understanding_text(q))) for q in set(questions))
+
+
 def answer_row(encode: Encode, ids: DiMOOIds, question: str, codes: torch.Tensor,
                layout: ImageLayout, length: int) -> tuple[list[int], int]:
     """(tokens, answer start) of one item: text[:-1] + image + text[-1:] + BOA + ``length``
@@ -90,8 +95,7 @@ class UnderstandJob:
     def row_length(self, encode: Encode) -> int:
         """Tokens of the longest item's row (answer_row): its prompt, the image part and the
         answer with BOA and EOA."""
-        text = max(len(encode(understanding_text(q))) for q in set(self.questions))
-        return text + self.layout.length + self.shape.length
+        return prompt_length(encode, self.questions) + self.layout.length + self.shape.length
 
 
 @dataclass
@@ -208,7 +212,7 @@ def plan_understanding(encode: Encode, vq_factor: int, context_length: int, defa
     if len(questions) == 1 and len(image_of) > 1:
         questions = questions * len(image_of)
     shape = answer_shape(max_answer, block_length, steps)
-    text = max(len(encode(understanding_text(q))) for q in set(questions))
+    text = prompt_length(encode, questions)
     height, width = int(images.shape[1]), int(images.shape[2])
     if max_answer is None:  # the longest whole-block answer the context holds, at most 1024
         grid = ImageLayout(height // vq_factor, width // vq_factor)
