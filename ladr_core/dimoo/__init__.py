@@ -13,7 +13,7 @@ from .._lazy import by_module, lazy_exports
 _EXPORTS = by_module({
     # model/
     ".model.config": "LLaDAConfig DiMOOIds ConfigError DIMOO_DEFAULT_IDS DIMOO_ROPE_CONTEXT "
-                     "context_length",
+                     "context_length has_official_ids",
     ".model.transformer": "LLaDAModel rope_tables",
     ".model.packed": "PackedRows attend full_pass partial_pass",
     ".model.offload": "stream_blocks unstream_blocks",

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import InputError
-from .model.config import DIMOO_ROPE_CONTEXT, DiMOOIds
+from .model.config import DIMOO_ROPE_CONTEXT, DiMOOIds, has_official_ids
 from .model.memory import answer_memory
 from .runs import check_seed, item_generator
 from .tasks.answer_rules import AnswerRule
@@ -30,15 +30,14 @@ __all__ = ["PipelineUnderstanding", "UNDERSTAND_CONTEXT", "answer_end_id", "unde
 UNDERSTAND_CONTEXT = 6144
 """The longest understanding row of the official checkpoint: its default, 1,024 answer tokens
 about an image of 1024 x 1024 px (64 rows of 65 tokens), is about 5,250 tokens with the
-question, past the 5,120 (DIMOO_ROPE_CONTEXT) the image tasks allow; the official code runs it
-(RoPE is computed for any length). 6,144 admits questions of about 900 tokens."""
+question; the official code runs it (RoPE is computed for any length). 6,144 admits questions of
+about 900 tokens; the image tasks' DIMOO_ROPE_CONTEXT (8,192) already covers it."""
 
 
 def understand_context(context_length: int, ids: DiMOOIds) -> int:
     """The context an understanding row may fill: UNDERSTAND_CONTEXT for a RoPE model with the
     official ids whose context the image tasks raised to DIMOO_ROPE_CONTEXT, else the same."""
-    official = ids.image_offset == DiMOOIds().image_offset
-    return max(context_length, UNDERSTAND_CONTEXT) if official and \
+    return max(context_length, UNDERSTAND_CONTEXT) if has_official_ids(ids) and \
         context_length >= DIMOO_ROPE_CONTEXT else context_length
 
 

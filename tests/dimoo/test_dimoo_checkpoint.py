@@ -113,8 +113,6 @@ ERRORS: list[tuple[str, Callable[[Path], None], str]] = [
     ("unexpected keys", lambda f: _edit_config(f, n_layers=1), r"unexpected \['model\.transformer\.blocks\.1"),
     ("pickle weights", _only_pickle, r"pickle weights \(pytorch_model\.bin\).*refused"),
     ("missing tokenizer", lambda f: (f / "tokenizer.json").unlink(), r"tokenizer\.json is missing"),
-    ("wrong uncondition id", lambda f: _edit_config(f, uncondition_token_id=9),
-     r"encodes '<uncondition>'.*uncondition_token_id"),
     ("ids outside vocab", lambda f: _edit_config(f, image_token_offset=60),
      "exceeds the vocabulary"),
     ("missing vqvae", lambda f: shutil.rmtree(f / "vqvae"), r"vqvae/config\.json is missing"),

@@ -25,7 +25,7 @@ def test_real_ids_admit_official_1024_square_beyond_max_sequence_length() -> Non
 
 def test_real_ids_still_refuse_sizes_past_the_rope_floor() -> None:
     with pytest.raises(ValueError, match="nearest valid size"):
-        check_image_size(1280, 1280, 16, context_length(LLADA_8B, DiMOOIds()), PROMPT_TOKENS)
+        check_image_size(1536, 1536, 16, context_length(LLADA_8B, DiMOOIds()), PROMPT_TOKENS)
 
 
 def test_compact_ids_keep_their_own_max_sequence_length() -> None:
@@ -34,3 +34,11 @@ def test_compact_ids_keep_their_own_max_sequence_length() -> None:
     config = LLaDAConfig(d_model=32, n_heads=4, n_layers=1, vocab_size=164,
                          max_sequence_length=320)
     assert context_length(config, nano_ids) == 320
+
+
+def test_a_width_derived_offset_keeps_the_official_context() -> None:
+    """A head 134656 wide (offset derived as width - 8192, as the official generators do) is
+    still the real checkpoint: the same context as the default ids."""
+    ids = DiMOOIds.from_config_dict({}, width=134656)
+    assert ids.image_offset == 134656 - 8192
+    assert context_length(LLADA_8B, ids) == context_length(LLADA_8B, DiMOOIds())

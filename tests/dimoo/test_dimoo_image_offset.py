@@ -1,5 +1,6 @@
-"""Image-token offset: config.json's image_token_offset, codebook_size and the logits width
-(embedding_size / vocab_size) must agree, else the loader refuses."""
+"""Image-token offset: without an image_token_offset key it is the logits width minus the
+codebook (the official generators' rule); a key given must agree with the width, else the
+loader refuses."""
 
 from __future__ import annotations
 
@@ -14,10 +15,19 @@ OFFICIAL_WIDTH = 126356 + 8192  # official image utilities' offset + the 8192-co
 
 
 def test_official_ids_agree_with_a_134548_wide_head_only() -> None:
-    ids = DiMOOIds.from_config_dict({})  # the real config.json: no id keys, DiMOO defaults
+    ids = DiMOOIds.from_config_dict({})  # no width given: the DiMOO defaults
     ids.validate_against(OFFICIAL_WIDTH)
     with pytest.raises(ConfigError, match="read image codes at offset 126464 .* use 126356"):
         ids.validate_against(126464 + 8192)  # e.g. a head padded to a multiple of 128
+
+
+@pytest.mark.parametrize("width", [OFFICIAL_WIDTH, 126464 + 8192])
+def test_without_an_offset_key_the_offset_is_the_width_minus_the_codebook(width) -> None:
+    """The real config.json has no id keys: the text vocabulary is the logits width minus
+    8192, as the official generators derive it (``vocab_total - codebook_size``)."""
+    ids = DiMOOIds.from_config_dict({}, width=width)
+    assert ids.image_offset == width - ids.codebook_size
+    ids.validate_against(width)
 
 
 @pytest.mark.parametrize(("edit", "needle"), [

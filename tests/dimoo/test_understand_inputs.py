@@ -18,6 +18,7 @@ from ladr_core.dimoo import (
     understand_context,
     understanding_text,
 )
+from ladr_core.dimoo.understand import UNDERSTAND_CONTEXT
 
 IMAGE = torch.rand(1, 32, 32, 3, generator=torch.Generator().manual_seed(0))
 
@@ -95,10 +96,10 @@ def test_no_answer_length_takes_what_the_context_holds(pipe: DiMOOPipeline) -> N
 
 def test_the_official_default_fits_the_official_checkpoint() -> None:
     """1,024 answer tokens about a 1024 x 1024 px image (the official defaults) fit the context
-    the official checkpoint gets for understanding, not the image tasks' 5,120."""
+    the official checkpoint gets for understanding, not the 5,120 it once had."""
     ids = DiMOOIds()
     context = understand_context(DIMOO_ROPE_CONTEXT, ids)
-    assert context > DIMOO_ROPE_CONTEXT
+    assert context >= max(DIMOO_ROPE_CONTEXT, UNDERSTAND_CONTEXT)
     assert understand_context(256, tiny_vocab()[1]) == 256
 
     def encode(text: str) -> list[int]:  # about one token per word, as a BPE would give more
@@ -109,5 +110,5 @@ def test_the_official_default_fits_the_official_checkpoint() -> None:
     assert (job.shape.length, job.shape.block_length, job.shape.steps) == (1024, 256, 128)
     assert (job.layout.h, job.layout.w) == (64, 64) and job.note == ""
     with pytest.raises(InputError, match="^image is 1024 x 1024 px, which needs"):
-        plan_understanding(encode, 16, DIMOO_ROPE_CONTEXT, 1024, image, "Describe this image.",
+        plan_understanding(encode, 16, 5120, 1024, image, "Describe this image.",
                            max_answer=1024)

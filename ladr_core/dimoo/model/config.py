@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["LLaDAConfig", "DiMOOIds", "DIMOO_DEFAULT_IDS", "DIMOO_ROPE_CONTEXT", "ConfigError",
-           "SUPPORTED_ARCHITECTURES", "context_length"]
+           "SUPPORTED_ARCHITECTURES", "context_length", "has_official_ids"]
 
 #: `architectures` entries of LLaDA-family checkpoints (LLaDA-8B and Lumina-DiMOO).
 SUPPORTED_ARCHITECTURES = ("LLaDAModelLM", "LLaDAForMultiModalGeneration")
@@ -253,14 +253,19 @@ class DiMOOIds:
     }
 
     @classmethod
-    def from_config_dict(cls, data: dict[str, Any], source: str = "config.json") -> DiMOOIds:
-        """Read each id key of config.json, falling back to the DiMOO default."""
+    def from_config_dict(cls, data: dict[str, Any], source: str = "config.json",
+                         width: int | None = None) -> DiMOOIds:
+        """Read each id key of config.json, falling back to the DiMOO default; given the logits
+        ``width``, a missing ``image_token_offset`` is ``width - codebook_size``, the text
+        vocabulary the official generators derive (``vocab_total - codebook_size``)."""
         kwargs = {}
         for name, key in cls.CONFIG_KEYS.items():
             value = data.get(key, getattr(DIMOO_DEFAULT_IDS, name))
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{source}: {key} must be a non-negative int (got {value!r})")
             kwargs[name] = value
+        if width is not None and cls.CONFIG_KEYS["image_offset"] not in data:
+            kwargs["image_offset"] = max(0, width - kwargs["codebook_size"])
         ids = cls(**kwargs)
         if ids.codebook_size <= 0:
             raise ConfigError(f"{source}: codebook_size must be positive")
@@ -305,22 +310,30 @@ class DiMOOIds:
 DIMOO_DEFAULT_IDS = DiMOOIds()
 
 
-# Longest sequence accepted for a RoPE model carrying the official DiMOO ids. LLaDA-style
-# configs say max_sequence_length 4096, but the official RotaryEmbedding recomputes its sin/cos
-# table for longer inputs and the official default size 1024x1024 needs 64 * 65 + 4 = 4164 image
-# tokens plus the prompt. 5120 admits 1024x1024 with prompts of up to ~950 tokens.
-DIMOO_ROPE_CONTEXT = 5120
+# Longest sequence accepted for a RoPE model carrying DiMOO's official special ids. LLaDA-8B's
+# config.json says max_sequence_length 4096, but the official RotaryEmbedding recomputes its
+# sin/cos table for any longer input (the official scripts take any --height / --width) and the
+# official default size 1024x1024 needs 64 * 65 + 4 = 4164 image tokens plus the prompt. 8192
+# (twice LLaDA's 4096; the 8B shape lab/benchmarks/gpu_check runs) admits 1024x1024 with prompts
+# of ~4000 tokens, or 1024 x 1792 with a short prompt; a config.json saying more is obeyed.
+DIMOO_ROPE_CONTEXT = 8192
+
+
+def has_official_ids(ids: DiMOOIds) -> bool:
+    """Whether ``ids`` are the real checkpoint's: DiMOO's special ids and 8192 codes (the image
+    offset may follow the logits width, ``DiMOOIds.from_config_dict``)."""
+    same = ("mask", "newline", "boa", "eoa", "boi", "eoi", "uncondition", "codebook_size")
+    return all(getattr(ids, n) == getattr(DIMOO_DEFAULT_IDS, n) for n in same)
 
 
 def context_length(config: LLaDAConfig, ids: DiMOOIds) -> int:
     """Longest input sequence (tokens) accepted by the image-size check.
 
     ``config.max_sequence_length`` itself, except for a RoPE model with the official DiMOO
-    image ids (the real checkpoint), where positions past it are computed like the official
+    special ids (the real checkpoint), where positions past it are computed like the official
     code does and the floor is DIMOO_ROPE_CONTEXT. Other checkpoints (the nano model) are held
     to their own ``max_sequence_length``.
     """
-    official = ids.image_offset == DiMOOIds().image_offset
-    if config.rope and not config.alibi and official:
+    if config.rope and not config.alibi and has_official_ids(ids):
         return max(config.max_sequence_length, DIMOO_ROPE_CONTEXT)
     return config.max_sequence_length

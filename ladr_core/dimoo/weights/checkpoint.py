@@ -21,7 +21,6 @@ from . import fp8
 from .files import (
     HUB_HINT,
     INDEX_FILE,
-    PICKLE_SUFFIXES,
     CheckpointError,
     LoadedCheckpoint,
     check_vq_config,
@@ -35,8 +34,9 @@ from .files import (
     shard_files,
 )
 from .staging import check_complete
+from .vqfiles import read_vq_state, vq_weight_files
 
-__all__ = ["load_checkpoint", "load_transformer", "load_vqvae"]
+__all__ = ["check_folder", "load_checkpoint", "load_transformer", "load_vqvae"]
 
 
 @dataclass
@@ -179,29 +179,57 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
     return _build(config, state, operations, origin)
 
 
-def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, int]:
-    """diffusers ``VQModel`` from ``vqvae/`` (safetensors only, float32) and its VQ factor."""
+def _vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
+    """``vqvae/config.json`` checked (sizes, codebook) and its block_out_channels."""
     vq_dir = folder / "vqvae"
     vq_config = read_json(vq_dir / "config.json", "the VQ-VAE config")
-    weights = vq_dir / "diffusion_pytorch_model.safetensors"
-    if not weights.is_file():
-        pickles = sorted(p.name for p in vq_dir.glob("*") if p.suffix in PICKLE_SUFFIXES)
-        why = f"only pickle weights ({', '.join(pickles)}) were found and are refused" if pickles else "it is missing"
-        raise CheckpointError(f"{weights}: {why}; {HUB_HINT}")
     channels = check_vq_config(vq_config, str(vq_dir / "config.json"))
     if vq_config.get("num_vq_embeddings") != ids.codebook_size:
         raise CheckpointError(
             f"{vq_dir / 'config.json'}: num_vq_embeddings {vq_config.get('num_vq_embeddings')} != "
             f"codebook_size {ids.codebook_size} of config.json; the VQ-VAE belongs to another model")
+    return vq_config, channels
+
+
+def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, int]:
+    """diffusers ``VQModel`` from ``vqvae/`` (its config, then the weights under any name
+    vqfiles.py reads, in float32) and its VQ factor."""
+    vq_config, channels = _vq_config(folder, ids)
+    weights = vq_weight_files(folder / "vqvae")
     from diffusers import VQModel
 
     try:
-        vq = VQModel.from_pretrained(str(vq_dir), use_safetensors=True, local_files_only=True,
-                                     low_cpu_mem_usage=False)
+        vq = VQModel.from_config(vq_config)
     except Exception as exc:
-        raise CheckpointError(f"{vq_dir} cannot be loaded by diffusers VQModel ({exc}); "
-                              "re-download the vqvae/ folder") from None
+        raise CheckpointError(f"{folder / 'vqvae' / 'config.json'} is not a diffusers VQModel "
+                              f"config ({exc}); re-download the vqvae/ folder") from None
+    state = read_vq_state(weights)
+    want = vq.state_dict()
+    bad = sorted(k for k in state if k in want and state[k].shape != want[k].shape)
+    if set(state) != set(want) or bad:
+        files = ", ".join(str(p) for p in list(weights.files)[:2])
+        raise CheckpointError(
+            f"{files}: the VQ-VAE weights do not match vqvae/config.json (missing "
+            f"{sorted(set(want) - set(state))[:3]}, unexpected {sorted(set(state) - set(want))[:3]}"
+            f", other shapes {bad[:3]}); re-download the vqvae/ folder")
+    vq.load_state_dict(state, strict=True)
+    del state
     return vq.to(device).eval().requires_grad_(False), 2 ** (len(channels) - 1)
+
+
+def check_folder(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
+    """Everything that refuses a folder before any weight is read: an unfinished conversion,
+    config.json, the shards (index, files), vqvae/config.json and its weight files."""
+    if not folder.is_dir():
+        raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
+    unfinished = check_complete(folder)
+    if unfinished:
+        raise CheckpointError(unfinished)
+    config, ids, raw = read_config(folder)
+    shard_files(folder)
+    _vq_config(folder, ids)
+    vq_weight_files(folder / "vqvae")
+    return config, ids, raw
 
 
 def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
@@ -226,17 +254,27 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
             raise ValueError(f"weight_dtype {weight_dtype!r}: {folder} is a GGUF file, already "
                              "quantized; load it with weight_dtype='default'")
         return load_gguf_checkpoint(folder, device, dtype, operations, weights_at)
-    if not folder.is_dir():
-        raise CheckpointError(f"model folder {folder} does not exist; {HUB_HINT} into it")
-    unfinished = check_complete(folder)
-    if unfinished:
-        raise CheckpointError(unfinished)
     if fp8.parse_weight_dtype(weight_dtype) is not None:
         fp8.check_fp8_support(weight_dtype, weights_at, dtype)  # type: ignore[arg-type]
         fp8.check_fp8_support(weight_dtype, device, dtype)  # type: ignore[arg-type]
-    config, ids, raw = read_config(folder)
+    error: Exception | None = None
+    try:  # a failure leaves no frame holding what was loaded (_load_parts') alive behind it
+        parts = _load_parts(folder, device, dtype, weights_at, weight_dtype, fp8_scale,
+                            operations)
+    except (CheckpointError, ValueError) as exc:
+        error = type(exc)(str(exc))
+    if error is not None:
+        raise error
+    return LoadedCheckpoint(*parts, folder)
+
+
+def _load_parts(folder: Path, device: torch.device, dtype: torch.dtype,
+                weights_at: torch.device, weight_dtype: str | None, fp8_scale: str,
+                operations: Any) -> tuple[Any, ...]:
+    """LoadedCheckpoint's fields but the folder, in its order; refusals before any read."""
+    config, ids, raw = check_folder(folder)
     tokenizer = load_tokenizer(folder, ids)
     vq, vq_factor = load_vqvae(folder, ids, device)
     transformer = load_transformer(folder, config, dtype, weights_at, weight_dtype, fp8_scale,
                                    operations)
-    return LoadedCheckpoint(transformer, config, ids, tokenizer, vq, vq_factor, raw, folder)
+    return transformer, config, ids, tokenizer, vq, vq_factor, raw

@@ -84,7 +84,7 @@ def parse_config(raw: dict[str, Any], source: str) -> tuple[LLaDAConfig, DiMOOId
     """A config.json dict -> (LLaDAConfig, DiMOOIds); CheckpointError naming ``source``."""
     try:
         config = LLaDAConfig.from_dict(raw, source=source)
-        ids = DiMOOIds.from_config_dict(raw, source=source)
+        ids = DiMOOIds.from_config_dict(raw, source=source, width=config.n_embeddings)
         ids.validate_against(config.n_embeddings, source=source)
     except ConfigError as exc:
         raise CheckpointError(str(exc)) from None
@@ -170,29 +170,18 @@ def open_shard(shard: Path) -> Any:
 
 
 def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
-    """``tokenizers.Tokenizer`` from tokenizer.json (no remote code), template tokens checked."""
-    from tokenizers import Tokenizer
+    """The folder's tokenizer (tokenizer.json, else transformers' classes without remote code;
+    weights/tokenizer.py)."""
+    from .tokenizer import load_tokenizer as load
 
-    path = folder / "tokenizer.json"
-    if not path.is_file():
-        raise CheckpointError(f"{path} is missing (the fast tokenizer); {HUB_HINT}")
-    try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:
-        raise CheckpointError(f"{path} cannot be parsed ({exc}); re-download it") from None
-    return check_tokenizer(tokenizer, ids, path)
+    return load(folder, ids)
 
 
 def check_tokenizer(tokenizer: Any, ids: DiMOOIds, path: Any) -> Any:
-    """The tokenizer if it encodes the DiMOO template tokens, else CheckpointError."""
-    for text in TEMPLATE_TOKENS:
-        got = tokenizer.encode(text, add_special_tokens=False).ids
-        if not got or (text == "<uncondition>" and got != [ids.uncondition]):
-            raise CheckpointError(
-                f"{path} encodes {text!r} as {got}, but the DiMOO template needs "
-                f"{'[' + str(ids.uncondition) + '] (uncondition_token_id)' if text == '<uncondition>' else 'a token'}; "
-                "use the tokenizer shipped with the checkpoint or fix uncondition_token_id in config.json")
-    return tokenizer
+    """The tokenizer if it encodes the DiMOO template tokens (weights/tokenizer.py)."""
+    from .tokenizer import check_tokenizer as check
+
+    return check(tokenizer, ids, path)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:
