@@ -87,9 +87,14 @@ def _shard_report(folder: Path, config: Any, refusals: list[str]) -> list[str]:
         if handle is None:
             continue
         with handle:
-            for key in list(handle.keys()):
+            keys = list(handle.keys())
+            for key in keys:
                 sl = handle.get_slice(key)
                 seen[key], _ = tuple(sl.get_shape()), dtypes.add(sl.get_dtype())
+        lacking = sorted(set(shards[shard] or []) - set(keys))
+        if lacking:
+            refusals.append(f"{shard} lacks {lacking[:3]} promised by the shard index; "
+                            "re-download it")
     wrong = sorted(k for k in expected if k in seen and seen[k] != expected[k])
     missing = sorted(set(expected) - set(seen))
     stray = sorted(k for k in set(seen) - set(expected) if not k.endswith("_scale"))

@@ -67,11 +67,18 @@ def _fast(path: Path) -> Any:
     return Tokenizer.from_file(str(path))
 
 
-def _slow(folder: Path) -> HFTokenizer:
+def _slow(folder: Path, names: list[str]) -> HFTokenizer:
+    """transformers' tokenizer from copies of the tokenizer files ``names`` alone (never an
+    unusable tokenizer.json beside them, never a .py: nothing else is in the copy's folder)."""
+    import shutil
+    import tempfile
+
     from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
-                                        local_files_only=True)
+    with tempfile.TemporaryDirectory(prefix="ladr_tokenizer_") as tmp:
+        for name in names:
+            shutil.copyfile(folder / name, Path(tmp) / name)
+        tok = AutoTokenizer.from_pretrained(tmp, trust_remote_code=False, local_files_only=True)
     return HFTokenizer(tok)
 
 
@@ -88,7 +95,7 @@ def tokenizer_route(folder: Path) -> TokenizerRoute:
     slow = [n for n in TOKENIZER_FILES if n != "tokenizer_config.json" and n in files]
     if slow:
         try:
-            tok = _slow(folder)
+            tok = _slow(folder, [n for n in files if n != "tokenizer.json"])
             return TokenizerRoute(f"transformers {type(tok.tokenizer).__name__} "
                                   f"({', '.join(slow)})", tok, files)
         except Exception as exc:  # transformers raises ValueError / OSError / its own
