@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 
 import ladr_core
-from ladr_core.dimoo import INCOMPLETE_MARKER, is_quantized_folder
+from ladr_core.dimoo import INCOMPLETE_MARKER, CheckpointError, is_quantized_folder
+from ladr_core.doctor import diagnose
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
@@ -33,11 +34,22 @@ WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.
 _CACHE: dict[tuple, DiMOOModel] = {}
 
 
+def root_choice(root: str) -> str:
+    """The choice of a checkpoint placed straight into the model folder ``root`` (its files,
+    config.json included, in models/lumina_dimoo/ itself rather than a sub-folder)."""
+    return f"{os.path.basename(os.path.normpath(root))}/ (the folder itself)"
+
+
+def _is_checkpoint(path: str) -> bool:
+    return os.path.isfile(os.path.join(path, "config.json")) and \
+        not os.path.exists(os.path.join(path, INCOMPLETE_MARKER))
+
+
 def _listed(root: str, name: str) -> str | None:
     """The choice name of entry ``name`` of a model folder, or None when it is not a model."""
     path = os.path.join(root, name)
-    if name.startswith("."):
-        return None  # hidden: e.g. a converter's staging folder or file
+    if name.startswith(".") or name == "vqvae":
+        return None  # hidden (a converter's staging folder or file), or a checkpoint's VQ
     if name.lower().endswith(".gguf") and os.path.isfile(path):
         return name
     if os.path.isfile(os.path.join(path, "config.json")):
@@ -52,6 +64,8 @@ def model_choices() -> list[str]:
     for root in host.model_folder_paths():
         if not os.path.isdir(root):
             continue
+        if _is_checkpoint(root):
+            found.add(root_choice(root))
         for name in os.listdir(root):
             choice = _listed(root, name)
             if choice is not None:
@@ -81,6 +95,9 @@ def resolve_model_path(model_name: str) -> str:
                          "folders (a shared workflow may name any path); put the checkpoint in "
                          "models/lumina_dimoo/ and pick its name from the list")
     roots = host.model_folder_paths()
+    for root in roots:
+        if model_name == root_choice(root) and _is_checkpoint(root):
+            return root
     gguf = model_name.lower().endswith(".gguf")
     for root in roots:
         path = os.path.join(root, model_name)
@@ -121,9 +138,21 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     comfy_quant = not gguf and is_quantized_folder(Path(path))
     ops = host.model_operations(fp8=weight_dtype != "default", comfy_quant=comfy_quant,
                                 gguf=gguf, compute_dtype=torch_dtype)
-    pipe = load_pipeline(path, host.offload_device(), torch_dtype,
-                         weight_dtype=None if weight_dtype == "default" else weight_dtype,
-                         operations=ops)
+    try:
+        pipe = load_pipeline(path, host.offload_device(), torch_dtype,
+                             weight_dtype=None if weight_dtype == "default" else weight_dtype,
+                             operations=ops)
+    except CheckpointError as exc:
+        if gguf:
+            raise
+        error = CheckpointError(f"{exc}\n\n{diagnose(path)[0]}")  # python -m ladr_core.doctor
+    else:
+        return _remember(pipe, key, model_name)
+    raise error
+
+
+def _remember(pipe: object, key: tuple, model_name: str) -> DiMOOModel:
+    """The loaded pipeline wrapped for ComfyUI's memory management, cached under ``key``."""
     vq = pipe.vq if isinstance(getattr(pipe, "vq", None), torch.nn.Module) else None
     patchers = host.wrap_for_memory(pipe.transformer, vq) if hasattr(pipe, "transformer") else None
     handle = DiMOOModel(pipe=pipe, key=key, name=model_name, patcher=patchers)
