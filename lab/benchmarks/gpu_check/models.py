@@ -41,13 +41,16 @@ from ladr_core.dimoo import (
     read_json,
 )
 
-__all__ = ["SHAPE_8B", "SHAPE_TINY", "TINY_IDS", "CodesPipeline", "WordTokenizer",
+__all__ = ["IDS_8B", "SHAPE_8B", "SHAPE_TINY", "TINY_IDS", "CodesPipeline", "WordTokenizer",
            "model_only", "palette", "palette_image", "random_model", "shaped_pipeline",
            "to_device"]
 
 #: LLaDA-8B's shape (8.08 B parameters), the model the pack runs
 SHAPE_8B = dict(d_model=4096, n_heads=32, n_layers=32, mlp_hidden_size=12288, vocab_size=134656,
                 embedding_size=134656, max_sequence_length=8192, rope_theta=500000.0)
+#: its special ids as the loader derives them from a config.json of that shape without id keys
+#: (image codes in the last 8192 rows: offset 134656 - 8192, the official generators' rule)
+IDS_8B = DiMOOIds.from_config_dict({}, width=SHAPE_8B["embedding_size"])
 #: the smoke run's stand-in for it
 SHAPE_TINY = dict(d_model=64, n_heads=4, n_layers=2, mlp_hidden_size=128, vocab_size=80,
                   embedding_size=80, max_sequence_length=512, rope_theta=500000.0)

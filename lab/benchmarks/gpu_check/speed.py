@@ -22,7 +22,7 @@ import torch
 from lab.benchmarks.common import RESULTS_DIR, median_ms, sync_device
 from ladr_core.dimoo import DiMOOIds, LLaDAConfig, MLCacheConfig, stream_blocks
 
-from .models import SHAPE_8B, SHAPE_TINY, TINY_IDS, random_model, shaped_pipeline
+from .models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, random_model, shaped_pipeline
 
 __all__ = ["LAYOUTS", "PREVIOUS", "SIZES", "build_layout", "compiled_section", "prompt", "release",
            "section_b", "shape"]
@@ -49,7 +49,7 @@ def shape(smoke: bool) -> tuple[LLaDAConfig, DiMOOIds, torch.dtype, tuple[int, i
     """(config, ids, compute dtype, sizes) of the 8B-shaped run or of the smoke run."""
     if smoke:
         return LLaDAConfig(**SHAPE_TINY), TINY_IDS, torch.float32, SIZES["smoke"]
-    return LLaDAConfig(**SHAPE_8B), DiMOOIds(), torch.bfloat16, SIZES["full"]
+    return LLaDAConfig(**SHAPE_8B), IDS_8B, torch.bfloat16, SIZES["full"]
 
 
 def build_layout(layout: str, config: LLaDAConfig, device: torch.device,

@@ -36,7 +36,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from lab.benchmarks.common import REPO_ROOT
-from lab.benchmarks.gpu_check.models import SHAPE_8B, SHAPE_TINY, TINY_IDS, shaped_pipeline
+from lab.benchmarks.gpu_check.models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, shaped_pipeline
 from lab.benchmarks.gpu_check.speed import LEAN, build_layout, prompt
 from lab.kit.cuda_emu.state import active
 from ladr_core import sampling
@@ -52,7 +52,7 @@ CUBLAS_WORKSPACE = 32 * 2 ** 20
 def model_shape(name: str) -> tuple[LLaDAConfig, DiMOOIds, torch.dtype]:
     if name == "tiny":
         return LLaDAConfig(**SHAPE_TINY), TINY_IDS, torch.float32
-    return LLaDAConfig(**SHAPE_8B), DiMOOIds(), torch.bfloat16
+    return LLaDAConfig(**SHAPE_8B), IDS_8B, torch.bfloat16
 
 
 def settle() -> None:
