@@ -35,6 +35,7 @@ _EXPORTS = by_module({
                           "tau_from_number",
     # the Lumina-DiMOO runtime
     ".errors": "InputError",
+    ".doctor": "diagnose",
     ".official_cost": "official_passes",
     # image to image by a denoise strength
     ".strength": "check_denoise start_step remask_count remask_positions",

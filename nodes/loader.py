@@ -16,7 +16,6 @@ import torch
 
 import ladr_core
 from ladr_core.dimoo import INCOMPLETE_MARKER, CheckpointError, is_quantized_folder
-from ladr_core.doctor import diagnose
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
@@ -145,7 +144,7 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     except CheckpointError as exc:
         if gguf:
             raise
-        error = CheckpointError(f"{exc}\n\n{diagnose(path)[0]}")  # python -m ladr_core.doctor
+        error = CheckpointError(f"{exc}\n\n{ladr_core.diagnose(path)[0]}")  # python -m ladr_core.doctor
     else:
         return _remember(pipe, key, model_name)
     raise error
