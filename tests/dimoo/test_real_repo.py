@@ -180,3 +180,14 @@ def test_bad_input_is_one_message_and_nothing_stays_loaded(bases, tmp_path, case
     assert names in text and fix in text and str(folder) in text
     _, refusals = diagnose(folder)
     assert refusals and any(names in r for r in refusals)
+
+
+def test_a_variant_vq_name_converts_to_gguf_and_loads(bases, tmp_path) -> None:
+    """The converter reads the VQ under the names the loader reads (here sharded)."""
+    from ladr_core.dimoo.weights.gguf_write import write_gguf
+
+    folder = _variant(bases, tmp_path, Variant(vq="sharded"))
+    out = write_gguf(folder, tmp_path / "repo.gguf", "Q8_0")
+    direct, gguf = load_checkpoint(folder, dtype="fp32"), load_checkpoint(out, dtype="fp32")
+    for key, value in direct.vq.state_dict().items():
+        assert torch.equal(value, gguf.vq.state_dict()[key]), key

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "lab/results/quality_mlcache_test.json"

@@ -16,6 +16,7 @@ from . import ggml
 from .files import get_tensor, open_shard, read_config, shard_files
 from .gguf import ARCH, KEYS, TRANSFORMER_PREFIX
 from .staging import row_chunks, staged_file
+from .vqfiles import vq_weight_files
 
 __all__ = ["RECIPES", "tensor_type", "plan_gguf", "write_gguf", "more_bits"]
 
@@ -67,13 +68,13 @@ def plan_gguf(source: Path, recipe: str) -> list[dict[str, Any]]:
                 stored = [shape[0] * shape[1] // ggml.QK, ggml.QK] if flat else shape
                 plan.append({"name": name, "file": shard, "key": key, "type": kind,
                              "shape": stored})
-    vq = source / "vqvae" / "diffusion_pytorch_model.safetensors"
-    with open_shard(vq) as handle:
-        for key in list(handle.keys()):
-            sl = handle.get_slice(key)
-            kind = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(sl.get_dtype(), "F32")
-            plan.append({"name": "vq." + key, "file": vq, "key": key, "type": kind,
-                         "shape": list(sl.get_shape())})
+    for vq in vq_weight_files(source / "vqvae").files:  # any name the loader reads
+        with open_shard(vq) as handle:
+            for key in list(handle.keys()):
+                sl = handle.get_slice(key)
+                kind = {"F32": "F32", "F16": "F16", "BF16": "BF16"}.get(sl.get_dtype(), "F32")
+                plan.append({"name": "vq." + key, "file": vq, "key": key, "type": kind,
+                             "shape": list(sl.get_shape())})
     for item in plan:  # rows of the last dimension; the byte shape keeps the leading dims
         shape = item["shape"] or [1]
         item["rows"], item["n"] = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
