@@ -61,9 +61,11 @@ def _official_texts() -> list[str]:
     """The official templates' texts (the pack builds them as the official code does)."""
     from ladr_core.dimoo.denoise.prompt import cond_text, uncond_text
     from ladr_core.dimoo.tasks.editing import EDIT_TYPES, edit_texts
+    from ladr_core.dimoo.tasks.understanding import understanding_text
 
     texts = [cond_text(p) for p in ("a red circle left of a blue square", "a cat, 4k!", "")]
     texts.append(uncond_text())
+    texts.append(understanding_text("What is in this image? Describe it."))
     for edit_type, (_, user) in EDIT_TYPES.items():
         texts += list(edit_texts("make the sky red" if user is None else "", edit_type))
     return texts
