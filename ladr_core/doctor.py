@@ -54,6 +54,11 @@ def _files(folder: Path) -> list[str]:
         size = path.stat().st_size
         lines.append(f"  {rel:<48} {size / 2**20:>9.1f} MiB  {_role(rel)}")
     lines += [f"  {h:<48} {'':>13}  hidden (the download tool's cache): not read" for h in hidden]
+    partial = sorted(p.name for p in (folder / ".cache").rglob("*.incomplete")) \
+        if (folder / ".cache").is_dir() else []
+    if partial:
+        lines.append(f"  (the download tool left {len(partial)} unfinished file(s), e.g. "
+                     f"{partial[0]}: run huggingface-cli download again to finish them)")
     return lines
 
 

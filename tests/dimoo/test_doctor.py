@@ -45,7 +45,11 @@ def test_every_refusal_is_listed_with_its_fix(dimoo_checkpoint: Path, tmp_path: 
     vq = folder / "vqvae" / "diffusion_pytorch_model.safetensors"
     vq.rename(vq.with_suffix(".bin"))
     (folder / "tokenizer.json").unlink()
+    cache = folder / ".cache" / "huggingface" / "download"
+    cache.mkdir(parents=True)
+    (cache / "model-00002-of-00002.safetensors.abc123.incomplete").write_bytes(b"\0")
     report, refusals = diagnose(folder)
+    assert "left 1 unfinished file(s)" in report and "download again" in report
     assert len(refusals) == 3, refusals
     assert any("model-00002-of-00002.safetensors is listed" in r for r in refusals)
     assert any("diffusion_pytorch_model.bin" in r and "save_file(torch.load(" in r

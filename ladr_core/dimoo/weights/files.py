@@ -42,7 +42,7 @@ class LoadedCheckpoint:
     transformer: LLaDAModel
     config: LLaDAConfig
     ids: DiMOOIds
-    tokenizer: Any  # tokenizers.Tokenizer
+    tokenizer: Any  # tokenizers.Tokenizer, or weights.tokenizer.HFTokenizer (same encode/decode)
     vq: Any  # diffusers.VQModel
     vq_factor: int
     raw_config: dict[str, Any]
