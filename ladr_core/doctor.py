@@ -131,10 +131,10 @@ def _tokenizer_report(folder: Path, ids: Any, refusals: list[str]) -> list[str]:
 
 
 def _vq_report(folder: Path, ids: Any, refusals: list[str]) -> list[str]:
-    from .dimoo.weights.checkpoint import _vq_config
+    from .dimoo.weights.checkpoint import read_vq_config
     from .dimoo.weights.vqfiles import vq_weight_files
 
-    got = _attempt(refusals, lambda: _vq_config(folder, ids))
+    got = _attempt(refusals, lambda: read_vq_config(folder, ids))
     weights = _attempt(refusals, lambda: vq_weight_files(folder / "vqvae"))
     lines = []
     if got is not None:

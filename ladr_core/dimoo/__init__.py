@@ -21,7 +21,8 @@ _EXPORTS = by_module({
     ".model.vq": "MASK_GREY PREVIEW_TABLE_FILE build_preview_table fit_preview_table "
                  "preview_from_table save_preview_table",
     # weights/
-    ".weights.files": "CheckpointError read_config read_json load_tokenizer LoadedCheckpoint",
+    ".weights.files": "CheckpointError read_config read_json LoadedCheckpoint",
+    ".weights.tokenizer": "load_tokenizer",
     ".weights.checkpoint": "load_checkpoint load_transformer",
     ".weights.quant_load": "is_quantized_folder check_format_support load_quantized_transformer",
     ".weights.staging": "INCOMPLETE_MARKER",

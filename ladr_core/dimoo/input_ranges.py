@@ -19,13 +19,13 @@ from .model.config import DiMOOIds
 from .model.transformer import LLaDAModel
 from .weights.files import (
     get_tensor,
-    load_tokenizer,
     open_shard,
     read_config,
     read_json,
     shard_files,
 )
 from .weights.fp8 import BLOCK_LINEARS
+from .weights.tokenizer import load_tokenizer
 
 __all__ = ["DEFAULT_PROMPTS", "FRACTIONS", "range_prompts", "record_input_amax",
            "measure_input_ranges", "block_linears"]

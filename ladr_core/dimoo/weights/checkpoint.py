@@ -25,7 +25,6 @@ from .files import (
     LoadedCheckpoint,
     check_vq_config,
     get_tensor,
-    load_tokenizer,
     open_shard,
     read_config,
     read_json,
@@ -34,9 +33,10 @@ from .files import (
     shard_files,
 )
 from .staging import check_complete
+from .tokenizer import load_tokenizer
 from .vqfiles import read_vq_state, vq_weight_files
 
-__all__ = ["check_folder", "load_checkpoint", "load_transformer", "load_vqvae"]
+__all__ = ["check_folder", "load_checkpoint", "load_transformer", "load_vqvae", "read_vq_config"]
 
 
 @dataclass
@@ -179,7 +179,7 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
     return _build(config, state, operations, origin)
 
 
-def _vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
+def read_vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
     """``vqvae/config.json`` checked (sizes, codebook) and its block_out_channels."""
     vq_dir = folder / "vqvae"
     vq_config = read_json(vq_dir / "config.json", "the VQ-VAE config")
@@ -194,7 +194,7 @@ def _vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
 def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, int]:
     """diffusers ``VQModel`` from ``vqvae/`` (its config, then the weights under any name
     vqfiles.py reads, in float32) and its VQ factor."""
-    vq_config, channels = _vq_config(folder, ids)
+    vq_config, channels = read_vq_config(folder, ids)
     weights = vq_weight_files(folder / "vqvae")
     from diffusers import VQModel
 
@@ -227,7 +227,7 @@ def check_folder(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
         raise CheckpointError(unfinished)
     config, ids, raw = read_config(folder)
     shard_files(folder)
-    _vq_config(folder, ids)
+    read_vq_config(folder, ids)
     vq_weight_files(folder / "vqvae")
     return config, ids, raw
 

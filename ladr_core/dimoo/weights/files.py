@@ -20,9 +20,9 @@ from ..model.config import ConfigError, DiMOOIds, LLaDAConfig
 from ..model.transformer import LLaDAModel
 
 __all__ = ["CheckpointError", "DTYPES", "HUB_HINT", "INDEX_FILE", "LoadedCheckpoint",
-           "PICKLE_SUFFIXES", "SINGLE_FILE", "TEMPLATE_TOKENS", "check_tokenizer",
+           "PICKLE_SUFFIXES", "SINGLE_FILE", "TEMPLATE_TOKENS",
            "check_vq_config", "get_tensor",
-           "load_tokenizer", "open_shard", "parse_config", "read_config", "read_json",
+           "open_shard", "parse_config", "read_config", "read_json",
            "resolve_device", "resolve_dtype", "shard_files"]
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
@@ -167,21 +167,6 @@ def open_shard(shard: Path) -> Any:
         return safe_open(str(shard), framework="pt", device="cpu")
     except Exception as exc:  # safetensors raises its own SafetensorError on bad headers
         raise CheckpointError(f"{shard} is truncated or corrupt ({exc}); re-download this file") from None
-
-
-def load_tokenizer(folder: Path, ids: DiMOOIds) -> Any:
-    """The folder's tokenizer (tokenizer.json, else transformers' classes without remote code;
-    weights/tokenizer.py)."""
-    from .tokenizer import load_tokenizer as load
-
-    return load(folder, ids)
-
-
-def check_tokenizer(tokenizer: Any, ids: DiMOOIds, path: Any) -> Any:
-    """The tokenizer if it encodes the DiMOO template tokens (weights/tokenizer.py)."""
-    from .tokenizer import check_tokenizer as check
-
-    return check(tokenizer, ids, path)
 
 
 def resolve_device(device: str | torch.device) -> torch.device:

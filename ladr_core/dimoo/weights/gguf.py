@@ -20,10 +20,10 @@ from . import ggml
 from .files import (
     CheckpointError,
     LoadedCheckpoint,
-    check_tokenizer,
     check_vq_config,
     parse_config,
 )
+from .tokenizer import check_tokenizer
 
 __all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
            "TRANSFORMER_PREFIX"]
