@@ -1,5 +1,5 @@
 """What every reader of a checkpoint shares: the errors, config.json, the shard index and its
-tensors, the tokenizer, dtype and device names.
+tensors, dtype and device names (the tokenizer: tokenizer.py; the VQ files: vqfiles.py).
 
 Used by the official folder reader (checkpoint.py), ComfyUI's quantized format (quant_load.py),
 GGUF (gguf.py, gguf_write.py), the converter (``ladr_core.dimoo.save``) and the fp8 input
