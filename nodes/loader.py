@@ -2,8 +2,10 @@
 (inputs and formats: web/docs/LADR_LoadDiMOOModel.md; memory: docs/ARCHITECTURE.md section 6).
 
 Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
-knows, the `.gguf` files there and one folder down, and the built-in nano checkpoints; hidden
-entries and unfinished conversions are not listed. The loaded pipeline is cached across queue
+knows (or that folder itself when a checkpoint was placed straight into it), the `.gguf` files
+there and one folder down, and the built-in nano checkpoints; hidden entries, `vqvae/` and
+unfinished conversions are not listed. A refused folder's error carries the report of
+`python -m ladr_core.doctor` (ladr_core.diagnose). The loaded pipeline is cached across queue
 runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing an input reloads.
 """
 
