@@ -9,6 +9,7 @@ is never used and no ``.py`` in the folder is imported (config ``auto_map`` is i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -253,19 +254,25 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
         if fp8.parse_weight_dtype(weight_dtype) is not None:
             raise ValueError(f"weight_dtype {weight_dtype!r}: {folder} is a GGUF file, already "
                              "quantized; load it with weight_dtype='default'")
-        return load_gguf_checkpoint(folder, device, dtype, operations, weights_at)
+        return _no_frames_kept(lambda: load_gguf_checkpoint(folder, device, dtype, operations,
+                                                            weights_at))
     if fp8.parse_weight_dtype(weight_dtype) is not None:
         fp8.check_fp8_support(weight_dtype, weights_at, dtype)  # type: ignore[arg-type]
         fp8.check_fp8_support(weight_dtype, device, dtype)  # type: ignore[arg-type]
+    parts = _no_frames_kept(lambda: _load_parts(folder, device, dtype, weights_at, weight_dtype,
+                                                fp8_scale, operations))
+    return LoadedCheckpoint(*parts, folder)
+
+
+def _no_frames_kept(load: Callable[[], Any]) -> Any:
+    """``load()``; its refusal raised afresh, outside the handler, so the error keeps no frame
+    of the load (nor what it had read: nothing half-loaded stays alive while it is held)."""
     error: Exception | None = None
-    try:  # a failure leaves no frame holding what was loaded (_load_parts') alive behind it
-        parts = _load_parts(folder, device, dtype, weights_at, weight_dtype, fp8_scale,
-                            operations)
+    try:
+        return load()
     except (CheckpointError, ValueError) as exc:
         error = type(exc)(str(exc))
-    if error is not None:
-        raise error
-    return LoadedCheckpoint(*parts, folder)
+    raise error
 
 
 def _load_parts(folder: Path, device: torch.device, dtype: torch.dtype,
