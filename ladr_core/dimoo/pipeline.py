@@ -168,14 +168,16 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
 
     def run_memory(self, job: Job, images: int = 1, cache: MLCacheConfig | None = None) -> int:
         """Device memory beyond the weights of a run of ``job``, ``images`` in flight: its
-        sampling (``working_memory`` at the job's rows) or one image's decode, the larger (the
-        decode follows): what a host keeps free when loading the weights."""
+        sampling (``working_memory`` at the job's rows) or the decode of its images (one at a
+        time, the decoded ones kept), the larger (the decode follows): what a host keeps free
+        when loading the weights."""
         branches, length = job.rows(self.encode)
         grid = job.layout
         sampling = working_memory(self.config, images, length, grid.n_codes,
                                   self.ids.codebook_size, branches=branches,
                                   cache=cache is not None, dtype=self._compute_dtype())
-        return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor))
+        return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor,
+                                               len(job.items)))
 
     def _compute_dtype(self) -> torch.dtype:
         """The dtype activations are computed in: the load's ``dtype`` (``load_dimoo``), else
