@@ -47,3 +47,20 @@ def test_understand_on_the_device(rule: str, temperature: float, cpu_pipe: DiMOO
         assert loop_reads == 16 // 8
     assert 0 < loop_reads <= got.passes
     assert not [w for w in emu.h2d if "answering.py" in w]
+
+
+@pytest.mark.parametrize("rule", ["official", "entropy+stop"])
+def test_a_rolling_batch_on_the_device_gives_the_single_answers(
+        rule: str, cpu_pipe: DiMOOPipeline, dimoo_checkpoint: Path) -> None:
+    """Four images, two answers in flight on the emulated device: each answer is the CPU's
+    single answer of its image and seed, with nothing refused but the float64 sampling."""
+    images = torch.rand(4, 32, 32, 3, generator=torch.Generator().manual_seed(5))
+    kw = dict(max_answer=16, block_length=8, rule=rule, temperature=1.0, size="as is")
+    with emulated_cuda(raise_on_violation=False) as emu:
+        pipe = load_dimoo(dimoo_checkpoint, device="cuda", dtype=torch.float32)
+        got = pipe.understand(images, QUESTIONS[0], seed=2, max_batch=2, **kw)
+    kinds = {(v.kind, Path(v.where.split(":")[0]).name) for v in emu.violations}
+    assert kinds <= {("float64", "answering.py")}, emu.violations
+    for i in range(4):
+        one = cpu_pipe.understand(images[i:i + 1], QUESTIONS[0], seed=2 + i, **kw)
+        assert got.tokens[i].tolist() == one.tokens[0].tolist() and got.nfe[i] == one.nfe[0]
