@@ -3,7 +3,7 @@ estimator grants on a card? Measured on the emulated CUDA device (lab/kit/cuda_e
 through the pack's own answer loop, at the 8B model's shape.
 
     python -m lab.benchmarks.answer_memory [--layout bf16|q4_k_m] [--card-gib 24] [--images 64]
-                                           [--layers 32] [--in-flight N] [--out FILE]
+                                           [--layers 32] [--in-flight N] [--out DIR]
 
 1. The layout's random weights are built on an emulated card of ``--card-gib`` GiB
    (lab/kit/variants.py, as gpu_estimate does); the memory left is the card's minus what the
@@ -19,7 +19,7 @@ through the pack's own answer loop, at the 8B model's shape.
    no more answers (tests/dimoo/test_dimoo_understand.py: the rolling batch).
 4. Attention runs as CUDA's flash kernel would (lab/benchmarks/gpu_estimate/kernels.py).
 
-Prints JSON: the weights, the free memory, the answers in flight, the grant and the measured
+Prints JSON (``--out``: also a results file): the weights, the free memory, the answers in flight, the grant and the measured
 peak beyond the weights (allocated, the allocator model's count), and where it peaked. When the
 peak passes the grant, it prints ``[cuda-emulation:memory] ...`` naming the pack's lines on the
 stack at the peak and exits with status 1 (tests/emulation/test_put_back.py puts findings 1 and
@@ -39,7 +39,7 @@ from typing import Any
 
 import torch
 
-from lab.benchmarks.common import REPO_ROOT
+from lab.benchmarks.common import REPO_ROOT, write_result
 from lab.benchmarks.gpu_check.models import SHAPE_8B, random_model
 from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
 from lab.kit.cuda_emu import emulated_cuda
@@ -67,7 +67,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--images", type=int, default=64)
     ap.add_argument("--layers", type=int, default=SHAPE_8B["n_layers"])
     ap.add_argument("--in-flight", type=int, default=None)
-    ap.add_argument("--out", default=None, help="also write the JSON here")
+    ap.add_argument("--out", default=None, help="also write answer_memory_<layout>.json "
+                    "(with the commit and machine) into this folder, e.g. lab/results")
     a = ap.parse_args(argv)
     if a.images < 1 or a.layers < 1 or a.card_gib <= 0:
         ap.error("--images and --layers must be >= 1, --card-gib > 0")
@@ -154,11 +155,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     out = run(argv)
-    text = json.dumps(out, indent=2)
-    print(text)
-    path = _args(argv).out
-    if path:
-        Path(path).write_text(text + "\n")
+    print(json.dumps(out, indent=2))
+    folder = _args(argv).out
+    if folder:
+        write_result(f"answer_memory_{out['layout']}", out, Path(folder))
     if not out["within"]:
         print(f"[cuda-emulation:memory] a pass of the answer loop peaked at "
               f"{out['peak_beyond_weights_gib']:.2f} GiB beyond the weights, past the "
