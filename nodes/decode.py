@@ -37,8 +37,9 @@ def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
     inpainted / outpainted tokens get the original pixels pasted back (their PaintPlan)."""
     if tokens.model_key != model.key:
         raise ValueError(f"{NODE}: tokens {key_mismatch(tokens, model)}")
-    host.load_to_device(model.patcher, model.pipe.decode_bytes(tokens.width, tokens.height),
-                        vq_only=True)  # one image at a time through the decoder
+    host.load_to_device(model.patcher, model.pipe.decode_bytes(
+        tokens.width, tokens.height, int(tokens.tokens.shape[0])), vq_only=True)
+    # one image at a time through the decoder, the batch's images kept on the device
     with torch.inference_mode(), threads.torch_threads():
         images = model.pipe.decode(tokens.tokens, tokens.grid)
     images = images.detach().float().clamp(0.0, 1.0).cpu()

@@ -9,7 +9,9 @@ library's InputError as one message on the node's input.
 
 An IMAGE batch gets one answer per image, joined as lines in batch order (line breaks inside an
 answer become spaces): the text feeds DiMOO Sampler's prompt with one_prompt_per_line, and a
-Preview Any shows it as it is.
+Preview Any shows it as it is. The answers run as a rolling batch: as many in flight as the
+memory left after loading holds (the images' rule, nodes/batching.py), the rest joining as
+answers finish.
 """
 
 from __future__ import annotations
@@ -68,6 +70,15 @@ def make_callback(progress: host.Progress) -> Callable[[dict], None]:
     return on_forward
 
 
+def answers_in_flight(pipe: Any, job: Any) -> int:
+    """Answers in one pass: the library's choice (``pipe.answers_in_flight``) with the host's
+    count of the memory left free after loading the weights for one answer; the rest roll in
+    as answers finish (each the same as alone)."""
+    device = pipe.device
+    free = host.free_memory(device) if device.type == "cuda" else None
+    return pipe.answers_in_flight(job, free)
+
+
 def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, rule: str,
            max_answer: int, temperature: float, seed: int, size: str) -> tuple[str, str]:
     """(the answers, one line per image; the stats line). The library checks the request
@@ -88,10 +99,12 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, 
             fixes["image"] = LENGTH_FIX + ("" if err.fix.startswith("shorten") else
                                            f"; or {err.fix}")
         raise node_error(node, err, fixes=fixes) from None
-    host.load_to_device(model.patcher, pipe.understand_memory(job))
+    host.load_to_device(model.patcher, pipe.understand_memory(job, 1))
+    flying = answers_in_flight(pipe, job)
     progress = host.Progress.start(PROGRESS_TOTAL)
     with threads.torch_threads():
-        res = pipe.run_understand(job, seed=seed, callback=make_callback(progress))
+        res = pipe.run_understand(job, seed=seed, callback=make_callback(progress),
+                                  max_batch=flying)
     progress.update(progress.total)
     return "\n".join(one_line(t) for t in res.text), stats_line(res)
 

@@ -54,10 +54,13 @@ class PipelineImages:
         image at a time)."""
         return decode_codes(self.vq, tokens, grid)
 
-    def decode_bytes(self, width: int, height: int) -> int:
-        """Device memory the VQ decoder needs beyond its weights for one ``width`` x ``height``
-        image (model/memory.py ``decode_memory``): what a host keeps free to decode."""
-        return decode_memory(self.vq.config, height, width, next(self.vq.parameters()).dtype)
+    def decode_bytes(self, width: int, height: int, images: int = 1) -> int:
+        """Device memory the VQ decoder needs beyond its weights for ``images`` images of
+        ``width`` x ``height`` (model/memory.py ``decode_memory`` of one, decoded one at a
+        time, beside the batch's output, which stays on the device): what a host keeps free
+        to decode."""
+        one = decode_memory(self.vq.config, height, width, next(self.vq.parameters()).dtype)
+        return one + (images if images > 1 else 0) * height * width * 3 * 4
 
     def use_preview_table(self, path: str | Path) -> None:
         """Use a fitted table file (vq.py ``load_preview_table``); CheckpointError if it does

@@ -29,7 +29,7 @@ from .denoise.prompt import SIZE_STEP, ImageLayout, check_image_size, cond_text,
 from .images import PipelineImages
 from .jobs import EditJob, Job, PaintJob, Runtime, TextJob, check_job
 from .model.config import DiMOOIds, LLaDAConfig, context_length
-from .model.memory import working_memory
+from .model.memory import model_compute_dtype, working_memory
 from .model.transformer import LLaDAModel
 from .model.vq import (
     PREVIEW_TABLE_FILE,
@@ -47,7 +47,7 @@ from .tasks.editing import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, plan_edit
 from .tasks.painting import PaintOptions, check_image, plan_painting, plan_tokens
 from .understand import PipelineUnderstanding, answer_end_id
 from .weights.checkpoint import load_checkpoint
-from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device
+from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device, resolve_dtype
 
 if TYPE_CHECKING:
     from .tasks.selfscore import SelfScore, SelfScoreConfig
@@ -125,6 +125,7 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         self.preview_size = preview_size
         self.context_length: int = context_length(self.config, self.ids)
         self._preview_copies: dict[torch.device, torch.Tensor] = {}  # images.py
+        self.compute_dtype: torch.dtype | None = None  # the load's dtype (load_dimoo)
         self.compiled: Any = None  # compile.CompiledPasses on a view made by compile()
         self._compiled_views: dict[tuple, DiMOOPipeline] = {}
 
@@ -167,17 +168,23 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
 
     def run_memory(self, job: Job, images: int = 1, cache: MLCacheConfig | None = None) -> int:
         """Device memory beyond the weights of a run of ``job``, ``images`` in flight: its
-        sampling (``working_memory`` at the job's rows) or one image's decode, the larger (the
-        decode follows): what a host keeps free when loading the weights."""
+        sampling (``working_memory`` at the job's rows) or the decode of its images (one at a
+        time, the decoded ones kept), the larger (the decode follows): what a host keeps free
+        when loading the weights."""
         branches, length = job.rows(self.encode)
         grid = job.layout
         sampling = working_memory(self.config, images, length, grid.n_codes,
                                   self.ids.codebook_size, branches=branches,
                                   cache=cache is not None, dtype=self._compute_dtype())
-        return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor))
+        return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor,
+                                               len(job.items)))
 
-    def _compute_dtype(self) -> torch.dtype:  # the embedding's (every layout keeps it so)
-        return next(self.transformer.parameters()).dtype
+    def _compute_dtype(self) -> torch.dtype:
+        """The dtype activations are computed in: the load's ``dtype`` (``load_dimoo``), else
+        what the model's layers say (a GGUF embedding stores raw bytes: its ``compute_dtype``)."""
+        if self.compute_dtype is not None:
+            return self.compute_dtype
+        return model_compute_dtype(self.transformer)
 
     def encode(self, text: str) -> list[int]:
         """Official ``tokenizer(text)["input_ids"]`` (tokenizer's own special-token rules)."""
@@ -511,6 +518,7 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
 
         stream_blocks(checkpoint.transformer, resolve_device(device))
     pipe = DiMOOPipeline(checkpoint)
+    pipe.compute_dtype = resolve_dtype(dtype)  # the load setting, whatever the weights store
     table = Path(path) / "vqvae" / PREVIEW_TABLE_FILE
     if table.is_file():
         pipe.use_preview_table(table)

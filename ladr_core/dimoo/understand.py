@@ -11,10 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import torch
+
 from ..errors import InputError
 from .model.config import DIMOO_ROPE_CONTEXT, DiMOOIds, has_official_ids
-from .model.memory import answer_memory
-from .runs import check_seed, item_generator
+from .model.memory import answer_memory, answers_in_flight, head_memory
+from .runs import CPU_IN_FLIGHT, GPU_IN_FLIGHT, check_seed, item_generator
 from .tasks.answer_rules import AnswerRule
 from .tasks.answering import SAMPLE_CHUNK
 from .tasks.understanding import (
@@ -64,6 +66,7 @@ class PipelineUnderstanding:
     encode: Callable[[str], list[int]]
     encode_image: Callable[..., Any]
     decode_bytes: Callable[[int, int], int]
+    _compute_dtype: Callable[[], torch.dtype]
 
     def prepare_understand(self, image: Any, question: str | list[str],
                            max_answer: int | None = None, block_length: int | None = None,
@@ -91,43 +94,70 @@ class PipelineUnderstanding:
                    block_length: int | None = None, steps: int | None = None,
                    rule: str | AnswerRule = "official", temperature: float = 0.0, seed: int = 0,
                    size: str = "official",
-                   callback: Callable[[dict[str, Any]], None] | None = None) -> AnswerResult:
+                   callback: Callable[[dict[str, Any]], None] | None = None,
+                   max_batch: int | None = None) -> AnswerResult:
         """Answer ``question`` about ``image`` (the official understanding path; arguments:
         ``prepare_understand``). ``rule``: the decoding order by name (``official``,
         ``threshold``, ``entropy``, each with ``+stop``: tasks/answer_rules.py) or an AnswerRule
         object. ``temperature`` 0 (official) is greedy; item i's noise comes from
         ``item_generator(seed + i)``. ``callback(record)`` after every forward pass
         (answering.ANSWER_RECORD_KEYS); an exception it raises (a host's interrupt) stops the
-        run. Returns an AnswerResult: ``text``, ``tokens``, ``nfe`` per answer, ``seconds``."""
+        run. ``max_batch``: answers in flight at once (None: ``answers_in_flight``); the rest
+        roll in as answers finish, each the same as alone. Returns an AnswerResult: ``text``,
+        ``tokens``, ``nfe`` per answer, ``seconds``."""
         job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
                                       temperature, size)
-        return self.run_understand(job, seed, callback)
+        return self.run_understand(job, seed, callback, max_batch)
 
     def run_understand(self, job: UnderstandJob, seed: int = 0,
-                       callback: Callable[[dict[str, Any]], None] | None = None) -> AnswerResult:
-        """Answer a request ``prepare_understand`` checked (``understand``'s ``seed`` and
-        ``callback``): a host checks first, asks for ``understand_memory(job)``, then runs it."""
+                       callback: Callable[[dict[str, Any]], None] | None = None,
+                       max_batch: int | None = None) -> AnswerResult:
+        """Answer a request ``prepare_understand`` checked (``understand``'s ``seed``,
+        ``callback`` and ``max_batch``): a host checks first, asks for
+        ``understand_memory(job, 1)``, then runs it with ``answers_in_flight(job, free)``."""
         check_seed(seed, len(job.questions))
+        if max_batch is None:
+            max_batch = self.answers_in_flight(job)
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise InputError("max_batch", f"is {max_batch!r}", "give answers in flight >= 1, "
+                             "or None to choose from the device's free memory")
         device = self.transformer.compute_device()
         generators = [item_generator(seed + i, device) for i in range(len(job.questions))]
         return run_understanding(self.transformer, self.encode, self.decode_text,
                                  self.encode_image, self.ids, job, generators,
-                                 self.answer_end_id, callback)
+                                 self.answer_end_id, callback, in_flight=max_batch)
 
-    def understand_memory(self, job: UnderstandJob) -> int:
-        """Device memory beyond the weights of answering ``job`` (model/memory.py
-        ``answer_memory``: every item in one pass, its whole answer as the last window), or
-        encoding one of its images (one image's decode bounds it) beside two float copies of
-        the job's images (scaled to [-1, 1], moved), the larger: what a host keeps free when
-        loading the weights."""
-        dtype = next(self.transformer.parameters()).dtype
-        answering = answer_memory(self.config, len(job.questions), job.row_length(self.encode),
-                                  job.shape.length, noise=job.temperature > 0,
-                                  entropy=job.rule.needs_entropy, chunk=SAMPLE_CHUNK,
-                                  dtype=dtype)
+    def answers_in_flight(self, job: UnderstandJob, free_bytes: int | None = None) -> int:
+        """Answers of ``job`` in one pass when the caller does not say (every answer is the
+        same whatever the number): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
+        (``answer_memory``) fits 80 % of ``free_bytes`` (the host's count of free memory after
+        loading; None = CUDA's), at most GPU_IN_FLIGHT. Never more than the job's answers."""
+        items = len(job.questions)
+        device = self.transformer.compute_device()
+        if device.type != "cuda":
+            return max(1, min(items, CPU_IN_FLIGHT))
+        if free_bytes is None:
+            free_bytes = torch.cuda.mem_get_info(device)[0]
+        return answers_in_flight(min(items, GPU_IN_FLIGHT), int(0.8 * free_bytes),
+                                 lambda k: self._answering_bytes(job, k))
+
+    def understand_memory(self, job: UnderstandJob, answers: int | None = None) -> int:
+        """Device memory beyond the weights of answering ``job`` with ``answers`` in flight
+        (None: all of them; model/memory.py ``answer_memory``: those items in one pass, the
+        whole answer as the last window), or encoding one of its images (one image's decode
+        bounds it) beside two float copies of one image (scaled to [-1, 1], moved), the larger:
+        what a host keeps free when loading the weights."""
+        rows = len(job.questions) if answers is None else max(1, min(answers, len(job.questions)))
         height, width = int(job.images.shape[1]), int(job.images.shape[2])
-        images = 2 * job.images.numel() * 4
-        return max(answering, self.decode_bytes(width, height) + images)
+        image = 2 * height * width * 3 * 4
+        return max(self._answering_bytes(job, rows), self.decode_bytes(width, height) + image)
+
+    def _answering_bytes(self, job: UnderstandJob, rows: int) -> int:
+        dtype = self._compute_dtype()
+        return answer_memory(self.config, rows, job.row_length(self.encode), job.shape.length,
+                             noise=job.temperature > 0, entropy=job.rule.needs_entropy,
+                             chunk=SAMPLE_CHUNK, dtype=dtype,
+                             head=head_memory(self.transformer, dtype))
 
     def decode_text(self, tokens: list[int]) -> str:
         """Token ids -> text, special tokens dropped (official ``batch_decode(...,

@@ -103,3 +103,60 @@ def test_bf16_compute_dequantizes_into_bf16(files: dict[str, Path],
         out = pipe.transformer(IDS)
     assert out.dtype == torch.bfloat16
     assert float((out.float() - reference).norm() / reference.norm()) < 0.05
+
+
+def test_the_head_is_projected_in_chunks_with_the_same_logits(
+        files: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A quantized head goes through HEAD_CHUNK vocabulary rows at a time (the 8B head would
+    be about 3 GiB of temporaries at once): every logit is the one matmul with the whole
+    dequantized head gives, a vocabulary slice (the image tasks' codebook) too."""
+    from ladr_core.dimoo.model import transformer
+
+    pipe = load_dimoo(files["Q4_K_M"], dtype=torch.float32)
+    model = pipe.transformer
+    hidden = torch.randn(5, model.config.d_model, generator=torch.Generator().manual_seed(0))
+    whole = model.project(hidden)
+    vocab = model.config.n_embeddings
+    chunk = 48
+    assert vocab > 2 * chunk and vocab % chunk, "pick a chunk that splits the nano vocabulary"
+    calls: list[slice] = []
+    head = model.model.transformer.ff_out
+    select = head.weight_rows
+    monkeypatch.setattr(head, "weight_rows", lambda r, d, t: calls.append(r) or select(r, d, t),
+                        raising=False)
+    monkeypatch.setattr(transformer, "HEAD_CHUNK", chunk)
+    torch.testing.assert_close(model.project(hidden), whole, rtol=0, atol=0)
+    assert len(calls) == -(-vocab // chunk) and all(c.stop - c.start <= chunk for c in calls)
+    part = slice(7, 7 + 3 * chunk + 5)
+    torch.testing.assert_close(model.project(hidden, part), whole[:, part], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_layer_dequantizes_in_row_chunks_into_the_compute_dtype(
+        files: dict[str, Path], dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A whole matrix for a 16-bit computation: DEQUANT_ROWS rows through float32 at a time,
+    the same values as one decode."""
+    from ladr_core.dimoo.weights import gguf
+
+    pipe = load_dimoo(files["Q4_K_M"], dtype=dtype)
+    head = pipe.transformer.model.transformer.ff_out
+    n, rows = head.in_features, head.out_features
+    whole = ggml.dequantize(head.weight, head.ggml_type, n, dtype)
+    monkeypatch.setattr(gguf, "DEQUANT_ROWS", 40)
+    assert rows > 40 and rows % 40
+    got = head.dequantized(None, torch.device("cpu"), dtype, n)
+    assert got.dtype == dtype and torch.equal(got, whole)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_the_compute_dtype_is_the_loads(files: dict[str, Path], dtype: torch.dtype) -> None:
+    """A GGUF embedding stores raw uint8 bytes: the estimates take the load's dtype (a float32
+    computation, pre-Ampere, counts 4 bytes a value), and without it the layers' own."""
+    from ladr_core.dimoo.model.memory import model_compute_dtype
+
+    pipe = load_dimoo(files["Q8_0"], dtype=dtype)
+    assert next(pipe.transformer.parameters()).dtype == torch.uint8
+    assert pipe._compute_dtype() == dtype == model_compute_dtype(pipe.transformer)
+    wider = load_dimoo(files["Q8_0"], dtype=torch.float32)
+    assert pipe.image_bytes() <= wider.image_bytes()
+    assert (pipe.image_bytes() < wider.image_bytes()) == (dtype != torch.float32)

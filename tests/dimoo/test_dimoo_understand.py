@@ -144,3 +144,27 @@ def test_an_exception_in_the_callback_stops_the_run(pipe: DiMOOPipeline) -> None
     again = pipe.understand(_image(1), QUESTION, max_answer=LENGTH, block_length=BLOCK,
                             size="as is")
     assert again.nfe == [again.steps]
+
+
+@pytest.mark.parametrize("rule", ["official", "threshold+stop"])
+def test_a_rolling_batch_gives_every_answer_as_alone(pipe: DiMOOPipeline, rule: str) -> None:
+    """max_batch answers in flight, the rest join as answers finish: each answer equals its
+    single run; no pass holds more than max_batch items, so the run takes more passes than
+    its longest answer."""
+    images = torch.cat([_image(20 + i) for i in range(5)])
+    kw = dict(max_answer=LENGTH, block_length=BLOCK, temperature=1.0, rule=rule, size="as is")
+    records: list[dict] = []
+    res = pipe.understand(images, QUESTION, seed=9, max_batch=2, callback=records.append, **kw)
+    assert max(len(r["items"]) for r in records) == 2 and records[-1]["done"] == 5
+    assert res.passes > max(res.nfe)
+    for i in range(5):
+        one = pipe.understand(images[i:i + 1], QUESTION, seed=9 + i, **kw)
+        assert torch.equal(res.tokens[i], one.tokens[0]) and res.nfe[i] == one.nfe[0]
+
+
+def test_answers_in_flight_is_refused_below_one(pipe: DiMOOPipeline) -> None:
+    from ladr_core import InputError
+
+    with pytest.raises(InputError, match="max_batch"):
+        pipe.understand(_image(1), QUESTION, max_answer=LENGTH, block_length=BLOCK,
+                        size="as is", max_batch=0)

@@ -176,3 +176,30 @@ def test_data_assignment_moves_a_parameter_and_keeps_it(emu) -> None:
     assert layer.weight.sum().item() == 12.0
     layer.weight.data = torch.ones(2, 3)
     assert layer.weight is weight and layer.weight.device.type == "cpu"
+
+
+@pytest.mark.parametrize("loop", ["encode", "decode"])
+def test_a_host_read_in_a_vq_loop_is_refused(loop: str, dimoo_checkpoint,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The VQ encode and decode loops run without the host waiting (where.py LOOPS: no
+    documented read): a read there is refused and named, as in the sampler's loop."""
+    from ladr_core.dimoo import load_dimoo
+    from ladr_core.dimoo.model import vq as vq_module
+
+    images = torch.rand(2, 32, 32, 3, generator=torch.Generator().manual_seed(0))
+    with emulated_cuda() as emu:
+        pipe = load_dimoo(dimoo_checkpoint, device="cuda", dtype=torch.float32)
+        codes = pipe.encode_image(images)
+        if loop == "encode":
+            encode = pipe.vq.encode
+            monkeypatch.setattr(pipe.vq, "encode", lambda x: (x.sum().item(), encode(x))[1])
+            call = lambda: pipe.encode_image(images)  # noqa: E731
+        else:
+            chunk = vq_module._decode_chunk
+            monkeypatch.setattr(vq_module, "_decode_chunk",
+                                lambda vq, c: (c.sum().item(), chunk(vq, c))[1])
+            side = 32 // pipe.vq_factor
+            call = lambda: pipe.decode(codes, (side, side))  # noqa: E731
+        with pytest.raises(CudaEmulationError, match=f"{loop}_\\w+\\(\\)'s VQ {loop} loop"):
+            call()
+    assert [v.kind for v in emu.violations] == ["read"]

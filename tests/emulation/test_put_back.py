@@ -10,6 +10,16 @@ with the emulation's message naming the patched file and line.
 9. the ML-Cache refresh indexing device tensors with a Python list (denoiser.py);
 10. the prompt's padded ids and mask copied to the device for nothing (denoiser.py): two
    blocking copies per run, beyond the one a run may add to the sampler's reads.
+
+Issue 52's (the answer loop, lab/benchmarks/answer_memory.py for memory):
+
+1. every answer of a batch in one pass (answering.py): 64 captions on a 24 GiB card pass the
+   memory the estimator grants for the answers in flight;
+2. the whole quantized output head dequantized at once (transformer.py): about 3 GiB beyond the
+   grant, at the 8B head's shape;
+5. the pack's positions copied from pageable memory inside the answer loop (packed.py), and the
+   official order's per-item counts made from Python data there (answer_rules.py): blocking
+   copies the emulation now refuses in the answer loop as in the sampler's.
 """
 
 from __future__ import annotations
@@ -85,6 +95,51 @@ with emulated_cuda():
         ggml.quantize(w, name)
 """
 
+# the answer loop samples in float64 on purpose (the official softmax): the emulation's float64
+# refusal is set aside there (tests/emulation/test_understand_gpu.py), every other one is raised
+REFUSED = """
+bad = [v for v in emu.violations if v.kind != "float64"]
+if bad:
+    raise SystemExit(f"[cuda-emulation:{bad[0].kind}] {bad[0].message} at {bad[0].where}")
+"""
+ANSWER_RUN = LOAD + """
+with emulated_cuda(raise_on_violation=False) as emu:
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32)
+    images = torch.rand(3, 32, 32, 3, generator=torch.Generator().manual_seed(0))
+    pipe.understand(images, "a red circle", max_answer=16, block_length=8, size="as is",
+                    max_batch=2)
+""" + REFUSED
+# the official order with its stop, where one answer ends mid-block: the next joins the other
+# at another step of the block, so a pass holds items with different counts
+MIXED_COUNTS_RUN = LOAD + """
+cpu = load_dimoo(folder, device="cpu", dtype=torch.float32)
+images = torch.rand(3, 32, 32, 3, generator=torch.Generator().manual_seed(0))
+kw = dict(max_answer=16, block_length=8, steps=6, size="as is", temperature=1.0)
+runs = [[], [], []]
+for i in range(3):
+    cpu.understand(images[i:i + 1], "a red circle", seed=i, callback=runs[i].append, **kw)
+others = {t for r in runs[1:] for t in r[-1]["tokens"][0].tolist()}
+def ends_item_0_mid_block():
+    for j, rec in enumerate(runs[0][:3], 1):  # 3 steps a block
+        w = rec["tokens"][0].tolist()
+        for p, t in enumerate(w):
+            if t == cpu.ids.mask:
+                break
+            if j % 3 and t not in w[:p] and t not in others:
+                return t
+    raise SystemExit("the scenario found no end token that ends item 0 mid-block")
+end = ends_item_0_mid_block()
+with emulated_cuda(raise_on_violation=False) as emu:
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32)
+    pipe.answer_end_id = end
+    res = pipe.understand(images, "a red circle", rule="official+stop", max_batch=2, **kw)
+    assert res.nfe[0] < 6 == res.nfe[1], res.nfe  # item 0 ended mid-block, item 1 did not
+""" + REFUSED
+MEMORY_RUN = """
+from lab.benchmarks.answer_memory import main
+raise SystemExit(main({args}))
+"""
+
 CASES = [
     PutBack(1, "ladr_core/dimoo/images.py", PREVIEW_FIXED + '''
         """Cheap preview [B, h*p, w*p, 3] on the tokens' device: table gather, masked tokens
@@ -117,6 +172,25 @@ with emulated_cuda():
             "self.input_ids, self.attention_mask = batch.input_ids, batch.attention_mask",
             "self.input_ids, self.attention_mask = (batch.input_ids.to(self.device), "
             "batch.attention_mask.to(self.device))", BUDGET_RUN),
+    PutBack(5, "ladr_core/dimoo/model/packed.py",
+            "return cls(lengths, tuple(runs), to_device(starts, device), to_device(positions, "
+            "device))",
+            "return cls(lengths, tuple(runs), starts.to(device), positions.to(device))",
+            ANSWER_RUN),
+    PutBack(5, "ladr_core/dimoo/tasks/answer_rules.py",
+            "keep = rank < index(counts, masked.device)[:, None]",
+            "keep = rank < torch.tensor(counts, device=masked.device)[:, None]", MIXED_COUNTS_RUN),
+]
+
+MEMORY_CASES = [
+    PutBack(1, "ladr_core/dimoo/tasks/answering.py",
+            "while active := [i for i, it in enumerate(items) if not it.done][:most]:",
+            "while active := [i for i, it in enumerate(items) if not it.done]:",
+            MEMORY_RUN.format(args=["--images", "64"])),
+    PutBack(2, "ladr_core/dimoo/model/transformer.py",
+            "logits = _chunked_head(select, x, rows, bias, self.config.n_embeddings)",
+            "logits = F.linear(x, select(rows, x.device, x.dtype), bias)",
+            MEMORY_RUN.format(args=["--layout", "q4_k_m", "--layers", "1", "--images", "1"])),
 ]
 
 
@@ -150,7 +224,21 @@ def test_a_finding_put_back_is_caught_and_named(case: PutBack, tmp_path: Path) -
     assert f"{case.where(root)} (" in tail, tail
 
 
-@pytest.mark.parametrize("scenario", [PREVIEW_RUN, BUDGET_RUN], ids=["preview", "budget"])
+@pytest.mark.parametrize("case", MEMORY_CASES, ids=lambda c: f"finding{c.finding}-memory")
+def test_a_memory_finding_put_back_passes_the_grant(case: PutBack, tmp_path: Path) -> None:
+    """Issue 52's findings 1 and 2 put back: the answer loop's pass peaks past the memory the
+    estimator grants (lab/benchmarks/answer_memory.py says where it peaked)."""
+    root = scratch_copy(tmp_path, case)
+    done = run(root, case.scenario)
+    assert done.returncode == 1, done.stderr[-3000:]
+    tail = done.stderr.strip().splitlines()[-1]
+    assert tail.startswith("[cuda-emulation:memory]") and "ladr_core/dimoo/" in tail, tail
+
+
+@pytest.mark.parametrize("scenario", [PREVIEW_RUN, BUDGET_RUN, ANSWER_RUN, MIXED_COUNTS_RUN,
+                                      *(c.scenario for c in MEMORY_CASES)],
+                         ids=["preview", "budget", "answer", "mixed-counts", "memory-in-flight",
+                              "memory-head"])
 def test_the_scenarios_pass_on_the_fixed_code(scenario: str) -> None:
     """Without a put-back the same runs end cleanly: the failures above are the defects'."""
     done = run(REPO, scenario)

@@ -6,12 +6,13 @@ A violation is something a real GPU run would fail on or that breaks the sampler
 - ``mismatch``: a host tensor (other than a 0-dim scalar, which CUDA accepts) meets a device
   tensor in one op, or a generator of the other device is used;
 - ``read``: a device-to-host read (``.item()``, ``bool()``, ``.tolist()``, ``.cpu()``, a blocking
-  copy into host memory, an op whose output shape depends on the data) inside ``sample()``'s
-  step loop, beyond the loop's documented one in ``_Run.sync_counts``; or any read while a CUDA
-  graph is being captured;
+  copy into host memory, an op whose output shape depends on the data) inside one of the loops
+  the device runs alone (where.py LOOPS: the sampler's step loop, the answer loop, the VQ encode
+  and decode loops), beyond the documented reads (where.py DOCUMENTED); or any read while a
+  CUDA graph is being captured;
 - ``h2d``: a blocking host-to-device copy (pageable memory, or ``non_blocking=False``), a tensor
-  made from Python data on the device, or a host tensor used to index a device tensor, inside the
-  step loop or a graph capture;
+  made from Python data on the device, or a host tensor used to index a device tensor, inside
+  one of those loops or a graph capture;
 - ``float64``: a float64 tensor on the device;
 - ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``).
 """
@@ -29,7 +30,7 @@ from typing import Any
 import torch
 
 from .memory import Allocator
-from .where import in_step_loop, site
+from .where import current_loop, in_step_loop, site
 
 KINDS = ("mismatch", "read", "h2d", "float64", "estimate")
 
@@ -100,8 +101,8 @@ class EmulationState:
             self.loop_reads[site()] += 1
             return
         if loop:
-            self.violate("read", f"{what}: a host read inside sample()'s step loop (the loop "
-                                 "makes one, in _Run.sync_counts)")
+            self.violate("read", f"{what}: a host read inside {current_loop()} (its documented "
+                                 "reads: where.py DOCUMENTED)")
         self.reads[site()] += 1
 
     def wait(self, what: str) -> None:
@@ -110,8 +111,8 @@ class EmulationState:
             self.violate("read", f"{what} while a CUDA graph is being captured")
         loop, documented = in_step_loop()
         if loop and not documented:
-            self.violate("read", f"{what}: the host waits for the device inside sample()'s "
-                                 "step loop")
+            self.violate("read", f"{what}: the host waits for the device inside "
+                                 f"{current_loop()}")
         self.syncs += 1
 
     def host_to_device(self, what: str) -> None:
@@ -122,8 +123,8 @@ class EmulationState:
         if self.capture is not None:
             self.violate("h2d", f"{what} while a CUDA graph is being captured")
         if in_step_loop()[0]:
-            self.violate("h2d", f"{what}: a blocking host-to-device copy inside sample()'s "
-                                "step loop")
+            self.violate("h2d", f"{what}: a blocking host-to-device copy inside "
+                                f"{current_loop()}")
         self.h2d[site()] += 1
 
     # -- pinned host memory ---------------------------------------------------------------

@@ -11,8 +11,10 @@ from typing import Any
 import torch
 
 from .config import LLaDAConfig
+from .transformer import HEAD_CHUNK, LLaDAModel
 
-__all__ = ["answer_memory", "decode_memory", "working_memory"]
+__all__ = ["answer_memory", "answers_in_flight", "decode_memory", "head_memory",
+           "model_compute_dtype", "working_memory"]
 
 F32 = 4
 
@@ -46,9 +48,34 @@ def pass_memory(config: LLaDAConfig, tokens: int, e: int) -> int:
     return tokens * (max(mlp, rope) + 2 * F32 * hd)
 
 
+def model_compute_dtype(model: LLaDAModel) -> torch.dtype:
+    """The dtype a model computes in, read from its layers when the load's setting is not at
+    hand: a quantized embedding's ``compute_dtype`` (a GGUF embedding stores raw uint8 bytes),
+    else the embedding weight's floating dtype."""
+    wte = model.model.transformer.wte
+    dtype = getattr(wte, "compute_dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    weight = wte.weight
+    return weight.dtype if weight.is_floating_point() else torch.float32
+
+
+def head_memory(model: LLaDAModel, dtype: torch.dtype) -> int:
+    """Bytes a projection onto the whole vocabulary holds beside its logits for the head's
+    weights: 0 for a float head (used as it is), else one HEAD_CHUNK of rows of a quantized
+    head (transformer.py ``_chunked_head``) as its raw bytes, unpacked codes, float32 values
+    and compute-dtype copy."""
+    t = model.model.transformer
+    head = t.wte if model.config.weight_tying else t.ff_out
+    if getattr(head, "weight_rows", None) is None:
+        return 0
+    rows = min(HEAD_CHUNK, model.config.n_embeddings)
+    return rows * model.config.d_model * (2 + F32 + max(dtype.itemsize, 2))
+
+
 def answer_memory(config: LLaDAConfig, rows: int, seq_len: int, window: int, *,
                   noise: bool, entropy: bool, chunk: int,
-                  dtype: torch.dtype = torch.bfloat16) -> int:
+                  dtype: torch.dtype = torch.bfloat16, head: int = 0) -> int:
     """Bytes of answering beyond the weights (tasks/answering.py): ``rows`` items of up to
     ``seq_len`` tokens in one packed pass, then each item's ``window`` positions projected on
     the whole vocabulary and sampled in float64, ``chunk`` rows at a time (the uniform noise of
@@ -56,17 +83,29 @@ def answer_memory(config: LLaDAConfig, rows: int, seq_len: int, window: int, *,
     once per chunk row: 4 with noise or entropy (logits, their exp, the noise's power and the
     quotient; or logits, softmax, log-softmax and their product), else 2. The packed pass
     (model/packed.py) holds the residual stream twice over beside the widest layer (2 d per
-    token more than the padded pass working_memory counts)."""
+    token more than the padded pass working_memory counts). ``head``: what the projection holds
+    for a quantized head's weights (``head_memory``)."""
     e = max(dtype.itemsize, 2)
     d, vocab = config.d_model, config.n_embeddings
     tokens = rows * seq_len
     packed = pass_memory(config, tokens, e) + tokens * 2 * d * e
-    project = tokens * d * e + rows * window * (d + vocab) * e
+    project = tokens * d * e + rows * window * (d + vocab) * e + head
     wide = 4 if noise or entropy else 2
     step = rows * window * 96  # per position: _step's tables and sample_window's results, 12 x 8 B
     sample = (rows * window * vocab * e + (window * vocab * 8 if noise else 0)
               + min(window, chunk) * vocab * 8 * wide + step)
     return int(max(packed, project, sample))
+
+
+def answers_in_flight(items: int, budget: int, per_pass: Any) -> int:
+    """The most of ``items`` answers (at least one) whose pass ``per_pass(k)`` (bytes, rising
+    with k: ``answer_memory`` at k rows) fits ``budget`` bytes."""
+    fit = 1
+    for k in range(2, items + 1):
+        if per_pass(k) > budget:
+            break
+        fit = k
+    return fit
 
 
 def decode_memory(vq_config: Any, height: int, width: int,

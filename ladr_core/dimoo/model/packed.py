@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ...devices import to_device
 from .transformer import LayerKV, LLaDABlock, LLaDAModel, apply_rope, rope_tables
 
 __all__ = ["PackedRows", "full_pass", "partial_pass"]
@@ -53,7 +54,9 @@ class PackedRows:
             token += n
         starts = torch.tensor([0, *lengths[:-1]], dtype=torch.long).cumsum(0)
         positions = torch.cat([torch.arange(n) for n in lengths])
-        return cls(lengths, tuple(runs), starts.to(device), positions.to(device))
+        device = torch.device(device)  # copied without a host wait (a rolling batch makes
+        # new packs inside its loop)
+        return cls(lengths, tuple(runs), to_device(starts, device), to_device(positions, device))
 
     @property
     def total(self) -> int:

@@ -19,7 +19,7 @@ from torch import nn
 
 from .config import LLaDAConfig
 
-__all__ = ["LLaDAModel", "LayerKV", "apply_rope", "default_position_ids", "rope_tables"]
+__all__ = ["HEAD_CHUNK", "LLaDAModel", "LayerKV", "apply_rope", "default_position_ids", "rope_tables"]
 
 #: per-layer (key, value) after RoPE, each [B, n_kv_heads, L, head_dim]
 LayerKV = list[tuple[torch.Tensor, torch.Tensor]]
@@ -154,6 +154,29 @@ class _Backbone(nn.Module):
         self.transformer = nn.ModuleDict(modules)
 
 
+HEAD_CHUNK = 8192
+"""Vocabulary rows of a quantized output head dequantized at once: the whole head of the 8B
+model (134,656 x 4,096) would be about 3 GiB of float32 temporaries and compute-dtype copies per
+pass; a chunk of 8,192 rows (the codebook's size: the image tasks' slice is one chunk) is 1/16
+of that (model/memory.py ``head_memory`` counts it)."""
+
+
+def _chunked_head(select: Any, x: torch.Tensor, rows: slice | None, bias: torch.Tensor | None,
+                  vocab: int) -> torch.Tensor:
+    """``x`` [..., D] times a quantized head's ``rows`` (None: all ``vocab``) -> logits
+    [..., r], HEAD_CHUNK rows dequantized at a time (``select(slice, device, dtype)``), each
+    chunk's logits written in place: every logit is the same dot product as in one matmul."""
+    lo, hi, step = (0, vocab, 1) if rows is None else rows.indices(vocab)
+    if step != 1 or hi - lo <= HEAD_CHUNK:
+        return F.linear(x, select(rows, x.device, x.dtype), bias)
+    out = torch.empty(*x.shape[:-1], hi - lo, device=x.device, dtype=x.dtype)
+    for a in range(lo, hi, HEAD_CHUNK):
+        b = min(hi, a + HEAD_CHUNK)
+        part = None if bias is None else bias[a - lo:b - lo]
+        out[..., a - lo:b - lo] = F.linear(x, select(slice(a, b), x.device, x.dtype), part)
+    return out
+
+
 class LLaDAModel(nn.Module):
     """LLaDA / Lumina-DiMOO transformer: ``forward(input_ids [B, L]) -> logits [B, L, V]``.
 
@@ -225,15 +248,15 @@ class LLaDAModel(nn.Module):
         bias = None if self.config.weight_tying else t.ff_out.bias
         if rows is not None:
             bias = bias[rows] if bias is not None else None
+        bias = bias.to(x.device, x.dtype) if bias is not None else None
         select = getattr(head, "weight_rows", None)  # quantized heads decode just these rows
         if select is not None:
-            weight = select(rows, x.device, x.dtype)
+            logits = _chunked_head(select, x, rows, bias, self.config.n_embeddings)
         else:
             weight = self.output_weight()
             weight = weight[rows] if rows is not None else weight
             weight = weight.to(x.device, x.dtype)  # no-op unless a host left it elsewhere
-        bias = bias.to(x.device, x.dtype) if bias is not None else None
-        logits = F.linear(x, weight, bias)
+            logits = F.linear(x, weight, bias)
         return logits / math.sqrt(self.config.d_model) if self.config.scale_logits else logits
 
     @staticmethod

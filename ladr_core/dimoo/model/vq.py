@@ -20,6 +20,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from ...devices import to_device
+
 __all__ = ["decode_codes", "encode_images", "build_preview_table", "preview_from_table", "MASK_GREY",
            "fit_preview_table", "save_preview_table", "load_preview_table", "PREVIEW_TABLE_FILE"]
 
@@ -48,15 +50,25 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
     which are in range by construction (indices into the K logits). The decoder takes
     ``chunk`` images at a time (default one), so its float32 activations are one image's
     whatever B, and image i equals its own decode whatever the batch (as ``encode_images``).
-    A larger chunk suits many small grids (``build_preview_table``)."""
+    A larger chunk suits many small grids (``build_preview_table``). The images of a batch
+    stay on the device, written into one output as they finish (``decode_bytes(..., images)``
+    counts them)."""
     codes = _grid(codes, grid)
     k = vq.config.num_vq_embeddings
     lo, hi = torch.stack(torch.aminmax(codes)).tolist() if check_range and codes.numel() else (0, 0)
     if lo < 0 or hi >= k:  # (one transfer for both ends)
         raise ValueError(f"tokens must be codes in [0, {k}) (subtract the image token offset first)")
-    codes = codes.to(next(vq.parameters()).device)
-    parts = [_decode_chunk(vq, part) for part in codes.split(max(1, chunk))]
-    return parts[0] if len(parts) == 1 else torch.cat(parts)
+    codes = to_device(codes, next(vq.parameters()).device)
+    step = max(1, chunk)
+    if codes.shape[0] <= step:
+        return _decode_chunk(vq, codes)
+    out = None
+    for at in range(0, codes.shape[0], step):  # the decode loop: no host read, no host wait
+        images = _decode_chunk(vq, codes[at:at + step])
+        if out is None:  # every image lands in one output (no concatenation of copies)
+            out = images.new_empty((codes.shape[0], *images.shape[1:]))
+        out[at:at + images.shape[0]] = images
+    return out
 
 
 def _decode_chunk(vq: Any, codes: torch.Tensor) -> torch.Tensor:
@@ -64,11 +76,13 @@ def _decode_chunk(vq: Any, codes: torch.Tensor) -> torch.Tensor:
     b, h, w = codes.shape
     shape = (b, h, w, vq.config.vq_embed_dim or vq.config.latent_channels)
     with torch.no_grad():
-        if vq.config.lookup_from_codebook:
-            sample = vq.decode(codes, force_not_quantize=True, shape=shape).sample
-        else:
-            quant = vq.quantize.get_codebook_entry(codes, shape)
-            sample = vq.decode(quant, force_not_quantize=True).sample
+        # what diffusers' VQModel.decode(..., force_not_quantize=True) computes from the codes'
+        # codebook entries (either lookup_from_codebook setting), without the commit loss it
+        # makes on the host and copies to the device on every call: a host wait per image
+        # inside the decode loop, for a value nobody reads
+        quant = vq.quantize.get_codebook_entry(codes, shape)
+        spatial = quant if vq.config.norm_type == "spatial" else None
+        sample = vq.decoder(vq.post_quant_conv(quant), spatial)
     return sample.float().clamp(0.0, 1.0).permute(0, 2, 3, 1).contiguous()
 
 
@@ -90,8 +104,8 @@ def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor
     param = next(vq.parameters())
     out = []
     with torch.no_grad():
-        for i in range(b):
-            x = images[i:i + 1].permute(0, 3, 1, 2).to(param.device, param.dtype)
+        for i in range(b):  # the encode loop: no host read, no host wait
+            x = to_device(images[i:i + 1], param.device).permute(0, 3, 1, 2).to(param.dtype)
             latents = vq.encode(x).latents
             if tuple(latents.shape[-2:]) != (h, w):
                 raise ValueError(f"the VQ encoder made a {tuple(latents.shape[-2:])} grid from a "

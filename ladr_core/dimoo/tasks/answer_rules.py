@@ -29,6 +29,7 @@ from typing import ClassVar
 
 import torch
 
+from ...devices import index
 from ...errors import InputError
 from ...step import check_number
 from ...strategies.entropy import entropy_pick
@@ -116,7 +117,7 @@ class OfficialOrder(AnswerRule):
         if min(counts) == most:
             return chosen.scatter_(1, top, True)
         rank = torch.arange(most, device=masked.device)
-        keep = rank < torch.tensor(counts, device=masked.device)[:, None]
+        keep = rank < index(counts, masked.device)[:, None]  # no host wait
         return chosen.scatter_(1, top, keep)
 
 

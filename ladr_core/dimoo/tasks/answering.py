@@ -19,8 +19,10 @@ official code. We follow the intent: the answer ends with the block in which the
 decoded (the blocks after it are not run), and the check reads the decoded answer, not the
 prompt.
 
-Adaptations, none of which changes a committed token: the items of a list run in ONE packed pass
-(model/packed.py; a finished item leaves the pass); only each item's window, its answer from the
+Adaptations, none of which changes a committed token: the items of a list run in packed passes
+(model/packed.py), at most ``in_flight`` of them at once, in order: a finished item leaves the
+pass and the next waiting one joins it (a rolling batch, as images roll in the sampler; each item
+keeps its own block, step and noise, so every answer is the one it would be alone); only each item's window, its answer from the
 first token to the end of the current block, is projected onto the vocabulary (the official code
 projects every position, then sets the confidence past the block to -inf; before the answer
 nothing is masked, and a position of an earlier block stays masked only where the model sampled
@@ -141,13 +143,16 @@ def _sample_rows(logits: torch.Tensor, temperature: float, u: torch.Tensor | Non
 def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Sequence[int],
                    shape: AnswerShape, rule: AnswerRule, temperature: float,
                    generators: Sequence[torch.Generator | None], mask_id: int,
-                   end_id: int | None, callback: Callable[[dict[str, Any]], None] | None = None
-                   ) -> AnswerRun:
+                   end_id: int | None, callback: Callable[[dict[str, Any]], None] | None = None,
+                   in_flight: int | None = None) -> AnswerRun:
     """Decode the answers of B rows (module docstring). ``rows[i]``: item i's tokens (prompt,
     image, BOA, ``shape.length`` MASK, EOA); ``starts[i]``: its first answer token;
     ``generators[i]``: item i's noise; ``end_id``: the end-of-answer token (None: no stop).
     ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
-    host's interrupt) ends the run."""
+    host's interrupt) ends the run. ``in_flight``: items in one pass at most (None: all), the
+    first unfinished ones in order; the rest wait and join as answers finish."""
+    if in_flight is not None and in_flight < 1:
+        raise ValueError(f"in_flight must be >= 1 or None (got {in_flight})")
     device = model.compute_device()
     seq = to_device(torch.tensor([t for r in rows for t in r], dtype=torch.long), device)
     items, at = [], 0
@@ -155,15 +160,15 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
         items.append(_Item(at, len(row), int(start)))
         at += len(row)
     counts = transfer_counts(shape.block_length, shape.steps_per_block)  # every block's
-    packs: dict[tuple[int, ...], PackedRows] = {}
+    most = len(items) if in_flight is None else in_flight
+    pack: tuple[list[int], PackedRows] | None = None  # the rows of the current pass
     passes = 0
     with torch.no_grad():
-        while active := [i for i, it in enumerate(items) if not it.done]:
-            key = tuple(active)
-            if key not in packs:
-                packs[key] = PackedRows.from_lengths([items[i].length for i in active], device)
+        while active := [i for i, it in enumerate(items) if not it.done][:most]:
+            if pack is None or pack[0] != active:  # an item left (and another joined)
+                pack = active, PackedRows.from_lengths([items[i].length for i in active], device)
             moving = [items[i] for i in active]
-            logits = _window_logits(model, seq, items, active, packs[key], shape)
+            logits = _window_logits(model, seq, items, active, pack[1], shape)
             after = _step(rule, seq, moving, logits, temperature, [generators[i] for i in active],
                           [counts[it.step] for it in moving] if rule.fixed_steps else None,
                           shape, mask_id)

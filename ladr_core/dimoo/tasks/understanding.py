@@ -242,10 +242,11 @@ def run_understanding(model: LLaDAModel, encode: Encode, decode: Callable[[list[
                       encode_image: Callable[[torch.Tensor], torch.Tensor], ids: DiMOOIds,
                       job: UnderstandJob, generators: Sequence[torch.Generator | None],
                       end_id: int | None,
-                      callback: Callable[[dict[str, Any]], None] | None = None) -> AnswerResult:
-    """Encode the images, build the rows, decode every answer (answering.decode_answers) and
-    its text. ``generators[i]``: item i's noise; ``decode``: token ids -> text (special tokens
-    dropped)."""
+                      callback: Callable[[dict[str, Any]], None] | None = None,
+                      in_flight: int | None = None) -> AnswerResult:
+    """Encode the images, build the rows, decode every answer (answering.decode_answers,
+    ``in_flight`` of them at once, None: all) and its text. ``generators[i]``: item i's noise;
+    ``decode``: token ids -> text (special tokens dropped)."""
     start = time.perf_counter()
     codes = encode_image(job.images)
     rows, starts = [], []
@@ -254,7 +255,7 @@ def run_understanding(model: LLaDAModel, encode: Encode, decode: Callable[[list[
         rows.append(row)
         starts.append(at)
     run = decode_answers(model, rows, starts, job.shape, job.rule, job.temperature, generators,
-                         ids.mask, end_id, callback)
+                         ids.mask, end_id, callback, in_flight)
     tokens = [t.cpu() for t in run.tokens]
     synchronize(model.compute_device())
     texts = [answer_text(decode, t.tolist(), end_id) for t in tokens]
