@@ -25,6 +25,7 @@ from .handles import (
     DiMOOModel,
     DiMOOTokens,
     SamplingRule,
+    step_map_ui,
 )
 from .host import v3
 from .validate import check_socket, input_error
@@ -140,7 +141,7 @@ class DiMOOSampler(io.ComfyNode):
                               steps=steps, cfg=cfg, temperature=temperature, seed=seed,
                               one_prompt_per_line=one_prompt_per_line, cache=cache,
                               max_batch=max_batch, denoise=denoise)
-        return io.NodeOutput(tokens, text)
+        return io.NodeOutput(tokens, text, ui=step_map_ui(tokens))
 
 
 def _nano_cfg_hint() -> str:

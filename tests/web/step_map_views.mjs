@@ -1,0 +1,102 @@
+// The step map's life in the REAL ComfyUI frontend, for tests/web/test_web_step_map.py:
+//   node tests/web/step_map_views.mjs <url> <out_dir> <workflow.json>
+// Loads the UI workflow, queues it (seed fixed), and records the sampler's step map after the
+// run, after switching to a new workflow tab and back, after a page reload, and after the
+// same prompt queued again (ComfyUI serves it from its cache); then sets the canvas's height
+// to 50 px (as a hand-edited file can) and queues, recording the errors. Each state: the
+// widget's payload flags, its drawn texts (planFrame of the extension's own module) and a
+// screenshot of the sampler (<out_dir>/map_<when>.png). Writes <out_dir>/summary.json.
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { withComfyPage } from "./comfy_page.mjs";
+
+const [url, outDir, file] = process.argv.slice(2);
+const SAMPLER = "LADR_DiMOOSampler2";
+const summary = { states: {}, badSize: null };
+
+async function listen(page) {
+  await page.evaluate(() => {
+    const api = window.comfyAPI.api.api;
+    window.__ladr = { done: [], errors: [], cached: [] };
+    api.addEventListener("execution_success", (e) => window.__ladr.done.push(e.detail));
+    api.addEventListener("execution_error", (e) => window.__ladr.errors.push(e.detail));
+    api.addEventListener("execution_cached", (e) => window.__ladr.cached.push(e.detail));
+  });
+}
+
+async function queueAndWait(page) {
+  await page.evaluate(async () => {
+    Object.assign(window.__ladr, { done: [], errors: [], cached: [] });
+    await window.comfyAPI.app.app.queuePrompt(0, 1);
+  });
+  await page.waitForFunction(() => window.__ladr.done.length + window.__ladr.errors.length > 0,
+                             null, { timeout: 300000 });
+  await page.waitForTimeout(1500);
+}
+
+/** The sampler's step map now: its payload's flags, the texts it draws, a screenshot. */
+async function record(page, when) {
+  await page.waitForTimeout(1500);
+  const state = await page.evaluate(async (type) => {
+    const app = window.comfyAPI.app.app;
+    const node = app.graph._nodes.find((n) => n.type === type);
+    app.canvas.setDirty(true, true);
+    await new Promise((r) => setTimeout(r, 500)); // a frame: onDrawForeground restores
+    const p = node?.__ladrPreview?.payload ?? null;
+    const draw = await import("/extensions/ComfyUI-LADR/ladr_preview_draw.js");
+    const texts = draw.planFrame(p, 320, 300).filter((o) => o.op === "text").map((o) => o.text);
+    return { id: node ? String(node.id) : null, done: Boolean(p?.done), restored: Boolean(p?.restored),
+             cached: Boolean(p?.cached), texts, hasProperty: Boolean(node?.properties?.ladr_last_run) };
+  }, SAMPLER);
+  const map = page.locator("canvas[data-ladr-preview]").first();
+  if (await map.count()) await map.screenshot({ path: join(outDir, `map_${when}.png`) });
+  summary.states[when] = state;
+}
+
+async function command(page, id) {
+  await page.evaluate((id) => window.comfyAPI.app.app.extensionManager.command.execute(id), id);
+  await page.waitForTimeout(2000);
+}
+
+await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 1000 } },
+  async (page) => {
+    await listen(page);
+    const wf = JSON.parse(readFileSync(file, "utf8"));
+    await page.evaluate(async (wf) => {
+      const app = window.comfyAPI.app.app;
+      await app.loadGraphData(wf);
+      for (const n of app.graph._nodes) { // the same seed twice: the second run is cached
+        const control = n.widgets?.find((w) => w.name === "control_after_generate");
+        if (control) control.value = "fixed";
+      }
+    }, wf);
+    await page.waitForTimeout(1500);
+    await queueAndWait(page);
+    await record(page, "run");
+    await command(page, "Comfy.NewBlankWorkflow");
+    await command(page, "Workspace.PreviousOpenedWorkflow");
+    await record(page, "tab");
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph?._nodes?.length, null,
+                               { timeout: 120000 });
+    await page.waitForTimeout(4000);
+    await page.keyboard.press("Escape");
+    await listen(page);
+    await record(page, "reload");
+    await queueAndWait(page);
+    summary.cachedNodes = await page.evaluate(() => window.__ladr.cached.map((c) => c.nodes));
+    await record(page, "cached");
+    await page.evaluate(() => {
+      const app = window.comfyAPI.app.app;
+      const canvas = app.graph._nodes.find((n) => n.type === "LADR_Canvas");
+      canvas.widgets.find((w) => w.name === "height").value = 50; // as a hand-edited file
+    });
+    await queueAndWait(page);
+    summary.badSize = await page.evaluate(() => ({
+      errors: window.__ladr.errors.map((e) => ({ node: String(e.node_id), type: e.node_type,
+                                                 message: e.exception_message })),
+      canvas: String(window.comfyAPI.app.app.graph._nodes.find((n) => n.type === "LADR_Canvas").id),
+    }));
+    await page.screenshot({ path: join(outDir, "bad_size.png") }); // the error as shown
+  });
+writeFileSync(join(outDir, "summary.json"), JSON.stringify(summary, null, 1));
