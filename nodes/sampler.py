@@ -118,6 +118,8 @@ class DiMOOSampler(io.ComfyNode):
                 io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
             ],
             hidden=[io.Hidden.unique_id],
+            # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
+            has_intermediate_output=True,
         )
 
     @classmethod

@@ -56,6 +56,8 @@ class LegacyDiMOOSampler(io.ComfyNode):
                 io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
             ],
             hidden=[io.Hidden.unique_id],
+            # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
+            has_intermediate_output=True,
         )
 
     @classmethod

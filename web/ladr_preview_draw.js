@@ -53,9 +53,9 @@ export function headerHeight(payload) {
 }
 
 /** Largest rectangle with the grid's aspect ratio inside the area below the header. */
-export function fitRect(grid, width, height, top = HEADER) {
+export function fitRect(grid, width, height, top = HEADER, bottom = FOOTER) {
   const [gh, gw] = grid;
-  const areaH = Math.max(1, height - top - FOOTER);
+  const areaH = Math.max(1, height - top - bottom);
   const scale = Math.min(width / gw, areaH / gh);
   const w = gw * scale;
   const h = gh * scale;
@@ -96,9 +96,10 @@ export function counterText(p) {
   return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
 }
 
-/** Final line: steps run of the schedule's T, forward passes per image against the official
- * sampler's for the same job (nodes/run_stats.py), time, ML-Cache saving. */
-export function statsText(s, scheduleSteps) {
+/** Final lines: steps run of the schedule's T (and where a T not from the steps widget came
+ * from), then forward passes per image against the official sampler's for the same job
+ * (nodes/run_stats.py), time, ML-Cache saving. Two lines: one would not fit the widget. */
+export function statsLines(s, scheduleSteps) {
   const planned = s.steps_planned ?? scheduleSteps;
   const of = planned ? ` of ${planned}` : "";
   const passes = Number(s.nfe_per_image ?? s.nfe);
@@ -109,9 +110,19 @@ export function statsText(s, scheduleSteps) {
   const saved = Number(s.forwards_saved_pct ?? 0);
   const cache = saved > 0 ? ` · cache saved ${saved.toFixed(0)}%` : "";
   const steps = !planned ? plural(s.steps, "step", "steps")
-    : s.planned_by ? `${s.steps}${of} planned by ${s.planned_by}` : `${s.steps}${of} steps`;
-  return `done: ${steps} · ${plural(shown(passes), "pass", "passes")}${versus} · ` +
-    `${Number(s.seconds).toFixed(2)} s${cache}`;
+    : s.planned_by ? `${s.steps}${of} steps planned by ${s.planned_by}` : `${s.steps}${of} steps`;
+  return [`done: ${steps}`, `${plural(shown(passes), "pass", "passes")}${versus} · ` +
+    `${Number(s.seconds).toFixed(2)} s${cache}`];
+}
+
+/** statsLines as one line (the text a test or a log reads). */
+export function statsText(s, scheduleSteps) {
+  return statsLines(s, scheduleSteps).join(" · ");
+}
+
+/** Height of the text below the grid: two lines of stats on the final frame. */
+export function footerHeight(payload) {
+  return payload?.done && payload?.stats ? FOOTER + LINE : FOOTER;
 }
 
 /** One rect per run of equal bits along a row: few ops even for a 64x64 grid. */
@@ -189,7 +200,7 @@ export function planFrame(payload, width, height) {
   const grid = payload.grid;
   const n = grid[0] * grid[1];
   const top = headerHeight(payload);
-  const rect = fitRect(grid, width, height, top);
+  const rect = fitRect(grid, width, height, top, footerHeight(payload));
   ops.push({ op: "rect", x: rect.x, y: rect.y, w: rect.w, h: rect.h, fill: COLORS.decoded });
   ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
   const final = payload.done ? finalMap(payload, grid, rect, n) : null;
@@ -202,7 +213,9 @@ export function planFrame(payload, width, height) {
              color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
-    ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats, payload.steps), color: COLORS.done });
+    const [first, second] = statsLines(payload.stats, payload.steps);
+    ops.push({ op: "text", x: 6, y: bottom - LINE, text: first, color: COLORS.done });
+    ops.push({ op: "text", x: 6, y: bottom, text: second, color: COLORS.done });
   } else {
     ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued,
                text: `${payload.rescued ?? 0} rescued this step (${payload.strategy ?? ""})` });

@@ -51,7 +51,8 @@ try {
       const ops = mod.drawFrame(ctx, p);
       const cells = [];
       if (p && p.grid) {
-        const r = mod.fitRect(p.grid, canvas.width, canvas.height, mod.headerHeight(p));
+        const r = mod.fitRect(p.grid, canvas.width, canvas.height, mod.headerHeight(p),
+                               mod.footerHeight(p));
         for (let i = 0; i < p.grid[0]; i++) {
           for (let j = 0; j < p.grid[1]; j++) {
             const x = Math.floor(r.x + (j + 0.5) * r.cell);

@@ -27,7 +27,11 @@ async function listen(page) {
 async function queueAndWait(page) {
   await page.evaluate(async () => {
     Object.assign(window.__ladr, { done: [], errors: [], cached: [] });
-    await window.comfyAPI.app.app.queuePrompt(0, 1);
+    try {
+      await window.comfyAPI.app.app.queuePrompt(0, 1);
+    } catch (err) { // refused at validation: what the server said
+      window.__ladr.errors.push({ refused: String(err), body: JSON.stringify(err.response ?? null) });
+    }
   });
   await page.waitForFunction(() => window.__ladr.done.length + window.__ladr.errors.length > 0,
                              null, { timeout: 300000 });
@@ -36,6 +40,7 @@ async function queueAndWait(page) {
 
 /** The sampler's step map now: its payload's flags, the texts it draws, a screenshot. */
 async function record(page, when) {
+  await page.keyboard.press("Escape"); // a dialog that opened late (templates) over the canvas
   await page.waitForTimeout(1500);
   const state = await page.evaluate(async (type) => {
     const app = window.comfyAPI.app.app;
@@ -48,9 +53,21 @@ async function record(page, when) {
     return { id: node ? String(node.id) : null, done: Boolean(p?.done), restored: Boolean(p?.restored),
              cached: Boolean(p?.cached), texts, hasProperty: Boolean(node?.properties?.ladr_last_run) };
   }, SAMPLER);
-  const map = page.locator("canvas[data-ladr-preview]").first();
-  if (await map.count()) await map.screenshot({ path: join(outDir, `map_${when}.png`) });
-  summary.states[when] = state;
+  const box = await page.evaluate((id) => { // the sampler's box on the screen
+    const app = window.comfyAPI.app.app;
+    const n = app.graph.getNodeById(Number(id));
+    const { scale, offset } = app.canvas.ds;
+    const rect = app.canvas.canvas.getBoundingClientRect();
+    const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
+    return { x: rect.left + (n.pos[0] + offset[0]) * scale,
+             y: rect.top + (n.pos[1] - title + offset[1]) * scale,
+             width: n.size[0] * scale, height: (n.size[1] + title) * scale };
+  }, state.id);
+  const clip = { x: Math.max(0, box.x), y: Math.max(0, box.y),
+                 width: Math.min(box.width, 1600 - Math.max(0, box.x)),
+                 height: Math.min(box.height, 1000 - Math.max(0, box.y)) };
+  await page.screenshot({ path: join(outDir, `map_${when}.png`), clip });
+  summary.states[when] = { ...state, box };
 }
 
 async function command(page, id) {
@@ -58,7 +75,8 @@ async function command(page, id) {
   await page.waitForTimeout(2000);
 }
 
-await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 1000 } },
+try {
+await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 1000 }, settle: 6000 },
   async (page) => {
     await listen(page);
     const wf = JSON.parse(readFileSync(file, "utf8"));
@@ -72,6 +90,7 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
     }, wf);
     await page.waitForTimeout(1500);
     await queueAndWait(page);
+    summary.firstErrors = await page.evaluate(() => window.__ladr.errors);
     await record(page, "run");
     await command(page, "Comfy.NewBlankWorkflow");
     await command(page, "Workspace.PreviousOpenedWorkflow");
@@ -99,4 +118,6 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
     }));
     await page.screenshot({ path: join(outDir, "bad_size.png") }); // the error as shown
   });
-writeFileSync(join(outDir, "summary.json"), JSON.stringify(summary, null, 1));
+} finally { // what was recorded, also when a step failed
+  writeFileSync(join(outDir, "summary.json"), JSON.stringify(summary, null, 1));
+}

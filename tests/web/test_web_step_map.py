@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
+import numpy as np
 import pytest
+from PIL import Image
 from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY
@@ -28,6 +31,19 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
 WHEN = ("run", "tab", "reload", "cached")
+DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
+# the finished map's cell colours, as the drawing code has them (COLORS)
+MAP_COLOURS = [re.search(rf'{key}: "(#[0-9a-f]{{6}})"', DRAW).group(1)
+               for key in ("decoded", "rescuedRun")]
+
+
+def map_pixels(shot) -> int:
+    """Pixels of a screenshot within 12 levels of a finished step map's cell colours."""
+    with Image.open(shot) as im:
+        arr = np.asarray(im.convert("RGB")).astype(int)
+    near = [np.abs(arr - [int(c[i:i + 2], 16) for i in (1, 3, 5)]).max(-1) <= 12
+            for c in MAP_COLOURS]
+    return int(np.logical_or.reduce(near).sum())
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +67,7 @@ def test_the_step_map_shows_the_finished_run(views, when) -> None:
     assert state["done"], state
     assert not any("waiting for a run" in t for t in state["texts"]), state
     assert any(t.startswith("done: ") for t in state["texts"]), state  # the stats line
-    assert (out / f"map_{when}.png").stat().st_size > 2000
+    assert map_pixels(out / f"map_{when}.png") > 2000, when  # the map is on the screen
     assert state["hasProperty"], state  # kept with the workflow (what a reload restores)
     restored = [t for t in state["texts"] if "from the run at" in t]
     if when == "run":  # drawn live from the events: no "from the run" line
