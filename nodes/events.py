@@ -21,7 +21,8 @@ contract like the step record's: added, never renamed.
                    map (`RunMap.fields`: rescued_run_bits, decode_order_b64) and
                    finished_at (float, Unix seconds); the sampler also returns that event as
                    its UI output "ladr_step_map", so ComfyUI's history, a cached run's
-                   "executed" message and a workflow tab keep it
+                   "executed" message and a workflow tab keep it, with "preview" (the last
+                   preview saved in ComfyUI's temp folder, also the node's UI image)
 
 The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
 Progress); the event carries no picture.

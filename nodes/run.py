@@ -113,6 +113,9 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
         stats["planned_by"] = source  # the stats line says where the T came from
     ended = events.final_payload(node_id, stats, last[0] if last else None, run_map)
     host.send_event(events.EVENT, ended)
+    kept = host.save_temp_image(final) if final is not None else None
+    if kept is not None:  # the last preview, kept as the node's UI image (handles.step_map_ui)
+        ended = {**ended, "preview": kept}
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
                          width=w * pipe.vq_factor, height=h * pipe.vq_factor,

@@ -74,6 +74,7 @@ function restoreFrom(node, record, cached) {
   const state = node.__ladrPreview;
   const payload = restoredPayload(record, cached);
   if (!state || !payload) return;
+  showPreview(node, record.preview);
   state.payload = payload;
   state.run = null;
   keep(node, record);
@@ -89,6 +90,19 @@ function onExecuted(event) {
   const cached = cachedNodes.get(prompt)?.has(String(id)) ?? false;
   if (cached || !node.__ladrPreview.payload?.done) restoreFrom(node, record, cached);
   else keep(node, record);
+}
+
+/** The run's last preview (a file in ComfyUI's temp folder) as the node's image, where the
+ * frontend shows none (a reloaded page): ComfyUI's own node outputs, as "executed" sets them. */
+function showPreview(node, image) {
+  const id = String(node.id);
+  if (!image || app.nodeOutputs?.[id]?.images?.length) return;
+  try {
+    app.nodeOutputs = { ...(app.nodeOutputs ?? {}), [id]: { ...(app.nodeOutputs?.[id] ?? {}),
+                                                          images: [image] } };
+  } catch (err) {
+    console.warn("LADR step map: the last preview could not be shown", err);
+  }
 }
 
 /** The record in the node's properties, and the workflow told it changed, so that its saved

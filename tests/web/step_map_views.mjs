@@ -50,7 +50,9 @@ async function record(page, when) {
     const p = node?.__ladrPreview?.payload ?? null;
     const draw = await import("/extensions/ComfyUI-LADR/ladr_preview_draw.js");
     const texts = draw.planFrame(p, 320, 300).filter((o) => o.op === "text").map((o) => o.text);
+    const images = app.nodeOutputs?.[String(node?.id)]?.images ?? [];
     return { id: node ? String(node.id) : null, done: Boolean(p?.done), restored: Boolean(p?.restored),
+             preview: images.map((i) => i.filename), imgs: node?.imgs?.length ?? 0,
              cached: Boolean(p?.cached), texts, hasProperty: Boolean(node?.properties?.ladr_last_run) };
   }, SAMPLER);
   const box = await page.evaluate((id) => { // the sampler's box on the screen

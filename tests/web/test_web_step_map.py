@@ -1,7 +1,7 @@
 """The step map outlives the page's state, in the REAL ComfyUI frontend (headless Chromium,
 1600 x 1000), driven by tests/web/step_map_views.mjs against a real server with the pack
 (issue 55): after the nano text-to-image template runs, its sampler's step map shows the
-finished run; it is still there after switching to another workflow tab and back, after a
+finished run and the node its last preview; both are still there after switching to another workflow tab and back, after a
 page reload, and after the same prompt queued again, which ComfyUI serves from its cache (then
 it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is one
 error, from DiMOO Canvas, on height alone.
@@ -69,6 +69,7 @@ def test_the_step_map_shows_the_finished_run(views, when) -> None:
     assert any(t.startswith("done: ") for t in state["texts"]), state  # the stats line
     assert map_pixels(out / f"map_{when}.png") > 2000, when  # the map is on the screen
     assert state["hasProperty"], state  # kept with the workflow (what a reload restores)
+    assert state["preview"] and state["imgs"] >= 1, state  # the last preview, on the node
     restored = [t for t in state["texts"] if "from the run at" in t]
     if when == "run":  # drawn live from the events: no "from the run" line
         assert not restored and not state["restored"], state
