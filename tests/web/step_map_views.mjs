@@ -1,18 +1,20 @@
 // The step map's life in the REAL ComfyUI frontend, for tests/web/test_web_step_map.py:
-//   node tests/web/step_map_views.mjs <url> <out_dir> <workflow.json>
+//   node tests/web/step_map_views.mjs <url> <out_dir> <workflow.json> [template.json ...]
 // Loads the UI workflow, queues it (seed fixed), and records the sampler's step map after the
 // run, after switching to a new workflow tab and back, after a page reload, and after the
 // same prompt queued again (ComfyUI serves it from its cache); then sets the canvas's height
 // to 50 px (as a hand-edited file can) and queues, recording the errors. Each state: the
 // widget's payload flags, its drawn texts (planFrame of the extension's own module) and a
-// screenshot of the sampler (<out_dir>/map_<when>.png). Writes <out_dir>/summary.json.
+// screenshot of the sampler (<out_dir>/map_<when>.png). Then each template opened as saved
+// (its own view, extra.ds): the zoom, whether the frontend draws it in its low-quality mode
+// (no text) and a screenshot (<out_dir>/open_<i>.png). Writes <out_dir>/summary.json.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { withComfyPage } from "./comfy_page.mjs";
 
-const [url, outDir, file] = process.argv.slice(2);
+const [url, outDir, file, ...templates] = process.argv.slice(2);
 const SAMPLER = "LADR_DiMOOSampler2";
-const summary = { states: {}, badSize: null };
+const summary = { states: {}, badSize: null, opened: [] };
 
 async function listen(page) {
   await page.evaluate(() => {
@@ -119,6 +121,21 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
       canvas: String(window.comfyAPI.app.app.graph._nodes.find((n) => n.type === "LADR_Canvas").id),
     }));
     await page.screenshot({ path: join(outDir, "bad_size.png") }); // the error as shown
+    await page.keyboard.press("Escape");
+    for (const [i, template] of templates.entries()) {
+      const wf = JSON.parse(readFileSync(template, "utf8"));
+      await page.evaluate(async (wf) => window.comfyAPI.app.app.loadGraphData(wf), wf);
+      await page.waitForTimeout(1500);
+      await page.keyboard.press("Escape");
+      await page.waitForTimeout(500);
+      summary.opened.push({ file: template, ...(await page.evaluate(() => {
+        const c = window.comfyAPI.app.app.canvas;
+        c.setDirty(true, true);
+        c.draw(true, true); // the frontend settles its quality mode when it draws
+        return { scale: c.ds.scale, lowQuality: Boolean(c.low_quality) };
+      })) });
+      await page.screenshot({ path: join(outDir, `open_${i}.png`) });
+    }
   });
 } finally { // what was recorded, also when a step failed
   writeFileSync(join(outDir, "summary.json"), JSON.stringify(summary, null, 1));

@@ -4,7 +4,8 @@
 finished run and the node its last preview; both are still there after switching to another workflow tab and back, after a
 page reload, and after the same prompt queued again, which ComfyUI serves from its cache (then
 it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is one
-error, from DiMOO Canvas, on height alone.
+error, from DiMOO Canvas, on height alone. Every template opens at a zoom whose text the
+frontend draws.
 
 Skipped without COMFYUI_PATH (scripts/host.sh), the shipped nano model, node, playwright-core
 or chromium. The screenshots stay in pytest's temporary folder (map_<when>.png, bad_size.png).
@@ -31,6 +32,7 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
 WHEN = ("run", "tab", "reload", "cached")
+TEMPLATES = [ROOT / "example_workflows" / f"{name}.json" for name in TEMPLATE_FILES.values()]
 DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
 # the finished map's cell colours, as the drawing code has them (COLORS)
 MAP_COLOURS = [re.search(rf'{key}: "(#[0-9a-f]{{6}})"', DRAW).group(1)
@@ -53,7 +55,7 @@ def views(server, tmp_path_factory):
     out = tmp_path_factory.mktemp("stepmap")
     wf = ROOT / "example_workflows" / f"{TEMPLATE_FILES['ladr_nano_text_to_image']}.json"
     proc = subprocess.run(["node", str(ROOT / "tests" / "web" / "step_map_views.mjs"),
-                           f"http://127.0.0.1:{port}", str(out), str(wf)],
+                           f"http://127.0.0.1:{port}", str(out), str(wf), *map(str, TEMPLATES)],
                           capture_output=True, text=True, timeout=900, check=False)
     assert proc.returncode == 0, proc.stderr[-3000:]
     print(f"step map screenshots: {out}")
@@ -95,3 +97,16 @@ def test_a_size_off_every_grid_is_one_error_on_its_input(views) -> None:
     assert message.startswith("DiMOO Canvas: height=50 is on no model's token grid"), message
     assert "dimoo-nano draws one token per 4 x 4 px" in message and "16 x 16" in message
     assert "width" not in message, message
+
+
+def test_every_template_opens_where_the_frontend_draws_its_text(views) -> None:
+    """Issue 55: the image to image template opened at 0.4 zoom, where the frontend switches
+    to its low-quality drawing (no text). Each template opened at its saved view: at least the
+    builder's readable zoom, and the frontend itself says it draws in full quality."""
+    from lab.workflows.build_examples import READABLE_SCALE
+
+    out, summary = views
+    assert len(summary["opened"]) == len(TEMPLATES)
+    for i, opened in enumerate(summary["opened"]):
+        assert opened["scale"] >= READABLE_SCALE and not opened["lowQuality"], opened
+        assert (out / f"open_{i}.png").stat().st_size > 20_000, opened
