@@ -109,8 +109,8 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
     progress.update(progress.total, final)
     stats = events.stats_dict(res, strategy.name, steps)
     stats.update({"in_flight": res.in_flight, **({"note": res.note} if res.note else {})})
-    if (source := planned_by(strategy)) is not None and steps == strategy.steps:
-        stats["planned_by"] = source  # the stats line says where the T came from
+    if note:  # the T is not the steps widget's: the stats line says where it came from
+        stats["planned_by"] = planned_by(strategy)
     ended = events.final_payload(node_id, stats, last[0] if last else None, run_map)
     host.send_event(events.EVENT, ended)
     kept = host.save_temp_image(final) if final is not None else None
