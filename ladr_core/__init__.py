@@ -42,7 +42,7 @@ _EXPORTS = by_module({
     ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
               "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
               "answer_rule_names resolve_answer_rule",
-    ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg",
+    ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg nano_vq_factor",
 })
 
 __all__ = sorted(_EXPORTS)

@@ -8,10 +8,12 @@ canvas and the prompts into the library's checked request (``pipe.prepare_text``
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, size_problem
-from ladr_core.dimoo import PaintJob, TextJob
+from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, nano_vq_factor
+from ladr_core.dimoo import PaintJob, TextJob, nearest_multiples
 
 from . import host, paint
 from .handles import CANVAS_TYPE, TOKENS_TYPE, Canvas, DiMOOTokens
@@ -19,7 +21,7 @@ from .validate import check_socket, node_error
 
 io, _ = host.v3()
 
-SIZE_MIN, SIZE_MAX = SIZE_STEP, 2048
+SIZE_MAX = 2048
 SIZE_AUTO = 0  # width/height widget value meaning "the checkpoint's default_size"
 BATCH_MAX = 64
 NODE = "DiMOO Canvas"
@@ -37,18 +39,31 @@ def resolve_size(value: int) -> int | None:
     return None if int(value) == SIZE_AUTO else int(value)
 
 
-def check_size(width: int | None, height: int | None) -> str | None:
-    """Error text for the first bad width / height widget value (SIZE_AUTO is fine; None: fed by
-    a link, not checked here), None when fine: the core's one size rule (ladr_core.size_problem;
-    the checkpoint's own VQ factor is checked by the sampler)."""
-    for name, value in (("width", width), ("height", height)):
-        if not isinstance(value, int) or value == SIZE_AUTO:
-            continue
-        if not SIZE_MIN <= value <= SIZE_MAX:  # the widget's range (the host checks it too)
-            return f"{name}={value} is outside [{SIZE_MIN}, {SIZE_MAX}]"
-        if problem := size_problem(name, value, SIZE_STEP):
-            return problem
-    return None
+def model_grids() -> dict[str, int]:
+    """Pixels per token side of each model the pack knows, for messages given before one is
+    connected: the official Lumina-DiMOO's 16 px grid and the shipped nano's VQ factor (read
+    from its own config)."""
+    grids = {"Lumina-DiMOO 8B": SIZE_STEP}
+    if nano := nano_vq_factor():
+        grids["dimoo-nano"] = nano
+    return dict(sorted(grids.items(), key=lambda kv: kv[1]))
+
+
+def grid_error(name: str, value: object) -> InputError | None:
+    """A width / height widget value on no known model's token grid (not a multiple of their
+    common divisor), named with every grid and its nearest valid sizes; None when some model
+    can draw it (SIZE_AUTO, or fed by a link: None). The connected model's own grid is checked
+    by the sampler (the pipeline's size rule, ladr_core.size_error), before its run."""
+    if not isinstance(value, int) or isinstance(value, bool) or value == SIZE_AUTO:
+        return None
+    grids = model_grids()
+    if value % math.gcd(*grids.values()) == 0:
+        return None
+    first, *rest = [f"{label} draws one token per {g} x {g} px" for label, g in grids.items()]
+    drawn = ", ".join([first, *(r.replace(" draws one token per", " one per") for r in rest)])
+    near = ", ".join(f"{nearest_multiples(value, g)} for {label}" for label, g in grids.items())
+    return InputError(name, f"={value} is on no model's token grid ({drawn})",
+                      f"nearest valid {name}: {near}")
 
 
 def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
@@ -83,14 +98,18 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
 
 
 def size_inputs() -> list:
-    """width and height (DiMOO Canvas and the legacy sampler)."""
+    """width and height (DiMOO Canvas and the legacy sampler). The widget moves in steps of 16
+    px, a size every model draws; the tooltip says so, since the frontend rounds what is typed
+    to that step."""
+    rounding = ("The widget rounds to steps of 16 px, a size every model draws (dimoo-nano's own "
+                "grid is 4 px: one token per 4 x 4 px; Lumina-DiMOO 8B's 16 px).")
     return [
         io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip="Image width in pixels, a multiple of 16 (one token per 16 px); 0 "
-                     "= the checkpoint's default size (Lumina-DiMOO 1024, dimoo-nano 48)."),
+                     tooltip=f"Image width in pixels. {rounding} 0 = the checkpoint's default "
+                     "size (Lumina-DiMOO 1024, dimoo-nano 48)."),
         io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip="Image height in pixels, a multiple of 16; 0 = the checkpoint's "
-                     "default size."),
+                     tooltip=f"Image height in pixels. {rounding} 0 = the checkpoint's default "
+                     "size."),
     ]
 
 
@@ -118,13 +137,13 @@ class CanvasNode(io.ComfyNode):
         )
 
     @classmethod
-    def validate_inputs(cls, width: int | None = None, height: int | None = None) -> bool | str:
-        """A size off the 16 px grid is refused before an 8B model loads for it; each message
-        starts with the input that is wrong (nodes/validate.py)."""
-        return check_size(width, height) or True
-
-    @classmethod
     def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
+        """A size on no model's grid is refused here, once, naming its input; no
+        ``validate_inputs``: ComfyUI would attach its message to width AND height
+        (nodes/validate.py), and the range is the schema's, checked on each input by the host."""
+        for name, value in (("width", width), ("height", height)):
+            if (err := grid_error(name, value)) is not None:
+                raise node_error(NODE, err)
         return io.NodeOutput(Canvas(width=int(width), height=int(height),
                                     batch_size=int(batch_size)))
 

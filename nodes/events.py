@@ -17,7 +17,12 @@ contract like the step record's: added, never renamed.
   image (int)      1-based index of the shown image (the first in flight; a rolling batch
                    moves on as images finish)           images (int) in the whole run
   images_done (int) images finished before this step
-  done (bool)      True on the final event, which adds `stats` (see `stats_dict`)
+  done (bool)      True on the final event, which adds `stats` (see `stats_dict`), the run's
+                   map (`RunMap.fields`: rescued_run_bits, decode_order_b64) and
+                   finished_at (float, Unix seconds); the sampler also returns that event as
+                   its UI output "ladr_step_map", so ComfyUI's history, a cached run's
+                   "executed" message and a workflow tab keep it, with "preview" (the last
+                   preview saved in ComfyUI's temp folder, also the node's UI image)
 
 The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
 Progress); the event carries no picture.
@@ -26,6 +31,7 @@ Progress); the event carries no picture.
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import numpy as np
@@ -187,8 +193,45 @@ def stats_dict(result: Any, strategy: str, planned: int | None = None) -> dict:
 stats_text = run_stats.stats_text  # the one human line for the STRING output
 
 
-def final_payload(node_id: str | None, stats: dict, last: dict | None) -> dict:
-    """The last event: the final step's payload (if any) with `done` and the stats."""
+def unpack_bits(b64: str, n: int) -> np.ndarray:
+    """``pack_bits``'s text -> bool [n] (np.unpackbits, MSB first)."""
+    raw = np.frombuffer(base64.b64decode(b64), dtype=np.uint8)
+    return np.unpackbits(raw, count=n).astype(bool)
+
+
+class RunMap:
+    """The shown image's run as the step map's final frame draws it (web/ladr_preview_draw.js
+    ``trackRun``, the same rule): the tokens LADR's rescue decoded during the run, and the step
+    at which each was first seen decoded (0: never). A payload at step 1, or on another grid,
+    starts a new run."""
+
+    def __init__(self) -> None:
+        self.rescued = np.zeros(0, dtype=bool)
+        self.order = np.zeros(0, dtype=np.uint16)
+
+    def update(self, payload: dict) -> None:
+        n = payload["grid"][0] * payload["grid"][1]
+        if self.rescued.size != n or payload["step"] == 1:
+            self.rescued, self.order = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.uint16)
+        self.rescued |= unpack_bits(payload["rescued_bits"], n)
+        first = ~unpack_bits(payload["masked_bits"], n) & (self.order == 0)
+        self.order[first] = min(int(payload["step"]), 65535)
+
+    def fields(self) -> dict:
+        """rescued_run_bits (``pack_bits``) and decode_order_b64 (uint16 little-endian per
+        token, base64); empty before any step."""
+        if not self.rescued.size:
+            return {}
+        return {"rescued_run_bits": pack_bits(torch.from_numpy(self.rescued)),
+                "decode_order_b64": base64.b64encode(self.order.astype("<u2").tobytes())
+                .decode("ascii")}
+
+
+def final_payload(node_id: str | None, stats: dict, last: dict | None,
+                  run_map: RunMap | None = None) -> dict:
+    """The last event: the final step's payload (if any) with `done`, the stats, the run's map
+    and when it finished."""
     out = dict(last) if last else {"node": None if node_id is None else str(node_id)}
-    out.update({"done": True, "stats": stats})
+    out.update({"done": True, "stats": stats, "finished_at": round(time.time(), 3),
+                **(run_map.fields() if run_map is not None else {})})
     return out

@@ -59,6 +59,17 @@ class DiMOOTokens:
     model_key: tuple
     stats: dict = field(default_factory=dict)
     paint: Any = None
+    step_map: dict | None = None  # the run's final "ladr.step" event (nodes/events.py)
+
+
+def step_map_ui(tokens: DiMOOTokens) -> dict | None:
+    """A sampler node's UI output: its run's final step-map event, which ComfyUI keeps in its
+    history, sends again for a cached run and a workflow tab restores (web/ladr_preview.js),
+    and its last preview as the node's image (the event's "preview": a temp file)."""
+    if tokens.step_map is None:
+        return None
+    shown = tokens.step_map.get("preview")
+    return {"ladr_step_map": [tokens.step_map], **({"images": [shown]} if shown else {})}
 
 
 @dataclass(frozen=True)

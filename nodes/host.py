@@ -266,6 +266,20 @@ class Progress:
         self.bar.update_absolute(value, self.total, shown)
 
 
+def save_temp_image(pil: Any, prefix: str = "ladr_preview") -> dict | None:
+    """Write a PIL image into ComfyUI's temp folder as PNG; the UI output entry that shows it
+    on a node ({"filename", "subfolder", "type": "temp"}), or None outside ComfyUI. ComfyUI
+    empties that folder when it starts."""
+    paths = _comfy_module("folder_paths")
+    if paths is None:
+        return None
+    import uuid  # noqa: PLC0415
+
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}.png"
+    pil.save(os.path.join(paths.get_temp_directory(), name), "PNG", compress_level=1)
+    return {"filename": name, "subfolder": "", "type": "temp"}
+
+
 def send_event(event: str, payload: dict) -> None:
     """`PromptServer.instance.send_sync(event, payload, sid)` to the client that queued the run."""
     srv = _comfy_module("server")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ladr_core import DiMOOPipeline, Strategy
+from ladr_core import PRESETS, DiMOOPipeline, Strategy
 from ladr_core.dimoo import EditJob, MLCacheConfig, PaintJob, TextJob
 
 from . import batching, events, host, rules, threads
@@ -26,15 +26,29 @@ def settle_steps(strategy: Strategy, steps: int) -> tuple[int, str]:
     such as nano's 128, a rule's tuned setting), and then the note says `steps` was not used."""
     if strategy.steps is None or strategy.steps == steps:
         return steps, ""
-    source = (f"{strategy.name}'s tuned setting" if strategy.name in rules.RULES
-              else "the policy preset")
-    return strategy.steps, f"; T={strategy.steps} from {source} (steps={steps} not used)"
+    return strategy.steps, (f"; T={strategy.steps} from {planned_by(strategy)} (steps={steps} "
+                            "not used)")
+
+
+def planned_by(strategy: Strategy) -> str | None:
+    """Where the run's T came from when it is not the steps widget's: "preset nano" (an LADR
+    preset's policy and T), "the policy preset" (another policy tuned at a T) or "<rule>'s tuned
+    setting"; None when the strategy has no T of its own."""
+    if strategy.steps is None:
+        return None
+    if strategy.name in rules.RULES:
+        return f"{strategy.name}'s tuned setting"
+    policy = getattr(strategy, "policy", None)
+    named = [name for name, p in PRESETS.items() if p.policy == policy and p.steps == strategy.steps]
+    return f"preset {named[0]}" if named else "the policy preset"
 
 
 def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progress,
-                  sink: list[dict], base: object | None = None) -> Callable[[dict], None]:
-    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink).
-    base: a PreviewBase (known pixels under the preview, nodes/preview.py), or None."""
+                  sink: list[dict], base: object | None = None,
+                  run_map: events.RunMap | None = None) -> Callable[[dict], None]:
+    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink,
+    and followed by run_map). base: a PreviewBase (known pixels under the preview,
+    nodes/preview.py), or None."""
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
@@ -50,6 +64,8 @@ def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progr
         progress.update(round(progress.total * payload["progress"]), image)
         host.send_event(events.EVENT, payload)
         sink[:] = [payload]
+        if run_map is not None:
+            run_map.update(payload)
 
     return on_step
 
@@ -81,19 +97,27 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
     steps, note = settle_steps(strategy, steps)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
+    run_map = events.RunMap()
     with threads.torch_threads():
         res = pipe.run(job, steps=steps, temperature=temperature, seed=seed, strategy=strategy,
                        cache=cache, callback=make_callback(pipe, node_id, progress, last,
-                                                           preview_module.base_for_job(job)),
+                                                           preview_module.base_for_job(job),
+                                                           run_map),
                        decode=False, max_batch=max_batch)
         shown = int(last[0]["image"]) - 1 if last else 0
         final = preview_module.final_pil(pipe, res, shown)
     progress.update(progress.total, final)
     stats = events.stats_dict(res, strategy.name, steps)
     stats.update({"in_flight": res.in_flight, **({"note": res.note} if res.note else {})})
-    host.send_event(events.EVENT, events.final_payload(node_id, stats, last[0] if last else None))
+    if note:  # the T is not the steps widget's: the stats line says where it came from
+        stats["planned_by"] = planned_by(strategy)
+    ended = events.final_payload(node_id, stats, last[0] if last else None, run_map)
+    host.send_event(events.EVENT, ended)
+    kept = host.save_temp_image(final) if final is not None else None
+    if kept is not None:  # the last preview, kept as the node's UI image (handles.step_map_ui)
+        ended = {**ended, "preview": kept}
     h, w = res.grid
     tokens = DiMOOTokens(tokens=res.tokens.detach().cpu(), grid=tuple(res.grid),
                          width=w * pipe.vq_factor, height=h * pipe.vq_factor,
-                         model_key=model.key, stats=stats, paint=res.paint)
+                         model_key=model.key, stats=stats, paint=res.paint, step_map=ended)
     return tokens, stats, rule.note + note

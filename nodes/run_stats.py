@@ -53,6 +53,11 @@ def work_fields(result: Any, planned: int | None) -> dict:
     return out
 
 
+def plural(count: float, one: str, many: str) -> str:
+    """The word for a count: plural(1, "pass", "passes") -> "pass"."""
+    return one if count == 1 else many
+
+
 def _num(value: float) -> str:
     """12 -> "12", 12.5 -> "12.5"."""
     return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
@@ -74,7 +79,9 @@ def _passes(stats: dict) -> str:
     itself at its own 64 steps."""
     images = int(stats.get("images", 1))
     used = float(stats["nfe_per_image"])
-    text = f"{_num(used)} forward passes" + (" per image" if images > 1 else "")
+    shown = _num(used)
+    text = f"{shown} forward {plural(float(shown), 'pass', 'passes')}" + (
+        " per image" if images > 1 else "")
     official = stats.get("official_nfe_per_image")
     if official is None:
         return text
@@ -101,10 +108,14 @@ def stats_text(stats: dict) -> str:
     steps = int(stats["steps"])
     if stats.get("tokens_per_image", 1) == 0:
         run = "nothing to generate"
+    elif planned and "planned_by" in stats:  # T from a preset or a rule, not the widget
+        run = (f"{'done after ' if steps < planned else ''}{steps} of {planned} steps planned "
+               f"by {stats['planned_by']}")
     elif planned:
-        run = f"{'done after ' if steps < planned else ''}{steps} of {planned} planned steps"
+        run = (f"{'done after ' if steps < planned else ''}{steps} of {planned} planned "
+               f"{plural(planned, 'step', 'steps')}")
     else:
-        run = f"{steps} steps"
+        run = f"{steps} {plural(steps, 'step', 'steps')}"
     if "schedule_steps" in stats:
         run = (f"{run} (denoise {float(stats['denoise']):g}: the last {planned} of "
                f"{stats['schedule_steps']})" if planned else
@@ -120,5 +131,6 @@ def stats_text(stats: dict) -> str:
     if "self_score" in stats:
         scores = ", ".join(f"{v:+.4f}" for v in stats["self_score"])
         text += (f"; self-score {scores} (mean log p per re-masked token, higher is better; "
-                 f"{stats['self_score_passes']} extra passes per image)")
+                 f"{stats['self_score_passes']} extra "
+                 f"{plural(stats['self_score_passes'], 'pass', 'passes')} per image)")
     return text

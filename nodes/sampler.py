@@ -25,6 +25,7 @@ from .handles import (
     DiMOOModel,
     DiMOOTokens,
     SamplingRule,
+    step_map_ui,
 )
 from .host import v3
 from .validate import check_socket, input_error
@@ -117,6 +118,8 @@ class DiMOOSampler(io.ComfyNode):
                 io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
             ],
             hidden=[io.Hidden.unique_id],
+            # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
+            has_intermediate_output=True,
         )
 
     @classmethod
@@ -140,7 +143,7 @@ class DiMOOSampler(io.ComfyNode):
                               steps=steps, cfg=cfg, temperature=temperature, seed=seed,
                               one_prompt_per_line=one_prompt_per_line, cache=cache,
                               max_batch=max_batch, denoise=denoise)
-        return io.NodeOutput(tokens, text)
+        return io.NodeOutput(tokens, text, ui=step_map_ui(tokens))
 
 
 def _nano_cfg_hint() -> str:

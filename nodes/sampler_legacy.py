@@ -16,8 +16,8 @@ from ladr_core.dimoo import PaintOptions
 
 from . import batching, rules
 from . import paint as paint_module
-from .canvas import SIZE_AUTO, batch_input, check_size, size_inputs
-from .handles import MODEL_TYPE, PAINT_TYPE, TOKENS_TYPE, Canvas, DiMOOModel
+from .canvas import SIZE_AUTO, batch_input, size_inputs
+from .handles import MODEL_TYPE, PAINT_TYPE, TOKENS_TYPE, Canvas, DiMOOModel, step_map_ui
 from .host import v3
 from .sampler import (
     EMPTY_PROMPT,
@@ -56,16 +56,18 @@ class LegacyDiMOOSampler(io.ComfyNode):
                 io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
             ],
             hidden=[io.Hidden.unique_id],
+            # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
+            has_intermediate_output=True,
         )
 
     @classmethod
-    def validate_inputs(cls, prompt: str | None = None, width: int | None = None,
-                        height: int | None = None) -> bool | str:
-        """An empty prompt, a width / height off the 16 px grid or out of range, before
-        anything runs; each message starts with the input that is wrong (nodes/validate.py)."""
+    def validate_inputs(cls, prompt: str | None = None) -> bool | str:
+        """An empty prompt, before anything runs. Only `prompt` is named, so ComfyUI attaches
+        the message to it alone; width / height keep the host's range check on each input, and
+        the run checks them on the connected model's grid (nodes/validate.py)."""
         if isinstance(prompt, str) and not prompt.strip():
             return EMPTY_PROMPT
-        return check_size(width, height) or True
+        return True
 
     @classmethod
     def execute(cls, model: DiMOOModel, prompt: str, negative_prompt: str, width: int,
@@ -87,7 +89,7 @@ class LegacyDiMOOSampler(io.ComfyNode):
                               max_batch=max_batch, names={"options": "paint"},
                               fit_fix=FIT_FIX,
                               note=paint_module.size_note(image, width, height, SIZE_AUTO))
-        return io.NodeOutput(tokens, text)
+        return io.NodeOutput(tokens, text, ui=step_map_ui(tokens))
 
 
 def legacy_canvas(width: int, height: int, batch_size: int, image: torch.Tensor | None,

@@ -6,9 +6,9 @@ runs the schema's own checks (``min``/``max``, a COMBO's options) only for input
 there. So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
-2. names at most ONE input in ``validate_inputs`` and checks only that there, unless refusing
-   early is worth more than one message (DiMOO Canvas names ``width`` and ``height``: an
-   off-grid size must fail before an 8B model loads; each message starts with its input);
+2. names at most ONE input in ``validate_inputs`` and checks only that there, always: a check
+   spanning two widgets there would put its message on both, the valid one too (DiMOO
+   Canvas's width / height are checked on the token grids when it runs, nodes/canvas.py);
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 

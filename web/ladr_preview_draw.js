@@ -21,6 +21,7 @@ export const COLORS = {
 
 export const HEADER = 22;
 export const FOOTER = 20;
+export const LINE = 16; // one more line of 12 px text
 
 /** base64 of np.packbits (MSB first) -> Uint8Array of n 0/1 values. */
 export function decodeBits(b64, n) {
@@ -34,14 +35,59 @@ export function decodeBits(b64, n) {
   return out;
 }
 
+/** base64 of little-endian uint16 values (nodes/events.py RunMap) -> Uint16Array of n. */
+export function decodeUint16(b64, n) {
+  const out = new Uint16Array(n);
+  if (!b64) return out;
+  const raw = atob(b64);
+  for (let i = 0; i < n && 2 * i + 1 < raw.length; i++) {
+    out[i] = raw.charCodeAt(2 * i) | (raw.charCodeAt(2 * i + 1) << 8);
+  }
+  return out;
+}
+
+/** Height of the text above the grid: one line, two for a restored run (its "from the run
+ * at" line). */
+export function headerHeight(payload) {
+  return payload?.restored ? HEADER + LINE : HEADER;
+}
+
 /** Largest rectangle with the grid's aspect ratio inside the area below the header. */
-export function fitRect(grid, width, height) {
+export function fitRect(grid, width, height, top = HEADER, bottom = FOOTER) {
   const [gh, gw] = grid;
-  const areaH = Math.max(1, height - HEADER - FOOTER);
+  const areaH = Math.max(1, height - top - bottom);
   const scale = Math.min(width / gw, areaH / gh);
   const w = gw * scale;
   const h = gh * scale;
-  return { x: (width - w) / 2, y: HEADER + (areaH - h) / 2, w, h, cell: scale };
+  return { x: (width - w) / 2, y: top + (areaH - h) / 2, w, h, cell: scale };
+}
+
+/** "s" unless the count is 1: "1 pass", "2 passes" (plural(1, "pass", "passes")). */
+export function plural(count, one, many) {
+  return `${count} ${Number(count) === 1 ? one : many}`;
+}
+
+/** "08:12:03" (the browser's locale) of the Unix seconds a run finished at. */
+export function clockTime(seconds) {
+  return new Date(Number(seconds) * 1000).toLocaleTimeString([], {
+    hour: "2-digit", minute: "2-digit", second: "2-digit" });
+}
+
+/** The step map of a finished run from the sampler's record (its final event, kept by
+ * ComfyUI as the node's UI output "ladr_step_map" and in the node's properties): drawn as
+ * its final frame, with the line saying when it ran and, for a run ComfyUI served from its
+ * cache, "cached:". */
+export function restoredPayload(record, cached) {
+  if (!record || !record.grid) return null;
+  const n = record.grid[0] * record.grid[1];
+  return { ...record, restored: true, cached: Boolean(cached),
+           rescued_run: Array.from(decodeBits(record.rescued_run_bits, n)),
+           decode_order: Array.from(decodeUint16(record.decode_order_b64, n)) };
+}
+
+function restoredLine(p) {
+  const when = p.finished_at != null ? `from the run at ${clockTime(p.finished_at)}` : "from the last run";
+  return p.cached ? `cached: ${when}` : when;
 }
 
 export function counterText(p) {
@@ -50,9 +96,10 @@ export function counterText(p) {
   return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
 }
 
-/** Final line: steps run of the schedule's T, forward passes per image against the official
- * sampler's for the same job (nodes/run_stats.py), time, ML-Cache saving. */
-export function statsText(s, scheduleSteps) {
+/** Final lines: steps run of the schedule's T (and where a T not from the steps widget came
+ * from), then forward passes per image against the official sampler's for the same job
+ * (nodes/run_stats.py), time, ML-Cache saving. Two lines: one would not fit the widget. */
+export function statsLines(s, scheduleSteps) {
   const planned = s.steps_planned ?? scheduleSteps;
   const of = planned ? ` of ${planned}` : "";
   const passes = Number(s.nfe_per_image ?? s.nfe);
@@ -62,8 +109,20 @@ export function statsText(s, scheduleSteps) {
     ? ` (official ${shown(Number(official))})` : "";
   const saved = Number(s.forwards_saved_pct ?? 0);
   const cache = saved > 0 ? ` · cache saved ${saved.toFixed(0)}%` : "";
-  return `done: ${s.steps}${of} steps · ${shown(passes)} passes${versus} · ` +
-    `${Number(s.seconds).toFixed(2)} s${cache}`;
+  const steps = !planned ? plural(s.steps, "step", "steps")
+    : s.planned_by ? `${s.steps}${of} steps planned by ${s.planned_by}` : `${s.steps}${of} steps`;
+  return [`done: ${steps}`, `${plural(shown(passes), "pass", "passes")}${versus} · ` +
+    `${Number(s.seconds).toFixed(2)} s${cache}`];
+}
+
+/** statsLines as one line (the text a test or a log reads). */
+export function statsText(s, scheduleSteps) {
+  return statsLines(s, scheduleSteps).join(" · ");
+}
+
+/** Height of the text below the grid: two lines of stats on the final frame. */
+export function footerHeight(payload) {
+  return payload?.done && payload?.stats ? FOOTER + LINE : FOOTER;
 }
 
 /** One rect per run of equal bits along a row: few ops even for a 64x64 grid. */
@@ -140,17 +199,23 @@ export function planFrame(payload, width, height) {
   }
   const grid = payload.grid;
   const n = grid[0] * grid[1];
-  const rect = fitRect(grid, width, height);
+  const top = headerHeight(payload);
+  const rect = fitRect(grid, width, height, top, footerHeight(payload));
   ops.push({ op: "rect", x: rect.x, y: rect.y, w: rect.w, h: rect.h, fill: COLORS.decoded });
   ops.push(...runs(decodeBits(payload.masked_bits, n), grid, rect, COLORS.masked));
   const final = payload.done ? finalMap(payload, grid, rect, n) : null;
   ops.push(...(final ? final.ops
     : runs(decodeBits(payload.rescued_bits, n), grid, rect, COLORS.rescued)));
-  ops.push({ op: "text", x: 6, y: 15, text: final ? final.header : counterText(payload),
+  if (payload.restored) {
+    ops.push({ op: "text", x: 6, y: 15, text: restoredLine(payload), color: COLORS.muted });
+  }
+  ops.push({ op: "text", x: 6, y: top - 7, text: final ? final.header : counterText(payload),
              color: COLORS.text });
   const bottom = height - 6;
   if (payload.done && payload.stats) {
-    ops.push({ op: "text", x: 6, y: bottom, text: statsText(payload.stats, payload.steps), color: COLORS.done });
+    const [first, second] = statsLines(payload.stats, payload.steps);
+    ops.push({ op: "text", x: 6, y: bottom - LINE, text: first, color: COLORS.done });
+    ops.push({ op: "text", x: 6, y: bottom, text: second, color: COLORS.done });
   } else {
     ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued,
                text: `${payload.rescued ?? 0} rescued this step (${payload.strategy ?? ""})` });

@@ -56,18 +56,27 @@ VIEW_MARGIN = 20  # px kept free at the right and bottom edges of the window
 TITLE_PX = 30  # a node's title bar sits above its `pos`
 
 
+READABLE_SCALE = 0.65
+"""The lowest zoom a workflow opens at: the frontend draws node text at 14 px x zoom and draws
+no text at all below 8 px (its "font size threshold for LOD", zoom 0.57); 0.65 keeps 9 px.
+A graph wider than that shows opens at it, from its top-left corner (issue 55: the image to
+image template opened at 0.4, where no widget could be read)."""
+
+
 def view(nodes: list[Node]) -> dict:
     """The canvas view ("ds") a workflow opens at: the largest scale up to 0.9, in steps of
-    0.05, that shows every node whole in WINDOW, and the offset that puts the graph's top-left
-    corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side example ran 155 px past the
-    right edge of a 1600 px window: its save and stats nodes were cut off.)"""
+    0.05, that shows every node whole in WINDOW, but not below READABLE_SCALE, and the offset
+    that puts the graph's top-left corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side
+    example ran 155 px past the right edge of a 1600 px window: its save and stats nodes were
+    cut off.)"""
     left = min(n.pos[0] for n in nodes)
     top = min(n.pos[1] for n in nodes) - TITLE_PX
     width = max(n.pos[0] + n.size[0] for n in nodes) - left
     height = max(n.pos[1] + n.size[1] for n in nodes) - top
     room_w = WINDOW[0] - VIEW_MARGIN - VIEW_TOP_LEFT[0]
     room_h = WINDOW[1] - VIEW_MARGIN - VIEW_TOP_LEFT[1]
-    scale = min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20)
+    scale = max(READABLE_SCALE,
+                min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20))
     return {"scale": scale, "offset": [math.ceil(VIEW_TOP_LEFT[0] / scale - left),
                                        math.ceil(VIEW_TOP_LEFT[1] / scale - top)]}
 

@@ -54,18 +54,36 @@ def _source(wf: dict, value: object) -> tuple[torch.Tensor, torch.Tensor] | None
     raise ValueError(f"image / mask from {node['class_type']}: not modelled here")
 
 
-def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str]]:
+def passes(count: int) -> str:
+    """"1 pass", "8 passes"."""
+    return f"{count} pass{'' if count == 1 else 'es'}"
+
+
+def run_samplers(wf: dict, pipe: object) -> list[tuple[torch.Tensor, str, dict]]:
     """Each sampler node of the workflow run on `pipe` through the nodes themselves
-    (run_graph.py), decoded: (images [B, H, W, 3], a short caption line)."""
+    (run_graph.py), decoded: (images [B, H, W, 3], a short caption line, its stats)."""
     model = DiMOOModel(pipe=pipe, key=("nano",), name="nano")  # type: ignore[arg-type]
     out = []
     for tokens, _ in run_graph(wf, model, SAMPLERS[:2]).values():  # nano cannot edit
         s = tokens.stats
-        passes = f"{s['nfe']} pass{'' if s['nfe'] == 1 else 'es'}"
-        text = (f"baseline: {passes} (official sampler)" if s["strategy"] == "baseline"
-                else f"{s['strategy']}: {passes} (official {round(s['official_nfe_per_image'])})")
-        out.append((decode_tokens(model, tokens), text))
+        text = (f"baseline: {passes(s['nfe'])} (official sampler)" if s["strategy"] == "baseline"
+                else f"{s['strategy']}: {passes(s['nfe'])} "
+                f"(official {round(s['official_nfe_per_image'])})")
+        out.append((decode_tokens(model, tokens), text, s))
     return out
+
+
+def run_lines(runs: list[tuple[torch.Tensor, str, dict]]) -> list[str]:
+    """The caption lines under the pictures: one per run when two fit, else every run's count
+    on one line (in the pictures' order) and the official sampler's on the next, so each
+    picture has its label."""
+    if len(runs) <= 2:
+        return [text for _, text, _ in runs]
+    strategies = {s["strategy"] for *_, s in runs}
+    name = strategies.pop() if len(strategies) == 1 else "passes"
+    counts = ", ".join(str(s["nfe"]) for *_, s in runs)
+    official = ", ".join(str(round(s["official_nfe_per_image"])) for *_, s in runs)
+    return [f"{name}: {counts} passes", f"official: {official}"]
 
 
 def _grid(images: torch.Tensor, gap: int = 2) -> torch.Tensor:
@@ -194,12 +212,12 @@ def thumbnails(names: list[str] | None = None) -> list[Path]:
             for k in (1, 2):
                 seeds[0]["inputs"]["seed"] = base + k
                 runs += run_samplers(wf, pipe)
-            runs = [(torch.cat([im for im, _ in runs]),
-                     f"seeds {base}, {base + 1}, {base + 2}")]
+            runs = [(torch.cat([im for im, *_ in runs]),
+                     f"seeds {base}, {base + 1}, {base + 2}", runs[0][2])]
         shown = inputs_shown(wf)
-        size = max(max(im.shape[1:3]) for im in [*shown, *(im for im, _ in runs)])
-        images = torch.cat([_fit(im, size) for im in [*shown, *(im for im, _ in runs)]])
-        lines = [CAPTIONS[path.stem], *(text for _, text in runs)][:3]
+        size = max(max(im.shape[1:3]) for im in [*shown, *(im for im, *_ in runs)])
+        images = torch.cat([_fit(im, size) for im in [*shown, *(im for im, *_ in runs)]])
+        lines = [CAPTIONS[path.stem], *run_lines(runs)]
         if real or any(n["class_type"] == "LADR_DiMOOEdit" for n in wf.values()):
             lines = [CAPTIONS[path.stem], "needs the Lumina-DiMOO 8B model"]
         card = _card(images, lines)

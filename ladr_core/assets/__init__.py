@@ -30,3 +30,15 @@ def nano_default_cfg() -> float | None:
     except (OSError, ValueError):
         return None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def nano_vq_factor() -> int | None:
+    """Pixels per token side of the shipped nano (its VQ-VAE's ``2 ** (len(block_out_channels)
+    - 1)``, as the loader computes it), or None when its config is missing or damaged: for
+    messages and labels given before a model is loaded."""
+    try:
+        raw = json.loads((nano_model_path() / "vqvae" / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    channels = raw.get("block_out_channels")
+    return 2 ** (len(channels) - 1) if isinstance(channels, list) and channels else None

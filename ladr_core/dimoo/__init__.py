@@ -30,7 +30,7 @@ _EXPORTS = by_module({
     ".weights.gguf_write": "write_gguf tensor_type more_bits",
     # denoise/
     ".denoise.prompt": "ImageLayout build_prompt_batch check_image_size cond_text uncond_text "
-                       "suggest_size size_problem size_error SIZE_STEP",
+                       "suggest_size size_problem size_error nearest_multiples SIZE_STEP",
     ".denoise.cache": "MLCacheConfig BranchCache CacheSchedule",
     ".denoise.hostlag": "HostLag",
     ".denoise.denoiser": "DiMOODenoiser",

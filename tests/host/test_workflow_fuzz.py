@@ -349,3 +349,53 @@ def test_every_damaged_widget_is_refused_once_on_its_input_and_the_server_runs_o
     assert tally.pop("good runs") == len(covered), "a good run after every node's cases"
     assert set(tally) == {"refused at validation", "refused when run", "ran"}, tally
     assert sum(tally.values()) == sum(len(cases(info, c, p)) for c, p in covered.items())
+
+
+def out_of_range(spec: list) -> list[tuple[str, object]]:
+    """A numeric widget's values just past its schema's bounds: (the bound, the value)."""
+    extra, step = spec[1], 1 if spec[0] == "INT" else 0.5
+    return [(f"min {extra['min']}", extra["min"] - step)] * ("min" in extra) + \
+        [(f"max {extra['max']}", extra["max"] + step)] * ("max" in extra)
+
+
+def one_message_on(body: dict, at: Target) -> str | None:
+    """None when the answer is exactly one error, on this node and this input; else why not
+    (strict: unlike `refused_at_validation`, a message on a second input is a failure)."""
+    errors = body.get("node_errors", {})
+    listed = errors.get(at.node, {}).get("errors", [])
+    on = [e.get("extra_info", {}).get("input_name") for e in listed]
+    if set(errors) != {at.node} or on != [at.name]:
+        return f"errors on {sorted(errors)}, inputs {on}: {json.dumps(body)[:300]}"
+    return None
+
+
+def test_every_numeric_widget_out_of_range_is_one_message_on_that_input(server) -> None:
+    """Issue 55: every INT / FLOAT widget of every node (from the live /object_info) set just
+    past its min or max through the API is refused at validation with ONE message, on that
+    input alone, saying the bound (a prompt whose other outputs are fine is accepted with that
+    node's errors, and what it queued is stopped)."""
+    port, _ = server
+    _, info = http(port, "/object_info")
+    failures, checked = [], 0
+    for class_type, plan in sorted(plans(info).items()):
+        node = next(k for k, n in plan.wf.items() if n["class_type"] == class_type)
+        for name, (spec, _) in sorted(inputs_of(info, class_type).items()):
+            for bound, value in out_of_range(spec) if kind_of(spec) in ("INT", "FLOAT") else []:
+                bad = json.loads(json.dumps(plan.wf))
+                bad[node]["inputs"][name] = value
+                status, body = http(port, "/prompt", {"prompt": bad})
+                checked += 1
+                if status == 200:  # outputs this node does not feed were queued: stop them
+                    http(port, "/interrupt", {})
+                    http(port, "/queue", {"clear": True})
+                refused = status == 400 or body.get("node_errors")
+                why = one_message_on(body, Target(node, name, class_type)) if refused \
+                    else f"HTTP {status}, not refused"
+                said = json.dumps(body.get("node_errors", {}).get(node, {}))
+                if why is None and bound.split()[1] not in said:
+                    why = f"the message does not say the {bound}: {said[:300]}"
+                if why:
+                    failures.append(f"{class_type}.{name} = {value!r} ({bound}): {why}")
+    print(f"numeric widgets out of range: {checked} values, {len(failures)} failures")
+    assert checked > 0
+    assert not failures, "\n".join(failures)

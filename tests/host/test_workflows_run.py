@@ -42,7 +42,7 @@ def test_api_workflow_settings_run_on_nano(path: Path) -> None:
         kw.update(width=48, height=48)
     runs = run_samplers(wf, _PIPES[folder])
     assert len(runs) == len(samplers) >= 1
-    for (images, text), kw in zip(runs, samplers, strict=True):
+    for (images, text, _), kw in zip(runs, samplers, strict=True):
         prompt = kw["prompt"]  # a link: DiMOO Caption's caption of one picture, one line
         lines = prompt.strip().splitlines() if isinstance(prompt, str) else ["caption"]
         n_prompts = len(lines) if kw["one_prompt_per_line"] else 1
@@ -81,3 +81,15 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
                                           **{**kw, "steps": min(kw["steps"], 8),
                                              "size": "as is"}).args
         assert tokens.grid == (8, 8) and stats.startswith(kw["strategy"] + ": ")
+
+
+def test_a_thumbnail_labels_every_picture_in_the_singular_where_it_is_one() -> None:
+    """Issue 55: the image-to-image card (4 runs) named passes for 2 of its 4 pictures and said
+    "1 passes"; each run's count is now on the card, in the pictures' order."""
+    from lab.workflows.thumbnails import passes, run_lines
+
+    runs = [(None, f"ladr: {passes(n)}", {"strategy": "ladr", "nfe": n,
+                                          "official_nfe_per_image": o})
+            for n, o in ((8, 64), (1, 16), (3, 32), (5, 48))]
+    assert run_lines(runs) == ["ladr: 8, 1, 3, 5 passes", "official: 64, 16, 32, 48"]
+    assert run_lines(runs[:2]) == ["ladr: 8 passes", "ladr: 1 pass"]

@@ -123,7 +123,7 @@ def test_the_rule_object_runs_as_built_at_the_t_settled_once(fake_model, sent, s
     _, text = new(fake_model, rule=built, steps=64)
     assert seen[-1]["strategy"] is built.strategy
     assert seen[-1]["steps"] == PRESETS["nano"].steps != 64
-    assert text.endswith(f"; T={PRESETS['nano'].steps} from the policy preset (steps=64 not "
+    assert text.endswith(f"; T={PRESETS['nano'].steps} from preset nano (steps=64 not "
                          "used)")
 
 
@@ -171,8 +171,15 @@ def test_a_strategy_object_on_the_rule_socket_is_refused_naming_the_rule_node(fa
 
 
 def test_canvas_checks_name_the_canvas_input(fake_model, seen) -> None:
-    assert CanvasNode.validate_inputs(width=50, height=48).startswith("width")
-    assert CanvasNode.validate_inputs(width=0, height=48) is True
+    # one message, on the input that is wrong, with every model's grid (none is known yet)
+    with pytest.raises(ValueError, match=r"^DiMOO Canvas: height=50 is on no model's token grid "
+                       r"\(dimoo-nano draws one token per 4 x 4 px, Lumina-DiMOO 8B one per 16 "
+                       r"x 16 px\); nearest valid height: 48 or 52 for dimoo-nano, 48 or 64 for "
+                       r"Lumina-DiMOO 8B$"):
+        CanvasNode.execute(width=48, height=50, batch_size=1)
+    assert CanvasNode.execute(width=40, height=0, batch_size=1).args[0].width == 40  # nano's
+    assert not hasattr(CanvasNode, "validate_inputs") or \
+        "validate_inputs" not in CanvasNode.__dict__  # it would flag width AND height
     blank = torch.zeros(1, 64, 64)  # Load Image's mask when nothing was painted
     with pytest.raises(ValueError, match=r"^DiMOO Paint Canvas: mask is empty and not the "
                                          r"image's size"):

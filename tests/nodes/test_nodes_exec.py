@@ -3,7 +3,6 @@ shipped DiMOO-nano model (`load_dimoo(nano_model_path())`, 48 px, 12 x 12 tokens
 
 from __future__ import annotations
 
-import re
 from types import SimpleNamespace
 
 import pytest
@@ -53,12 +52,14 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
     assert base_text.startswith("baseline: 64 of 64 planned steps · 64 forward passes (the "
                                 "official sampler) · ")
     fewer = 64 / ladr.stats["nfe"]
-    assert f"of 128 planned steps · {ladr.stats['nfe']} forward passes vs 64 for the official " \
+    assert f"of 128 steps planned by preset nano · {ladr.stats['nfe']} forward passes vs 64 " \
+        "for the official " \
         f"sampler (64 steps, 144 tokens): {fewer:.1f}x fewer · " in text
     assert ladr.stats["steps"] < base.stats["steps"]
     assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
     assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 128
-    assert text.endswith("; T=128 from the policy preset (steps=64 not used)")
+    assert text.endswith("; T=128 from preset nano (steps=64 not used)")
+    assert ladr.stats["planned_by"] == "preset nano" and "planned_by" not in base.stats
 
 
 def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
@@ -148,15 +149,15 @@ def test_sampler_refuses_bad_values_naming_the_input(fake_model, kw, needle) -> 
     assert LegacyDiMOOSampler.validate_inputs(prompt=SAMPLER_DEFAULTS["prompt"]) is True
 
 
-@pytest.mark.parametrize(("kw", "needle"), [
-    ({"width": 1000}, "width=1000 is not a multiple of 16"),
-    ({"height": 4096}, "height=4096 is outside"), ({"width": 42}, "width=42 is not a "
-                                                   "multiple of 16.*nearest valid width: 32 or 48"),
-])
-def test_sampler_widgets_keep_the_16_px_grid_at_validation(kw, needle) -> None:
-    """The host validates the widgets before a run (the widget's step is 16 px, even on nano
-    whose VQ factor is 4); a run then checks the size against the model (its grid, its context)."""
-    assert re.search(needle, LegacyDiMOOSampler.validate_inputs(**kw))
+def test_legacy_size_widgets_are_checked_on_the_connected_models_grid(fake_model) -> None:
+    """Validation names only `prompt` (ComfyUI would put a size message on prompt, width and
+    height); the run checks the size on the model's own grid: nano's VQ factor is 4."""
+    assert LegacyDiMOOSampler.validate_inputs(prompt="a fox") is True
+    with pytest.raises(ValueError, match=r"^DiMOO Sampler: width=50 is not a multiple of 4 "
+                                         r"\(one token per 4 x 4 pixels\); nearest valid width: "
+                                         r"48 or 52$"):
+        run(fake_model, width=50)
+    assert run(fake_model, width=40, steps=4)[0].width == 40  # on nano's grid, off 16 px
 
 
 def test_sampler_rejects_foreign_policy_and_model_sized_errors(fake_model, sent) -> None:
@@ -262,3 +263,47 @@ def test_loader_reports_a_missing_builtin_nano(tmp_path, monkeypatch, choice) ->
     monkeypatch.setattr(ladr_core, loader.BUILT_IN[choice], lambda: tmp_path / "gone_nano")
     msg = LoadDiMOOModel.validate_inputs(model_name=choice)
     assert f"built-in {choice.split()[0]} checkpoint is missing" in msg and "gone_nano" in msg
+
+
+def test_sampler_returns_its_run_map_as_ui_output_that_a_cached_run_sends_again(
+        fake_model, sent) -> None:
+    """The final event is also the node's UI output "ladr_step_map" (ComfyUI keeps it in the
+    history and sends it again for a cached run): the run's rescue map is the union of every
+    step's rescued tokens and its decode order the step each token was first seen decoded,
+    as web/ladr_preview_draw.js trackRun builds them live."""
+    import base64
+    import time
+
+    import numpy as np
+
+    before = time.time()
+    out = LegacyDiMOOSampler.execute(model=fake_model, **SAMPLER_DEFAULTS)
+    final = sent[-1][1]
+    assert out.ui == {"ladr_step_map": [final]} and final["done"]
+    assert before <= final["finished_at"] <= time.time() + 1
+    steps = [p for e, p in sent if e == events.EVENT and not p["done"]]
+    n = final["grid"][0] * final["grid"][1]
+    rescued = np.zeros(n, bool)
+    order = np.zeros(n, int)
+    for p in steps:
+        rescued |= events.unpack_bits(p["rescued_bits"], n)
+        first = ~events.unpack_bits(p["masked_bits"], n) & (order == 0)
+        order[first] = p["step"]
+    assert rescued.any() and (order > 0).all()  # LADR rescued some; every token decoded
+    assert (events.unpack_bits(final["rescued_run_bits"], n) == rescued).all()
+    got = np.frombuffer(base64.b64decode(final["decode_order_b64"]), "<u2")
+    assert got.tolist() == order.tolist()
+
+
+def test_stats_line_counts_read_right_in_the_singular() -> None:
+    """Issue 55: "1 pass" and "1 step", never "1 passes"; a T from a preset says so."""
+    from nodes.run_stats import stats_text
+
+    one = {"strategy": "ladr", "steps": 1, "nfe": 1, "nfe_per_image": 1.0, "seconds": 0.5,
+           "images": 1, "tokens_per_image": 4, "official_nfe_per_image": 4.0,
+           "official_steps": 64}
+    text = stats_text(one)
+    assert text.startswith("ladr: 1 step · 1 forward pass vs 4 for the official sampler"), text
+    planned = stats_text({**one, "steps_planned": 256, "planned_by": "preset nano"})
+    assert planned.startswith("ladr: done after 1 of 256 steps planned by preset nano · "), planned
+    assert stats_text({**one, "steps_planned": 1}).startswith("ladr: 1 of 1 planned step · ")

@@ -229,7 +229,7 @@ def test_stats_line_sets_the_run_against_the_official_sampler_on_the_same_hole(f
     official = official_passes(36)
     assert st["steps_planned"] == 128 and st["tokens_per_image"] == 36 and st["painting"]
     assert st["official_nfe_per_image"] == official == 36
-    assert text.startswith(f"ladr: done after {st['steps']} of 128 planned steps · "
+    assert text.startswith(f"ladr: done after {st['steps']} of 128 steps planned by preset nano · "
                            f"{st['nfe']} forward passes vs {official} for the official sampler "
                            "(64 steps, 36 tokens to regenerate): ")
     assert f"{official / st['nfe']:.1f}x fewer" in text and "saved" not in text

@@ -11,7 +11,6 @@ import torch
 import ladr_core
 from nodes import node_classes, validate
 from nodes.cache import MLCacheOptions
-from nodes.canvas import CanvasNode
 from nodes.decode import DiMOOVQDecode
 from nodes.handles import DiMOOModel
 from nodes.sampler_legacy import LegacyDiMOOSampler
@@ -22,11 +21,7 @@ def test_validate_inputs_names_at_most_one_input(node) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py)."""
     attached = validate.attached_inputs(node)
     assert attached is not None, node  # never **kwargs: that would name every input
-    # one input, except the size checks (nodes/validate.py rule 2): the canvas's two, the
-    # legacy sampler's three
-    allowed = {LegacyDiMOOSampler: ["prompt", "width", "height"],
-               CanvasNode: ["width", "height"]}.get(node, attached[:1])
-    assert attached == allowed, attached
+    assert len(attached) <= 1, attached  # no exception (nodes/validate.py rule 2)
 
 
 def test_attached_inputs_reads_the_signature_like_comfyui() -> None:

@@ -118,7 +118,7 @@ def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
             assert DiMOOSampler.validate_inputs(node["inputs"]["prompt"]) is True
         if node["class_type"] == "LADR_Canvas":
             i = node["inputs"]
-            assert CanvasNode.validate_inputs(i["width"], i["height"]) is True
+            assert CanvasNode.execute(i["width"], i["height"], i["batch_size"]).args
 
 
 def test_workflow_files_are_up_to_date_with_the_builder() -> None:

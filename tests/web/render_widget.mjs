@@ -39,8 +39,10 @@ try {
     const out = [];
     let run = null; // payloads are one run's events in order, as the widget receives them
     for (const item of items) {
-      run = mod.trackRun(run, item);
-      const p = mod.shownPayload(run, item);
+      // {restore: record, cached}: a finished run's record as a restored widget shows it
+      if (!item?.restore) run = mod.trackRun(run, item);
+      const p = item?.restore ? mod.restoredPayload(item.restore, item.cached)
+        : mod.shownPayload(run, item);
       const canvas = document.createElement("canvas");
       canvas.width = 320; canvas.height = 300;
       canvas.style.marginRight = "8px";
@@ -49,7 +51,8 @@ try {
       const ops = mod.drawFrame(ctx, p);
       const cells = [];
       if (p && p.grid) {
-        const r = mod.fitRect(p.grid, canvas.width, canvas.height);
+        const r = mod.fitRect(p.grid, canvas.width, canvas.height, mod.headerHeight(p),
+                               mod.footerHeight(p));
         for (let i = 0; i < p.grid[0]; i++) {
           for (let j = 0; j < p.grid[1]; j++) {
             const x = Math.floor(r.x + (j + 0.5) * r.cell);

@@ -66,8 +66,8 @@ def test_step_frame_shows_decoded_masked_and_rescued(tmp_path) -> None:
     assert any("2 rescued this step" in t for t in texts)
 
     final_texts = [o["text"] for o in final_r["ops"] if o["op"] == "text"]
-    assert "done: 14 of 128 steps · 14 passes (official 36) · 3.25 s · cache saved 75%" \
-        in final_texts
+    assert "done: 14 of 128 steps" in final_texts  # two lines: one would not fit
+    assert "14 passes (official 36) · 3.25 s · cache saved 75%" in final_texts
     assert final_r["cells"][9] == DECODED  # nothing masked any more
     # the final frame shows where the run's rescue decoded tokens
     assert final_r["cells"][5] == final_r["cells"][6] == RESCUED_RUN
@@ -141,3 +141,29 @@ def test_final_frame_of_a_run_without_rescue_shows_its_decode_order(tmp_path) ->
     assert DECODED not in res[-1]["cells"]
     # mid-run frames are unchanged: decoded cells in the plain colour
     assert res[1]["cells"][:5] == [DECODED] * 5 and res[1]["cells"][5] == MASKED
+
+
+def test_a_restored_run_draws_its_final_frame_and_says_when_it_ran(tmp_path) -> None:
+    """Issue 55: the sampler's record of a finished run (its final event with the run's map,
+    events.RunMap) drawn after a tab switch / reload / cached run: the same cells as the live
+    final frame, a line saying when it ran ("cached: " for a run served from ComfyUI's cache),
+    and counts in the singular where they are 1."""
+    run_map = events.RunMap()
+    first = events.step_payload(widget_record(False), "7")  # step 5: tokens 5, 6 rescued
+    run_map.update(first)
+    stats = {"strategy": "ladr", "steps": 1, "nfe": 1, "seconds": 1.0, "nfe_per_image": 1.0,
+             "steps_planned": 256, "planned_by": "preset nano", "official_steps": 64,
+             "official_nfe_per_image": 64.0}
+    final = events.final_payload("7", stats, events.step_payload(widget_record(True), "7"),
+                                 run_map)
+    live, restored, cached = _render([first, final, {"restore": final},
+                                      {"restore": final, "cached": True}], tmp_path)[1:]
+    assert restored["cells"] == live["cells"] == cached["cells"]
+    assert restored["cells"][5] == restored["cells"][6] == RESCUED_RUN
+    texts = [[o["text"] for o in r["ops"] if o["op"] == "text"] for r in (live, restored, cached)]
+    assert not any("from the run at" in t for t in texts[0])
+    assert texts[1][0].startswith("from the run at ") and texts[2][0].startswith(
+        "cached: from the run at "), texts
+    assert texts[1][-2:] == ["done: 1 of 256 steps planned by preset nano",
+                             "1 pass (official 64) · 1.00 s"], texts[1]
+    assert "2 of 12 tokens decoded by rescue (light cells)" in texts[1]

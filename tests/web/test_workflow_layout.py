@@ -9,6 +9,7 @@ starts TITLE px above its `pos` (the title bar).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -88,11 +89,35 @@ WINDOW_PX = (1600, 900)
 MINIMAP_TOP_LEFT_PX = (1340, 640)
 
 
+# The frontend draws node text at NODE_TEXT_SIZE x zoom and none below its LOD font size
+# (frontend 1.49.6 settings: 14 px, "LiteGraph.Canvas.MinFontSizeForLOD" 8 px).
+NODE_TEXT_PX, LOD_FONT_PX = 14, 8
+
+
+@pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
+def test_workflow_opens_at_a_zoom_whose_text_reads(path: Path) -> None:
+    """Issue 55: the image to image template opened at 0.4 zoom, where the frontend draws no
+    text; every template now opens where its node text is at least 9 px high."""
+    from lab.workflows.build_examples import READABLE_SCALE
+
+    scale = json.loads(path.read_text())["extra"]["ds"]["scale"]
+    assert NODE_TEXT_PX * READABLE_SCALE >= LOD_FONT_PX + 1
+    assert scale >= READABLE_SCALE, scale
+
+
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
 def test_workflow_opens_with_every_node_in_sight(path: Path) -> None:
+    """Every node, or for a graph too wide to show whole at a readable zoom, the first DiMOO
+    Sampler and every node left of it (the loader, the canvas, the rule)."""
     data = json.loads(path.read_text())
     ds = data["extra"]["ds"]
-    for n in data["nodes"]:
+    samplers = [n for n in data["nodes"] if n["type"] == "LADR_DiMOOSampler2"]
+    first = min((n["pos"][0] for n in samplers), default=math.inf)
+    fits = all((n["pos"][0] + n["size"][0] + ds["offset"][0]) * ds["scale"] <= WINDOW_PX[0]
+               for n in data["nodes"])
+    shown = [n for n in data["nodes"] if fits or n["pos"][0] <= first]
+    assert shown and (fits or len(shown) >= 4), [n.get("title") for n in shown]
+    for n in shown:
         name = n.get("title", n["type"])
         right = (n["pos"][0] + n["size"][0] + ds["offset"][0]) * ds["scale"]
         bottom = (n["pos"][1] + n["size"][1] + ds["offset"][1]) * ds["scale"]

@@ -74,7 +74,8 @@ SIZE_STEP = 16
 """Pixel sizes are multiples of this (the official grid: one token per 16 x 16 pixels)."""
 
 
-def _nearest_multiples(value: int, factor: int) -> str:
+def nearest_multiples(value: int, factor: int) -> str:
+    """The valid sizes around ``value`` on a ``factor`` px grid: "48 or 64", or "48"."""
     low = max(factor, value // factor * factor)
     high = low if low >= value else low + factor
     return str(low) if low == high else f"{low} or {high}"
@@ -93,7 +94,7 @@ def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError 
     if value % factor:
         return InputError(name, f"={value} is not a multiple of {factor} (one token per "
                           f"{factor} x {factor} pixels)",
-                          f"nearest valid {name}: {_nearest_multiples(value, factor)}")
+                          f"nearest valid {name}: {nearest_multiples(value, factor)}")
     return None
 
 
