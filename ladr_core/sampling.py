@@ -308,9 +308,10 @@ def sample(
 ) -> SampleResult:
     """Generate B token grids of H x W: the contract, every argument included, is
     docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
-    an LADR preset name, resolved once, here (ladr_core.registry); steps: T (None: the
-    strategy's own T, else 64; `Strategy.run_steps`). Item i's tokens equal its own B = 1 run
-    with its own generator, whatever the batch, `known` or `max_batch`.
+    an LADR preset name, resolved once, here (ladr_core.registry); steps: T for a strategy
+    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i's tokens
+    equal its own B = 1 run with its own generator, whatever the batch, `known` or
+    `max_batch`.
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)
