@@ -142,12 +142,12 @@ class RunOptions:
 def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
             note: str = "") -> GenerationResult:
     """Sample a built job, decode it (and finish it: painting's paste-back)."""
-    denoise = built.denoise
-    layout = denoise.layout
-    check_seed(options.seed, denoise.batch)
-    generators = [item_generator(options.seed + i, device) for i in range(denoise.batch)]
+    denoiser = built.denoiser
+    layout = denoiser.layout
+    check_seed(options.seed, denoiser.batch)
+    generators = [item_generator(options.seed + i, device) for i in range(denoiser.batch)]
     start = time.perf_counter()
-    result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=options.steps,
+    result = sample(denoiser, shape=(denoiser.batch, layout.h, layout.w), steps=options.steps,
                     strategy=options.strategy, temperature=options.temperature,
                     generator=generators, callback=options.callback, device=device,
                     known=built.known, max_batch=options.max_batch)
@@ -160,7 +160,7 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
         if built.paint is not None:
             images = built.paint.finish(images)
         synchronize(images.device)
-    stats = denoise.stats
+    stats = denoiser.stats
     return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                             stats.token_forwards, stats.token_forwards_full,
                             (layout.h, layout.w), time.perf_counter() - start,
