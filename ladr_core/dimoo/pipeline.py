@@ -49,6 +49,7 @@ from .tasks.painting import PaintOptions, check_image, plan_painting, plan_token
 from .understand import PipelineUnderstanding, answer_end_id
 from .weights.checkpoint import load_checkpoint
 from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device
+from .weights.vqfiles import vq_folder
 
 if TYPE_CHECKING:
     from .tasks.selfscore import SelfScore, SelfScoreConfig
@@ -330,8 +331,8 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
             steps -= start
         built = job.build(self.runtime(), steps, cache)
         if max_batch is None:
-            grid = built.denoise.layout
-            max_batch = images_in_flight(self.device, built.denoise.batch, self.image_bytes(
+            grid = built.denoiser.layout
+            max_batch = images_in_flight(self.device, built.denoiser.batch, self.image_bytes(
                 grid.w * self.vq_factor, grid.h * self.vq_factor, cache is not None))
         options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
         res = run_turns(job, built, options, self.vq, self.device, self.runtime())
@@ -514,7 +515,7 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
 
         stream_blocks(checkpoint.transformer, resolve_device(device))
     pipe = DiMOOPipeline(checkpoint)
-    table = Path(path) / "vqvae" / PREVIEW_TABLE_FILE
+    table = vq_folder(Path(path)) / PREVIEW_TABLE_FILE
     if table.is_file():
         pipe.use_preview_table(table)
     return pipe
