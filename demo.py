@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--policy: {preset!r} is not a preset; choose one of "
                          f"{sorted(ladr_core.PRESETS)}")
     strategy = ladr_core.LADR.preset(preset)
-    steps = strategy.run_steps(args.steps)
+    if args.steps is not None:  # --steps replaces the preset's own T, which would win over it
+        strategy = strategy.at_steps(args.steps)
+    steps = strategy.run_steps()
     common = dict(width=size, height=size, cfg=cfg, temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),

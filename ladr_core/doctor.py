@@ -132,10 +132,10 @@ def _tokenizer_report(folder: Path, ids: Any, refusals: list[str]) -> list[str]:
 
 def _vq_report(folder: Path, ids: Any, refusals: list[str]) -> list[str]:
     from .dimoo.weights.checkpoint import read_vq_config
-    from .dimoo.weights.vqfiles import vq_weight_files
+    from .dimoo.weights.vqfiles import vq_folder, vq_weight_files
 
     got = _attempt(refusals, lambda: read_vq_config(folder, ids))
-    weights = _attempt(refusals, lambda: vq_weight_files(folder / "vqvae"))
+    weights = _attempt(refusals, lambda: vq_weight_files(vq_folder(folder)))
     lines = []
     if got is not None:
         lines.append(f"  VQ-VAE: {got[0].get('num_vq_embeddings')} codes, VQ factor "

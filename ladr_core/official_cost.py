@@ -26,7 +26,7 @@ import torch
 from .schedules import Schedule, get_schedule
 from .step import DEFAULT_STEPS
 from .strategies.baseline import baseline_keep
-from .strength import remask_count, start_step
+from .strength import check_denoise, remask_count, start_step
 
 
 @lru_cache(maxsize=4096)
@@ -54,7 +54,7 @@ def official_passes(to_generate: int, steps: int = DEFAULT_STEPS,
         raise ValueError(f"steps must be an int >= 1 (the schedule length T); got {steps!r}")
     if to_generate == 0:
         return 0
-    start = start_step(steps, denoise)
+    start = start_step(steps, check_denoise(denoise))
     return _passes(to_generate, steps, get_schedule(schedule), start)
 
 

@@ -224,18 +224,18 @@ class _Run:
         return (Stats(**{f: moved[f] for f in names}),
                 StepNoise(None, moved["remask"], moved["uniform"]))
 
-    def denoise(self, active: list[int]) -> tuple[torch.Tensor, list[int] | None]:
+    def call_denoiser(self, active: list[int]) -> tuple[torch.Tensor, list[int] | None]:
         """One denoise call: every slot (a denoiser without `items`, or all slots running in a
         plain batch), else only the running slots with their items' indices. Returns the
         logits and the row of each slot (None: row = slot)."""
         a = self.args
         width = self.tokens.shape[0]
         if not a.takes_items:
-            return a.denoise(self.tokens, self.masked), None
+            return a.denoiser(self.tokens, self.masked), None
         if len(active) == width and not self.slots.rolling:
-            return a.denoise(self.tokens, self.masked, items=None), None
+            return a.denoiser(self.tokens, self.masked, items=None), None
         idx = index(active, self.tokens.device)
-        logits = a.denoise(self.tokens.index_select(0, idx), self.masked.index_select(0, idx),
+        logits = a.denoiser(self.tokens.index_select(0, idx), self.masked.index_select(0, idx),
                            items=[self.slots.item[s] for s in active])
         rows = [0] * width
         for r, slot in enumerate(active):
@@ -247,7 +247,7 @@ class _Run:
         (None with record=False: with no callback its tensors would be built for nothing)."""
         a = self.args
         active = self.slots.active()
-        logits, rows = self.denoise(active)
+        logits, rows = self.call_denoiser(active)
         self.nfe += 1
         self.k = check_logits(logits, self.tokens.shape[0] if rows is None else len(active),
                               self.n, self.k)
@@ -308,9 +308,10 @@ def sample(
 ) -> SampleResult:
     """Generate B token grids of H x W: the contract, every argument included, is
     docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
-    an LADR preset name, resolved once, here (ladr_core.registry); steps: T (None: the
-    strategy's own T, else 64; `Strategy.run_steps`). Item i's tokens equal its own B = 1 run
-    with its own generator, whatever the batch, `known` or `max_batch`.
+    an LADR preset name, resolved once, here (ladr_core.registry); steps: T for a strategy
+    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i's tokens
+    equal its own B = 1 run with its own generator, whatever the batch, `known` or
+    `max_batch`.
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 from typing import ClassVar
 
@@ -127,15 +127,24 @@ class Strategy(ABC):
     step_invariant: ClassVar[bool] = False
 
     def run_steps(self, requested: int | None = None) -> int:
-        """The T a run uses: `requested`, else the T this strategy was tuned at, else DiMOO's 64.
-        The one place T is settled and checked (sample, DiMOOPipeline.run and the nodes call
-        it): a requested T that is not an int >= 1 is a ValueError."""
-        if requested is None:
-            return DEFAULT_STEPS if self.steps is None else self.steps
-        if not isinstance(requested, int) or isinstance(requested, bool) or requested < 1:
+        """The T a run uses, settled here and nowhere else (sample, DiMOOPipeline.run, so
+        generate / paint / edit, and the sampler nodes through nodes.run.settle_steps call it):
+        the T this strategy was tuned at when it has one (a preset's, a rule's: T belongs to the
+        recipe, as its thresholds do), else `requested`, else DiMOO's 64. So `steps` is the T
+        of a strategy that brings none; to run a tuned strategy at another T, give it that T
+        (`strategy.at_steps(t)`). A requested T that is not an int >= 1 is a ValueError, used
+        or not."""
+        if requested is not None and (not isinstance(requested, int)
+                                      or isinstance(requested, bool) or requested < 1):
             raise ValueError(f"steps must be an int >= 1 (the schedule length T) or None (the "
                              f"strategy's own T); got {requested!r}")
-        return requested
+        if self.steps is not None:
+            return self.steps
+        return DEFAULT_STEPS if requested is None else requested
+
+    def at_steps(self, steps: int | None) -> Strategy:
+        """This strategy tuned at T = `steps` instead (None: the caller's T, see run_steps)."""
+        return replace(self, steps=steps)  # type: ignore[type-var]
 
     @abstractmethod
     def needs(self) -> Needs:

@@ -29,18 +29,27 @@ DENOISE_FIX = ("give a number from 0 (keep the picture) to 1 (redraw everything:
                "image), e.g. 0.6")
 
 
-def check_denoise(value: object) -> float:
+def check_denoise(value: object, no_picture: tuple[str, str] | None = None) -> float:
     """The denoise strength as a float in [0, 1]; one InputError naming ``denoise`` otherwise
-    (not a number, NaN, infinite or out of range)."""
+    (not a number, NaN, infinite or out of range). The one check of a strength, made once per
+    job where the job is planned (``plan_painting``, ``plan_tokens``; a job without a picture:
+    its entry, with ``no_picture`` = (what is missing, the fix), which refuses a strength below
+    1, as there is nothing to keep). Downstream (``start_step``, the run, the stats) reads the
+    checked float."""
     if not is_real(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
         raise InputError("denoise", f"is {value!r}", DENOISE_FIX)
-    return float(value)  # type: ignore[arg-type]
+    denoise = float(value)  # type: ignore[arg-type]
+    if no_picture is not None and denoise < 1.0:
+        raise InputError("denoise", f"is {denoise:g} but {no_picture[0]}", no_picture[1])
+    return denoise
 
 
 def start_step(steps: int, denoise: float) -> int:
-    """The step s0 = T - round(T * d) a run of strength ``denoise`` starts from (halves round
-    up): 0 at d = 1 (the whole schedule), T at d = 0 (nothing to run)."""
-    return steps - math.floor(steps * check_denoise(denoise) + 0.5)
+    """The step s0 = T - round(T * d) a run of strength ``denoise`` (checked:
+    ``check_denoise``) starts from (halves round up): 0 at d = 1 (the whole schedule), T at
+    d = 0 (nothing to run). A run computes it once (``DiMOOPipeline.run``) and carries it in
+    its result (``GenerationResult.start_step``) for the stats."""
+    return steps - math.floor(steps * denoise + 0.5)
 
 
 def remask_count(total: int, start: int, steps: int,

@@ -57,7 +57,7 @@ def check_known(known: object, batch: int, n: int) -> KnownTokens | None:
 class SampleArgs:
     """sample()'s arguments, checked and normalised (defaults filled in)."""
 
-    denoise: Denoise
+    denoiser: Denoise
     shape: tuple[int, int, int]  # (B, H, W)
     steps: int  # T
     strategy: Strategy
@@ -71,10 +71,10 @@ class SampleArgs:
     takes_items: bool = False  # denoise(tokens, masked, items=...): finished items leave
 
 
-def takes_items(denoise: object) -> bool:
-    """True when `denoise` accepts the keyword `items` (the items of the rows it is sent)."""
+def takes_items(denoiser: object) -> bool:
+    """True when `denoiser` accepts the keyword `items` (the items of the rows it is sent)."""
     try:
-        params = inspect.signature(denoise).parameters  # type: ignore[arg-type]
+        params = inspect.signature(denoiser).parameters  # type: ignore[arg-type]
     except (TypeError, ValueError):  # a builtin without a signature: the plain contract
         return False
     return "items" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -135,7 +135,7 @@ def _default_device(device: object, generator: object) -> torch.device:
 
 
 def validate_arguments(
-    denoise: Denoise,
+    denoiser: Denoise,
     shape: Sequence[int],
     steps: int | None,
     strategy: str | Strategy,
@@ -151,7 +151,7 @@ def validate_arguments(
     """Check every sample() argument; return them normalised as SampleArgs (the strategy
     resolved once, through ladr_core.registry)."""
     chosen = resolve_strategy(strategy)
-    if not callable(denoise):
+    if not callable(denoiser):
         raise ValueError(
             "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
         )
@@ -168,9 +168,9 @@ def validate_arguments(
     if not isinstance(cuda_graph, bool):
         raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
     known = check_known(known, shape[0], shape[1] * shape[2])
-    items = takes_items(denoise)
+    items = takes_items(denoiser)
     width = check_max_batch(max_batch, shape[0], items)
-    return SampleArgs(denoise, shape, steps, chosen, float(temperature),
+    return SampleArgs(denoiser, shape, steps, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
                       _default_device(device, generator), cuda_graph, known, width, items)
 

@@ -82,9 +82,7 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
                                        canvas.tokens.height, negative_prompt=negative_prompt,
                                        cfg=cfg, batch_size=canvas.batch_size, denoise=denoise)
         if not canvas.painting:
-            if check_denoise(denoise) < 1.0:
-                raise InputError("denoise", f"is {denoise:g} but the canvas has no picture to "
-                                 "redraw", NO_PICTURE_FIX)
+            check_denoise(denoise, ("the canvas has no picture to redraw", NO_PICTURE_FIX))
             return pipe.prepare_text(prompts, negative_prompt=negative_prompt,
                                      width=resolve_size(canvas.width),
                                      height=resolve_size(canvas.height), cfg=cfg,

@@ -2,8 +2,9 @@
 job -> image tokens + stats, with the host's memory load, progress bar, previews and events
 (what each step shows: docs/ARCHITECTURE.md section 7).
 
-The schedule length T is settled here, once (`settle_steps`): the node's steps, or the T a
-policy preset or a rule was tuned at; the pipeline then receives the strategy object and that T.
+The schedule length T is settled by the core (`Strategy.run_steps`, through `settle_steps`,
+which adds the note when the node's steps was not used): the T a policy preset or a rule was
+tuned at, else the node's steps; the pipeline then receives the strategy object and that T.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progr
 
 
 def settle_steps(strategy: Strategy, steps: int) -> tuple[int, str]:
-    """(the T the run uses, a note): `steps`, or the T `strategy` was tuned at (an LADR preset
-    such as nano's 128, a rule's tuned setting), and then the note says `steps` was not used."""
-    if strategy.steps is None or strategy.steps == steps:
+    """(the T the run uses, a note): T as the core settles it (``Strategy.run_steps``: the T
+    `strategy` was tuned at, an LADR preset such as nano's 128 or a rule's tuned setting, else
+    `steps`); the note says when `steps` was not used."""
+    settled = strategy.run_steps(steps)
+    if settled == steps:
         return steps, ""
-    return strategy.steps, (f"; T={strategy.steps} from {planned_by(strategy)} (steps={steps} "
-                            "not used)")
+    return settled, f"; T={settled} from {planned_by(strategy)} (steps={steps} not used)"
 
 
 def planned_by(strategy: Strategy) -> str | None:

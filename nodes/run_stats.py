@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core import DEFAULT_STEPS, official_passes, start_step
+from ladr_core import DEFAULT_STEPS, official_passes
 
 OFFICIAL = "baseline"
 
@@ -49,7 +49,7 @@ def work_fields(result: Any, planned: int | None) -> dict:
         out["denoise"] = denoise
         if planned is not None:
             out.update(schedule_steps=int(planned),
-                       steps_planned=int(planned) - start_step(int(planned), denoise))
+                       steps_planned=int(planned) - int(getattr(result, "start_step", 0)))
     return out
 
 

@@ -58,6 +58,7 @@ from lab.nano.train_transformer import UNCOND_PROB, build_ids, make_batch, maske
 from lab.nano.vq import CodeTable, build_code_table
 from ladr_core import load_dimoo, nano_mmu_model_path, nano_model_path
 from ladr_core.dimoo import DiMOOIds, LLaDAModel
+from ladr_core.dimoo.weights.vqfiles import SHARED_VQ_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "nano_mmu"
@@ -332,14 +333,18 @@ def finetune(model: LLaDAModel, data: Data, ids: DiMOOIds, eos: int,
 
 
 def save_sibling(model: LLaDAModel, config: dict, words: list[str], out: Path) -> None:
-    """The sibling folder: tokenizer, config.json, fp16 weights and the shipped VQ-VAE."""
+    """The sibling folder: tokenizer, config.json, fp16 weights and the shipped VQ-VAE (beside
+    nano: nano's, named in config.json, not a second copy)."""
     out.mkdir(parents=True, exist_ok=True)
     save_tokenizer(out, words)
     (out / "special_tokens_map.json").unlink(missing_ok=True)
     tensors = {k: v.detach().to(torch.float16).contiguous() for k, v in model.state_dict().items()}
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
+    if out.resolve().parent == nano_model_path().parent:  # the shipped pair: one VQ, stored once
+        config = {**config, SHARED_VQ_KEY: f"../{nano_model_path().name}/vqvae"}
+    else:
+        shutil.copytree(nano_model_path() / "vqvae", out / "vqvae", dirs_exist_ok=True)
     (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-    shutil.copytree(nano_model_path() / "vqvae", out / "vqvae", dirs_exist_ok=True)
 
 
 def sibling_config(shipped: dict, ids: DiMOOIds) -> dict:

@@ -32,6 +32,13 @@ class Candidate:
     steps: int
     role: str = "candidate"  # "reference" | "candidate" | "matched"
 
+    def __post_init__(self) -> None:
+        # a strategy tuned at another T runs at this one: a tuned T would win over generate's
+        # steps (Strategy.run_steps), and the candidate is measured at `steps`
+        tuned = getattr(self.strategy, "steps", None)
+        if tuned is not None and tuned != self.steps:
+            object.__setattr__(self, "strategy", self.strategy.at_steps(self.steps))
+
 
 def tau_policy(tau: float) -> LADRPolicy:
     """The grid's policy: threshold ``tau`` in every phase, the nano preset's other fields."""

@@ -26,6 +26,7 @@ from .weights.files import (
 )
 from .weights.fp8 import BLOCK_LINEARS
 from .weights.tokenizer import load_tokenizer
+from .weights.vqfiles import vq_folder
 
 __all__ = ["DEFAULT_PROMPTS", "FRACTIONS", "range_prompts", "record_input_amax",
            "measure_input_ranges", "block_linears"]
@@ -135,7 +136,7 @@ def measure_input_ranges(source: str | Path, prompts: Sequence[str], size: int |
     folder, device = Path(source).expanduser(), torch.device(device)
     config, ids, raw = read_config(folder)
     tokenizer = load_tokenizer(folder, ids)
-    vq_channels = read_json(folder / "vqvae" / "config.json", "the VQ-VAE config").get(
+    vq_channels = read_json(vq_folder(folder) / "config.json", "the VQ-VAE config").get(
         "block_out_channels", [0])
     factor = 2 ** (len(vq_channels) - 1)
     size = size or min(256, int(raw.get("default_image_size", 1024)))

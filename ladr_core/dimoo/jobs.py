@@ -3,7 +3,7 @@ and editing (EditJob).
 
 ``DiMOOPipeline.prepare_text`` / ``prepare_paint`` / ``prepare_edit`` check a request's inputs
 (prompts, sizes, images, masks, guidance) before any weight is touched and return a job;
-``DiMOOPipeline.run(job, ...)`` samples it. Building a job's ``denoise`` callable needs the
+``DiMOOPipeline.run(job, ...)`` samples it. Building a job's denoiser needs the
 network and the VQ encoder; a job receives them as a ``Runtime`` (what it uses, not the
 pipeline) and returns a ``Built``: the denoiser, the known tokens (painting) and the plan the
 decode finishes with (painting's paste-back).
@@ -48,7 +48,7 @@ class Built:
     """A job made runnable: its denoiser, the sampler's known tokens (painting) and the plan
     the decoded images are finished with (painting: paste-back)."""
 
-    denoise: DiMOODenoiser
+    denoiser: DiMOODenoiser
     known: KnownTokens | None = None
     paint: PaintPlan | None = None
 

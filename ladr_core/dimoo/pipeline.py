@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +49,7 @@ from .tasks.painting import PaintOptions, check_image, plan_painting, plan_token
 from .understand import PipelineUnderstanding, answer_end_id
 from .weights.checkpoint import load_checkpoint
 from .weights.files import CheckpointError, LoadedCheckpoint, resolve_device, resolve_dtype
+from .weights.vqfiles import vq_folder
 
 if TYPE_CHECKING:
     from .tasks.selfscore import SelfScore, SelfScoreConfig
@@ -58,6 +60,8 @@ DEFAULT_SIZE = 1024
 DEFAULT_CFG = 4.0  # the official Lumina-DiMOO guidance scale
 IMAGE_FIT_FIX = ("crop or resize it, or redraw it with pipe.paint(prompt, image, None, "
                  "options=PaintOptions(fit='crop' or 'resize'), denoise=...)")
+NO_IMAGE = ("there is no image to redraw", "give an image (generate(image=...)) or its tokens "
+            "(tokens=), or denoise=1.0 for text to image")  # generate's denoise < 1 alone
 def _prompt_list(prompt: str | Sequence[str], name: str = "prompt") -> list[str]:
     if isinstance(prompt, str):
         return [prompt]
@@ -314,8 +318,8 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         """Sample a checked job (``prepare_*``) with a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ...; a name is resolved once by the entry that
         received it: ``generate`` / ``paint`` / ``edit``, or ``ladr_core.resolve_strategy``).
-        ``steps`` None = the strategy's tuned T (the nano preset carries 128), else DiMOO's 64
-        (``Strategy.run_steps``, settled here once). ``decode=False``
+        ``steps``: T for a strategy without a tuned T of its own (the nano preset carries 128,
+        which wins), None = DiMOO's 64 (``Strategy.run_steps``, settled here once). ``decode=False``
         skips the VQ decoder (images None). ``max_batch``: images in flight at once (None =
         ``runs.images_in_flight``, the sampler node's automatic choice: 4 on a CPU, what the
         GPU's free memory holds up to 8); the rest roll in as images finish. Image i is the same
@@ -327,21 +331,25 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         check_job(job, cache)
         start = start_step(steps, job.plan.denoise) if isinstance(job, PaintJob) else 0
         if job.nothing_to_do or start == steps:  # nothing to regenerate: the input, unchanged
-            return self._unchanged(job, decode, steps if start == steps else 0)  # type: ignore
+            return self._unchanged(job, decode, steps if start == steps else 0,  # type: ignore
+                                   start)
         if start > 0:
             job, strategy = self._from_step(job, strategy, start, steps, seed)  # type: ignore
             steps -= start
         built = job.build(self.runtime(), steps, cache)
         if max_batch is None:
-            grid = built.denoise.layout
-            max_batch = images_in_flight(self.device, built.denoise.batch, self.image_bytes(
+            grid = built.denoiser.layout
+            max_batch = images_in_flight(self.device, built.denoiser.batch, self.image_bytes(
                 grid.w * self.vq_factor, grid.h * self.vq_factor, cache is not None))
         options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
-        return run_turns(job, built, options, self.vq, self.device, self.runtime())
+        res = run_turns(job, built, options, self.vq, self.device, self.runtime())
+        return replace(res, start_step=start) if start else res
 
-    def _unchanged(self, job: PaintJob, decode: bool, steps: int = 0) -> GenerationResult:
+    def _unchanged(self, job: PaintJob, decode: bool, steps: int = 0, start: int = 0
+                   ) -> GenerationResult:
         """A painting whose mask regenerates nothing (or whose denoise redraws no step of a
-        schedule of ``steps``): the images' codes and the images."""
+        schedule of ``steps``): the images' codes and the images; ``start``: the run's start
+        step (kept in the result for the stats)."""
         plan = job.plan.encoded(self.encode_image)
         images = plan.images if plan.source is not None or not decode else \
             self.decode(plan.codes, plan.grid)
@@ -351,7 +359,7 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                                          f"{steps}-step schedule: the picture returned "
                                          "unchanged") if n)
         return GenerationResult(plan.codes, images if decode else None, 0, 0, 0.0, 0, 0,
-                                plan.grid, note=note, paint=plan)
+                                plan.grid, note=note, paint=plan, start_step=start)
 
     @staticmethod
     def _from_step(job: PaintJob, strategy: Strategy, start: int, steps: int, seed: int
@@ -402,7 +410,6 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                        ) -> TextJob | PaintJob:
         """``generate``'s job: text to image, or image to image of the whole ``image`` (or of
         ``tokens``)."""
-        denoise = check_denoise(denoise)
         if tokens is not None:
             if image is not None:
                 raise InputError("tokens", "and image are both given", "give one: the picture "
@@ -410,10 +417,7 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
             return self.prepare_tokens(prompt, tokens, width, height, negative_prompt, cfg,
                                        batch_size, denoise)
         if image is None:
-            if denoise < 1.0:
-                raise InputError("denoise", f"is {denoise:g} but there is no image to redraw",
-                                 "give an image (generate(image=...)) or its tokens (tokens=), "
-                                 "or denoise=1.0 for text to image")
+            check_denoise(denoise, NO_IMAGE)
             return self.prepare_text(prompt, negative_prompt, width, height, cfg, batch_size)
         if width is not None or height is not None:
             raise InputError("width", "and height are set, but the image sets the size",
@@ -519,7 +523,7 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
         stream_blocks(checkpoint.transformer, resolve_device(device))
     pipe = DiMOOPipeline(checkpoint)
     pipe.compute_dtype = resolve_dtype(dtype)  # the load setting, whatever the weights store
-    table = Path(path) / "vqvae" / PREVIEW_TABLE_FILE
+    table = vq_folder(Path(path)) / PREVIEW_TABLE_FILE
     if table.is_file():
         pipe.use_preview_table(table)
     return pipe

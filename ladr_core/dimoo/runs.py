@@ -55,6 +55,9 @@ class GenerationResult:
     paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
     in_flight: int = 0  # images in one pass at most (a longer list rolls through)
     turns: int = 1  # edits run one after the other (a multi-turn edit), their counts summed
+    # the step of the schedule (T) the run started from: denoise's s0 (strength.start_step,
+    # computed once, in DiMOOPipeline.run), 0 from the first step; the stats read it
+    start_step: int = 0
 
     def then(self, later: GenerationResult) -> GenerationResult:
         """This run followed by ``later`` (the next turn of a multi-turn edit): the later run's
@@ -139,12 +142,12 @@ class RunOptions:
 def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
             note: str = "") -> GenerationResult:
     """Sample a built job, decode it (and finish it: painting's paste-back)."""
-    denoise = built.denoise
-    layout = denoise.layout
-    check_seed(options.seed, denoise.batch)
-    generators = [item_generator(options.seed + i, device) for i in range(denoise.batch)]
+    denoiser = built.denoiser
+    layout = denoiser.layout
+    check_seed(options.seed, denoiser.batch)
+    generators = [item_generator(options.seed + i, device) for i in range(denoiser.batch)]
     start = time.perf_counter()
-    result = sample(denoise, shape=(denoise.batch, layout.h, layout.w), steps=options.steps,
+    result = sample(denoiser, shape=(denoiser.batch, layout.h, layout.w), steps=options.steps,
                     strategy=options.strategy, temperature=options.temperature,
                     generator=generators, callback=options.callback, device=device,
                     known=built.known, max_batch=options.max_batch)
@@ -157,7 +160,7 @@ def run_job(built: Built, options: RunOptions, vq: Any, device: torch.device,
         if built.paint is not None:
             images = built.paint.finish(images)
         synchronize(images.device)
-    stats = denoise.stats
+    stats = denoiser.stats
     return GenerationResult(result.tokens, images, result.nfe, result.steps, seconds,
                             stats.token_forwards, stats.token_forwards_full,
                             (layout.h, layout.w), time.perf_counter() - start,

@@ -44,6 +44,7 @@ from .weights.files import (
     shard_files,
 )
 from .weights.staging import check_target, row_chunks, staged_folder, write_safetensors
+from .weights.vqfiles import SHARED_VQ_KEY, vq_folder
 
 __all__ = ["save_dimoo", "convert_folder", "main", "FORMATS", "by_rows"]
 
@@ -54,7 +55,10 @@ Entry = tuple[str, torch.dtype, list[int]]
 
 
 def _copy_support_files(source: Path, out: Path, weight_dtype: str) -> None:
-    """config.json (+ ladr_weight_dtype), tokenizer and other small files, vqvae/."""
+    """config.json (+ ladr_weight_dtype), tokenizer and other small files, vqvae/ (a shared
+    one copied in: the saved folder stands alone)."""
+    if not (source / "vqvae").is_dir():
+        shutil.copytree(vq_folder(source), out / "vqvae", dirs_exist_ok=True)
     for item in source.iterdir():
         if item.is_dir():
             if item.name == "vqvae":
@@ -66,6 +70,7 @@ def _copy_support_files(source: Path, out: Path, weight_dtype: str) -> None:
         if item.name == "config.json":
             config = json.loads(item.read_text(encoding="utf-8"))
             config["ladr_weight_dtype"] = weight_dtype
+            config.pop(SHARED_VQ_KEY, None)
             (out / item.name).write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
         else:
             shutil.copy2(item, out / item.name)

@@ -116,7 +116,8 @@ def test_names_and_presets_resolve_to_their_objects(spec: str, expected: Strateg
 
 def test_one_place_chooses_the_default_t() -> None:
     assert Baseline().run_steps() == 64 and Baseline().run_steps(12) == 12
-    assert LADR.preset("nano").run_steps() == 128 and LADR.preset("nano").run_steps(20) == 20
+    assert LADR.preset("nano").run_steps() == 128 == LADR.preset("nano").run_steps(20)
+    assert LADR.preset("nano").at_steps(20).run_steps() == 20  # a tuned T wins over steps
     for bad in (0, 2.5, True, "64"):
         with pytest.raises(ValueError, match=r"steps must be an int >= 1 .*got"):
             Baseline().run_steps(bad)

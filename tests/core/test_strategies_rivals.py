@@ -177,7 +177,7 @@ def _probs(logits: torch.Tensor) -> torch.Tensor:
 def test_threshold_commits_exactly_the_tokens_at_or_above_tau(tau: float, cls) -> None:
     den = LocalityDenoiser(make_table(2, N, K, seed=5, scale=1.2), GRID, coupling=1.0)
     records: list[dict] = []
-    res = sample(den, (2, *GRID), 24, cls(tau=tau, token="argmax"), temperature=0.0,
+    res = sample(den, (2, *GRID), 24, cls(tau=tau, token="argmax", steps=24), temperature=0.0,
                  generator=_gens([0, 1]),
                  callback=records.append)
     committed_many = False
@@ -251,7 +251,7 @@ def test_halton_commits_the_baseline_count_in_halton_order() -> None:
 
     den = LocalityDenoiser(make_table(1, N, K, seed=2), GRID)
     records: list[dict] = []
-    sample(den, (1, *GRID), 8, Halton(), generator=_gens([3])[0], callback=records.append)
+    sample(den, (1, *GRID), 8, Halton(steps=8), generator=_gens([3])[0], callback=records.append)
     order = halton_order(GRID).tolist()
     done = 0
     for r in records:
@@ -265,7 +265,7 @@ def test_halton_commits_the_baseline_count_in_halton_order() -> None:
 def test_halton_skips_known_positions() -> None:
     known = _known(1, seed=9)
     records: list[dict] = []
-    sample(LocalityDenoiser(make_table(1, N, K, seed=1), GRID), (1, *GRID), 6, Halton(),
+    sample(LocalityDenoiser(make_table(1, N, K, seed=1), GRID), (1, *GRID), 6, Halton(steps=6),
            known=known, generator=_gens([0])[0], callback=records.append)
     hole = set(torch.nonzero(known.generate[0]).flatten().tolist())
     seen = [p for p in halton_order(GRID).tolist() if p in hole]
@@ -347,7 +347,7 @@ def test_ladr_global_rescues_off_the_frontier_and_ladr_does_not() -> None:
     for cls in (LADR, LADRGlobal):
         den = LocalityDenoiser(make_table(2, N, K, seed=8, scale=3.0), GRID, coupling=0.5)
         records: list[dict] = []
-        sample(den, (2, *GRID), 16, cls(policy), temperature=0.0, callback=records.append)
+        sample(den, (2, *GRID), 16, cls(policy, 16), temperature=0.0, callback=records.append)
         far = 0
         for r in records:
             std = r["unmasked"] & ~r["rescued"]
@@ -364,7 +364,7 @@ def test_halton_ladr_standard_selection_follows_the_order() -> None:
     policy = replace(PRESETS["nano"].policy, tau=(0.9999,) * 3)
     den = LocalityDenoiser(make_table(1, N, K, seed=3, scale=0.1), GRID, coupling=0.0)
     records: list[dict] = []
-    sample(den, (1, *GRID), 10, HaltonLADR(policy), temperature=0.0, callback=records.append)
+    sample(den, (1, *GRID), 10, HaltonLADR(policy, 10), temperature=0.0, callback=records.append)
     order = halton_order(GRID).tolist()
     done = 0
     for r in records:

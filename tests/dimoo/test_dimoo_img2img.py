@@ -33,10 +33,11 @@ def _hole(size: int = 32) -> torch.Tensor:
 @pytest.mark.parametrize("name", strategy_names())
 def test_denoise_1_with_a_picture_is_text_to_image(pipe: DiMOOPipeline, name: str) -> None:
     steps = min(resolve_strategy(name).run_steps(None), 12)
-    text = pipe.generate(PROMPT, width=32, height=32, steps=steps, seed=3, strategy=name,
+    strategy = resolve_strategy(name).at_steps(steps)  # a tuned T would win over steps
+    text = pipe.generate(PROMPT, width=32, height=32, steps=steps, seed=3, strategy=strategy,
                          decode=False)
     image = pipe.generate(PROMPT, image=_picture(), denoise=1.0, steps=steps, seed=3,
-                          strategy=name, decode=False)
+                          strategy=strategy, decode=False)
     assert torch.equal(text.tokens, image.tokens) and text.nfe == image.nfe
     assert "the image only sets the size" in image.note
 
@@ -85,14 +86,16 @@ def test_a_mask_with_denoise_keeps_every_token_outside_it(pipe: DiMOOPipeline,
                                                           name: str) -> None:
     picture = _picture(4)
     codes = pipe.encode_image(picture)
-    res = pipe.paint(PROMPT, picture, _hole(), denoise=0.5, steps=16, seed=2, strategy=name)
+    strategy = resolve_strategy(name).at_steps(16)
+    res = pipe.paint(PROMPT, picture, _hole(), denoise=0.5, steps=16, seed=2, strategy=strategy)
     plan = res.paint
     region = plan.region[0]
     assert 0 < int(plan.generate.sum()) < int(region.sum()) and not (plan.generate & ~region).any()
     kept = ~plan.generate[0]
     assert torch.equal(res.tokens[0, kept], codes[0, kept])
     assert plan.options.paste  # painting pastes back outside the mask, as at denoise 1.0
-    whole = pipe.generate(PROMPT, image=picture, denoise=0.5, steps=16, seed=2, strategy=name)
+    whole = pipe.generate(PROMPT, image=picture, denoise=0.5, steps=16, seed=2,
+                          strategy=strategy)
     assert not whole.paint.options.paste  # every token may change: nothing to paste back
 
 

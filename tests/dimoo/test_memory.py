@@ -31,7 +31,7 @@ def test_sampling_estimate_bounds_the_measured_peak(nano: DiMOOPipeline, size: i
     """A whole sampling run (refreshing the ML-Cache every other call), CFG on."""
     config = MLCacheConfig(warmup_ratio=0.0, refresh_interval=2) if cache else None
     job = nano.prepare_text(PROMPTS[:batch], width=size, height=size, cfg=2.0)
-    den = job.build(nano.runtime(), 4, config).denoise
+    den = job.build(nano.runtime(), 4, config).denoiser
     grid = den.layout
     with LiveBytes() as mem:
         sample(den, shape=(batch, grid.h, grid.w), steps=4, strategy="ladr",
@@ -117,5 +117,5 @@ def test_rows_are_the_rows_the_denoiser_builds(dimoo_checkpoint: Path) -> None:
             pipe.prepare_edit(["x"], image=images[0], edit_type="style", style=images[1],
                               size="as is")]
     for job in jobs:
-        den = job.build(pipe.runtime(), 4, None).denoise
+        den = job.build(pipe.runtime(), 4, None).denoiser
         assert job.rows(pipe.encode) == (den.table.branches, den.input_ids.shape[1])

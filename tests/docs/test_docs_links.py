@@ -45,3 +45,14 @@ def test_readme_quick_start_holds_the_two_commands_ci_runs():
           if line.strip() and not line.startswith(("#", "set ", "cd "))]
     assert ci == [commands[1]] == ["bash scripts/test.sh"]
     assert readme.index("## Quick start") < readme.index("## Install into ComfyUI")
+
+
+ISSUE = re.compile(r"\b(?:issues?|finding)\s+#?\d+(?:\s+finding)?|#\d{2,}\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("page", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_cite_code_commits_or_results_never_an_issue_number(page):
+    """A document outlives the tracker: it names the code, the commit or the results file."""
+    text = page.read_text(encoding="utf-8")
+    cited = [m.group(0) for m in ISSUE.finditer(text)]
+    assert not cited, f"{page.relative_to(ROOT)} cites the tracker: {cited}"

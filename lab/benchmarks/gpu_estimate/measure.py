@@ -160,7 +160,7 @@ def measure_case(pipe: Any, px: int, batch: int, cached: bool, text: str | None 
     with _peak_site(where):
         run, stop = _first_step(pipe, prompt() if text is None else text, px, batch,
                                 4 if cached else 2, LEAN if cached else None)
-    den = run.args.denoise
+    den = run.args.denoiser
     step0 = {"kind": "full" if den.caches is None else "refresh", **_memory(),
              "held_after": torch.cuda.memory_allocated() - base, **where}
     calls = [_call(den, run) for _ in range(3 if cached else 1)]

@@ -213,7 +213,7 @@ def _per_item(image: torch.Tensor, name: str, items: list[str]) -> torch.Tensor:
 def edit_denoiser(model: Any, encode: Encode, ids: DiMOOIds, plan: EditPlan,
                   codes: torch.Tensor, first_codes: torch.Tensor | None,
                   cfg: float, image_cfg: float, steps: int | None) -> Any:
-    """The ``denoise`` callable of an edit (denoiser.DiMOODenoiser with three branches).
+    """The denoiser of an edit (denoiser.DiMOODenoiser with three branches).
     codes / first_codes: the VQ codes of ``plan.image`` / ``plan.first`` ([1 or B, N])."""
     from ..denoise.denoiser import DiMOODenoiser
 

@@ -118,7 +118,7 @@ def _per_row_means(values: torch.Tensor, row: torch.Tensor, n_rows: int) -> torc
     return out.index_add_(0, row, values.double())
 
 
-def _chunk_scores(denoise: object, tokens: torch.Tensor, masked: torch.Tensor
+def _chunk_scores(denoiser: object, tokens: torch.Tensor, masked: torch.Tensor
                   ) -> dict[str, torch.Tensor]:
     """Sums over re-masked positions per copy: {component: float64 [R]} and "count" [R].
 
@@ -127,8 +127,8 @@ def _chunk_scores(denoise: object, tokens: torch.Tensor, masked: torch.Tensor
     to the host in one transfer; the float64 sums per copy are made there (no float64 on the
     device; float32 -> float64 is exact, so the sums are those of the device's values).
     """
-    cond, uncond_or_none = denoise.masked_logits(tokens, masked)  # type: ignore[attr-defined]
-    cfg = denoise.cfg  # type: ignore[attr-defined]
+    cond, uncond_or_none = denoiser.masked_logits(tokens, masked)  # type: ignore[attr-defined]
+    cfg = denoiser.cfg  # type: ignore[attr-defined]
     r = tokens.shape[0]
     m = masked.to(cond.device)
     truth = tokens.to(cond.device)[m]
@@ -178,13 +178,13 @@ def score_tokens(make_denoiser: Callable[[list[str]], object], tokens: torch.Ten
         for lo in range(0, b, chunk):
             hi = min(b, lo + chunk)
             copies = [prompts[i] for i in range(lo, hi) for _ in range(p)]
-            denoise = make_denoiser(copies)
-            part = _chunk_scores(denoise, tokens[lo:hi].repeat_interleave(p, dim=0),
+            denoiser = make_denoiser(copies)
+            part = _chunk_scores(denoiser, tokens[lo:hi].repeat_interleave(p, dim=0),
                                  masks[lo:hi].reshape(-1, n))
             for k, v in part.items():
                 sums.setdefault(k, []).append(v.view(hi - lo, p).sum(dim=1).cpu())
             calls += 1
-            forwards += denoise.real_tokens  # type: ignore[attr-defined]
+            forwards += denoiser.real_tokens  # type: ignore[attr-defined]
     total = {k: torch.cat(v) for k, v in sums.items()}
     count = total.pop("count")
     mean = {k: (v / count).float() for k, v in total.items()}

@@ -35,7 +35,7 @@ from .files import (
 )
 from .staging import check_complete
 from .tokenizer import load_tokenizer
-from .vqfiles import read_vq_state, vq_weight_files
+from .vqfiles import read_vq_state, vq_folder, vq_weight_files
 
 __all__ = ["check_folder", "load_checkpoint", "load_transformer", "load_vqvae", "read_vq_config"]
 
@@ -182,7 +182,7 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
 
 def read_vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
     """``vqvae/config.json`` checked (sizes, codebook) and its block_out_channels."""
-    vq_dir = folder / "vqvae"
+    vq_dir = vq_folder(folder)
     vq_config = read_json(vq_dir / "config.json", "the VQ-VAE config")
     channels = check_vq_config(vq_config, str(vq_dir / "config.json"))
     if vq_config.get("num_vq_embeddings") != ids.codebook_size:
@@ -196,13 +196,13 @@ def load_vqvae(folder: Path, ids: DiMOOIds, device: torch.device) -> tuple[Any, 
     """diffusers ``VQModel`` from ``vqvae/`` (its config, then the weights under any name
     vqfiles.py reads, in float32) and its VQ factor."""
     vq_config, channels = read_vq_config(folder, ids)
-    weights = vq_weight_files(folder / "vqvae")
+    weights = vq_weight_files(vq_folder(folder))
     from diffusers import VQModel
 
     try:
         vq = VQModel.from_config(vq_config)
     except Exception as exc:
-        raise CheckpointError(f"{folder / 'vqvae' / 'config.json'} is not a diffusers VQModel "
+        raise CheckpointError(f"{vq_folder(folder) / 'config.json'} is not a diffusers VQModel "
                               f"config ({exc}); re-download the vqvae/ folder") from None
     state = read_vq_state(weights)
     want = vq.state_dict()
@@ -229,7 +229,7 @@ def check_folder(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
     config, ids, raw = read_config(folder)
     shard_files(folder)
     read_vq_config(folder, ids)
-    vq_weight_files(folder / "vqvae")
+    vq_weight_files(vq_folder(folder))
     return config, ids, raw
 
 

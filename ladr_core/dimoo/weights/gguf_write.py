@@ -16,7 +16,7 @@ from . import ggml
 from .files import get_tensor, open_shard, read_config, shard_files
 from .gguf import ARCH, KEYS, TRANSFORMER_PREFIX
 from .staging import row_chunks, staged_file
-from .vqfiles import vq_weight_files
+from .vqfiles import vq_folder, vq_weight_files
 
 __all__ = ["RECIPES", "tensor_type", "plan_gguf", "write_gguf", "more_bits"]
 
@@ -68,7 +68,7 @@ def plan_gguf(source: Path, recipe: str) -> list[dict[str, Any]]:
                 stored = [shape[0] * shape[1] // ggml.QK, ggml.QK] if flat else shape
                 plan.append({"name": name, "file": shard, "key": key, "type": kind,
                              "shape": stored})
-    for vq in vq_weight_files(source / "vqvae").files:  # any name the loader reads
+    for vq in vq_weight_files(vq_folder(source)).files:  # any name the loader reads
         with open_shard(vq) as handle:
             for key in list(handle.keys()):
                 sl = handle.get_slice(key)
@@ -92,7 +92,7 @@ def _metadata(writer: Any, source: Path, recipe: str) -> None:
     writer.add_quantization_version(2)
     writer.add_string(KEYS["config"], json.dumps(config))
     writer.add_string(KEYS["tokenizer"], (source / "tokenizer.json").read_text(encoding="utf-8"))
-    writer.add_string(KEYS["vqvae"], (source / "vqvae" / "config.json").read_text(encoding="utf-8"))
+    writer.add_string(KEYS["vqvae"], (vq_folder(source) / "config.json").read_text(encoding="utf-8"))
     writer.add_string(KEYS["recipe"], recipe)
 
 

@@ -18,7 +18,8 @@ import torch
 
 from .files import HUB_HINT, PICKLE_SUFFIXES, CheckpointError, get_tensor, open_shard, read_json
 
-__all__ = ["VQWeights", "convert_command", "read_vq_state", "vq_weight_files"]
+__all__ = ["SHARED_VQ_KEY", "VQWeights", "convert_command", "read_vq_state", "vq_folder",
+           "vq_weight_files"]
 
 STEMS = ("diffusion_pytorch_model", "model")
 _SINGLE = re.compile(rf"^({'|'.join(STEMS)})(?:\.([\w-]+))?\.safetensors$")
@@ -26,6 +27,23 @@ _INDEX = re.compile(rf"^({'|'.join(STEMS)})(?:\.([\w-]+))?\.safetensors\.index(?
 _SHARD = re.compile(rf"^({'|'.join(STEMS)}).*-\d+-of-\d+.*\.safetensors$")
 #: variants, best first ("" = none): the weights are read into float32 whatever they store
 _PREFER = ("", "fp32", "fp16", "bf16")
+
+SHARED_VQ_KEY = "ladr_shared_vqvae"
+"""config.json key of a checkpoint without a ``vqvae/`` of its own: the folder, relative to
+the checkpoint's, of the VQ-VAE it shares with a sibling (the shipped nano-mmu reads nano's)."""
+
+
+def vq_folder(folder: Path) -> Path:
+    """The checkpoint's VQ-VAE folder: ``folder/vqvae``, or, when there is none and config.json
+    names one (``SHARED_VQ_KEY``), the sibling's it shares; the one place that path is made."""
+    own = folder / "vqvae"
+    if own.is_dir():
+        return own
+    try:
+        shared = read_json(folder / "config.json", "config.json").get(SHARED_VQ_KEY)
+    except CheckpointError:
+        return own  # the config's own check reports it
+    return (folder / shared).resolve() if isinstance(shared, str) and shared else own
 
 
 @dataclass
