@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode, resolve_name
 
+from . import attention
 from .state import EmulationState
-from .tensor import EmuTensor, wrap
+from .tensor import EmuTensor, unwrap, wrap
 from .tree import leaves
 
 _FROM_HOST_DATA = {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
@@ -76,6 +78,8 @@ class EmulatedFunctions(TorchFunctionMode):
                 return moved
         flat = leaves((args, kwargs))
         has_emu = any(isinstance(x, EmuTensor) for x in flat)
+        if func is F.scaled_dot_product_attention and has_emu:  # the card's backend
+            return attention.run(self.state, func, args, kwargs, unwrap, wrap)
         if func is _T.new_tensor and has_emu and "device" not in kwargs:
             kwargs = {**kwargs, "device": args[0].device}
         on_device = has_emu or _is_cuda(kwargs.get("device"))

@@ -13,7 +13,9 @@ A violation is something a real GPU run would fail on or that breaks the sampler
   made from Python data on the device, or a host tensor used to index a device tensor, inside the
   step loop or a graph capture;
 - ``float64``: a float64 tensor on the device;
-- ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``).
+- ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``);
+- ``kernel``: with ``fallbacks="raise"``, a kernel the card refuses or a fallback (rules.py);
+- ``capture``: what CUDA refuses during a graph capture (capture.py).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import torch
 from .memory import Allocator
 from .where import in_step_loop, site
 
-KINDS = ("mismatch", "read", "h2d", "float64", "estimate")
+KINDS = ("mismatch", "read", "h2d", "float64", "estimate", "kernel", "capture")
 
 
 class CudaEmulationError(BaseException):
@@ -65,6 +67,11 @@ class EmulationState:
     syncs: int = 0  # explicit torch.cuda.synchronize / event waits
     host_copies: Counter = field(default_factory=Counter)  # a host's own weight streaming
     _streaming: int = 0
+    card: Any = None  # the profile the device runs as (cards.Card)
+    fallback_mode: str = "report"  # "raise": refusals and fallbacks raise (rules.py)
+    fallbacks: Counter = field(default_factory=Counter)  # (what, where) -> calls
+    kernels: Counter = field(default_factory=Counter)  # (fast path, where) -> calls
+    workspace: int | None = None  # the cuBLAS workspace's allocator handle
 
     @contextlib.contextmanager
     def host_streaming(self) -> Iterator[None]:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..syncs import SYNC_ATEN_OPS
+from .rules import WATCHED, on_op
 from .state import EmulationState, active
 from .tree import leaves, tree_map
 
@@ -172,6 +173,8 @@ def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any
             return done
     else:
         _check_operands(state, func, flat)
+    if func.overloadpacket in WATCHED:  # the card's kernel rules (rules.py)
+        on_op(state, func, args, kwargs)
     inner_args = tree_map(lambda x: _rewrite_device(state, unwrap(x)), args)
     inner_kwargs = tree_map(lambda x: _rewrite_device(state, unwrap(x)), kwargs)
     out = func(*inner_args, **inner_kwargs)

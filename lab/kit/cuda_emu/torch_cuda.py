@@ -139,9 +139,9 @@ class EmuGraph:
         return object()
 
 
-def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
-    """The torch.cuda attributes the emulation replaces, by name."""
-    mem = state.memory
+def api(state: EmulationState) -> dict[str, Any]:
+    """The torch.cuda attributes the emulation replaces, by name, answering as ``state.card``."""
+    mem, card = state.memory, state.card
     default = EmuStream()
     current = [default]
 
@@ -164,8 +164,9 @@ def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
         finally:
             g.capture_end()
 
-    props = SimpleNamespace(name="Emulated CUDA (CPU data)", total_memory=total_memory,
-                            major=9, minor=0, multi_processor_count=132)
+    props = SimpleNamespace(name=card.label, total_memory=card.total_memory,
+                            major=card.capability[0], minor=card.capability[1],
+                            multi_processor_count=card.multi_processor_count)
     stats = lambda: {"allocated_bytes.all.current": mem.allocated,  # noqa: E731
                      "allocated_bytes.all.peak": mem.peak_allocated,
                      "reserved_bytes.all.current": mem.reserved,
@@ -176,9 +177,11 @@ def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
         "current_device": lambda: 0, "set_device": lambda d: None,
         "get_device_name": lambda d=None: props.name,
         "get_device_properties": lambda d=None: props,
-        "get_device_capability": lambda d=None: (9, 0), "is_bf16_supported": lambda *a: True,
+        "get_device_capability": lambda d=None: card.capability,
+        # torch answers True for an emulated bf16 unless including_emulation=False
+        "is_bf16_supported": lambda including_emulation=True: card.bf16 or including_emulation,
         "synchronize": lambda d=None: state.wait("torch.cuda.synchronize()"),
-        "mem_get_info": lambda d=None: (total_memory - mem.reserved, total_memory),
+        "mem_get_info": lambda d=None: (mem.free_bytes, card.total_memory),
         "memory_allocated": lambda d=None: mem.allocated,
         "max_memory_allocated": lambda d=None: mem.peak_allocated,
         "memory_reserved": lambda d=None: mem.reserved,

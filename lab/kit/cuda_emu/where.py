@@ -43,6 +43,18 @@ def site(frame: FrameType | None = None) -> str:
     return f"{first.f_code.co_filename}:{first.f_lineno} ({first.f_code.co_name})"
 
 
+def trail(depth: int = 3) -> str:
+    """``site()`` and the repository frames that called it, innermost first, joined by
+    `` <- `` (at most ``depth``)."""
+    frame, out = sys._getframe(1), []
+    while frame is not None and len(out) < depth:
+        if _ours(frame.f_code.co_filename):
+            rel = Path(frame.f_code.co_filename).resolve().relative_to(REPO_ROOT)
+            out.append(f"{rel}:{frame.f_lineno} ({frame.f_code.co_name})")
+        frame = frame.f_back
+    return " <- ".join(out) or site()
+
+
 @cache
 def _loop() -> tuple[CodeType, int, int, CodeType]:
     from ladr_core import sampling
