@@ -8,7 +8,10 @@ test_put_back.py does for issue 40's findings), each named with its file and lin
    row-major by a column-major matrix only); the code's own fallback would hide it, so the run
    raises kernel fallbacks;
 3. a fall to math attention: an attention mask on the packed rows, which have none, sends
-   grouped-head attention off flash (no mask) and memory-efficient (no grouped heads).
+   grouped-head attention off flash (no mask) and memory-efficient (no grouped heads);
+4. an allocation during a graph capture: LADR's phase table made per call from a host tensor
+   through pinned memory (``devices.to_device``), inside the step rule the sampler captures as
+   a CUDA graph, instead of filled on the device once per process.
 
 The same scenarios on the code as it is pass (the last tests), so each failure is the defect's.
 """
@@ -61,12 +64,32 @@ CASES = [
             "dtype=torch.bool, device=qs.device), enable_gqa=gqa)",
             LAYOUT_RUN.format(layout="bf16")),
 ]
+CAPTURE_RUN = LOAD + """
+with emulated_cuda():
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32)
+    pipe.generate("a red circle", width=32, height=32, steps=6, seed=0, decode=False,
+                  strategy="ladr")
+"""
+PHASE_SIGNATURE = """def phase_table(values: tuple, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    \"\"\"values as a tensor on `device`, made once per process by fills (Python scalars enter
+    kernels as arguments: no host -> device copy, no sync).\"\"\"
+"""
+PHASE_FIXED = "@functools.lru_cache(maxsize=64)\n" + PHASE_SIGNATURE + """    out = torch.empty(len(values), dtype=dtype, device=device)
+    for i, v in enumerate(values):
+        out[i].fill_(v)
+    return out"""
+CASES.append(PutBack(4, "ladr_core/strategies/select.py", PHASE_FIXED, PHASE_SIGNATURE + """\
+    from ..devices import to_device  # per call, from host values through pinned memory
+
+    return to_device(torch.tensor(values, dtype=dtype), device)""", CAPTURE_RUN,
+                     ("ladr_core/strategies/select.py", "return to_device(torch.tensor(")))
 KINDS = {1: "[cuda-emulation:oom]", 2: "[cuda-emulation:kernel] _scaled_mm refused",
-         3: "[cuda-emulation:kernel] attention: falls back to math"}
+         3: "[cuda-emulation:kernel] attention: falls back to math",
+         4: "[cuda-emulation:capture] pinned host memory allocated"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=["oom-vq-decode", "scaled-mm-row-major",
-                                             "math-attention"])
+                                             "math-attention", "pinned-in-capture"])
 def test_a_card_rule_defect_put_back_is_caught_and_named(case: PutBack, tmp_path: Path) -> None:
     root = scratch_copy(tmp_path, case)
     done = run(root, case.scenario)
@@ -76,7 +99,7 @@ def test_a_card_rule_defect_put_back_is_caught_and_named(case: PutBack, tmp_path
     assert f"{case.where(root)} (" in tail, tail
 
 
-@pytest.mark.parametrize("case", CASES, ids=["vq-decode", "comfy-fp8", "bf16"])
+@pytest.mark.parametrize("case", CASES, ids=["vq-decode", "comfy-fp8", "bf16", "ladr-graph"])
 def test_the_card_scenarios_pass_on_the_code_as_it_is(case: PutBack) -> None:
     done = run(Path(__file__).resolve().parents[2], case.scenario)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from . import attention
+from . import attention, capture
 from .state import EmulationState
 from .tensor import EmuTensor, unwrap, wrap
 from .tree import leaves
@@ -91,6 +91,8 @@ class EmulatedFunctions(TorchFunctionMode):
         if not has_emu and on_device:
             return self._factory(func, args, kwargs)
         pinned = kwargs.pop("pin_memory", False) if "pin_memory" in kwargs else False
+        if pinned:
+            capture.on_pin(self.state)
         out = func(*args, **kwargs)
         if pinned and isinstance(out, torch.Tensor):
             self.state.pin(out)
@@ -101,6 +103,7 @@ class EmulatedFunctions(TorchFunctionMode):
             self.state.violate("mismatch", "pin_memory() of a device tensor")
         if self.state.is_pinned(t):
             return t
+        capture.on_pin(self.state)
         out = t.clone()
         self.state.pin(out)
         return out

@@ -57,6 +57,7 @@ class Allocator:
         self._next = 0
         self.total = self.outside = 0  # the card's bytes, those outside the allocator
         self.capacity: int | None = None  # bytes cudaMalloc can give; None: no limit
+        self.capturing = False  # during a graph capture the allocator frees nothing
 
     def limit(self, total: int, outside: int) -> None:
         """A card of ``total`` bytes of which ``outside`` (the CUDA context) are taken."""
@@ -70,7 +71,8 @@ class Allocator:
     def _new_segment(self, size: int, small: bool) -> tuple[_Segment, int]:
         want = segment_size(size)
         if self.capacity is not None and self.reserved + want > self.capacity:
-            self.empty_cache()  # the allocator's retry: release cached blocks, cudaMalloc again
+            if not self.capturing:  # the retry: release cached blocks, cudaMalloc again
+                self.empty_cache()
             if self.reserved + want > self.capacity:
                 from .oom import out_of_memory
 

@@ -99,6 +99,8 @@ def _upcast(state: Any, src: Any, dtype: Any) -> None:
 def on_op(state: Any, func: Any, args: tuple, kwargs: dict) -> None:
     """Before a matrix product or a cast runs: its rules (module docstring)."""
     packet = func.overloadpacket
+    if packet not in WATCHED:
+        return
     if packet is aten._to_copy:
         if isinstance(args[0], torch.Tensor) and args[0].is_cuda:
             _upcast(state, args[0], kwargs.get("dtype"))

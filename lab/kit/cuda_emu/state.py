@@ -72,6 +72,7 @@ class EmulationState:
     fallbacks: Counter = field(default_factory=Counter)  # (what, where) -> calls
     kernels: Counter = field(default_factory=Counter)  # (fast path, where) -> calls
     workspace: int | None = None  # the cuBLAS workspace's allocator handle
+    initialised: set = field(default_factory=set)  # libraries already used (capture.py)
 
     @contextlib.contextmanager
     def host_streaming(self) -> Iterator[None]:

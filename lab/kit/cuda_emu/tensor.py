@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..syncs import SYNC_ATEN_OPS
-from .rules import WATCHED, on_op
+from . import capture, rules
 from .state import EmulationState, active
 from .tree import leaves, tree_map
 
@@ -26,6 +26,7 @@ aten = torch.ops.aten
 _COPIES = {aten.copy_, aten._to_copy, aten._copy_from, aten._copy_from_and_resize}
 _INDEXING = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 _NO_OUTPUT_CHECK = {aten.record_stream}
+_HOOKED = rules.WATCHED | capture.WATCHED
 # float64 is refused on the device except for per-item schedule scalars: the sampler computes
 # gamma^-1 and the official keep counts on [B]-sized tensors in float64 on purpose (Python's
 # float arithmetic of the official loop, ladr_core/step.py RunInfo.sched_dtype); a batch never
@@ -173,8 +174,9 @@ def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any
             return done
     else:
         _check_operands(state, func, flat)
-    if func.overloadpacket in WATCHED:  # the card's kernel rules (rules.py)
-        on_op(state, func, args, kwargs)
+    if func.overloadpacket in _HOOKED:  # the card's kernels (rules.py), capture.py
+        capture.on_op(state, func)
+        rules.on_op(state, func, args, kwargs)
     inner_args = tree_map(lambda x: _rewrite_device(state, unwrap(x)), args)
     inner_kwargs = tree_map(lambda x: _rewrite_device(state, unwrap(x)), kwargs)
     out = func(*inner_args, **inner_kwargs)

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .capture import on_empty_cache
 from .state import EmulationState, active
 from .tensor import EmuTensor
 from .tree import leaves, tree_map
@@ -104,29 +105,63 @@ class EmuStream(torch.Stream):
         self.state.wait("torch.cuda.Stream.synchronize()")
 
 
+class _Input:
+    """A tensor made before the capture that the capture reads: the graph holds its data (the
+    address, on a GPU) but not the program's tensor, so replay checks it is still alive."""
+
+    __slots__ = ("inner", "key", "shape")
+
+    def __init__(self, t: EmuTensor) -> None:
+        self.inner, self.key, self.shape = t.inner, t.inner.untyped_storage()._cdata, t.shape
+
+
 class EmuGraph:
     """torch.cuda.CUDAGraph: capture records the ops, replay reruns them into the outputs."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.state = active()
         self.tape: list[tuple[Any, tuple, dict, Any]] = []
+        self._made: set[int] = set()  # ids of the tensors the capture made
 
     def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
-        self.tape = []
+        self.tape, self._made = [], set()
         self.state.capture = self
+        self.state.memory.capturing = True
 
     def capture_end(self) -> None:
         self.state.capture = None
+        self.state.memory.capturing = False
 
     def record(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
-        self.tape.append((func, args, kwargs, result))
+        def held(x: Any) -> Any:
+            if isinstance(x, EmuTensor) and id(x) not in self._made:
+                return _Input(x)
+            return x
+
+        self.tape.append((func, tree_map(held, args), tree_map(held, kwargs), result))
+        self._made.update(id(r) for r in leaves(result) if isinstance(r, EmuTensor))
+
+    def _inner(self, x: Any) -> Any:
+        if isinstance(x, _Input):
+            if x.key not in self.state._live:
+                from .capture import refuse
+
+                self.state.capture, saved = self, self.state.capture
+                try:
+                    refuse(self.state, f"replay reads a {tuple(x.shape)} tensor made before the "
+                                       "capture and freed since (its memory may hold another "
+                                       "tensor now); keep the graph's inputs alive")
+                finally:
+                    self.state.capture = saved
+            return x.inner
+        return x.inner if isinstance(x, EmuTensor) else x
 
     def replay(self) -> None:
         for func, args, kwargs, result in self.tape:
-            inner = tree_map(lambda x: x.inner if isinstance(x, EmuTensor) else x, (args, kwargs))
+            inner = tree_map(self._inner, (args, kwargs))
             fresh = func(*inner[0], **inner[1])
             inputs = {a.inner.untyped_storage()._cdata for a in leaves(args)
-                      if isinstance(a, EmuTensor)}
+                      if isinstance(a, (EmuTensor, _Input))}
             for old, new in zip(leaves(result), leaves(fresh), strict=True):
                 if isinstance(old, EmuTensor) and \
                         old.inner.untyped_storage()._cdata not in inputs:
@@ -189,7 +224,7 @@ def api(state: EmulationState) -> dict[str, Any]:
         "memory_stats": lambda d=None: stats(),
         "reset_peak_memory_stats": lambda d=None: mem.reset_peak(),
         "reset_max_memory_allocated": lambda d=None: mem.reset_peak(),
-        "empty_cache": mem.empty_cache,
+        "empty_cache": lambda: (on_empty_cache(state), mem.empty_cache())[1],
         "Stream": EmuStream, "Event": EmuEvent,
         "current_stream": lambda d=None: current[0], "default_stream": lambda d=None: default,
         "stream": stream, "set_stream": lambda s: current.__setitem__(0, s),
