@@ -86,6 +86,8 @@ def _device_index(state: EmulationState, index: Any) -> Any:
 def wrap(state: EmulationState, inner: torch.Tensor) -> EmuTensor:
     out = EmuTensor(inner)
     state.track(out, inner)
+    if state.capture is not None:  # made during a capture: the graph's own (capture.py)
+        state.capture.made(out)
     if inner.dtype == torch.float64 and inner.numel() > FLOAT64_SCALARS:
         state.violate("float64", f"a float64 tensor of {inner.numel()} elements on the device "
                                  "(consumer GPUs run float64 at 1/64 of float32 speed)")

@@ -18,6 +18,7 @@ from .capture import on_empty_cache
 from .state import EmulationState, active
 from .tensor import EmuTensor
 from .tree import leaves, tree_map
+from .where import trail
 
 GIB = 1024 ** 3
 
@@ -109,10 +110,11 @@ class _Input:
     """A tensor made before the capture that the capture reads: the graph holds its data (the
     address, on a GPU) but not the program's tensor, so replay checks it is still alive."""
 
-    __slots__ = ("inner", "key", "shape")
+    __slots__ = ("inner", "key", "shape", "where")
 
     def __init__(self, t: EmuTensor) -> None:
         self.inner, self.key, self.shape = t.inner, t.inner.untyped_storage()._cdata, t.shape
+        self.where = trail(2)  # the captured line that reads it
 
 
 class EmuGraph:
@@ -134,12 +136,18 @@ class EmuGraph:
 
     def record(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
         def held(x: Any) -> Any:
-            if isinstance(x, EmuTensor) and id(x) not in self._made:
+            # counted by this emulation (a tensor an earlier emulated_cuda() made and a cache
+            # kept, as functools.cache does, has no count here to go to zero)
+            if isinstance(x, EmuTensor) and id(x) not in self._made and \
+                    x.inner.untyped_storage()._cdata in self.state._live:
                 return _Input(x)
             return x
 
         self.tape.append((func, tree_map(held, args), tree_map(held, kwargs), result))
-        self._made.update(id(r) for r in leaves(result) if isinstance(r, EmuTensor))
+
+    def made(self, t: EmuTensor) -> None:
+        """``t`` was made during the capture (an op's output or a factory's tensor)."""
+        self._made.add(id(t))
 
     def _inner(self, x: Any) -> Any:
         if isinstance(x, _Input):
@@ -150,7 +158,8 @@ class EmuGraph:
                 try:
                     refuse(self.state, f"replay reads a {tuple(x.shape)} tensor made before the "
                                        "capture and freed since (its memory may hold another "
-                                       "tensor now); keep the graph's inputs alive")
+                                       f"tensor now), read at {x.where}; keep the graph's "
+                                       "inputs alive")
                 finally:
                     self.state.capture = saved
             return x.inner
