@@ -172,3 +172,4 @@ def test_a_card_without_bf16_gets_fp32_with_a_message(choice: str, caplog) -> No
             dtype = pick_dtype(choice, torch.device("cuda", 0))
         assert dtype == (torch.bfloat16 if c.bf16 else torch.float32), name
         assert ("no bf16 tensor cores" in caplog.text) == (not c.bf16)
+

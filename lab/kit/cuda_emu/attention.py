@@ -85,8 +85,9 @@ def _temporaries(backend: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 def run(state: Any, func: Any, args: tuple, kwargs: dict, unwrap: Any,
         wrap: Any) -> torch.Tensor:
     """The call on the card: choice, report, temporaries, the CPU's values. During a graph
-    capture or with autograd on, the call runs op by op through the emulation as before (the
-    capture tape and the gradients need its aten ops), its memory that of the ops."""
+    capture, with autograd on or with a host tensor among the operands, the call runs op by op
+    through the emulation as before (the capture tape and the gradients need its aten ops, and
+    there a host operand is refused as a device mismatch), its memory that of the ops."""
     q, k, v = args[:3]
     mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
     backend, refused = choose(state.card, q, k, v, mask, kwargs.get("enable_gqa", False))
@@ -95,9 +96,11 @@ def run(state: Any, func: Any, args: tuple, kwargs: dict, unwrap: Any,
         report(state, "attention", f"falls back to math on {state.card.name}, materialising "
                f"[B, H, L, S] = {[*q.shape[:-1], k.shape[-2]]} float32 scores ({why})")
     state.kernels[(f"attention:{backend}", site())] += 1
-    if state.capture is not None or (torch.is_grad_enabled() and any(
+    host = [t for t in (*args, *kwargs.values()) if isinstance(t, torch.Tensor)
+            and getattr(t, "inner", None) is None and t.dim() > 0]  # not emulated
+    if host or state.capture is not None or (torch.is_grad_enabled() and any(
             isinstance(t, torch.Tensor) and t.requires_grad for t in (q, k, v))):
-        return func(*args, **kwargs)
+        return func(*args, **kwargs)  # op by op: a host operand is refused there (mismatch)
     handles = [state.memory.malloc(n) for n in _temporaries(backend, q, k, v)]
     try:
         inner = [unwrap(a) for a in args]
