@@ -11,7 +11,10 @@ test_put_back.py does for issue 40's findings), each named with its file and lin
    grouped-head attention off flash (no mask) and memory-efficient (no grouped heads);
 4. an allocation during a graph capture: LADR's phase table made per call from a host tensor
    through pinned memory (``devices.to_device``), inside the step rule the sampler captures as
-   a CUDA graph, instead of filled on the device once per process.
+   a CUDA graph, instead of filled on the device once per process;
+5. a removed stream wait: block streaming's ``wait_event`` on the copy of a block's weights
+   taken out, run with copies that land late (``completion="late"``): the block's weights are
+   used before they arrive.
 
 The same scenarios on the code as it is pass (the last tests), so each failure is the defect's.
 """
@@ -83,13 +86,27 @@ CASES.append(PutBack(4, "ladr_core/strategies/select.py", PHASE_FIXED, PHASE_SIG
 
     return to_device(torch.tensor(values, dtype=dtype), device)""", CAPTURE_RUN,
                      ("ladr_core/strategies/select.py", "return to_device(torch.tensor(")))
+STREAM_RUN = LOAD + """
+with emulated_cuda(completion="late"):
+    pipe = load_dimoo(folder, device="cuda", dtype=torch.float32, offload_blocks=True)
+    pipe.generate("a red circle", width=32, height=32, steps=6, seed=0, decode=False)
+"""
+WAIT = """        if self.stream is not None:
+            torch.cuda.current_stream(self.device).wait_event(self.copied[s])
+        views = _views(self.loaded[s], self.stored[i], self.offsets[i])"""
+CASES.append(PutBack(5, "ladr_core/dimoo/model/offload.py", WAIT,
+                     WAIT.splitlines()[-1] + "  # the slot's copy used without waiting for it",
+                     STREAM_RUN, ("ladr_core/dimoo/model/offload.py",
+                                  "return [flat[o:o + _nbytes(t)]")))
 KINDS = {1: "[cuda-emulation:oom]", 2: "[cuda-emulation:kernel] _scaled_mm refused",
          3: "[cuda-emulation:kernel] attention: falls back to math",
-         4: "[cuda-emulation:capture] pinned host memory allocated"}
+         4: "[cuda-emulation:capture] pinned host memory allocated",
+         5: "[cuda-emulation:order]"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=["oom-vq-decode", "scaled-mm-row-major",
-                                             "math-attention", "pinned-in-capture"])
+                                             "math-attention", "pinned-in-capture",
+                                             "removed-stream-wait"])
 def test_a_card_rule_defect_put_back_is_caught_and_named(case: PutBack, tmp_path: Path) -> None:
     root = scratch_copy(tmp_path, case)
     done = run(root, case.scenario)
@@ -100,7 +117,7 @@ def test_a_card_rule_defect_put_back_is_caught_and_named(case: PutBack, tmp_path
 
 
 def test_the_card_scenarios_pass_on_the_code_as_it_is() -> None:
-    """All four scenarios, one after the other in one process (one start-up, for CI's time)."""
+    """All the scenarios, one after the other in one process (one start-up, for CI's time)."""
     done = run(Path(__file__).resolve().parents[2],
                "\n".join(c.scenario + "\nprint('scenario done')" for c in CASES))
     assert done.returncode == 0, done.stderr[-3000:]

@@ -43,16 +43,21 @@ FALLBACKS = ("report", "raise")
 
 @contextlib.contextmanager
 def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
-                  card: str | Card | None = None,
-                  fallbacks: str = "report") -> Iterator[EmulationState]:
+                  card: str | Card | None = None, fallbacks: str = "report",
+                  completion: str = "issue") -> Iterator[EmulationState]:
     """Emulate one CUDA device while the block runs. storage "cpu" keeps real values; "meta"
     keeps shapes only (memory and FLOP estimates). ``card``: a profile of cards.py (its name or
     a Card): its capacity (an allocation beyond it raises torch.OutOfMemoryError), context and
     workspace, capability and kernel rules; None: H100 rules with memory counted from zero
     and no capacity limit. ``fallbacks``: "report" counts kernel refusals and fallbacks in
-    ``state.fallbacks``, "raise" raises them (rules.py)."""
+    ``state.fallbacks``, "raise" raises them (rules.py). ``completion``: "issue" runs work
+    when issued; "late" holds asynchronous copies back until a wait demands them
+    (ordering.py; real values only)."""
     if storage not in ("cpu", "meta"):
         raise ValueError(f"storage must be 'cpu' or 'meta', got {storage!r}")
+    if completion not in ("issue", "late") or (completion == "late" and storage != "cpu"):
+        raise ValueError(f"completion must be 'issue' or 'late' (late with storage 'cpu'), "
+                         f"got {completion!r} with storage {storage!r}")
     if fallbacks not in FALLBACKS:
         raise ValueError(f"fallbacks must be one of {', '.join(FALLBACKS)}, got {fallbacks!r}")
     from .functions import EmulatedFunctions
@@ -67,6 +72,10 @@ def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
         state.memory.limit(profile.total_memory, profile.context_bytes)
     _ACTIVE.append(state)
     replacements = api(state)
+    if completion == "late":
+        from .ordering import Ordering
+
+        state.ordering = Ordering(state.current_stream)
     saved = {name: getattr(torch.cuda, name, None) for name in replacements}
     saved_generator = torch.Generator
     saved_swap = torch.__future__.get_swap_module_params_on_conversion()

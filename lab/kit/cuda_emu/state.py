@@ -15,7 +15,9 @@ A violation is something a real GPU run would fail on or that breaks the sampler
 - ``float64``: a float64 tensor on the device;
 - ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``);
 - ``kernel``: with ``fallbacks="raise"``, a kernel the card refuses or a fallback (rules.py);
-- ``capture``: what CUDA refuses during a graph capture (capture.py).
+- ``capture``: what CUDA refuses during a graph capture (capture.py);
+- ``order``: with ``completion="late"``, a copy used on another stream before it was waited
+  for (ordering.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import torch
 from .memory import Allocator
 from .where import in_step_loop, site
 
-KINDS = ("mismatch", "read", "h2d", "float64", "estimate", "kernel", "capture")
+KINDS = ("mismatch", "read", "h2d", "float64", "estimate", "kernel", "capture", "order")
 
 
 class CudaEmulationError(BaseException):
@@ -73,6 +75,7 @@ class EmulationState:
     kernels: Counter = field(default_factory=Counter)  # (fast path, where) -> calls
     workspace: int | None = None  # the cuBLAS workspace's allocator handle
     initialised: set = field(default_factory=set)  # libraries already used (capture.py)
+    ordering: Any = None  # completion="late": the copies not yet landed (ordering.py)
 
     @contextlib.contextmanager
     def host_streaming(self) -> Iterator[None]:
@@ -96,6 +99,8 @@ class EmulationState:
 
     def read(self, what: str) -> None:
         """A blocking device-to-host read."""
+        if self.ordering is not None:  # it waits for the current stream's work
+            self.ordering.land_stream(self.ordering.current())
         if self._streaming:
             self.host_copies[site()] += 1
             return
@@ -114,6 +119,8 @@ class EmulationState:
 
     def wait(self, what: str) -> None:
         """An explicit host wait for the device (synchronize, an event's synchronize)."""
+        if self.ordering is not None:
+            self.ordering.land_all()
         if self.capture is not None:
             self.violate("read", f"{what} while a CUDA graph is being captured")
         loop, documented = in_step_loop()

@@ -146,7 +146,10 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
             else:
                 state.read("a device-to-host copy (.cpu() / .to('cpu'))")
                 kw = kwargs
-            return func(unwrap(src), **kw)
+            out = func(unwrap(src), **kw)
+            if kwargs.get("non_blocking") and state.ordering is not None:
+                state.ordering.defer(out)  # lands when the host waits (ordering.py)
+            return out
     if func.overloadpacket is aten.copy_:
         dst, src = args[0], args[1]
         non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
@@ -156,18 +159,24 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
             if state.storage == "meta":  # no values: the host receives zeros (_copy doc)
                 return dst.zero_()
             dst.copy_(src.inner)
+            if non_blocking and state.ordering is not None and state.is_pinned(dst):
+                state.ordering.defer(dst)  # lands when the host waits (ordering.py)
             return dst
         if isinstance(dst, EmuTensor) and not isinstance(src, EmuTensor):
             if not (non_blocking and state.is_pinned(src)):
                 state.host_to_device("a blocking host-to-device copy_ (pageable memory or "
                                      "non_blocking=False)")
             dst.inner.copy_(src.to(state.inner_device) if state.storage == "meta" else src)
+            if non_blocking and state.ordering is not None and state.is_pinned(src):
+                state.ordering.defer(dst.inner)  # lands when demanded (ordering.py)
             return dst
     return None
 
 
 def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
     flat = leaves((args, kwargs))
+    if state.ordering is not None and state.ordering.pending:  # completion="late"
+        state.ordering.before_op(state, [x.inner for x in flat if isinstance(x, EmuTensor)])
     if func.overloadpacket is aten.record_stream:
         return None  # work runs in issue order here: nothing to keep alive
     if func.overloadpacket in _COPIES:

@@ -53,15 +53,20 @@ class EmuEvent:
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False) -> None:
         self.state, self.when = active(), None
+        self.copies: set[int] = set()  # completion="late": the copies it stands for
 
     def record(self, stream: Any = None) -> None:
         self.when = time.perf_counter()
+        order = self.state.ordering
+        if order is not None:
+            self.copies = order.recorded(stream or order.current())
 
     def wait(self, stream: Any = None) -> None:
-        pass  # a device-side wait
+        if self.state.ordering is not None:  # a device-side wait: the copies land for it
+            self.state.ordering.land_ids(self.copies)
 
     def query(self) -> bool:
-        return True
+        return self.state.ordering is None or self.state.ordering.done(self.copies)
 
     def synchronize(self) -> None:
         self.state.wait("torch.cuda.Event.synchronize()")
@@ -89,10 +94,11 @@ class EmuStream(torch.Stream):
         return torch.device("cuda", 0)
 
     def wait_stream(self, other: Any) -> None:
-        pass
+        if self.state.ordering is not None:
+            self.state.ordering.land_stream(other)
 
     def wait_event(self, event: Any) -> None:
-        pass
+        event.wait(self)
 
     def record_event(self, event: EmuEvent | None = None) -> EmuEvent:
         event = event or EmuEvent()
@@ -103,7 +109,7 @@ class EmuStream(torch.Stream):
         return True
 
     def synchronize(self) -> None:
-        self.state.wait("torch.cuda.Stream.synchronize()")
+        self.state.wait("torch.cuda.Stream.synchronize()")  # (lands every copy: lenient)
 
 
 class _Input:
@@ -188,6 +194,7 @@ def api(state: EmulationState) -> dict[str, Any]:
     mem, card = state.memory, state.card
     default = EmuStream()
     current = [default]
+    state.current_stream = lambda: current[0]  # type: ignore[attr-defined]
 
     @contextlib.contextmanager
     def stream(s: EmuStream | None) -> Iterator[None]:
