@@ -71,14 +71,29 @@ def pick_dtype(choice: str, device: torch.device) -> torch.dtype:
     Inside ComfyUI `auto` follows `should_use_bf16` for the device (and its `--fp32-unet`-style
     flags through `unet_dtype`).
     """
-    if choice in DTYPES:
-        return DTYPES[choice]
-    if choice != "auto":
+    if choice not in DTYPES and choice != "auto":
         raise ValueError(f"dtype: {choice!r} is not one of auto, bf16, fp16, fp32")
     mm = _comfy_module("comfy.model_management")
-    if mm is not None:
-        return mm.unet_dtype(device, supported_dtypes=[torch.bfloat16, torch.float32])
-    return torch.float32 if device.type == "cpu" else torch.bfloat16
+    if choice in DTYPES:
+        dtype = DTYPES[choice]
+    elif mm is not None:
+        dtype = mm.unet_dtype(device, supported_dtypes=[torch.bfloat16, torch.float32])
+    else:
+        dtype = torch.float32 if device.type == "cpu" else torch.bfloat16
+    return _without_bf16(dtype, device, choice)
+
+
+def _without_bf16(dtype: torch.dtype, device: torch.device, choice: str) -> torch.dtype:
+    """float32 for bf16 on a GPU without bf16 tensor cores (before sm 8.0: T4, 20-series,
+    V100), where torch emulates bf16 many times slower, or not at all; said in the log."""
+    if dtype != torch.bfloat16 or device.type != "cuda" or \
+            torch.cuda.is_bf16_supported(including_emulation=False):
+        return dtype
+    major, minor = torch.cuda.get_device_capability(device)
+    logging.warning(f"ComfyUI-LADR: dtype {choice}: this GPU (compute capability {major}."
+                    f"{minor}) has no bf16 tensor cores; loading in fp32 instead (choose fp16 "
+                    "on the loader for half the memory, at the risk of overflow)")
+    return torch.float32
 
 
 # ---------------------------------------------------------------- model folders

@@ -28,30 +28,54 @@ from collections.abc import Iterator
 
 import torch
 
+from .cards import CARDS, Card, UnknownCardError, card
 from .guard import GuardBuildError, load_guard
 from .kernels import register as register_kernels
 from .state import _ACTIVE, KINDS, CudaEmulationError, EmulationState, Violation
 from .tensor import DEVICE, EmuTensor
-from .torch_cuda import GIB, EmuGenerator, Generator, api
+from .torch_cuda import EmuGenerator, Generator, api
 
-__all__ = ["DEVICE", "KINDS", "CudaEmulationError", "EmuGenerator", "EmuTensor",
-           "EmulationState", "GuardBuildError", "Violation", "emulated_cuda"]
+__all__ = ["CARDS", "DEVICE", "KINDS", "Card", "CudaEmulationError", "EmuGenerator",
+           "EmuTensor", "EmulationState", "GuardBuildError", "UnknownCardError", "Violation",
+           "card", "emulated_cuda"]
+FALLBACKS = ("report", "raise")
 
 
 @contextlib.contextmanager
 def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
-                  total_memory: int = 80 * GIB) -> Iterator[EmulationState]:
-    """Emulate one CUDA device of ``total_memory`` bytes while the block runs. storage "cpu"
-    keeps real values; "meta" keeps shapes only (memory and FLOP estimates)."""
+                  card: str | Card | None = None, fallbacks: str = "report",
+                  completion: str = "issue") -> Iterator[EmulationState]:
+    """Emulate one CUDA device while the block runs. storage "cpu" keeps real values; "meta"
+    keeps shapes only (memory and FLOP estimates). ``card``: a profile of cards.py (its name or
+    a Card): its capacity (an allocation beyond it raises torch.OutOfMemoryError), context and
+    workspace, capability and kernel rules; None: H100 rules with memory counted from zero
+    and no capacity limit. ``fallbacks``: "report" counts kernel refusals and fallbacks in
+    ``state.fallbacks``, "raise" raises them (rules.py). ``completion``: "issue" runs work
+    when issued; "late" holds asynchronous copies back until a wait demands them
+    (ordering.py; real values only)."""
     if storage not in ("cpu", "meta"):
         raise ValueError(f"storage must be 'cpu' or 'meta', got {storage!r}")
+    if completion not in ("issue", "late") or (completion == "late" and storage != "cpu"):
+        raise ValueError(f"completion must be 'issue' or 'late' (late with storage 'cpu'), "
+                         f"got {completion!r} with storage {storage!r}")
+    if fallbacks not in FALLBACKS:
+        raise ValueError(f"fallbacks must be one of {', '.join(FALLBACKS)}, got {fallbacks!r}")
     from .functions import EmulatedFunctions
 
+    profile = _profile(card)
     load_guard()
     register_kernels()
-    state = EmulationState(storage=storage, raise_on_violation=raise_on_violation)
+    state = EmulationState(storage=storage, raise_on_violation=raise_on_violation,
+                           card=profile, fallback_mode=fallbacks)
+    state.memory.total = profile.total_memory
+    if card is not None:
+        state.memory.limit(profile.total_memory, profile.context_bytes)
     _ACTIVE.append(state)
-    replacements = api(state, total_memory)
+    replacements = api(state)
+    if completion == "late":
+        from .ordering import Ordering
+
+        state.ordering = Ordering(state.current_stream)
     saved = {name: getattr(torch.cuda, name, None) for name in replacements}
     saved_generator = torch.Generator
     saved_swap = torch.__future__.get_swap_module_params_on_conversion()
@@ -74,3 +98,7 @@ def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
             else:
                 setattr(torch.cuda, name, value)
         _ACTIVE.remove(state)
+
+
+def _profile(which: str | Card | None) -> Card:
+    return card(which)

@@ -16,10 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch.overrides import TorchFunctionMode, resolve_name
 
+from . import attention, capture
 from .state import EmulationState
-from .tensor import EmuTensor, wrap
+from .tensor import EmuTensor, unwrap, wrap
 from .tree import leaves
 
 _FROM_HOST_DATA = {"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
@@ -76,6 +78,8 @@ class EmulatedFunctions(TorchFunctionMode):
                 return moved
         flat = leaves((args, kwargs))
         has_emu = any(isinstance(x, EmuTensor) for x in flat)
+        if func is F.scaled_dot_product_attention and has_emu:  # the card's backend
+            return attention.run(self.state, func, args, kwargs, unwrap, wrap)
         if func is _T.new_tensor and has_emu and "device" not in kwargs:
             kwargs = {**kwargs, "device": args[0].device}
         on_device = has_emu or _is_cuda(kwargs.get("device"))
@@ -87,6 +91,8 @@ class EmulatedFunctions(TorchFunctionMode):
         if not has_emu and on_device:
             return self._factory(func, args, kwargs)
         pinned = kwargs.pop("pin_memory", False) if "pin_memory" in kwargs else False
+        if pinned:
+            capture.on_pin(self.state)
         out = func(*args, **kwargs)
         if pinned and isinstance(out, torch.Tensor):
             self.state.pin(out)
@@ -97,6 +103,7 @@ class EmulatedFunctions(TorchFunctionMode):
             self.state.violate("mismatch", "pin_memory() of a device tensor")
         if self.state.is_pinned(t):
             return t
+        capture.on_pin(self.state)
         out = t.clone()
         self.state.pin(out)
         return out

@@ -7,7 +7,10 @@ settings): requests of at most 1 MiB come from 2 MiB segments (the small pool), 
 20 MiB segments when under 10 MiB, else from a segment of their own size rounded up to 2 MiB
 (the large pool); a request takes the smallest cached free block of its pool that fits, split
 when the rest is at least 512 bytes (small) or over 1 MiB (large); freed blocks merge with free
-neighbours in their segment and stay reserved until ``empty_cache``. Not modelled: per-stream
+neighbours in their segment and stay reserved until ``empty_cache``. With a card's capacity
+(``limit``), a new segment that does not fit empties the cache (every segment without a block
+in use) and tries again, then raises ``torch.OutOfMemoryError`` with CUDA's message (oom.py), as
+the allocator does after ``cudaMalloc`` fails. Not modelled: per-stream
 pools (a block freed on one stream and used on another), expandable segments, and fragmentation
 limits (``max_split_size_mb``): reserved is the allocator's figure for a single-stream run.
 """
@@ -52,6 +55,34 @@ class Allocator:
         self._segments: list[_Segment] = []
         self._blocks: dict[int, tuple[_Segment, int]] = {}  # handle -> (segment, offset)
         self._next = 0
+        self.total = self.outside = 0  # the card's bytes, those outside the allocator
+        self.capacity: int | None = None  # bytes cudaMalloc can give; None: no limit
+        self.capturing = False  # during a graph capture the allocator frees nothing
+
+    def limit(self, total: int, outside: int) -> None:
+        """A card of ``total`` bytes of which ``outside`` (the CUDA context) are taken."""
+        self.total, self.outside, self.capacity = total, outside, total - outside
+
+    @property
+    def free_bytes(self) -> int:
+        """What ``cudaMemGetInfo`` reports free (no limit: the card minus reserved)."""
+        return self.total - self.outside - self.reserved
+
+    def _new_segment(self, size: int, small: bool) -> tuple[_Segment, int]:
+        want = segment_size(size)
+        if self.capacity is not None and self.reserved + want > self.capacity:
+            if not self.capturing:  # the retry: release cached blocks, cudaMalloc again
+                self.empty_cache()
+            if self.reserved + want > self.capacity:
+                from .oom import out_of_memory
+
+                raise out_of_memory(want, self.total, max(0, self.free_bytes),
+                                    self.allocated, self.reserved)
+        seg = _Segment(want, small)
+        seg.free[0] = seg.size
+        self._segments.append(seg)
+        self.reserved += seg.size
+        return seg, 0
 
     def malloc(self, nbytes: int) -> int:
         """Allocate; returns a handle for ``free``."""
@@ -59,11 +90,7 @@ class Allocator:
         small = size <= SMALL
         fit = self._best_fit(size, small)
         if fit is None:
-            seg = _Segment(segment_size(size), small)
-            seg.free[0] = seg.size
-            self._segments.append(seg)
-            self.reserved += seg.size
-            fit = (seg, 0)
+            fit = self._new_segment(size, small)
         seg, offset = fit
         block = seg.free.pop(offset)
         rest = block - size

@@ -14,7 +14,11 @@ A violation is something a real GPU run would fail on or that breaks the sampler
   made from Python data on the device, or a host tensor used to index a device tensor, inside
   one of those loops or a graph capture;
 - ``float64``: a float64 tensor on the device;
-- ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``).
+- ``estimate``: a data-dependent read while tensors hold no data (``storage="meta"``);
+- ``kernel``: with ``fallbacks="raise"``, a kernel the card refuses or a fallback (rules.py);
+- ``capture``: what CUDA refuses during a graph capture (capture.py);
+- ``order``: with ``completion="late"``, a copy used on another stream before it was waited
+  for (ordering.py).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import torch
 from .memory import Allocator
 from .where import current_loop, in_step_loop, site
 
-KINDS = ("mismatch", "read", "h2d", "float64", "estimate")
+KINDS = ("mismatch", "read", "h2d", "float64", "estimate", "kernel", "capture", "order")
 
 
 class CudaEmulationError(BaseException):
@@ -66,6 +70,13 @@ class EmulationState:
     syncs: int = 0  # explicit torch.cuda.synchronize / event waits
     host_copies: Counter = field(default_factory=Counter)  # a host's own weight streaming
     _streaming: int = 0
+    card: Any = None  # the profile the device runs as (cards.Card)
+    fallback_mode: str = "report"  # "raise": refusals and fallbacks raise (rules.py)
+    fallbacks: Counter = field(default_factory=Counter)  # (what, where) -> calls
+    kernels: Counter = field(default_factory=Counter)  # (fast path, where) -> calls
+    workspace: int | None = None  # the cuBLAS workspace's allocator handle
+    initialised: set = field(default_factory=set)  # libraries already used (capture.py)
+    ordering: Any = None  # completion="late": the copies not yet landed (ordering.py)
 
     @contextlib.contextmanager
     def host_streaming(self) -> Iterator[None]:
@@ -89,6 +100,8 @@ class EmulationState:
 
     def read(self, what: str) -> None:
         """A blocking device-to-host read."""
+        if self.ordering is not None:  # it waits for the current stream's work
+            self.ordering.land_stream(self.ordering.current())
         if self._streaming:
             self.host_copies[site()] += 1
             return
@@ -107,6 +120,8 @@ class EmulationState:
 
     def wait(self, what: str) -> None:
         """An explicit host wait for the device (synchronize, an event's synchronize)."""
+        if self.ordering is not None:
+            self.ordering.land_all()
         if self.capture is not None:
             self.violate("read", f"{what} while a CUDA graph is being captured")
         loop, documented = in_step_loop()

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from ..syncs import SYNC_ATEN_OPS
+from . import capture, rules
 from .state import EmulationState, active
 from .tree import leaves, tree_map
 
@@ -25,6 +26,7 @@ aten = torch.ops.aten
 _COPIES = {aten.copy_, aten._to_copy, aten._copy_from, aten._copy_from_and_resize}
 _INDEXING = {aten.index, aten.index_put, aten.index_put_, aten._index_put_impl_}
 _NO_OUTPUT_CHECK = {aten.record_stream}
+_HOOKED = rules.WATCHED | capture.WATCHED
 # float64 is refused on the device except for per-item schedule scalars: the sampler computes
 # gamma^-1 and the official keep counts on [B]-sized tensors in float64 on purpose (Python's
 # float arithmetic of the official loop, ladr_core/step.py RunInfo.sched_dtype); a batch never
@@ -84,6 +86,8 @@ def _device_index(state: EmulationState, index: Any) -> Any:
 def wrap(state: EmulationState, inner: torch.Tensor) -> EmuTensor:
     out = EmuTensor(inner)
     state.track(out, inner)
+    if state.capture is not None:  # made during a capture: the graph's own (capture.py)
+        state.capture.made(out)
     if inner.dtype == torch.float64 and inner.numel() > FLOAT64_SCALARS:
         state.violate("float64", f"a float64 tensor of {inner.numel()} elements on the device "
                                  "(consumer GPUs run float64 at 1/64 of float32 speed)")
@@ -142,7 +146,10 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
             else:
                 state.read("a device-to-host copy (.cpu() / .to('cpu'))")
                 kw = kwargs
-            return func(unwrap(src), **kw)
+            out = func(unwrap(src), **kw)
+            if kwargs.get("non_blocking") and state.ordering is not None:
+                state.ordering.defer(out)  # lands when the host waits (ordering.py)
+            return out
     if func.overloadpacket is aten.copy_:
         dst, src = args[0], args[1]
         non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
@@ -152,18 +159,24 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
             if state.storage == "meta":  # no values: the host receives zeros (_copy doc)
                 return dst.zero_()
             dst.copy_(src.inner)
+            if non_blocking and state.ordering is not None and state.is_pinned(dst):
+                state.ordering.defer(dst)  # lands when the host waits (ordering.py)
             return dst
         if isinstance(dst, EmuTensor) and not isinstance(src, EmuTensor):
             if not (non_blocking and state.is_pinned(src)):
                 state.host_to_device("a blocking host-to-device copy_ (pageable memory or "
                                      "non_blocking=False)")
             dst.inner.copy_(src.to(state.inner_device) if state.storage == "meta" else src)
+            if non_blocking and state.ordering is not None and state.is_pinned(src):
+                state.ordering.defer(dst.inner)  # lands when demanded (ordering.py)
             return dst
     return None
 
 
 def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
     flat = leaves((args, kwargs))
+    if state.ordering is not None and state.ordering.pending:  # completion="late"
+        state.ordering.before_op(state, [x.inner for x in flat if isinstance(x, EmuTensor)])
     if func.overloadpacket is aten.record_stream:
         return None  # work runs in issue order here: nothing to keep alive
     if func.overloadpacket in _COPIES:
@@ -172,6 +185,9 @@ def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any
             return done
     else:
         _check_operands(state, func, flat)
+    if func.overloadpacket in _HOOKED:  # the card's kernels (rules.py), capture.py
+        capture.on_op(state, func)
+        rules.on_op(state, func, args, kwargs)
     inner_args = tree_map(lambda x: _rewrite_device(state, unwrap(x)), args)
     inner_kwargs = tree_map(lambda x: _rewrite_device(state, unwrap(x)), kwargs)
     out = func(*inner_args, **inner_kwargs)

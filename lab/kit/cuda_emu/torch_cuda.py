@@ -14,9 +14,11 @@ from typing import Any
 
 import torch
 
+from .capture import on_empty_cache
 from .state import EmulationState, active
 from .tensor import EmuTensor
 from .tree import leaves, tree_map
+from .where import trail
 
 GIB = 1024 ** 3
 
@@ -51,15 +53,20 @@ class EmuEvent:
     def __init__(self, enable_timing: bool = False, blocking: bool = False,
                  interprocess: bool = False) -> None:
         self.state, self.when = active(), None
+        self.copies: set[int] = set()  # completion="late": the copies it stands for
 
     def record(self, stream: Any = None) -> None:
         self.when = time.perf_counter()
+        order = self.state.ordering
+        if order is not None:
+            self.copies = order.recorded(stream or order.current())
 
     def wait(self, stream: Any = None) -> None:
-        pass  # a device-side wait
+        if self.state.ordering is not None:  # a device-side wait: the copies land for it
+            self.state.ordering.land_ids(self.copies)
 
     def query(self) -> bool:
-        return True
+        return self.state.ordering is None or self.state.ordering.done(self.copies)
 
     def synchronize(self) -> None:
         self.state.wait("torch.cuda.Event.synchronize()")
@@ -87,10 +94,11 @@ class EmuStream(torch.Stream):
         return torch.device("cuda", 0)
 
     def wait_stream(self, other: Any) -> None:
-        pass
+        if self.state.ordering is not None:
+            self.state.ordering.land_stream(other)
 
     def wait_event(self, event: Any) -> None:
-        pass
+        event.wait(self)
 
     def record_event(self, event: EmuEvent | None = None) -> EmuEvent:
         event = event or EmuEvent()
@@ -101,7 +109,18 @@ class EmuStream(torch.Stream):
         return True
 
     def synchronize(self) -> None:
-        self.state.wait("torch.cuda.Stream.synchronize()")
+        self.state.wait("torch.cuda.Stream.synchronize()")  # (lands every copy: lenient)
+
+
+class _Input:
+    """A tensor made before the capture that the capture reads: the graph holds its data (the
+    address, on a GPU) but not the program's tensor, so replay checks it is still alive."""
+
+    __slots__ = ("inner", "key", "shape", "where")
+
+    def __init__(self, t: EmuTensor) -> None:
+        self.inner, self.key, self.shape = t.inner, t.inner.untyped_storage()._cdata, t.shape
+        self.where = trail(2)  # the captured line that reads it
 
 
 class EmuGraph:
@@ -110,23 +129,54 @@ class EmuGraph:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.state = active()
         self.tape: list[tuple[Any, tuple, dict, Any]] = []
+        self._made: set[int] = set()  # ids of the tensors the capture made
 
     def capture_begin(self, pool: Any = None, capture_error_mode: str = "global") -> None:
-        self.tape = []
+        self.tape, self._made = [], set()
         self.state.capture = self
+        self.state.memory.capturing = True
 
     def capture_end(self) -> None:
         self.state.capture = None
+        self.state.memory.capturing = False
 
     def record(self, func: Any, args: tuple, kwargs: dict, result: Any) -> None:
-        self.tape.append((func, args, kwargs, result))
+        def held(x: Any) -> Any:
+            # counted by this emulation (a tensor an earlier emulated_cuda() made and a cache
+            # kept, as functools.cache does, has no count here to go to zero)
+            if isinstance(x, EmuTensor) and id(x) not in self._made and \
+                    x.inner.untyped_storage()._cdata in self.state._live:
+                return _Input(x)
+            return x
+
+        self.tape.append((func, tree_map(held, args), tree_map(held, kwargs), result))
+
+    def made(self, t: EmuTensor) -> None:
+        """``t`` was made during the capture (an op's output or a factory's tensor)."""
+        self._made.add(id(t))
+
+    def _inner(self, x: Any) -> Any:
+        if isinstance(x, _Input):
+            if x.key not in self.state._live:
+                from .capture import refuse
+
+                self.state.capture, saved = self, self.state.capture
+                try:
+                    refuse(self.state, f"replay reads a {tuple(x.shape)} tensor made before the "
+                                       "capture and freed since (its memory may hold another "
+                                       f"tensor now), read at {x.where}; keep the graph's "
+                                       "inputs alive")
+                finally:
+                    self.state.capture = saved
+            return x.inner
+        return x.inner if isinstance(x, EmuTensor) else x
 
     def replay(self) -> None:
         for func, args, kwargs, result in self.tape:
-            inner = tree_map(lambda x: x.inner if isinstance(x, EmuTensor) else x, (args, kwargs))
+            inner = tree_map(self._inner, (args, kwargs))
             fresh = func(*inner[0], **inner[1])
             inputs = {a.inner.untyped_storage()._cdata for a in leaves(args)
-                      if isinstance(a, EmuTensor)}
+                      if isinstance(a, (EmuTensor, _Input))}
             for old, new in zip(leaves(result), leaves(fresh), strict=True):
                 if isinstance(old, EmuTensor) and \
                         old.inner.untyped_storage()._cdata not in inputs:
@@ -139,11 +189,12 @@ class EmuGraph:
         return object()
 
 
-def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
-    """The torch.cuda attributes the emulation replaces, by name."""
-    mem = state.memory
+def api(state: EmulationState) -> dict[str, Any]:
+    """The torch.cuda attributes the emulation replaces, by name, answering as ``state.card``."""
+    mem, card = state.memory, state.card
     default = EmuStream()
     current = [default]
+    state.current_stream = lambda: current[0]  # type: ignore[attr-defined]
 
     @contextlib.contextmanager
     def stream(s: EmuStream | None) -> Iterator[None]:
@@ -164,8 +215,9 @@ def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
         finally:
             g.capture_end()
 
-    props = SimpleNamespace(name="Emulated CUDA (CPU data)", total_memory=total_memory,
-                            major=9, minor=0, multi_processor_count=132)
+    props = SimpleNamespace(name=card.label, total_memory=card.total_memory,
+                            major=card.capability[0], minor=card.capability[1],
+                            multi_processor_count=card.multi_processor_count)
     stats = lambda: {"allocated_bytes.all.current": mem.allocated,  # noqa: E731
                      "allocated_bytes.all.peak": mem.peak_allocated,
                      "reserved_bytes.all.current": mem.reserved,
@@ -176,9 +228,11 @@ def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
         "current_device": lambda: 0, "set_device": lambda d: None,
         "get_device_name": lambda d=None: props.name,
         "get_device_properties": lambda d=None: props,
-        "get_device_capability": lambda d=None: (9, 0), "is_bf16_supported": lambda *a: True,
+        "get_device_capability": lambda d=None: card.capability,
+        # torch answers True for an emulated bf16 unless including_emulation=False
+        "is_bf16_supported": lambda including_emulation=True: card.bf16 or including_emulation,
         "synchronize": lambda d=None: state.wait("torch.cuda.synchronize()"),
-        "mem_get_info": lambda d=None: (total_memory - mem.reserved, total_memory),
+        "mem_get_info": lambda d=None: (mem.free_bytes, card.total_memory),
         "memory_allocated": lambda d=None: mem.allocated,
         "max_memory_allocated": lambda d=None: mem.peak_allocated,
         "memory_reserved": lambda d=None: mem.reserved,
@@ -186,7 +240,7 @@ def api(state: EmulationState, total_memory: int) -> dict[str, Any]:
         "memory_stats": lambda d=None: stats(),
         "reset_peak_memory_stats": lambda d=None: mem.reset_peak(),
         "reset_max_memory_allocated": lambda d=None: mem.reset_peak(),
-        "empty_cache": mem.empty_cache,
+        "empty_cache": lambda: (on_empty_cache(state), mem.empty_cache())[1],
         "Stream": EmuStream, "Event": EmuEvent,
         "current_stream": lambda d=None: current[0], "default_stream": lambda d=None: default,
         "stream": stream, "set_stream": lambda s: current.__setitem__(0, s),

@@ -65,6 +65,19 @@ DOCUMENTED = (("ladr_core.sampling", "_Run.sync_counts"),
               ("nodes.events", "step_update"))
 
 
+def trail(depth: int = 3) -> str:
+    """``site()`` and the repository frames that called it, innermost first, joined by
+    `` <- `` (at most ``depth``)."""
+    frame, out = sys._getframe(1), []
+    while frame is not None and len(out) < depth:
+        if _ours(frame.f_code.co_filename):
+            rel = Path(frame.f_code.co_filename).resolve().relative_to(REPO_ROOT)
+            out.append(f"{rel}:{frame.f_lineno} ({frame.f_code.co_name})")
+        frame = frame.f_back
+    return " <- ".join(out) or site()
+
+
+
 @cache
 def _loops() -> tuple[tuple[CodeType, int, int, str], ...]:
     """(code, first line, last line, name) of each loop of LOOPS."""

@@ -1,0 +1,2 @@
+"""Which card fits, run instead of estimated: ``python -m lab.benchmarks.card_fit`` (run.py,
+main.py)."""
