@@ -252,9 +252,10 @@ def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
                 size=(320, 106))
 
 
-def decode(id: int, pos, src: int) -> Node:
+def decode(id: int, pos, src: int, size: tuple[int, int] = (240, 60),
+           title: str | None = None) -> Node:
     return Node(id, "LADR_DiMOOVQDecode", pos, {}, {"model": (1, 0), "tokens": (src, 0)},
-                size=(240, 60))
+                title, size)
 
 
 def nano_cfg() -> float:
@@ -496,11 +497,11 @@ def painting_workflows() -> dict[str, list[Node]]:
             "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
 
 
-def token_canvas(id: int, pos: tuple[int, int], links: dict) -> Node:
-    return Node(id, "LADR_TokenCanvas", pos, dict(batch_size=1), links, size=TOKEN_CANVAS_SIZE)
+def token_canvas(id: int, pos: tuple[int, int], links: dict,
+                 size: tuple[int, int] = (300, 82)) -> Node:
+    return Node(id, "LADR_TokenCanvas", pos, dict(batch_size=1), links, size=size)
 
 
-TOKEN_CANVAS_SIZE = (300, 82)
 
 
 def img2img_workflows() -> dict[str, list[Node]]:
@@ -517,16 +518,17 @@ def img2img_workflows() -> dict[str, list[Node]]:
     t, s = nano_t(name), nano_cfg()
     # Four samplers side by side fill the window's height (issue 55: at 400 px wide, with the
     # rest in columns to their right, the graph was 3480 px wide and opened at 0.4): the
-    # samplers 340 px wide, the stats and the note under them, the token canvas and the
-    # stitches in the inputs' column, the decodes and the views in one column on the right,
-    # short enough to stay clear of the frontend's minimap (tests/web/test_workflow_layout.py).
+    # samplers 340 px wide, the stats and the note under them, the decodes (two abreast) and
+    # the stitches in the inputs' column; the save and view nodes at the size the frontend
+    # grows them to after a run, and the token canvas, in one column on the right, short
+    # enough to stay clear of the frontend's minimap (tests/web/test_workflow_layout.py).
     graph = [loader(1),
              sampler(2, (360, 40), INPAINT_PROMPT, t,
                      {"model": (1, 0), "rule": (7, 0), "canvas": (8, 0)},
                      "DiMOO Sampler (draw the picture)", cfg=s, size=IMG2IMG_SAMPLER),
-             decode(3, (1800, 40), 2),
-             token_canvas(6, (20, 510), {"tokens": (2, 0)}), nano_rule(7, (20, 330), name),
-             canvas(8, (20, 180), 48),
+             decode(3, (20, 510), 2, IMG2IMG_DECODE, "Decode drawn"),
+             token_canvas(6, (1800, 760), {"tokens": (2, 0)}, (350, 82)),
+             nano_rule(7, (20, 330), name), canvas(8, (20, 180), 48),
              Node(25, "MarkdownNote", (360, 1080), {"text": IMG2IMG_NOTE},
                   title="About image to image", size=(340, 170))]
     links = {"model": (1, 0), "rule": (7, 0), "canvas": (6, 0)}
@@ -535,26 +537,31 @@ def img2img_workflows() -> dict[str, list[Node]]:
         graph += [sampler(10 + k, (x, 40), INPAINT_PROMPT, t, links,
                           f"DiMOO Sampler (redraw, denoise {d:g})", cfg=s, denoise=d,
                           size=IMG2IMG_SAMPLER),
-                  decode(13 + k, (1800, 140 + 100 * k), 10 + k),
+                  decode(13 + k, ((20, 190)[(k + 1) % 2], 510 + 100 * ((k + 1) // 2)), 10 + k,
+                         IMG2IMG_DECODE, f"Decode {d:g}"),
                   Node(16 + k, "PreviewAny", (x, 1080), {}, {"source": (10 + k, 1)},
                        f"Stats (denoise {d:g})", (340, 160))]
     stitch = {"direction": "right", "match_image_size": True, "spacing_width": 2,
               "spacing_color": "white"}
-    graph += [Node(19, "ImageStitch", (20, 640), stitch, {"image1": (3, 0), "image2": (13, 0)},
-                   "Drawn | 0.25", (320, 160)),
-              Node(20, "ImageStitch", (20, 840), stitch, {"image1": (14, 0), "image2": (15, 0)},
-                   "0.5 | 0.75", (320, 160)),
-              Node(21, "ImageStitch", (20, 1040), stitch, {"image1": (19, 0), "image2": (20, 0)},
-                   "Drawn | 0.25 | 0.5 | 0.75", (320, 160)),
-              Node(22, "SaveImage", (1800, 440), {"filename_prefix": "ladr/img2img"},
-                   {"images": (21, 0)}, size=(350, 150)),
-              *extras.enlarged(Node, (23, 24), (21, 0), (1800, 630),
-                               "Drawn | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (350, 150))]
+    graph += [Node(19, "ImageStitch", (20, 710), stitch, {"image1": (3, 0), "image2": (13, 0)},
+                   "Drawn | 0.25", (320, 150)),
+              Node(20, "ImageStitch", (20, 900), stitch, {"image1": (14, 0), "image2": (15, 0)},
+                   "0.5 | 0.75", (320, 150)),
+              Node(21, "ImageStitch", (20, 1090), stitch, {"image1": (19, 0), "image2": (20, 0)},
+                   "Drawn | 0.25 | 0.5 | 0.75", (320, 150)),
+              Node(22, "SaveImage", (1800, 40), {"filename_prefix": "ladr/img2img"},
+                   {"images": (21, 0)}, size=(350, 270)),
+              *extras.enlarged(Node, (23, 24), (21, 0), (1800, 350),
+                               "Drawn | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (350, 246))]
     return {name: graph}
 
 
-IMG2IMG_SAMPLER = (340, SAMPLER_SIZE[1])
-"""The image to image template's samplers: four side by side in the window at READABLE_SCALE."""
+IMG2IMG_SAMPLER, IMG2IMG_DECODE = (340, SAMPLER_SIZE[1]), (160, 60)
+"""The image to image template's samplers, four side by side in the window at READABLE_SCALE,
+and its decodes, two abreast in the inputs' column (titled short: "DiMOO VQ Decode" makes the
+frontend widen a node to 167 px). Its Save Image and Preview Image are as tall
+as the frontend makes them once they show a picture (220 px for the picture, measured in
+frontend 1.49.6 after a run): declared smaller, they grew over the node below."""
 IMG2IMG_NOTE = """## Variations of a picture the model drew
 
 The first DiMOO Sampler draws the picture; its `tokens` go through **DiMOO Token Canvas** into
