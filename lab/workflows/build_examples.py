@@ -45,8 +45,9 @@ API_DIR = ROOT / "example_workflows" / "api"
 NANO = "dimoo-nano (built-in)"
 NANO_MMU = "dimoo-nano-mmu (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
-WINDOW = (1600, 900)
-"""The browser window a workflow must open inside, whole (tests/web/frontend_screenshot.mjs)."""
+WINDOW = (1600, 1000)
+"""The browser window a workflow must open inside, whole (issue 55: a 1600 x 1000 window;
+tests/web/step_map_views.mjs opens every template in one)."""
 VIEW_TOP_LEFT = (80, 100)
 """Screen point (px) of the graph's top-left corner: the new frontend's canvas runs under its
 left sidebar (58 px) and its tab bar, with a "Graph" menu floating in the top-left corner (its
@@ -56,27 +57,35 @@ VIEW_MARGIN = 20  # px kept free at the right and bottom edges of the window
 TITLE_PX = 30  # a node's title bar sits above its `pos`
 
 
-READABLE_SCALE = 0.65
-"""The lowest zoom a workflow opens at: the frontend draws node text at 14 px x zoom and draws
-no text at all below 8 px (its "font size threshold for LOD", zoom 0.57); 0.65 keeps 9 px.
-A graph wider than that shows opens at it, from its top-left corner (issue 55: the image to
-image template opened at 0.4, where no widget could be read)."""
+WIDGET_TEXT_PX = 12
+"""The frontend's widget and slot text size at zoom 1 (LiteGraph NODE_SUBTEXT_SIZE, its canvas's
+inner_text_font; titles are 14 px), frontend 1.49.6."""
+READABLE_PX = 8
+"""The smallest text height on the screen a template may open at: the frontend's own threshold
+below which it stops drawing node text ("LiteGraph.Canvas.MinFontSizeForLOD", 8 px)."""
+READABLE_SCALE = math.ceil(20 * READABLE_PX / WIDGET_TEXT_PX) / 20
+"""The lowest zoom a workflow opens at (0.7: widget text 8.4 px), in the view's 0.05 steps.
+Issue 55: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
+only its left part in the window; every template now fits its window whole at this zoom."""
 
 
-def view(nodes: list[Node]) -> dict:
+def view(nodes: list[Node], name: str = "workflow") -> dict:
     """The canvas view ("ds") a workflow opens at: the largest scale up to 0.9, in steps of
-    0.05, that shows every node whole in WINDOW, but not below READABLE_SCALE, and the offset
-    that puts the graph's top-left corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side
-    example ran 155 px past the right edge of a 1600 px window: its save and stats nodes were
-    cut off.)"""
+    0.05, that shows every node whole in WINDOW, and the offset that puts the graph's top-left
+    corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side example ran 155 px past the
+    right edge of a 1600 px window: its save and stats nodes were cut off.) A graph that
+    would need a zoom below READABLE_SCALE is an error: lay it out smaller."""
     left = min(n.pos[0] for n in nodes)
     top = min(n.pos[1] for n in nodes) - TITLE_PX
     width = max(n.pos[0] + n.size[0] for n in nodes) - left
     height = max(n.pos[1] + n.size[1] for n in nodes) - top
     room_w = WINDOW[0] - VIEW_MARGIN - VIEW_TOP_LEFT[0]
     room_h = WINDOW[1] - VIEW_MARGIN - VIEW_TOP_LEFT[1]
-    scale = max(READABLE_SCALE,
-                min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20))
+    scale = min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20)
+    if scale < READABLE_SCALE:
+        raise ValueError(f"{name}: {width} x {height} px of nodes fit a {WINDOW[0]} x "
+                         f"{WINDOW[1]} window only at zoom {scale}, below READABLE_SCALE "
+                         f"{READABLE_SCALE}: make its nodes smaller or pack them closer")
     return {"scale": scale, "offset": [math.ceil(VIEW_TOP_LEFT[0] / scale - left),
                                        math.ceil(VIEW_TOP_LEFT[1] / scale - top)]}
 
@@ -189,7 +198,7 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
     return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, f"comfyui-ladr/{name}")), "revision": 0,
             "last_node_id": max(by_id), "last_link_id": len(links), "nodes": ui_nodes,
             "links": links, "groups": [], "config": {},
-            "extra": {"ds": view(nodes)}, "version": 0.4}
+            "extra": {"ds": view(nodes, name)}, "version": 0.4}
 
 
 SAMPLER_SIZE = (400, 1000)
@@ -200,13 +209,13 @@ its preview after a run, which would run into whatever lies below."""
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, steps: int, links: dict, title: str,
             seed: int = 42, per_line: bool = False, cfg: float = 4.0,
-            denoise: float | None = None) -> Node:
+            denoise: float | None = None, size: tuple[int, int] = SAMPLER_SIZE) -> Node:
     """DiMOO Sampler; ``denoise`` None leaves the optional widget out (its default, 1.0)."""
     widgets = dict(prompt=prompt, negative_prompt="", steps=steps, cfg=cfg, temperature=1.0,
                    seed=seed, one_prompt_per_line=per_line, max_batch=0)
     if denoise is not None:
         widgets["denoise"] = denoise
-    return Node(id, "LADR_DiMOOSampler2", pos, widgets, links, title, SAMPLER_SIZE)
+    return Node(id, "LADR_DiMOOSampler2", pos, widgets, links, title, size)
 
 
 def rule(id: int, pos: tuple[int, int], strategy: str = "ladr", links: dict | None = None,
@@ -243,9 +252,10 @@ def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
                 size=(320, 106))
 
 
-def decode(id: int, pos, src: int) -> Node:
+def decode(id: int, pos, src: int, size: tuple[int, int] = (240, 60),
+           title: str | None = None) -> Node:
     return Node(id, "LADR_DiMOOVQDecode", pos, {}, {"model": (1, 0), "tokens": (src, 0)},
-                size=(240, 60))
+                title, size)
 
 
 def nano_cfg() -> float:
@@ -487,11 +497,11 @@ def painting_workflows() -> dict[str, list[Node]]:
             "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
 
 
-def token_canvas(id: int, pos: tuple[int, int], links: dict) -> Node:
-    return Node(id, "LADR_TokenCanvas", pos, dict(batch_size=1), links, size=TOKEN_CANVAS_SIZE)
+def token_canvas(id: int, pos: tuple[int, int], links: dict,
+                 size: tuple[int, int] = (300, 82)) -> Node:
+    return Node(id, "LADR_TokenCanvas", pos, dict(batch_size=1), links, size=size)
 
 
-TOKEN_CANVAS_SIZE = (300, 82)
 
 
 def img2img_workflows() -> dict[str, list[Node]]:
@@ -506,37 +516,52 @@ def img2img_workflows() -> dict[str, list[Node]]:
     seed 42, where all four pictures pass (tests/nodes/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
+    # Four samplers side by side fill the window's height (issue 55: at 400 px wide, with the
+    # rest in columns to their right, the graph was 3480 px wide and opened at 0.4): the
+    # samplers 340 px wide, the stats and the note under them, the decodes (two abreast) and
+    # the stitches in the inputs' column; the save and view nodes at the size the frontend
+    # grows them to after a run, and the token canvas, in one column on the right, short
+    # enough to stay clear of the frontend's minimap (tests/web/test_workflow_layout.py).
     graph = [loader(1),
              sampler(2, (360, 40), INPAINT_PROMPT, t,
                      {"model": (1, 0), "rule": (7, 0), "canvas": (8, 0)},
-                     "DiMOO Sampler (draw the picture)", cfg=s),
-             decode(3, (780, 40), 2),
-             token_canvas(6, (780, 170), {"tokens": (2, 0)}), nano_rule(7, (20, 330), name),
-             canvas(8, (20, 180), 48)]
+                     "DiMOO Sampler (draw the picture)", cfg=s, size=IMG2IMG_SAMPLER),
+             decode(3, (20, 510), 2, IMG2IMG_DECODE, "Decode drawn"),
+             token_canvas(6, (1800, 760), {"tokens": (2, 0)}, (350, 82)),
+             nano_rule(7, (20, 330), name), canvas(8, (20, 180), 48),
+             Node(25, "MarkdownNote", (360, 1080), {"text": IMG2IMG_NOTE},
+                  title="About image to image", size=(340, 170))]
     links = {"model": (1, 0), "rule": (7, 0), "canvas": (6, 0)}
     for k, d in enumerate(IMG2IMG_STRENGTHS):  # samplers 10-12, decodes 13-15, stats 16-18
-        graph += [sampler(10 + k, (1100 + 420 * k, 40), INPAINT_PROMPT, t, links,
-                          f"DiMOO Sampler (redraw, denoise {d:g})", cfg=s, denoise=d),
-                  decode(13 + k, (2360, 40 + 110 * k), 10 + k),
-                  Node(16 + k, "PreviewAny", (2720, 40 + 210 * k), {}, {"source": (10 + k, 1)},
-                       f"Stats (denoise {d:g})", STATS)]
+        x = 720 + 360 * k
+        graph += [sampler(10 + k, (x, 40), INPAINT_PROMPT, t, links,
+                          f"DiMOO Sampler (redraw, denoise {d:g})", cfg=s, denoise=d,
+                          size=IMG2IMG_SAMPLER),
+                  decode(13 + k, ((20, 190)[(k + 1) % 2], 510 + 100 * ((k + 1) // 2)), 10 + k,
+                         IMG2IMG_DECODE, f"Decode {d:g}"),
+                  Node(16 + k, "PreviewAny", (x, 1080), {}, {"source": (10 + k, 1)},
+                       f"Stats (denoise {d:g})", (340, 160))]
     stitch = {"direction": "right", "match_image_size": True, "spacing_width": 2,
               "spacing_color": "white"}
-    graph += [Node(19, "ImageStitch", (2360, 370), stitch, {"image1": (3, 0), "image2": (13, 0)},
-                   "Drawn | 0.25", (320, 160)),
-              Node(20, "ImageStitch", (2360, 570), stitch, {"image1": (14, 0), "image2": (15, 0)},
-                   "0.5 | 0.75", (320, 160)),
-              Node(21, "ImageStitch", (2360, 770), stitch, {"image1": (19, 0), "image2": (20, 0)},
-                   "Drawn | 0.25 | 0.5 | 0.75", (320, 160)),
-              Node(22, "SaveImage", (2720, 680), {"filename_prefix": "ladr/img2img"},
-                   {"images": (21, 0)}, size=(320, 250)),
-              *extras.enlarged(Node, (23, 24), (21, 0), (3080, 40),
-                               "Drawn | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (420, 330)),
-              Node(25, "MarkdownNote", (3080, 540), {"text": IMG2IMG_NOTE},
-                   title="About image to image", size=(420, 300))]
+    graph += [Node(19, "ImageStitch", (20, 710), stitch, {"image1": (3, 0), "image2": (13, 0)},
+                   "Drawn | 0.25", (320, 150)),
+              Node(20, "ImageStitch", (20, 900), stitch, {"image1": (14, 0), "image2": (15, 0)},
+                   "0.5 | 0.75", (320, 150)),
+              Node(21, "ImageStitch", (20, 1090), stitch, {"image1": (19, 0), "image2": (20, 0)},
+                   "Drawn | 0.25 | 0.5 | 0.75", (320, 150)),
+              Node(22, "SaveImage", (1800, 40), {"filename_prefix": "ladr/img2img"},
+                   {"images": (21, 0)}, size=(350, 270)),
+              *extras.enlarged(Node, (23, 24), (21, 0), (1800, 350),
+                               "Drawn | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (350, 246))]
     return {name: graph}
 
 
+IMG2IMG_SAMPLER, IMG2IMG_DECODE = (340, SAMPLER_SIZE[1]), (160, 60)
+"""The image to image template's samplers, four side by side in the window at READABLE_SCALE,
+and its decodes, two abreast in the inputs' column (titled short: "DiMOO VQ Decode" makes the
+frontend widen a node to 167 px). Its Save Image and Preview Image are as tall
+as the frontend makes them once they show a picture (220 px for the picture, measured in
+frontend 1.49.6 after a run): declared smaller, they grew over the node below."""
 IMG2IMG_NOTE = """## Variations of a picture the model drew
 
 The first DiMOO Sampler draws the picture; its `tokens` go through **DiMOO Token Canvas** into

@@ -7,7 +7,8 @@
 // widget's payload flags, its drawn texts (planFrame of the extension's own module) and a
 // screenshot of the sampler (<out_dir>/map_<when>.png). Then each template opened as saved
 // (its own view, extra.ds): the zoom, whether the frontend draws it in its low-quality mode
-// (no text) and a screenshot (<out_dir>/open_<i>.png). Writes <out_dir>/summary.json.
+// (no text), its widget and title font sizes, every node's box in the window and a
+// screenshot (<out_dir>/open_<i>.png). Writes <out_dir>/summary.json.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { withComfyPage } from "./comfy_page.mjs";
@@ -124,15 +125,31 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
     await page.keyboard.press("Escape");
     for (const [i, template] of templates.entries()) {
       const wf = JSON.parse(readFileSync(template, "utf8"));
+      await page.evaluate(() => { // an earlier template's notices (8B checkpoint) closed
+        for (const b of document.querySelectorAll(".p-toast-close-button")) b.click();
+      });
+      await page.waitForTimeout(500);
       await page.evaluate(async (wf) => window.comfyAPI.app.app.loadGraphData(wf), wf);
       await page.waitForTimeout(1500);
       await page.keyboard.press("Escape");
       await page.waitForTimeout(500);
       summary.opened.push({ file: template, ...(await page.evaluate(() => {
-        const c = window.comfyAPI.app.app.canvas;
+        const app = window.comfyAPI.app.app;
+        const c = app.canvas;
         c.setDirty(true, true);
         c.draw(true, true); // the frontend settles its quality mode when it draws
-        return { scale: c.ds.scale, lowQuality: Boolean(c.low_quality) };
+        const { scale, offset } = c.ds;
+        const rect = c.canvas.getBoundingClientRect();
+        const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
+        const nodes = app.graph._nodes.map((n) => ({ // each node's box in the window, px
+          title: n.title, left: rect.left + (n.pos[0] + offset[0]) * scale,
+          top: rect.top + (n.pos[1] - title + offset[1]) * scale,
+          right: rect.left + (n.pos[0] + n.size[0] + offset[0]) * scale,
+          bottom: rect.top + (n.pos[1] + n.size[1] + offset[1]) * scale }));
+        const px = (font) => Number(/(\d+(?:\.\d+)?)px/.exec(font)?.[1] ?? NaN);
+        return { scale, lowQuality: Boolean(c.low_quality), nodes,
+                 window: [window.innerWidth, window.innerHeight],
+                 widgetFontPx: px(c.inner_text_font), titleFontPx: px(c.title_text_font) };
       })) });
       await page.screenshot({ path: join(outDir, `open_${i}.png`) });
     }

@@ -4,8 +4,8 @@
 finished run and the node its last preview; both are still there after switching to another workflow tab and back, after a
 page reload, and after the same prompt queued again, which ComfyUI serves from its cache (then
 it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is one
-error, from DiMOO Canvas, on height alone. Every template opens at a zoom whose text the
-frontend draws.
+error, from DiMOO Canvas, on height alone. Every template in example_workflows/ opens in a
+1600 x 1000 window whole, with its widget text at least 8 px high.
 
 Skipped without COMFYUI_PATH (scripts/host.sh), the shipped nano model, node, playwright-core
 or chromium. The screenshots stay in pytest's temporary folder (map_<when>.png, bad_size.png).
@@ -32,7 +32,8 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
                                  reason="set COMFYUI_PATH to a ComfyUI checkout (scripts/host.sh)"),
               pytest.mark.skipif(not NANO_READY, reason="needs the shipped dimoo-nano model")]
 WHEN = ("run", "tab", "reload", "cached")
-TEMPLATES = [ROOT / "example_workflows" / f"{name}.json" for name in TEMPLATE_FILES.values()]
+TEMPLATES = sorted((ROOT / "example_workflows").glob("*.json"))  # what the browser lists
+READABLE_PX = 8  # the frontend's own "no text below" size (MinFontSizeForLOD)
 DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
 # the finished map's cell colours, as the drawing code has them (COLORS)
 MAP_COLOURS = [re.search(rf'{key}: "(#[0-9a-f]{{6}})"', DRAW).group(1)
@@ -99,14 +100,28 @@ def test_a_size_off_every_grid_is_one_error_on_its_input(views) -> None:
     assert "width" not in message, message
 
 
-def test_every_template_opens_where_the_frontend_draws_its_text(views) -> None:
+def test_every_template_opens_whole_with_text_that_reads(views) -> None:
     """Issue 55: the image to image template opened at 0.4 zoom, where the frontend switches
-    to its low-quality drawing (no text). Each template opened at its saved view: at least the
-    builder's readable zoom, and the frontend itself says it draws in full quality."""
-    from lab.workflows.build_examples import READABLE_SCALE
-
+    to its low-quality drawing (no text), then at 0.65 with only its left part in the window.
+    Each template opened at its saved view in a 1600 x 1000 window: the frontend draws it in
+    full quality, its widget text (the canvas's own font size x zoom) is at least READABLE_PX
+    high and every node, title bar included, lies inside the window, clear of the others."""
     out, summary = views
-    assert len(summary["opened"]) == len(TEMPLATES)
+    assert [o["file"] for o in summary["opened"]] == [str(t) for t in TEMPLATES]
     for i, opened in enumerate(summary["opened"]):
-        assert opened["scale"] >= READABLE_SCALE and not opened["lowQuality"], opened
+        name = opened["file"].rsplit("/", 1)[-1]
+        width, height = opened["window"]
+        assert (width, height) == (1600, 1000), opened["window"]
+        assert not opened["lowQuality"], (name, opened["scale"])
+        text_px = opened["widgetFontPx"] * opened["scale"]
+        assert text_px >= READABLE_PX, (name, opened["widgetFontPx"], opened["scale"])
+        assert opened["titleFontPx"] >= opened["widgetFontPx"], opened  # titles read too
+        outside = [n for n in opened["nodes"] if n["left"] < 0 or n["top"] < 0
+                   or n["right"] > width or n["bottom"] > height]
+        assert opened["nodes"] and not outside, (name, outside)
+        boxes = opened["nodes"]  # as the frontend sized them: none covers another
+        covered = [(a["title"], b["title"]) for k, a in enumerate(boxes) for b in boxes[k + 1:]
+                   if a["left"] < b["right"] and b["left"] < a["right"]
+                   and a["top"] < b["bottom"] and b["top"] < a["bottom"]]
+        assert not covered, (name, covered)
         assert (out / f"open_{i}.png").stat().st_size > 20_000, opened
