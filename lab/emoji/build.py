@@ -2,10 +2,11 @@
 
   install   npm tarballs of the pinned packages -> the cache (lab/emoji/packages.py)
   bank      every vocabulary emoji in every style -> cache/bank-v1 (manifest + checksums)
-  judge     the independent judge, trained on Noto + Twemoji pictures -> cache/judge
   vq        the learned VQ (diffusers VQModel) -> cache/model/vqvae (resumable)
   codes     training scenes encoded by the VQ -> cache/runs/codes.pt
   transformer  the DiMOO-layout transformer (resumable) -> cache/model
+  curve     the learning curves so far -> lab/results/emoji_training.json
+The judge is trained and measured by ``python -m lab.emoji.judge_eval``.
 Everything trained stays in the cache (``$LADR_EMOJI_CACHE`` or ~/.cache/comfyui-ladr/emoji).
 """
 
@@ -18,21 +19,44 @@ import torch
 from lab.emoji.bank import build_bank
 from lab.emoji.packages import EmojiDataError, install
 
+STAGES = ("install", "bank", "vq", "vq-score", "codes", "transformer", "curve")
+
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("stage", choices=["install", "bank"])
-    ap.add_argument("--force", action="store_true", help="redo the stage from scratch")
-    ap.add_argument("--threads", type=int, default=2, help="torch threads (at most 2 here)")
+    ap.add_argument("stage", choices=STAGES)
+    ap.add_argument("--force", action="store_true", help="install / bank: redo from scratch")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (at most 2 here)")
+    ap.add_argument("--vq-steps", type=int, default=6000, help="vq: total steps of the run")
+    ap.add_argument("--scenes", type=int, default=100, help="vq-score: test scenes per category")
+    ap.add_argument("--tf-steps", type=int, default=30000, help="transformer: total steps of the run")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
-        if args.stage == "install":
-            install(force=args.force)
-        elif args.stage == "bank":
-            build_bank(force=args.force)
+        _run(args)
     except EmojiDataError as exc:
         raise SystemExit(f"error: {exc}") from None
+
+
+def _run(args: argparse.Namespace) -> None:
+    if args.stage == "install":
+        install(force=args.force)
+    elif args.stage == "bank":
+        build_bank(force=args.force)
+    else:
+        from lab.emoji import train
+        from lab.emoji.vq import VQTrainConfig
+
+        if args.stage == "vq":
+            train.stage_vq(VQTrainConfig(steps=args.vq_steps))
+        elif args.stage == "vq-score":
+            train.stage_vq_score(args.scenes)
+        elif args.stage == "codes":
+            train.stage_codes()
+        elif args.stage == "transformer":
+            train.stage_transformer(args.tf_steps)
+        else:
+            train.stage_curve()
 
 
 if __name__ == "__main__":
