@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("stage", choices=STAGES)
     ap.add_argument("--force", action="store_true", help="install / bank: redo from scratch")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (at most 2 here)")
-    ap.add_argument("--vq-steps", type=int, default=6000, help="vq: total steps of the run")
+    ap.add_argument("--vq-steps", type=int, default=3000, help="vq: total steps of the run")
     ap.add_argument("--scenes", type=int, default=100, help="vq-score: test scenes per category")
     ap.add_argument("--tf-steps", type=int, default=30000, help="transformer: total steps of the run")
     args = ap.parse_args(argv)

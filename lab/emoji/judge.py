@@ -53,7 +53,7 @@ class JudgeNet(nn.Module):
             nn.Conv2d(3, 32, 3, padding=1), nn.GELU(), nn.Conv2d(32, 32, 3, padding=1), nn.GELU(),
             nn.MaxPool2d(2), nn.Conv2d(32, 64, 3, padding=1), nn.GELU(),
             nn.MaxPool2d(2), nn.Conv2d(64, 64, 3, padding=1), nn.GELU(),
-            nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            nn.MaxPool2d(2), nn.Flatten(), nn.Linear(64 * (CROP // 8) ** 2, 64), nn.GELU())
         self.head = nn.Linear(64, classes)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -168,17 +168,29 @@ def frechet_distance(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(mu @ mu + ca.trace() + cb.trace() - 2 * eig.sqrt().sum())
 
 
-def _rgb_on_white(full: np.ndarray) -> torch.Tensor:
-    """uint8 RGBA [E, H, W, 4] -> float RGB [E, 3, H, W] on the background."""
-    x = torch.from_numpy(full).float().permute(0, 3, 1, 2) / 255.0
+def _rgba(full: np.ndarray) -> torch.Tensor:
+    """uint8 RGBA [E, H, W, 4] -> float [E, 4, H, W] in [0, 1]."""
+    return torch.from_numpy(full).float().permute(0, 3, 1, 2) / 255.0
+
+
+def _on_background(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """RGBA [B, 4, H, W] -> RGB on the background; half of them get a dark outline 1.5-4 %
+    of the side wide (some artwork outlines its emoji: the judge must not depend on it)."""
+    b, _, h, _ = x.shape
+    alpha = x[:, 3:]
+    width = 1 + 2 * int(torch.randint(1, 3, (1,), generator=g)) * h // 64
+    grown = F.max_pool2d(alpha, width, stride=1, padding=width // 2)
+    ring = (grown - alpha).clamp(0, 1) * (torch.rand(b, 1, 1, 1, generator=g) < 0.5)
+    dark = 0.25 * torch.rand(b, 1, 1, 1, generator=g)
     bg = torch.tensor(BACKGROUND, dtype=torch.float32).view(1, 3, 1, 1) / 255.0
-    return x[:, :3] * x[:, 3:] + bg * (1 - x[:, 3:])
+    return x[:, :3] * alpha + dark * ring + bg * (1 - alpha - ring).clamp(0, 1)
 
 
-def augment(pictures: torch.Tensor, labels: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    """Real pictures [B, 3, H, W] -> augmented CROP px crops [B, 3, CROP, CROP]."""
-    b = len(labels)
-    x = pictures[labels]
+def augment(pictures: torch.Tensor, idx: torch.Tensor, g: torch.Generator) -> torch.Tensor:
+    """Real RGBA pictures [E, 4, H, W] -> augmented CROP px crops [B, 3, CROP, CROP] of the
+    pictures `idx` [B]."""
+    b = len(idx)
+    x = _on_background(pictures[idx], g)
     u = lambda lo, hi: lo + (hi - lo) * torch.rand(b, generator=g)  # noqa: E731
     ang, scale = u(-0.15, 0.15), u(0.85, 1.12)
     theta = torch.zeros(b, 2, 3)
@@ -202,7 +214,7 @@ def train_judge(bank: Bank, steps: int = 1500, batch: int = 256, lr: float = 3e-
     """Train on the bank's pictures of `styles` only (never on model samples)."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
-    pics = torch.cat([_rgb_on_white(bank.full[bank.style_index(s)]) for s in styles])
+    pics = torch.cat([_rgba(bank.full[bank.style_index(s)]) for s in styles])
     classes = torch.arange(len(VOCAB)).repeat(len(styles))
     net = JudgeNet()
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=1e-4)

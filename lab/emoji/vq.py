@@ -30,7 +30,7 @@ from lab.nano.vq import _restart_dead, random_crops, to_tensor
 VQ_CONFIG = dict(
     in_channels=3, out_channels=3,
     down_block_types=("DownEncoderBlock2D",) * 3, up_block_types=("UpDecoderBlock2D",) * 3,
-    block_out_channels=(32, 64, 64), layers_per_block=1, latent_channels=16,
+    block_out_channels=(16, 32, 64), layers_per_block=1, latent_channels=16,
     num_vq_embeddings=512, norm_num_groups=8, sample_size=CANVAS,
     mid_block_add_attention=False, lookup_from_codebook=True,
 )
@@ -39,7 +39,7 @@ FG_WEIGHT = 4.0
 
 @dataclass(frozen=True)
 class VQTrainConfig:
-    steps: int = 6000
+    steps: int = 3000
     batch: int = 32
     crop: int = 24
     lr: float = 1e-3
@@ -87,6 +87,9 @@ def train_vq(images: np.ndarray, cfg: VQTrainConfig, runs: Path,
     ckpt = runs / "vq_ckpt.pt"
     if ckpt.is_file():
         state = torch.load(ckpt, weights_only=False)
+        if state.get("config") != dict(vq.config):
+            raise ValueError(f"{ckpt} was trained with another VQ config: move it away to start "
+                             f"afresh, or restore that config in lab/emoji/vq.py")
         vq.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         g.set_state(state["gen"])
@@ -117,7 +120,8 @@ def train_vq(images: np.ndarray, cfg: VQTrainConfig, runs: Path,
 
 def _save_ckpt(path: Path, vq, opt, g, usage, step: int, history: list, spent: float) -> None:
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": vq.state_dict(), "opt": opt.state_dict(), "gen": g.get_state(),
+    torch.save({"model": vq.state_dict(), "config": dict(vq.config), "opt": opt.state_dict(),
+                "gen": g.get_state(),
                 "usage": usage, "step": step, "history": history, "s": spent}, tmp)
     os.replace(tmp, path)   # a checkpoint cut mid-write is never read
 

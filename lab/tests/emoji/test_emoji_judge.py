@@ -64,18 +64,18 @@ def test_frechet_distance_is_zero_for_one_set_and_grows_with_a_shift():
 
 
 def test_augmented_crops_keep_size_range_and_label_colour(disc_bank):
-    pics = J._rgb_on_white(disc_bank.full[0])
+    pics = J._rgba(disc_bank.full[0])
     idx = torch.arange(len(pics))
     x = J.augment(pics, idx, torch.Generator().manual_seed(1))
     assert x.shape == (len(pics), 3, J.CROP, J.CROP) and x.min() >= 0 and x.max() <= 1
     centre = x[:, :, J.CROP // 2, J.CROP // 2]
-    truth = pics[:, :, pics.shape[2] // 2, pics.shape[3] // 2]
+    truth = pics[:, :3, pics.shape[2] // 2, pics.shape[3] // 2]
     assert (centre - truth).abs().amax(1).median() < 0.35
 
 
 def test_a_briefly_trained_judge_names_distinct_discs(disc_bank):
     torch.set_num_threads(1)
-    judge, stats = J.train_judge(disc_bank, steps=60, batch=64, lr=3e-3)
+    judge, stats = J.train_judge(disc_bank, steps=150, batch=64, lr=3e-3)
     assert stats["history"][-1]["loss"] < stats["history"][0]["loss"]
     rng = np.random.default_rng(8)
     scenes = [S.make_scene(rng, "single_object") for _ in range(24)]

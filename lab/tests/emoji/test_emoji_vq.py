@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
+import pytest
 import torch
 from diffusers import VQModel
 
@@ -56,3 +58,14 @@ def test_the_emoji_pixels_weigh_more_than_the_background():
     miss_emoji[..., :2, :2] = 1.0
     miss_background[..., 4:6, 4:6] = 0.2
     assert V.reconstruction_loss(miss_emoji, x) > V.reconstruction_loss(miss_background, x)
+
+
+def test_a_checkpoint_of_another_config_is_refused(tmp_path, disc_bank, monkeypatch):
+    _tiny(monkeypatch)
+    torch.set_num_threads(1)
+    images, _ = S.make_dataset(disc_bank, 4, 1)
+    cfg = V.VQTrainConfig(steps=1, batch=2, crop=16)
+    V.train_vq(images, cfg, tmp_path)
+    monkeypatch.setattr(V, "VQ_CONFIG", {**V.VQ_CONFIG, "num_vq_embeddings": 32})
+    with pytest.raises(ValueError, match="another VQ config"):
+        V.train_vq(images, dataclasses.replace(cfg, steps=2), tmp_path)
