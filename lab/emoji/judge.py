@@ -1,8 +1,9 @@
 """The independent judge: find the emoji in a picture, name each, and pass or fail a prompt.
 
 It never sees a model's samples: a small CNN is trained only on the real Noto and Twemoji
-pictures of the bank under augmentation (scale, shift, rotation, blur down to 8 px and back as a
-VQ's loss of detail, brightness / contrast / saturation, noise), and its accuracy is measured on
+pictures of the bank under augmentation (scale, shift, rotation, a dark outline on half of them, blur
+down to 8 px and back as a VQ's loss of detail, brightness / contrast / saturation, a colour cast
+of up to 12 % per channel, noise), and its accuracy is measured on
 OpenMoji, a style it never saw. Reading a scene: pixels away from the white background are the
 foreground; foreground pixels within 2 px are one object (scenes keep emoji 4 px apart); each
 object's box, padded square, is resized to `CROP` px and classified; a confidence under
@@ -205,6 +206,7 @@ def augment(pictures: torch.Tensor, idx: torch.Tensor, g: torch.Generator) -> to
     grey = x.mean(1, keepdim=True)
     x = grey + (x - grey) * u(0.75, 1.25).view(b, 1, 1, 1)               # saturation
     x = (x - 0.5) * u(0.8, 1.2).view(b, 1, 1, 1) + 0.5 + u(-0.08, 0.08).view(b, 1, 1, 1)
+    x = 1 - (1 - x) * (1 + 0.24 * (torch.rand(b, 3, 1, 1, generator=g) - 0.5))  # colour cast
     x = x + 0.03 * torch.randn(x.shape, generator=g)
     return x.clamp(0, 1)
 
