@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
         judge, stats = train_judge(bank, steps=args.steps, batch=args.batch)
         judge.save(judge_dir(), stats)
     scenes = test_scenes(args.scenes, seed=7)
-    out = {**provenance(), "command": "python -m lab.emoji.judge_eval " + " ".join(argv or []),
+    out = {**provenance(), "command": " ".join(["python -m lab.emoji.judge_eval", *(sys.argv[1:] if argv is None else argv)]),
            "training": {k: v for k, v in stats.items() if k != "history"},
            "held_out_style": score(judge, bank, TEST_STYLE, scenes),
            "training_styles": [score(judge, bank, s, scenes) for s in MODEL_STYLES],
