@@ -28,6 +28,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--force", action="store_true", help="install / bank: redo from scratch")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (at most 2 here)")
     ap.add_argument("--vq-steps", type=int, default=3000, help="vq: total steps of the run")
+    ap.add_argument("--vq-styles", default="noto,twemoji",
+                    help="vq: the styles its training scenes are drawn in (comma-separated)")
     ap.add_argument("--scenes", type=int, default=100, help="vq-score: test scenes per category")
     ap.add_argument("--tf-steps", type=int, default=30000, help="transformer: total steps of the run")
     args = ap.parse_args(argv)
@@ -48,7 +50,7 @@ def _run(args: argparse.Namespace) -> None:
         from lab.emoji.vq import VQTrainConfig
 
         if args.stage == "vq":
-            train.stage_vq(VQTrainConfig(steps=args.vq_steps))
+            train.stage_vq(VQTrainConfig(steps=args.vq_steps), tuple(args.vq_styles.split(",")))
         elif args.stage == "vq-score":
             train.stage_vq_score(args.scenes)
         elif args.stage == "codes":

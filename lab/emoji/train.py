@@ -41,11 +41,13 @@ def runs_dir() -> Path:
     return path
 
 
-def stage_vq(cfg: VQTrainConfig) -> None:
-    images, _ = make_dataset(load_bank(), VQ_SCENES, VQ_SEED, "train")
+def stage_vq(cfg: VQTrainConfig, styles: tuple[str, ...] = MODEL_STYLES) -> None:
+    """The VQ on training-split scenes drawn in `styles` (default: the model's two styles)."""
+    images, _ = make_dataset(load_bank(), VQ_SCENES, VQ_SEED, "train", styles=styles)
     vq, history = train_vq(images, cfg, runs_dir())
     save_vq(vq, model_dir() / "vqvae")
     (runs_dir() / "vq_history.json").write_text(json.dumps(history, indent=1) + "\n")
+    (runs_dir() / "vq_styles.json").write_text(json.dumps(list(styles)) + "\n")
     print("vq saved", model_dir() / "vqvae", flush=True)
 
 
