@@ -137,6 +137,11 @@ def stage_curve(path: Path | None = None) -> dict:
             state = torch.load(ckpt, weights_only=False, map_location="cpu")
             out[name] = {"step": state["step"], "history": state["history"],
                          "train_s": round(state.get("s", state.get("elapsed_s", 0.0)), 1)}
+    codes = runs_dir() / "codes.pt"
+    if codes.is_file():
+        data = torch.load(codes, weights_only=False)
+        out["codes"] = {"scenes": len(data["captions"]), "grid": list(data["codes"].shape[1:]),
+                        "distinct_codes": int(data["codes"].unique().numel())}
     path = path or ROOT / "lab" / "results" / "emoji_training.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     return out

@@ -40,5 +40,7 @@ def test_transformer_stage_writes_a_checkpoint_the_pack_loads_and_resumes(
     assert img.shape[:2] == (S.CANVAS, S.CANVAS)
     curve = T.stage_curve(emoji_cache / "curve.json")
     assert curve["transformer"]["step"] == 3 and "vq" not in curve
+    codes = torch.load(T.runs_dir() / "codes.pt", weights_only=False)["codes"]
+    assert curve["codes"]["distinct_codes"] == int(codes.unique().numel())
     steps = [h["step"] for h in curve["transformer"]["history"]]
     assert steps[0] == 0 and steps[-1] == 2 and steps == sorted(set(steps))
