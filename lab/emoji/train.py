@@ -121,7 +121,7 @@ def stage_transformer(steps: int, ckpt_every: int = 50) -> None:
     cfg = dataclasses.replace(TrainConfig(), steps=steps, ckpt_every=ckpt_every)
     t0 = time.time()
     model, config, stats = train(data, tokenizer, cfg, runs_dir(), resume=True)
-    config.update({"ladr_testbed": "emoji", "default_cfg": 1.0})
+    config["ladr_testbed"] = "emoji"   # guidance: tuned on validation prompts later, not set here
     save_model(model, config, out)
     stats["train_s_this_call"] = round(time.time() - t0, 1)
     (runs_dir() / "transformer_stats.json").write_text(json.dumps(stats, indent=1) + "\n")
