@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--vq-styles", default="noto,twemoji",
                     help="vq: the styles its training scenes are drawn in (comma-separated)")
     ap.add_argument("--scenes", type=int, default=100, help="vq-score: test scenes per category")
+    ap.add_argument("--results", default="emoji_vq.json",
+                    help="vq-score: the results file it writes under lab/results/")
     ap.add_argument("--tf-steps", type=int, default=30000, help="transformer: total steps of the run")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -52,7 +54,7 @@ def _run(args: argparse.Namespace) -> None:
         if args.stage == "vq":
             train.stage_vq(VQTrainConfig(steps=args.vq_steps), tuple(args.vq_styles.split(",")))
         elif args.stage == "vq-score":
-            train.stage_vq_score(args.scenes)
+            train.stage_vq_score(args.scenes, args.results)
         elif args.stage == "codes":
             train.stage_codes()
         elif args.stage == "transformer":

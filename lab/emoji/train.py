@@ -57,11 +57,12 @@ def load_vq():
     return VQModel.from_pretrained(str(model_dir() / "vqvae")).eval()
 
 
-def stage_vq_score(per_category: int) -> dict:
+def stage_vq_score(per_category: int, results: str = "emoji_vq.json") -> dict:
     """The judge on VQ round trips of ground-truth test scenes (the ceiling of any sampler)."""
     bank, judge, vq = load_bank(), Judge.load(judge_dir()), load_vq()
     scenes = test_scenes(per_category, seed=7)
-    out = {**provenance(), "command": f"python -m lab.emoji.build vq-score --scenes {per_category}",
+    out = {**provenance(), "cache": str(cache_dir()),
+           "command": f"python -m lab.emoji.build vq-score --scenes {per_category} --results {results}",
            "vq_config": {k: v for k, v in vq.config.items() if not k.startswith("_")},
            "history": json.loads((runs_dir() / "vq_history.json").read_text())[-1]}
     for style in (*MODEL_STYLES, TEST_STYLE):
@@ -71,7 +72,9 @@ def stage_vq_score(per_category: int) -> dict:
                       "round_trip": _score_images(judge, scenes, rec),
                       "mean_abs_error": round(float(np.abs(rec / 255.0 - real / 255.0).mean()), 5),
                       "frechet_round_trip_vs_real": round(_frechet(judge, rec, real), 3)}
-    path = ROOT / "lab" / "results" / "emoji_vq.json"
+    styles = runs_dir() / "vq_styles.json"
+    out["vq_trained_on"] = json.loads(styles.read_text()) if styles.is_file() else list(MODEL_STYLES)
+    path = ROOT / "lab" / "results" / results
     path.write_text(json.dumps(out, indent=1) + "\n")
     return out
 
