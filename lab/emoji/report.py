@@ -40,9 +40,9 @@ def judge_misses() -> str:
     return ", ".join(f"{k} {v:.2f}" for k, v in sorted(acc.items()) if v < 0.9) or "none"
 
 
-def vq_table() -> str:
+def vq_table(name: str = "emoji_vq.json") -> str:
     """Judge pass rate of VQ round trips of ground-truth test scenes, by style."""
-    d = _load("emoji_vq.json")
+    d = _load(name)
     if d is None:
         return ""
     lines = ["| style | " + " | ".join(CATEGORIES) + " | mean | ground truth | mean abs error |"
@@ -57,7 +57,8 @@ def vq_table() -> str:
 
 
 def tables() -> dict[str, str]:
-    return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table()}
+    return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table(),
+            "vq_all_styles": vq_table("emoji_vq_all_styles.json")}
 
 
 if __name__ == "__main__":
