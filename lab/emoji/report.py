@@ -56,9 +56,21 @@ def vq_table(name: str = "emoji_vq.json") -> str:
     return "\n".join(lines)
 
 
+def training_line() -> str:
+    """Where the transformer run stood when the curve file was written."""
+    d = _load("emoji_training.json")
+    if d is None or "transformer" not in d:
+        return ""
+    h = d["transformer"]["history"]
+    return (f"step {d['transformer']['step']:,}: masked-code loss (running mean) "
+            f"{h[0]['loss']:.2f} at step {h[0]['step']}, {h[-1]['loss']:.2f} at step "
+            f"{h[-1]['step']:,}; {d['codes']['distinct_codes']} distinct codes in "
+            f"{d['codes']['scenes']:,} training scenes")
+
+
 def tables() -> dict[str, str]:
     return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table(),
-            "vq_all_styles": vq_table("emoji_vq_all_styles.json")}
+            "vq_all_styles": vq_table("emoji_vq_all_styles.json"), "training": training_line()}
 
 
 if __name__ == "__main__":
