@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,7 +195,9 @@ def train(data: dict, tokenizer, cfg: TrainConfig, runs: Path, resume: bool = Tr
         stop = cfg.max_minutes > 0 and elapsed > cfg.max_minutes * 60
         if (step + 1) % cfg.ckpt_every == 0 or step == cfg.steps - 1 or stop:
             torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "gen": g.get_state(),
-                        "step": step + 1, "history": history, "elapsed_s": elapsed}, ckpt)
+                        "step": step + 1, "history": history, "elapsed_s": elapsed},
+                       ckpt.with_suffix(".tmp"))
+            os.replace(ckpt.with_suffix(".tmp"), ckpt)  # a run killed mid-write keeps the last one
         if stop:
             print(f"stopped at step {step + 1} (max_minutes {cfg.max_minutes})", flush=True)
             break

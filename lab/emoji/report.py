@@ -1,0 +1,78 @@
+"""The tables of docs/reports/EMOJI.md, written from the committed results files:
+``python -m lab.emoji.report`` prints them; a test holds the page to them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from lab.emoji.scenes import CATEGORIES
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def judge_table() -> str:
+    """Judge pass rate of ground-truth test scenes per category, by style."""
+    d = _load("emoji_judge.json")
+    if d is None:
+        return ""
+    rows = [("OpenMoji (held out)", d["held_out_style"])]
+    rows += [(s["style"].capitalize() + " (trained)", s) for s in d["training_styles"]]
+    head = "| style | " + " | ".join(CATEGORIES) + " | mean | emoji named right |"
+    lines = [head, "|" + "---|" * (len(CATEGORIES) + 3)]
+    for name, r in rows:
+        cells = " | ".join(f"{r['pass_rate'][c]:.2f}" for c in CATEGORIES)
+        lines.append(f"| {name} | {cells} | {r['pass_rate_mean']:.2f} | "
+                     f"{r['naming_accuracy_mean']:.2f} |")
+    return "\n".join(lines)
+
+
+def judge_misses() -> str:
+    d = _load("emoji_judge.json")
+    if d is None:
+        return ""
+    acc = d["held_out_style"]["naming_accuracy"]
+    return ", ".join(f"{k} {v:.2f}" for k, v in sorted(acc.items()) if v < 0.9) or "none"
+
+
+def vq_table(name: str = "emoji_vq.json") -> str:
+    """Judge pass rate of VQ round trips of ground-truth test scenes, by style."""
+    d = _load(name)
+    if d is None:
+        return ""
+    lines = ["| style | " + " | ".join(CATEGORIES) + " | mean | ground truth | mean abs error |"
+             " Frechet (round trip vs real) |", "|" + "---|" * (len(CATEGORIES) + 5)]
+    for style in ("noto", "twemoji", "openmoji"):
+        r = d[style]
+        cells = " | ".join(f"{r['round_trip'][c]:.2f}" for c in CATEGORIES)
+        lines.append(f"| {style} | {cells} | {r['round_trip']['mean']:.2f} | "
+                     f"{r['ground_truth']['pass_rate_mean']:.2f} | {r['mean_abs_error']:.3f} | "
+                     f"{r['frechet_round_trip_vs_real']:.1f} |")
+    return "\n".join(lines)
+
+
+def training_line() -> str:
+    """Where the transformer run stood when the curve file was written."""
+    d = _load("emoji_training.json")
+    if d is None or "transformer" not in d:
+        return ""
+    h = d["transformer"]["history"]
+    return (f"step {d['transformer']['step']:,}: masked-code loss (running mean) "
+            f"{h[0]['loss']:.2f} at step {h[0]['step']}, {h[-1]['loss']:.2f} at step "
+            f"{h[-1]['step']:,}; {d['codes']['distinct_codes']} distinct codes in "
+            f"{d['codes']['scenes']:,} training scenes")
+
+
+def tables() -> dict[str, str]:
+    return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table(),
+            "vq_all_styles": vq_table("emoji_vq_all_styles.json"), "training": training_line()}
+
+
+if __name__ == "__main__":
+    for name, text in tables().items():
+        print(f"<!-- {name} -->\n{text}\n")
