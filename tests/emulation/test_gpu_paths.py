@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from lab.kit.syncs import sampler_reads
-from ladr_core import strategy_names
+from ladr_core import resolve_strategy, strategy_names
 from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo
 
 PROMPT = "a red circle"
@@ -60,7 +60,8 @@ def test_generate(strategy: str, cpu_pipe, dimoo_checkpoint, emu) -> None:
     got = device_pipe(dimoo_checkpoint).generate(PROMPT, **kw)
     same(got, want, emu)
     assert got.images.device.type == "cuda"
-    assert sum(emu.loop_reads.values()) == sampler_reads(got.steps, 12)
+    planned = resolve_strategy(strategy).run_steps(12)  # a tuned T wins over steps=12
+    assert sum(emu.loop_reads.values()) == sampler_reads(got.steps, planned)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -52,9 +52,9 @@ with emulated_cuda(card="rtx4090", fallbacks="raise"):  # sm 8.9: fp8, flash att
 """
 CASES = [
     PutBack(1, "ladr_core/dimoo/model/vq.py",
-            "parts = [_decode_chunk(vq, part) for part in codes.split(max(1, chunk))]",
-            "parts = [_decode_chunk(vq, codes)]  # the whole batch through the decoder at once",
-            VQ_RUN),
+            "step = max(1, chunk)",
+            "step = codes.shape[0]  # the whole batch through the decoder at once",
+            VQ_RUN, ("ladr_core/dimoo/model/vq.py", "return _decode_chunk(vq, codes)")),
     PutBack(2, "ladr_core/dimoo/weights/quant.py",
             "return torch._scaled_mm(xq, w.t(), scale_a=s_x, scale_b=s_w.float(), "
             "out_dtype=out_dtype)",
