@@ -30,3 +30,17 @@ export async function withComfyPage(url, { name, viewport, settle = 3000, afterE
     rmSync(profile, { recursive: true, force: true });
   }
 }
+
+// A node's box on the screen (its title bar included), in page pixels, and the canvas scale.
+export async function nodeBox(page, id) {
+  return page.evaluate((id) => {
+    const app = window.comfyAPI.app.app;
+    const n = app.graph.getNodeById(Number(id));
+    const { scale, offset } = app.canvas.ds;
+    const rect = app.canvas.canvas.getBoundingClientRect();
+    const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
+    return { x: rect.left + (n.pos[0] + offset[0]) * scale,
+             y: rect.top + (n.pos[1] - title + offset[1]) * scale,
+             width: n.size[0] * scale, height: (n.size[1] + title) * scale, scale };
+  }, id);
+}

@@ -11,7 +11,7 @@
 // browser (templates.png). Everything measured goes to <out_dir>/summary.json.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { withComfyPage } from "./comfy_page.mjs";
+import { nodeBox, withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, planFile] = process.argv.slice(2);
 const plan = JSON.parse(readFileSync(planFile, "utf8"));
@@ -37,19 +37,6 @@ async function listen(page) {
 }
 
 /** A node's box on the screen (title bar included), from the canvas transform. */
-async function nodeBox(page, id) {
-  return page.evaluate((id) => {
-    const app = window.comfyAPI.app.app;
-    const n = app.graph.getNodeById(Number(id));
-    const { scale, offset } = app.canvas.ds;
-    const rect = app.canvas.canvas.getBoundingClientRect();
-    const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
-    return { x: rect.left + (n.pos[0] + offset[0]) * scale,
-             y: rect.top + (n.pos[1] - title + offset[1]) * scale,
-             width: n.size[0] * scale, height: (n.size[1] + title) * scale, scale };
-  }, id);
-}
-
 async function run(page, { name, file, seed }) {
   // the panel opens by itself on the default workflow's missing models: the canvas as a
   // template opens it, without the panel over its right-hand column

@@ -11,7 +11,7 @@
 // screenshot (<out_dir>/open_<i>.png). Writes <out_dir>/summary.json.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { withComfyPage } from "./comfy_page.mjs";
+import { nodeBox, withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, file, ...templates] = process.argv.slice(2);
 const SAMPLER = "LADR_DiMOOSampler2";
@@ -58,16 +58,7 @@ async function record(page, when) {
              preview: images.map((i) => i.filename), imgs: node?.imgs?.length ?? 0,
              cached: Boolean(p?.cached), texts, hasProperty: Boolean(node?.properties?.ladr_last_run) };
   }, SAMPLER);
-  const box = await page.evaluate((id) => { // the sampler's box on the screen
-    const app = window.comfyAPI.app.app;
-    const n = app.graph.getNodeById(Number(id));
-    const { scale, offset } = app.canvas.ds;
-    const rect = app.canvas.canvas.getBoundingClientRect();
-    const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
-    return { x: rect.left + (n.pos[0] + offset[0]) * scale,
-             y: rect.top + (n.pos[1] - title + offset[1]) * scale,
-             width: n.size[0] * scale, height: (n.size[1] + title) * scale };
-  }, state.id);
+  const box = await nodeBox(page, state.id); // the sampler's box on the screen
   const clip = { x: Math.max(0, box.x), y: Math.max(0, box.y),
                  width: Math.min(box.width, 1600 - Math.max(0, box.x)),
                  height: Math.min(box.height, 1000 - Math.max(0, box.y)) };
