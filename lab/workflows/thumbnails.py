@@ -21,7 +21,7 @@ import torch
 if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
     # ComfyUI (and outside the tests, which install it themselves): the nodes' helpers run
     # against the tests' strict stand-in of its V3 API
-    from lab.kit import comfy_stand_in
+    from tests.kit import comfy_stand_in
 
     comfy_stand_in.install()
 

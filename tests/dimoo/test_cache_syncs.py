@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from lab.kit.syncs import SyncCounter, sampler_reads
 from ladr_core import LADR, sample
 from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
+from tests.kit.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]
 CACHES = {

@@ -26,9 +26,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import ladr_core
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, sample
 from ladr_core.dimoo import CheckpointError
+from tests.kit.tiny_checkpoint import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -58,8 +58,8 @@ class PutBack:
 LOAD = """
 import torch
 from ladr_core.dimoo import load_dimoo, MLCacheConfig
-from lab.kit.cuda_emu import emulated_cuda
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+from tests.kit.cuda_emu import emulated_cuda
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 import tempfile, pathlib
 folder = write_tiny_checkpoint(pathlib.Path(tempfile.mkdtemp()) / "ck")
 """
@@ -88,7 +88,7 @@ with emulated_cuda() as emu:
 K_QUANT_RUN = """
 import torch
 from ladr_core.dimoo.weights import ggml
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu import emulated_cuda
 with emulated_cuda():
     w = torch.randn(4, 512, generator=torch.Generator().manual_seed(0)).cuda()
     for name in ("Q5_K", "Q6_K"):

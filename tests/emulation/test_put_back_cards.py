@@ -30,7 +30,7 @@ VQ_RUN = """
 import torch
 from diffusers import VQModel
 from lab.benchmarks.gpu_estimate.vqdecode import VQ_CONFIG
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu import emulated_cuda
 from ladr_core.dimoo.model.vq import decode_codes
 with emulated_cuda(card="rtx2080", storage="meta"):  # 8 GB; shapes only
     with torch.device("meta"):

@@ -4,7 +4,7 @@ COMFYUI_DISTRIBUTED_PATH point at checkouts of ComfyUI and robertvoy/ComfyUI-Dis
     COMFYUI_PATH=/work/comfyui COMFYUI_DISTRIBUTED_PATH=/work/comfyui-distributed \\
     COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q tests/host/test_distributed.py
 
-Four CPU servers on 127.0.0.1 (lab/kit/comfy_cluster.py): a master, two workers with the pack and
+Four CPU servers on 127.0.0.1 (tests/kit/comfy_cluster.py): a master, two workers with the pack and
 the engine (enabled), one worker with the engine only (registered, disabled), plus one registered
 worker at a port nobody listens on. An image "is" job i's when its pixels equal those of a plain
 run (POST /prompt, no distribution) of job i's graph on the master. The last cluster test kills a
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.kit.comfy_cluster import Cluster, http, start_cluster
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 from lab.workflows import queue_prompts as qp
+from tests.kit.comfy_cluster import Cluster, http, start_cluster
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")

@@ -1,4 +1,4 @@
-"""What a CUDA device runs where the emulation (lab/kit/cuda_emu) would run the CPU's choice.
+"""What a CUDA device runs where the emulation (tests/kit/cuda_emu) would run the CPU's choice.
 
 The emulation runs every aten op on its inner tensors, so an op that torch decomposes before
 dispatch follows the CPU's (or the meta device's) choice, not CUDA's. One such op matters for

@@ -1,11 +1,11 @@
-"""The host-sync counter (lab.kit.syncs) that the tests and the benchmarks share: it sees the
+"""The host-sync counter (tests.kit.syncs) that the tests and the benchmarks share: it sees the
 syncs it claims to, and only those."""
 
 from __future__ import annotations
 
 import torch
 
-from lab.kit.syncs import SyncCounter
+from tests.kit.syncs import SyncCounter
 
 
 def test_sync_counter_sees_dispatch_and_host_copies() -> None:

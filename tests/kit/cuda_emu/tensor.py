@@ -120,7 +120,7 @@ def _check_operands(state: EmulationState, func: Any, flat: list[Any]) -> None:
         state.violate("mismatch", f"{func} got a host tensor {tuple(host[0].shape)} with device "
                                   "tensors (on a GPU: 'Expected all tensors to be on the same "
                                   "device')")
-    if str(func.overloadpacket) in SYNC_ATEN_OPS:  # the sync counter's list (lab.kit.syncs)
+    if str(func.overloadpacket) in SYNC_ATEN_OPS:  # the sync counter's list (tests.kit.syncs)
         state.read(f"{func} (its value or output size must reach the host: .item(), bool(), "
                    "nonzero and the like)")
     elif func.overloadpacket in _INDEXING and any(isinstance(t, torch.Tensor) and t.dtype == torch.bool

@@ -1,4 +1,4 @@
-"""lab/kit/tiny_checkpoint.py without its VQ weights (``vq=False``): what a machine without
+"""tests/kit/tiny_checkpoint.py without its VQ weights (``vq=False``): what a machine without
 diffusers samples tokens from (lab/benchmarks/gpu_check loads it model-only)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 from ladr_core.dimoo import load_tokenizer, load_transformer, read_config
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 
 def test_a_checkpoint_without_vq_weights_keeps_the_vq_shape_and_loads_model_only(

@@ -1,5 +1,5 @@
 // A no-op device guard for CUDA, registered in a CPU-only build of torch so that tensors whose
-// device says "cuda" (lab.kit.cuda_emu's wrappers, their data on the CPU) pass the device
+// device says "cuda" (tests.kit.cuda_emu's wrappers, their data on the CPU) pass the device
 // guards that torch's Python bindings put around indexing, copies and attention. It is
 // c10's own FakeGuardImpl; nothing here runs a kernel.
 #include <Python.h>

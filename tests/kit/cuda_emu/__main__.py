@@ -1,6 +1,6 @@
 """Run one job of the pack on the emulated CUDA device and print what the emulation saw:
 
-    python -m lab.kit.cuda_emu [--strategy ladr] [--layout bf16] [--size 48] [--cache ladr]
+    python -m tests.kit.cuda_emu [--strategy ladr] [--layout bf16] [--size 48] [--cache ladr]
 
 The shipped nano checkpoint (or ``--model FOLDER``), saved first in ``--layout`` with
 ``python -m ladr_core.dimoo.save --device cuda`` when that is not ``bf16`` / ``fp32``, loaded on
@@ -32,7 +32,7 @@ CACHES = {"none": None, "official": MLCacheConfig, "ladr": MLCacheConfig.ladr}
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m lab.kit.cuda_emu", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m tests.kit.cuda_emu", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--strategy", default="ladr", choices=strategy_names())
     ap.add_argument("--layout", default="fp32", choices=LAYOUTS)

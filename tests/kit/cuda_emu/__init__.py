@@ -2,7 +2,7 @@
 run end to end with tensors that report device ``cuda:0`` while their data stays on the CPU (or,
 for memory and FLOP estimates of the 8B model, on the meta device: shapes only).
 
-    from lab.kit.cuda_emu import emulated_cuda
+    from tests.kit.cuda_emu import emulated_cuda
     with emulated_cuda() as emu:          # raises CudaEmulationError at the first violation
         pipe = ladr_core.load_dimoo(path, device="cuda")
         pipe.generate("a red circle", seed=0)

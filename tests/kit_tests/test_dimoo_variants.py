@@ -1,4 +1,4 @@
-"""lab.kit.variants: models in the loader's layouts (random weights for lab/benchmarks/gpu_check's
+"""tests.kit.variants: models in the loader's layouts (random weights for lab/benchmarks/gpu_check's
 8B shape; a checkpoint's own weights for its GPU-against-CPU checks)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.variants import build_variant
 from ladr_core.dimoo import LLaDAConfig, fp8
+from tests.kit.variants import build_variant
 
 TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
             embedding_size=96, max_sequence_length=64)
