@@ -513,7 +513,7 @@ def img2img_workflows() -> dict[str, list[Node]]:
     Measured (lab/results/template_settings_img2img.json: ladr-global, the first picture at the
     template's seed 42, redraw seeds 0..31): the redraws pass 32, 32 and 30 of 32 at denoise
     0.25, 0.5 and 0.75 (the first picture's prompt: 28 of 32 seeds), so the template keeps
-    seed 42, where all four pictures pass (tests/nodes/test_templates_pass.py)."""
+    seed 42, where all four pictures pass (lab/tests/workflows/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
     # Four samplers side by side fill the window's height (issue 55: at 400 px wide, with the

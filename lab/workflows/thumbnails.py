@@ -26,11 +26,11 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     comfy_stand_in.install()
 
 import ladr_core
-from lab.workflows.run_graph import SAMPLERS, load_image, pad_for_outpainting
-from lab.workflows.run_graph import run_samplers as run_graph
-from lab.workflows.template_extras import TEMPLATE_FILES
 from nodes.decode import decode_tokens
 from nodes.handles import DiMOOModel
+from tests.kit.run_graph import SAMPLERS, load_image, pad_for_outpainting
+from tests.kit.run_graph import run_samplers as run_graph
+from tests.kit.templates import TEMPLATE_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,7 @@ from test_put_back import LOAD, PutBack, run, scratch_copy
 VQ_RUN = """
 import torch
 from diffusers import VQModel
-from lab.benchmarks.gpu_estimate.vqdecode import VQ_CONFIG
+from tests.kit.vq_8b import VQ_CONFIG
 from tests.kit.cuda_emu import emulated_cuda
 from ladr_core.dimoo.model.vq import decode_codes
 with emulated_cuda(card="rtx2080", storage="meta"):  # 8 GB; shapes only

@@ -8,7 +8,7 @@ the workers; a worker's stays empty). Servers run with 1 torch thread; workers g
 COMFYUI_IS_WORKER=1, as the engine's own worker launcher sets. Every wait is bounded; `stop()`
 ends only the processes started here, by PID.
 
-Used by tests/host/test_distributed.py and lab/benchmarks/scale_out.py (stdlib only).
+Used by lab/tests/host/test_distributed.py and lab/benchmarks/scale_out.py (stdlib only).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY
 
-from lab.workflows.template_extras import TEMPLATE_FILES
+from tests.kit.templates import TEMPLATE_FILES
 
 pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),

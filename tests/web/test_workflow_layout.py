@@ -93,14 +93,6 @@ MINIMAP_TOP_LEFT_PX = (WINDOW_PX[0] - 260, WINDOW_PX[1] - 260)
 WIDGET_TEXT_PX, READABLE_PX = 12, 8
 
 
-def test_the_builder_opens_templates_in_this_window_at_a_readable_zoom() -> None:
-    from lab.workflows import build_examples as b
-
-    assert b.WINDOW == WINDOW_PX
-    assert b.WIDGET_TEXT_PX == WIDGET_TEXT_PX and b.READABLE_PX == READABLE_PX
-    assert WIDGET_TEXT_PX * b.READABLE_SCALE >= READABLE_PX
-
-
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
 def test_workflow_opens_at_a_zoom_whose_text_reads(path: Path) -> None:
     """Issue 55: the image to image template opened at 0.4 zoom, where the frontend draws no

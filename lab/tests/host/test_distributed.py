@@ -2,7 +2,7 @@
 COMFYUI_DISTRIBUTED_PATH point at checkouts of ComfyUI and robertvoy/ComfyUI-Distributed).
 
     COMFYUI_PATH=/work/comfyui COMFYUI_DISTRIBUTED_PATH=/work/comfyui-distributed \\
-    COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q tests/host/test_distributed.py
+    COMFYUI_PYTHON=/work/comfy-venv/bin/python .venv/bin/python -m pytest -q lab/tests/host/test_distributed.py
 
 Four CPU servers on 127.0.0.1 (tests/kit/comfy_cluster.py): a master, two workers with the pack and
 the engine (enabled), one worker with the engine only (registered, disabled), plus one registered
@@ -29,7 +29,7 @@ from lab.workflows import queue_prompts as qp
 from tests.kit.comfy_cluster import Cluster, http, start_cluster
 from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMFY = os.environ.get("COMFYUI_PATH")
 ENGINE = os.environ.get("COMFYUI_DISTRIBUTED_PATH")
 _NO_CLUSTER = pytest.mark.skipif(not (COMFY and ENGINE),

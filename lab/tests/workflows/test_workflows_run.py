@@ -1,5 +1,5 @@
 """Every API workflow's sampler settings run on the shipped nano model through the nodes
-themselves, in process (lab/workflows/thumbnails.py `run_samplers`, lab/workflows/run_graph.py): linked
+themselves, in process (lab/workflows/thumbnails.py `run_samplers`, tests/kit/run_graph.py): linked
 rule, canvas, policy and cache nodes build their values, the strategy the rule names runs. The edit workflow's DiMOO Edit
 settings run through the node on the tiny random checkpoint in the official layout (nano
 cannot edit). Executing the graphs themselves is tests/host/test_comfyui_integration.py and
@@ -16,7 +16,7 @@ import torch
 import ladr_core
 from lab.workflows.thumbnails import built_in_path, run_samplers
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 API = sorted((ROOT / "example_workflows" / "api").glob("*.json"))
 _PIPES: dict[Path, object] = {}
 
@@ -58,11 +58,11 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
                                                            monkeypatch) -> None:
     """The shipped widget values and policy go through DiMOO Edit on the tiny random checkpoint
     (its context holds a 32 x 32 px reference: the shipped picture resized to that)."""
-    from lab.workflows.run_graph import run_node
     from lab.workflows.thumbnails import _source
     from nodes import host
     from nodes.edit import DiMOOEdit
     from nodes.handles import DiMOOModel
+    from tests.kit.run_graph import run_node
 
     monkeypatch.setattr(host, "send_event", lambda e, p: None)
     pipe = ladr_core.load_dimoo(dimoo_checkpoint, device="cpu", dtype=torch.float32)

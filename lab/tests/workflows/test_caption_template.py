@@ -1,11 +1,11 @@
 """The caption template as shipped (example_workflows/api/ladr_nano_caption_to_image.json, built
 by lab/workflows/build_examples.py), run in this process through the nodes' own ``execute``
-(lab/workflows/run_graph.py): DiMOO Caption's caption is the library's answer for the loaded
+(tests/kit/run_graph.py): DiMOO Caption's caption is the library's answer for the loaded
 picture, and it reaches DiMOO Sampler as its prompt (the sampler's tokens equal a run given the
 caption as typed text). On the tiny fixture checkpoint (any checkout); with the built-in nano
 that answers, the caption also describes the scene the picture shows (lab.nano.questions).
 Queuing it in a real ComfyUI is tests/host/test_comfyui_understand.py; its picture held to the
-evaluator, tests/nodes/test_templates_pass.py."""
+evaluator, lab/tests/workflows/test_templates_pass.py."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from support import ROOT
 
 import ladr_core
 from lab.workflows import build_examples
-from lab.workflows.run_graph import load_image, run_node
 from nodes.handles import DiMOOModel
 from nodes.understand import CAPTION_QUESTION, one_line
+from tests.kit.run_graph import load_image, run_node
 
 TEMPLATE = ROOT / "example_workflows" / "api" / "ladr_nano_caption_to_image.json"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = ROOT / "README.md"
 CITED = re.compile(r"`(lab/results/[\w./-]+\.json)`")
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from lab.workflows.graph import nano_templates, verdicts
-from lab.workflows.template_extras import TEMPLATE_FILES
 from nodes.loader import BUILT_IN
+from tests.kit.templates import TEMPLATE_FILES
 
 NANO = nano_templates(tuple(BUILT_IN))  # the caption template's prompt: its caption
 MISSES: dict[str, str] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import tomllib
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RESULTS = ROOT / "lab/results/quality_mlcache_test.json"
 KEY = "ladr-nano"  # README's row "LADR, `nano` preset"
 
