@@ -58,8 +58,7 @@ def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
         from tests.kit import comfy_stand_in
 
         comfy_stand_in.install()
-    from nodes import host
-    from nodes.run import make_callback
+    from nodes import host, make_callback
 
     return make_callback(pipe, "1", host.Progress(16, None), [])
 

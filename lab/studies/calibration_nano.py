@@ -42,7 +42,7 @@ from lab.studies.paired_stats import group_index
 from lab.studies.self_score import BASE, evaluator_rows, stored_runs
 from lab.studies.self_score_runs import settings
 from ladr_core import nano_model_path
-from ladr_core.calibrate.cli import main as calibrate_main
+from ladr_core.calibrate import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def run_calibration(chosen: list[str], work: Path | None
                     "--calibration-file", str(tmp / "beside.json")]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            code = calibrate_main(argv_cal)
+            code = cli.main(argv_cal)
         (tmp / "stderr.txt").write_text(err.getvalue())
         (tmp / "exit_status.txt").write_text(f"{code}\n")
         return json.loads(done.read_text()), code, err.getvalue(), False

@@ -49,7 +49,7 @@ the official schedule at 64 steps is not in it)."""
 
 
 def _policy_node(preset: str) -> dict:
-    from nodes.policy import LADRPolicyNode
+    from nodes import LADRPolicyNode
 
     fields = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs}
     return {"class_type": "LADR_Policy", "inputs": {**fields, "preset": preset}}

@@ -35,8 +35,7 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
 from lab.workflows import template_extras as extras
 from ladr_core import resolve_strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG
-from nodes import node_classes
-from nodes.handles import TOKENS_TYPE
+from nodes import TOKENS_TYPE, node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -260,7 +259,7 @@ def decode(id: int, pos, src: int, size: tuple[int, int] = (240, 60),
 
 def nano_cfg() -> float:
     """The guidance scale the nano checkpoint was tuned for (config.json ``default_cfg``)."""
-    from ladr_core.assets import nano_default_cfg
+    from ladr_core import nano_default_cfg
 
     value = nano_default_cfg()
     return 4.0 if value is None else value

@@ -16,9 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from nodes import node_classes
-from nodes.loader import NANO
-from nodes.sampler import split_prompts
+from nodes import NANO, node_classes, split_prompts
 from tests.kit.run_graph import ROOT, run_node
 
 API_DIR = ROOT / "example_workflows" / "api"

@@ -26,8 +26,7 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     comfy_stand_in.install()
 
 import ladr_core
-from nodes.decode import decode_tokens
-from nodes.handles import DiMOOModel
+from nodes import DiMOOModel, decode_tokens
 from tests.kit.run_graph import SAMPLERS, load_image, pad_for_outpainting
 from tests.kit.run_graph import run_samplers as run_graph
 from tests.kit.templates import TEMPLATE_FILES
@@ -172,7 +171,7 @@ def built_in_path(wf: dict) -> Path:
     """The checkpoint a workflow's loader names when it is a built-in one (the nano that
     answers, for the caption template), else the built-in nano (the real-model templates'
     stand-in here)."""
-    from nodes.loader import BUILT_IN
+    from nodes import BUILT_IN
 
     names = [n["inputs"]["model_name"] for n in wf.values()
              if n["class_type"] == "LADR_LoadDiMOOModel"]

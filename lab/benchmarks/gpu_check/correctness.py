@@ -128,7 +128,7 @@ def gpu_tests(timeout: float) -> dict[str, Any]:
 def checkpoint_rows(name: str, folder: Path, device: torch.device, cap: int | None,
                     backend: str) -> dict[str, Any]:
     """Every case, the bf16 bounds and the self-score for one checkpoint."""
-    from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
+    from ladr_core.calibrate import CALIBRATION_SELF_SCORE
 
     ref = model_only(folder)
     dev = ref.with_transformer(to_device(ref.transformer, device))

@@ -40,7 +40,7 @@ LEAN = MLCacheConfig(warmup_ratio=0.0, refresh_interval=2)
 
 def prompt() -> str:
     """A prompt of the built-in calibration list (a real Lumina-DiMOO prompt's length)."""
-    from ladr_core.calibrate.prompts import BUILTIN_PROMPTS
+    from ladr_core.calibrate import BUILTIN_PROMPTS
 
     return BUILTIN_PROMPTS[0]
 

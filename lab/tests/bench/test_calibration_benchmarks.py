@@ -46,7 +46,7 @@ def test_the_rules_error_rate_meets_the_target_and_the_report_shows_it() -> None
     """Issue 45: on 6, 12, 24 and 48 random test prompts a setting the evaluator puts 0.05 or
     more below baseline-64 is recommended in at most 5 % of draws; CALIBRATION.md's table is the
     JSON's."""
-    from ladr_core.calibrate.margin import DEFAULT_MARGIN, SPREAD_FLOOR
+    from ladr_core.calibrate import DEFAULT_MARGIN, SPREAD_FLOOR
 
     er = json.loads((RESULTS / "calibration_error_rate.json").read_text())
     assert er["env"]["git_commit"] and er["env"]["machine"] and er["env"]["cpus"]
@@ -128,7 +128,7 @@ def test_the_issue_45_prompts_recommend_the_reference_and_name_what_to_try() -> 
 def test_the_runs_made_before_the_floor_keep_their_verdict(n: int) -> None:
     """CALIBRATION.md Sec. 3 shows two runs made before the spread floor; judged again with it
     (from their stored means, spreads and prompt counts) both still recommend the reference."""
-    from ladr_core.calibrate.report import rejudge
+    from ladr_core.calibrate import rejudge
 
     old = json.loads((RESULTS / f"calibration_nano_{n}.json").read_text())
     assert "spread_floor" not in old["margin"] and old["recommended"] == "baseline-64"

@@ -8,13 +8,13 @@ import json
 import pytest
 from support import ROOT
 
-from ladr_core.calibrate.margin import DEFAULT_MARGIN, PRIOR_SPREAD
+from ladr_core.calibrate import DEFAULT_MARGIN, PRIOR_SPREAD
 
 
 @pytest.mark.committed_result("lab/results/calibration_margin.json")
 def test_the_default_margin_is_the_fitted_one() -> None:
     """margin.py carries the committed fit (rounded), made with the calibration's self-score."""
-    from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
+    from ladr_core.calibrate import CALIBRATION_SELF_SCORE
 
     fit = json.loads((ROOT / "lab" / "results" / "calibration_margin.json").read_text())
     assert fit["set"] == "validation" and fit["evaluator_drop"] == 0.05

@@ -18,8 +18,7 @@ from support import ROOT
 
 import ladr_core
 from lab.workflows import build_examples
-from nodes.handles import DiMOOModel
-from nodes.understand import CAPTION_QUESTION, one_line
+from nodes import CAPTION_QUESTION, DiMOOModel, one_line
 from tests.kit.run_graph import load_image, run_node
 
 TEMPLATE = ROOT / "example_workflows" / "api" / "ladr_nano_caption_to_image.json"
@@ -41,7 +40,7 @@ def _caption_expected(pipe: object, wf: dict) -> str:
 
 
 def test_the_caption_is_the_samplers_prompt(dimoo_checkpoint: Path, sent) -> None:
-    from nodes.sampler import DiMOOSampler
+    from nodes import DiMOOSampler
 
     pipe = ladr_core.load_dimoo(dimoo_checkpoint, dtype=torch.float32)
     model = DiMOOModel(pipe=pipe, key=("tiny",), name="tiny")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from lab.workflows.graph import nano_templates, verdicts
-from nodes.loader import BUILT_IN
+from nodes import BUILT_IN
 from tests.kit.templates import TEMPLATE_FILES
 
 NANO = nano_templates(tuple(BUILT_IN))  # the caption template's prompt: its caption

@@ -59,9 +59,7 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
     """The shipped widget values and policy go through DiMOO Edit on the tiny random checkpoint
     (its context holds a 32 x 32 px reference: the shipped picture resized to that)."""
     from lab.workflows.thumbnails import _source
-    from nodes import host
-    from nodes.edit import DiMOOEdit
-    from nodes.handles import DiMOOModel
+    from nodes import DiMOOEdit, DiMOOModel, host
     from tests.kit.run_graph import run_node
 
     monkeypatch.setattr(host, "send_event", lambda e, p: None)
