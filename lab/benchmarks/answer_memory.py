@@ -23,7 +23,7 @@ Prints JSON (``--out``: also a results file): the weights, the free memory, the 
 peak beyond the weights (allocated, the allocator model's count), and where it peaked. When the
 peak passes the grant, it prints ``[cuda-emulation:memory] ...`` naming the pack's lines on the
 stack at the peak and exits with status 1 (tests/emulation/test_put_back.py puts findings 1 and
-2 of issue 52 back and expects that). ``--layers`` below 32 keeps the 8B widths with fewer
+2 of tests/emulation/test_put_back.py back and expects that). ``--layers`` below 32 keeps the 8B widths with fewer
 blocks (a quicker build; the head and the answer's widths are the 8B model's).
 """
 

@@ -127,7 +127,7 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
             "answer_memory_bytes": memory,
             "answer_memory_note": "model/memory.py answer_memory of one official answer beside "
             "the weights, at temperature 0 and 1, sampled SAMPLE_CHUNK rows at a time (as the "
-            "pack does) or the whole window at once (as before issue 43's memory fix)"}
+            "pack does) or the whole window at once (as before the chunked answer loop)"}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

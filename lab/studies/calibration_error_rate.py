@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "through build_report whole")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rules", default="floor,no_floor", help="floor: the rule as shipped; "
-                    "no_floor: without the spread floor (the rule before issue 45)")
+                    "no_floor: without the spread floor (the rule before the spread floor)")
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--out", default=str(RESULTS_DIR))
     a = ap.parse_args(argv)

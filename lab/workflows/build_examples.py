@@ -45,7 +45,7 @@ NANO = "dimoo-nano (built-in)"
 NANO_MMU = "dimoo-nano-mmu (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 WINDOW = (1600, 1000)
-"""The browser window a workflow must open inside, whole (issue 55: a 1600 x 1000 window;
+"""The browser window a workflow must open inside, whole (a 1600 x 1000 window;
 tests/web/step_map_views.mjs opens every template in one)."""
 VIEW_TOP_LEFT = (80, 100)
 """Screen point (px) of the graph's top-left corner: the new frontend's canvas runs under its
@@ -64,7 +64,7 @@ READABLE_PX = 8
 below which it stops drawing node text ("LiteGraph.Canvas.MinFontSizeForLOD", 8 px)."""
 READABLE_SCALE = math.ceil(20 * READABLE_PX / WIDGET_TEXT_PX) / 20
 """The lowest zoom a workflow opens at (0.7: widget text 8.4 px), in the view's 0.05 steps.
-Issue 55: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
+Before: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
 only its left part in the window; every template now fits its window whole at this zoom."""
 
 
@@ -266,7 +266,7 @@ def nano_cfg() -> float:
 
 
 # ------------------------------------------------------------ the nano templates' sampler
-# Issue #41 item 7, "nano templates draw what they say": the strategy each nano template's
+# "Nano templates draw what they say": the strategy each nano template's
 # sampler runs, chosen by measured pass rate (not by a lucky seed). tests/nodes/
 # test_templates_pass.py runs every nano template as shipped and holds each picture to the
 # evaluator; lab/tests/bench/test_template_settings.py checks the figures below against the files.
@@ -515,7 +515,7 @@ def img2img_workflows() -> dict[str, list[Node]]:
     seed 42, where all four pictures pass (lab/tests/workflows/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
-    # Four samplers side by side fill the window's height (issue 55: at 400 px wide, with the
+    # Four samplers side by side fill the window's height (before, at 400 px wide, with the
     # rest in columns to their right, the graph was 3480 px wide and opened at 0.4): the
     # samplers 340 px wide, the stats and the note under them, the decodes (two abreast) and
     # the stitches in the inputs' column; the save and view nodes at the size the frontend

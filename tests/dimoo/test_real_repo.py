@@ -1,4 +1,4 @@
-"""Issue 52: a folder laid out like the real Alpha-VLLM/Lumina-DiMOO download (tests/kit/real_repo),
+"""A folder laid out like the real Alpha-VLLM/Lumina-DiMOO download (tests/kit/real_repo),
 each unknown varied: every variant loads and generates, or is refused with one message naming
 the file and the fix, with nothing half-loaded left in memory."""
 

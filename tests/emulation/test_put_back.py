@@ -1,4 +1,4 @@
-"""The emulation catches the GPU defects issue 40 found by reading the code: each fix is put
+"""The emulation catches the GPU defects a reading of the code found: each fix is put
 back into a scratch copy of the repository (the code as it was, as a text patch), a run of the
 path it breaks goes through the emulated CUDA device in a fresh process, and the run must fail
 with the emulation's message naming the patched file and line.
@@ -11,7 +11,7 @@ with the emulation's message naming the patched file and line.
 10. the prompt's padded ids and mask copied to the device for nothing (denoiser.py): two
    blocking copies per run, beyond the one a run may add to the sampler's reads.
 
-Issue 52's (the answer loop, lab/benchmarks/answer_memory.py for memory):
+The answer loop's (memory ones: lab/tests/emulation/test_put_back_memory.py):
 
 1. every answer of a batch in one pass (answering.py): 64 captions on a 24 GiB card pass the
    memory the estimator grants for the answers in flight;

@@ -1,5 +1,5 @@
-"""The card rules of issue 53 catch defects put back into a scratch copy of the repository (as
-test_put_back.py does for issue 40's findings), each named with its file and line:
+"""The card rules (tests/kit/cuda_emu/cards.py) catch defects put back into a scratch copy of the repository (as
+test_put_back.py does for the device findings), each named with its file and line:
 
 1. memory at a card's size: DiMOO VQ Decode's decoder taking the whole batch at once instead
    of one image at a time runs out of an 8 GB card at 1024 px (torch.OutOfMemoryError with

@@ -1,5 +1,5 @@
 """A folder laid out like a download of the real ``Alpha-VLLM/Lumina-DiMOO`` repository, with
-tiny dimensions, and its variants over what nobody here has seen (issue 52).
+tiny dimensions, and its variants over what nobody here has seen.
 
 What public sources show of the real repository: the language model at the root (sharded
 safetensors + ``model.safetensors.index.json``, ``config.json`` with LLaDA-8B's fields, the

@@ -1,5 +1,5 @@
 """What a clone carries: no tracked file over 1 MB except the weights of the shipped nano
-checkpoints (issue 41: the nano; issue 43: its answering sibling). Derived from ``git ls-files``
+checkpoints (ladr_core/assets: the nano and its answering sibling). Derived from ``git ls-files``
 of this checkout; skipped outside a git checkout."""
 
 from __future__ import annotations

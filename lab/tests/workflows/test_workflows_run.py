@@ -82,7 +82,7 @@ def test_edit_workflow_settings_run_on_the_tiny_checkpoint(path: Path, dimoo_che
 
 
 def test_a_thumbnail_labels_every_picture_in_the_singular_where_it_is_one() -> None:
-    """Issue 55: the image-to-image card (4 runs) named passes for 2 of its 4 pictures and said
+    """Before, the image-to-image card (4 runs) named passes for 2 of its 4 pictures and said
     "1 passes"; each run's count is now on the card, in the pictures' order."""
     from lab.workflows.thumbnails import passes, run_lines
 

@@ -1,7 +1,7 @@
-"""Issue 45's six prompts through the real code path: ``calibrate`` on the shipped DiMOO-nano
+"""Six prompts (lab/results/calibration_nano_six.txt) through the real code path: ``calibrate`` on the shipped DiMOO-nano
 (CPU, float32, T = 64), with the candidate list reduced to the reference and ``nano`` (plus the
 baseline at nano's NFE, which the runner adds) so it takes seconds, not the full command's
-minutes (the full list is lab/results/calibration_nano_issue45.json, checked in
+minutes (the full list is lab/results/calibration_nano_six.json, checked in
 lab/tests/bench). The rule before the spread floor recommended nano from these prompts; now the
 reference is recommended and nano is named to try with more prompts."""
 
@@ -26,7 +26,7 @@ PROMPTS = ["a circle", "a circle and a square", "one circle", "a red circle",
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
-    tmp = tmp_path_factory.mktemp("issue45")
+    tmp = tmp_path_factory.mktemp("six_prompts")
     folder = ladr_core.nano_model_path()
     pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
     cands = [c for c in default_candidates(64) if c.name in ("baseline-64", "nano")]
