@@ -2,8 +2,8 @@
 `node_id` (their own `execute`, against ComfyUI's V3 API or the tests' stand-in of it), the
 ComfyUI nodes that feed them modelled as ComfyUI 0.33 computes them (Load Image, Pad Image for
 Outpainting without feathering, ComfyUI-Distributed's Distributed Seed on the master). Only what
-the asked-for nodes depend on runs. The thumbnails (lab/workflows/thumbnails.py) and the saved workflows'
-token tests (tests/nodes/test_saved_workflows.py) use it; queuing a workflow in a real ComfyUI
+the asked-for nodes depend on runs. The thumbnails (lab/workflows/thumbnails.py) and the saved
+workflows' token tests (tests/nodes/test_saved_workflows.py) use it; queuing a workflow in a real ComfyUI
 is tests/host/."""
 
 from __future__ import annotations
