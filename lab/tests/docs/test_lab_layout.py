@@ -67,10 +67,10 @@ def _tracked(name: str) -> bool:
 
 
 def lab_commands() -> dict[str, str]:
-    """module -> the first document naming `python -m <module>` for a lab module."""
+    """module -> the first document naming `python -m <module>` for a lab or tests.kit module."""
     found: dict[str, str] = {}
     for doc in DOCS:
-        for module in re.findall(r"python3? -m (lab(?:\.\w+)+)(?![.\w])", doc.read_text(encoding="utf-8")):
+        for module in re.findall(r"python3? -m ((?:lab|tests\.kit)(?:\.\w+)+)(?![.\w])", doc.read_text(encoding="utf-8")):
             found.setdefault(module, str(doc.relative_to(ROOT)))
     return found
 
