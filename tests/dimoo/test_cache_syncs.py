@@ -1,6 +1,6 @@
 """An ML-Cache adds no host sync to a step: its counts come one call late.
 
-Counted with lab.benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
+Counted with tests.kit.syncs.SyncCounter around sample() with the tiny model's denoiser
 (made outside the count: laying out the prompt rows is host work). On a GPU the same limit is
 counted by CUDA (torch.cuda.set_sync_debug_mode) by lab/benchmarks/gpu_check, section a.
 """

@@ -1,4 +1,4 @@
-"""Running the benchmark scripts as programs (the tests never import lab/)."""
+"""Running the benchmark scripts as programs (the lab's tests run its benchmark scripts this way; the product's never import lab/)."""
 
 from __future__ import annotations
 
