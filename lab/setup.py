@@ -1,7 +1,7 @@
 """This folder is the package `lab`: every subpackage found under it (tests/ has no
-__init__.py and stays out), with the files the code reads beside it (the CUDA emulation's
-guard.cpp) and the results the documents cite. `lab` itself is a namespace package (no
-__init__.py: pytest would import a regular one under the checkout folder's name)."""
+__init__.py and stays out), with the results the documents cite. `lab` itself is a namespace
+package (no __init__.py: pytest would import a regular one under the checkout folder's name).
+It imports the product and the tests' kit (`tests.kit`) from the checkout."""
 
 from setuptools import find_packages, setup
 from setuptools.command.build_py import build_py
@@ -18,6 +18,6 @@ class BuildPy(build_py):
 setup(
     package_dir={"lab": "."},
     packages=["lab", *(f"lab.{p}" for p in find_packages(".", exclude=["build*"]))],
-    package_data={"lab": ["README.md", "results/**/*"], "": ["*.cpp"]},
+    package_data={"lab": ["README.md", "results/**/*"]},
     cmdclass={"build_py": BuildPy},
 )

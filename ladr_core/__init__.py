@@ -17,7 +17,7 @@ _EXPORTS = by_module({
     ".validation": "KnownTokens",
     ".schedules": "get_schedule",
     # strategies and how a name becomes one
-    ".step": "Strategy DEFAULT_STEPS",
+    ".step": "Strategy DEFAULT_STEPS Commit Needs RunInfo Stats StepRule",
     ".strategies.baseline": "Baseline",
     ".strategies.ladr": "LADR",
     ".strategies.prophet": "Prophet ProphetPolicy",
@@ -43,6 +43,9 @@ _EXPORTS = by_module({
               "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
               "answer_rule_names resolve_answer_rule",
     ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg nano_vq_factor",
+    ".strategies.select": "effective_time no_phase",
+    ".noise": "gumbel_",
+    "._lazy": "by_module lazy_exports",  # a package's lazy public names (nodes/ uses them too)
 })
 
 __all__ = sorted(_EXPORTS)

@@ -2,9 +2,30 @@
 
 Node modules are imported only by `node_classes()` (called from `comfy_entrypoint`), never at
 package import, so importing `nodes` is free. `nodes.host` is the only module touching ComfyUI.
+The names code outside the pack may use (the lab's graph runner and studies) are `__all__`,
+each imported from its module on first use (docs/CONVENTIONS.md, "Public names").
 """
 
 from __future__ import annotations
+
+from ladr_core import by_module, lazy_exports
+
+_EXPORTS = by_module({
+    ".handles": "DiMOOModel TOKENS_TYPE",
+    ".loader": "BUILT_IN NANO",
+    ".sampler": "DiMOOSampler split_prompts",
+    ".edit": "DiMOOEdit",
+    ".policy": "LADRPolicyNode PolicyFields build_strategy",
+    ".rules": "AUTO RuleFields build_rule",
+    ".run": "make_callback settle_steps",
+    ".decode": "decode_tokens",
+    ".understand": "CAPTION_QUESTION one_line",
+})
+_MODULES = {"host": ".host"}
+
+__all__ = sorted([*_EXPORTS, *_MODULES, "extension_class", "node_classes"])
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS, _MODULES)
 
 
 def node_classes() -> list[type]:

@@ -40,7 +40,7 @@ def v3() -> tuple[Any, type]:
 
     The one import of the API version. Outside ComfyUI the nodes cannot be declared (use
     `ladr_core` from Python instead); the unit tests install a strict stand-in under that
-    name (lab/kit/comfy_stand_in.py)."""
+    name (tests/kit/comfy_stand_in.py)."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
     except ImportError as exc:

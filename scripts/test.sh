@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's test command: set up .venv, lint, build (once, cached outside the repository) a
 # real ComfyUI host from ../shared/hosts, and run the whole suite on CPU, the real-host tests
-# included. Without ../shared/hosts those tests skip with the reason (README, "Tests").
+# included: tests/ on a copy of the tree without lab/, then lab/tests (pytest options go to both).
+# Without ../shared/hosts those tests skip with the reason (README, "Tests").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -13,6 +14,11 @@ else
   echo "test: no real ComfyUI host; the real-host tests will skip" >&2
 fi
 status=0
-.venv/bin/python -m pytest -q "$@" || status=$?
+# the product's tests on a copy of the tree without lab/ (they must not need it), then the lab's
+product=$(mktemp -d)
+trap 'rm -rf "$product"' EXIT
+bash scripts/without_lab.sh "$product"
+(cd "$product" && .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@") || status=$?
+.venv/bin/python -m pytest -q lab/tests "$@" || status=$?
 echo "test: $(( $(date +%s) - start )) s in all (setup, lint, host, tests)"
 exit "$status"

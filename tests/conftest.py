@@ -3,11 +3,13 @@
 Tests live by area: core/ (the sampler and strategies), dimoo/ (the runtime), calibrate/,
 nodes/ (nodes against the stand-in or the real V3 API), host/ (a real ComfyUI server), web/ (the
 real frontend), docs/ (documents
-against the code), emulation/ (the GPU paths on the CUDA emulation); the lab's own tests are in
-lab/tests/. What they share is the package support/ and lab/kit/.
+against the code), emulation/ (the GPU paths on the CUDA emulation), kit_tests/ (the kit); the
+lab's own tests are in lab/tests/. What they share is the package support/ and tests/kit/
+(`tests.kit`, imported from the checkout root like `lab`: `tests` has no __init__.py). These
+tests pass without lab/ (scripts/test.sh runs them on a copy of the tree without it).
 
 Without ComfyUI, the strict stand-in for its V3 API
-(lab/kit/comfy_stand_in.py) is installed before
+(tests/kit/comfy_stand_in.py) is installed before
 any test imports the nodes; inside a real host the real `comfy_api` is used.
 """
 
@@ -22,15 +24,15 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # `support`, from every test folder
 
 if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:
-    from lab.kit import comfy_stand_in
+    from tests.kit import comfy_stand_in
 
     comfy_stand_in.install()
 
 
 @pytest.fixture(scope="session")
 def dimoo_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random Lumina-DiMOO checkpoint in the official layout (lab/kit/tiny_checkpoint.py)."""
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    """A tiny random Lumina-DiMOO checkpoint in the official layout (tests/kit/tiny_checkpoint.py)."""
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("dimoo") / "Lumina-DiMOO")
 

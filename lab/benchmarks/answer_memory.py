@@ -1,12 +1,12 @@
 """DiMOO Caption / Ask on many images: is a pass of the answer loop within the memory the
-estimator grants on a card? Measured on the emulated CUDA device (lab/kit/cuda_emu, shapes only),
+estimator grants on a card? Measured on the emulated CUDA device (tests/kit/cuda_emu, shapes only),
 through the pack's own answer loop, at the 8B model's shape.
 
     python -m lab.benchmarks.answer_memory [--layout bf16|q4_k_m] [--card-gib 24] [--images 64]
                                            [--layers 32] [--in-flight N] [--out DIR]
 
 1. The layout's random weights are built on an emulated card of ``--card-gib`` GiB
-   (lab/kit/variants.py, as gpu_estimate does); the memory left is the card's minus what the
+   (tests/kit/variants.py, as gpu_estimate does); the memory left is the card's minus what the
    allocator model reserved.
 2. The answers in flight are the library's choice for that free memory
    (``PipelineUnderstanding.answers_in_flight``: what 80 % of it holds by ``answer_memory``, at
@@ -23,7 +23,7 @@ Prints JSON (``--out``: also a results file): the weights, the free memory, the 
 peak beyond the weights (allocated, the allocator model's count), and where it peaked. When the
 peak passes the grant, it prints ``[cuda-emulation:memory] ...`` naming the pack's lines on the
 stack at the peak and exits with status 1 (tests/emulation/test_put_back.py puts findings 1 and
-2 of issue 52 back and expects that). ``--layers`` below 32 keeps the 8B widths with fewer
+2 of tests/emulation/test_put_back.py back and expects that). ``--layers`` below 32 keeps the 8B widths with fewer
 blocks (a quicker build; the head and the answer's widths are the 8B model's).
 """
 
@@ -42,15 +42,19 @@ import torch
 from lab.benchmarks.common import REPO_ROOT, write_result
 from lab.benchmarks.gpu_check.models import SHAPE_8B, random_model
 from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
-from lab.kit.cuda_emu import emulated_cuda
-from lab.kit.cuda_emu.torch_cuda import GIB
-from lab.kit.variants import build_variant
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig
-from ladr_core.dimoo.denoise.prompt import ImageLayout
-from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule
-from ladr_core.dimoo.tasks.answering import AnswerShape, decode_answers
-from ladr_core.dimoo.tasks.understanding import UnderstandJob
-from ladr_core.dimoo.understand import PipelineUnderstanding
+from ladr_core.dimoo import (
+    AnswerShape,
+    DiMOOIds,
+    ImageLayout,
+    LLaDAConfig,
+    PipelineUnderstanding,
+    UnderstandJob,
+    decode_answers,
+    resolve_answer_rule,
+)
+from tests.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu.torch_cuda import GIB
+from tests.kit.variants import build_variant
 
 QUESTION_TOKENS = 64  # the system text and a short question, tokenized
 GRID = 64  # a 1024 x 1024 px image at VQ factor 16
@@ -149,7 +153,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
             "images": a.images, "weights_gib": weights / GIB, "free_gib": free / GIB,
             "in_flight": flying, "granted_gib": grant / GIB, "peak_beyond_weights_gib": peak / GIB,
             "within": peak <= grant, **where,
-            "note": "shapes only (lab/kit/cuda_emu, storage='meta'); allocated bytes of the "
+            "note": "shapes only (tests/kit/cuda_emu, storage='meta'); allocated bytes of the "
                     "allocator model; one pass of the answer loop at the official widest window"}
 
 

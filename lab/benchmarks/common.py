@@ -289,9 +289,9 @@ def strategy_from(name: Any, policy: Any = None) -> Any:
 
 
 def tiny_checkpoint(folder: Path) -> Path:
-    """The tests' tiny random DiMOO checkpoint (lab/kit/tiny_checkpoint.py), written once into
+    """The tests' tiny random DiMOO checkpoint (tests/kit/tiny_checkpoint.py), written once into
     ``folder``."""
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     if not (folder / "config.json").is_file():
         write_tiny_checkpoint(folder)

@@ -2,7 +2,7 @@
 
 A host sync is any op whose value or output shape the CPU must wait for on a GPU
 (``.item()``, ``bool(t)``, ``nonzero``, boolean-mask indexing, ``.tolist()``, ``.cpu()``...;
-see ``lab.kit.syncs.SyncCounter``). Counting works on CPU because it inspects which ops
+see ``tests.kit.syncs.SyncCounter``). Counting works on CPU because it inspects which ops
 run, not how long they wait. The sampler's contract (docs/ARCHITECTURE.md section 1) is at most
 one per step; the target here is <= 1 for every strategy, temperature and LADR policy preset,
 plus at most one tensor made from host data per run (``host_data``: on an accelerator each is
@@ -41,9 +41,9 @@ from lab.benchmarks.common import (
     strategy_from,
     write_result,
 )
-from lab.kit.fakes import varied_denoiser
-from lab.kit.syncs import HostData, SyncCounter, count_syncs, sampler_reads
 from ladr_core import PRESETS, sample
+from tests.kit.fakes import varied_denoiser
+from tests.kit.syncs import HostData, SyncCounter, count_syncs, sampler_reads
 
 TARGET = 1.0
 

@@ -4,7 +4,7 @@ A synthetic checkpoint in the official Lumina-DiMOO layout (config.json, bf16 sa
 + model.safetensors.index.json, tokenizer.json, vqvae/) is written once to a cache folder
 (default /tmp/ladr_bench_ckpt_2gb): a LLaDA config of 12 layers x 2048 d with the real DiMOO
 vocabulary (126 464 rows in wte and ff_out), 1.14 B parameters = 2.27 GB in bf16, in 4 shards.
-The tokenizer and the VQ-VAE are the tests' tiny ones (lab/kit/tiny_checkpoint.py), with their
+The tokenizer and the VQ-VAE are the tests' tiny ones (tests/kit/tiny_checkpoint.py), with their
 special-token ids in config.json, so ``load_dimoo`` loads the folder end to end.
 
 Each measurement runs in a fresh interpreter and reads its peak resident set (``VmHWM`` of
@@ -96,7 +96,7 @@ def write_synthetic(folder: Path, spec: dict[str, int], shards: int) -> int:
     """Write the checkpoint (bf16 shards written one at a time); return the weight bytes."""
     from safetensors.torch import save_file
 
-    from lab.kit import tiny_checkpoint as fx
+    from tests.kit import tiny_checkpoint as fx
 
     folder.mkdir(parents=True, exist_ok=True)
     shapes = layer_shapes(spec)

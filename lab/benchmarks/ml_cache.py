@@ -10,7 +10,7 @@ warmup_ratio 0.3, refresh_interval 5, placed by progress; refresh_commit, see ca
 ``ladr-nano`` is the LADR preset tuned for nano at its T (PRESETS["nano"].steps).
 
 Memory (``memory``): bytes of tensors allocated during a baseline run with and without the
-cache (``lab.kit.live_bytes.LiveBytes``, weights excluded), against the bytes the cache
+cache (``tests.kit.live_bytes.LiveBytes``, weights excluded), against the bytes the cache
 keeps (K/V, code-slot logits, index): ``extra_over_kept`` <= 1 means no second copy.
 Model: the shipped nano model, or the tests' tiny fixture while it is absent (the JSON says).
 
@@ -36,7 +36,7 @@ from lab.benchmarks.common import (
     strategy_from,
     write_result,
 )
-from lab.kit.live_bytes import LiveBytes
+from tests.kit.live_bytes import LiveBytes
 
 PROMPT = "a red circle left of a blue square"
 

@@ -42,8 +42,8 @@ from lab.benchmarks.common import (
     write_result,
 )
 from lab.benchmarks.sampler_overhead import make_logits, sampler_case
-from lab.kit.fakes import TablePipe, fake_record
-from lab.kit.syncs import SyncCounter
+from tests.kit.fakes import TablePipe, fake_record
+from tests.kit.syncs import SyncCounter
 
 TARGET = 0.02
 
@@ -55,11 +55,10 @@ def node_callback(pipe: Any) -> Callable[[dict[str, Any]], Any]:
     import importlib.util
 
     if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:
-        from lab.kit import comfy_stand_in
+        from tests.kit import comfy_stand_in
 
         comfy_stand_in.install()
-    from nodes import host
-    from nodes.run import make_callback
+    from nodes import host, make_callback
 
     return make_callback(pipe, "1", host.Progress(16, None), [])
 

@@ -31,8 +31,7 @@ from lab.benchmarks.common import (
     sync_device,
     write_result,
 )
-from ladr_core import LADR, Baseline, Prophet, sample
-from ladr_core.step import Strategy
+from ladr_core import LADR, Baseline, Prophet, Strategy, sample
 
 STRATEGIES = {"baseline-64": Baseline(), "ladr-nano": LADR.preset("nano"),
               "ladr-adaptive": LADR.preset("adaptive"), "prophet": Prophet()}

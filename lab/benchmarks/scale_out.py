@@ -37,8 +37,8 @@ PROMPTS = ["a red circle", "a blue square", "a green triangle", "two circles",
 
 
 def cluster_module() -> Any:
-    """lab/kit/comfy_cluster.py: the loopback cluster the integration test uses, reused."""
-    from lab.kit import comfy_cluster
+    """tests/kit/comfy_cluster.py: the loopback cluster the integration test uses, reused."""
+    from tests.kit import comfy_cluster
 
     return comfy_cluster
 

@@ -91,9 +91,14 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
 
     from lab.benchmarks.gpu_check.models import SHAPE_8B, SHAPE_TINY
     from lab.benchmarks.gpu_estimate.compute import H100_BF16_DENSE
-    from ladr_core.dimoo import LLaDAConfig, LLaDAModel, PackedRows, full_pass
-    from ladr_core.dimoo.model.memory import answer_memory
-    from ladr_core.dimoo.tasks.answering import SAMPLE_CHUNK
+    from ladr_core.dimoo import (
+        SAMPLE_CHUNK,
+        LLaDAConfig,
+        LLaDAModel,
+        PackedRows,
+        answer_memory,
+        full_pass,
+    )
 
     shape = SHAPE_TINY if tiny else SHAPE_8B
     grid = OFFICIAL_PX // 16
@@ -122,7 +127,7 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
             "answer_memory_bytes": memory,
             "answer_memory_note": "model/memory.py answer_memory of one official answer beside "
             "the weights, at temperature 0 and 1, sampled SAMPLE_CHUNK rows at a time (as the "
-            "pack does) or the whole window at once (as before issue 43's memory fix)"}
+            "pack does) or the whole window at once (as before the chunked answer loop)"}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

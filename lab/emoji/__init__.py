@@ -1,4 +1,4 @@
-"""The emoji testbed (issue 51): a second, real-picture world for measuring the pack.
+"""The emoji testbed (docs/reports/EMOJI.md): a second, real-picture world for measuring the pack.
 
 Modules: `packages` (pinned npm artwork in a cache outside the repository), `vocab` (the 24
 emoji and why), `bank` (pictures cut from the packages, manifest + checksums), `scenes` (scenes

@@ -74,8 +74,7 @@ from lab.nano import scenes
 from lab.studies.paired_stats import group_index
 from lab.studies.self_score_study import BASE, BROKEN, DROP, fit, margin_interval
 from lab.studies.self_score_variants import load_set, variants
-from ladr_core.calibrate.prompts import BUILTIN_COUNT, HANDWRITTEN
-from ladr_core.calibrate.stats import paired_spread
+from ladr_core.calibrate import BUILTIN_COUNT, HANDWRITTEN, paired_spread
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -44,10 +44,15 @@ import numpy as np
 
 from lab.benchmarks.common import RESULTS_DIR, env_info, write_result
 from ladr_core import Baseline
-from ladr_core.calibrate.candidates import Candidate
-from ladr_core.calibrate.margin import DEFAULT_MARGIN, SPREAD_FLOOR
-from ladr_core.calibrate.report import build_report, judge
-from ladr_core.calibrate.stats import paired_mean_ci, t_interval
+from ladr_core.calibrate import (
+    DEFAULT_MARGIN,
+    SPREAD_FLOOR,
+    Candidate,
+    build_report,
+    judge,
+    paired_mean_ci,
+    t_interval,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,7 +76,7 @@ def _score_set(pipe: Any, folder: Path, which: str, n: int, batch: int,
     from lab.nano import scenes
     from lab.studies.self_score import stored_runs
     from lab.studies.self_score_runs import settings
-    from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
+    from ladr_core.calibrate import CALIBRATION_SELF_SCORE
 
     specs = scenes.quality_test_specs(n) if which == "test" else scenes.validation_specs(n)
     captions = [scenes.caption_for(s) for s in specs]
@@ -347,7 +352,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     "through build_report whole")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--rules", default="floor,no_floor", help="floor: the rule as shipped; "
-                    "no_floor: without the spread floor (the rule before issue 45)")
+                    "no_floor: without the spread floor (the rule before the spread floor)")
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--out", default=str(RESULTS_DIR))
     a = ap.parse_args(argv)

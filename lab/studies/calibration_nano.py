@@ -3,12 +3,13 @@
     OMP_NUM_THREADS=1 nice -n 10 python -m lab.studies.calibration_nano --prompts 6
     OMP_NUM_THREADS=1 nice -n 10 python -m lab.studies.calibration_nano --prompts 48
     OMP_NUM_THREADS=1 nice -n 10 python -m lab.studies.calibration_nano \
-        --prompts-file lab/results/calibration_nano_issue45.txt
+        --prompts-file lab/results/calibration_nano_six.txt
 
 Runs ``python -m ladr_core.calibrate nano --prompts FILE`` (``ladr_core.calibrate.cli.main``,
 one CPU thread) on the first ``--prompts`` lines of nano's built-in list
 (``ladr_core/assets/dimoo_nano/calibration_prompts.txt``), or on the prompts of
-``--prompts-file`` (the six of issue 45: ``calibration_nano_issue45.txt``), then writes
+``--prompts-file`` (six prompts where the rule before the spread floor recommended nano:
+``calibration_nano_six.txt``), then writes
 ``lab/results/calibration_nano_<n or the file's stem>.json``: the command, its exit status and warnings,
 every setting's NFE, token-forwards, self-score difference to the reference with its interval,
 whether it qualifies, its spread and the prompts it would need, the denoiser calls the run made
@@ -42,7 +43,7 @@ from lab.studies.paired_stats import group_index
 from lab.studies.self_score import BASE, evaluator_rows, stored_runs
 from lab.studies.self_score_runs import settings
 from ladr_core import nano_model_path
-from ladr_core.calibrate.cli import main as calibrate_main
+from ladr_core.calibrate import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -96,7 +97,7 @@ def run_calibration(chosen: list[str], work: Path | None
                     "--calibration-file", str(tmp / "beside.json")]
         err = io.StringIO()
         with contextlib.redirect_stderr(err):
-            code = calibrate_main(argv_cal)
+            code = cli.main(argv_cal)
         (tmp / "stderr.txt").write_text(err.getvalue())
         (tmp / "exit_status.txt").write_text(f"{code}\n")
         return json.loads(done.read_text()), code, err.getvalue(), False

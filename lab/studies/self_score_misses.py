@@ -36,7 +36,7 @@ from lab.nano import scenes
 from lab.studies.self_score_study import BASE, BROKEN, KINDS, error_kind
 from lab.studies.self_score_variants import load_set, variants
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.calibrate.stats import paired_spread
+from ladr_core.calibrate import paired_spread
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -109,8 +109,7 @@ def regen_maps(pipe: Any, tokens: torch.Tensor, captions: list[str], seed0: int,
                config: SelfScoreConfig, steps: int, grid: tuple[int, int], chunk: int = 35
                ) -> dict[str, np.ndarray]:
     """{"agree": float32 [n, P, N] (1 / 0 where regenerated, NaN elsewhere), "block"}."""
-    from ladr_core import Baseline, KnownTokens
-    from ladr_core.sampling import sample
+    from ladr_core import Baseline, KnownTokens, sample
 
     n, size = tokens.shape
     p = config.passes

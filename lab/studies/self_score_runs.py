@@ -33,10 +33,18 @@ import torch
 from lab.nano import scenes
 from lab.nano.evaluator import score_images
 from lab.studies.run_store import load_chunk as load_stored
-from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, load_dimoo, nano_model_path
-from ladr_core.calibrate.candidates import TAU_GRID, tau_policy
-from ladr_core.step import Strategy
-from ladr_core.strategies.policy import PRESETS, AdaptiveRescue
+from ladr_core import (
+    LADR,
+    PRESETS,
+    AdaptiveRescue,
+    Baseline,
+    MLCacheConfig,
+    Prophet,
+    Strategy,
+    load_dimoo,
+    nano_model_path,
+)
+from ladr_core.calibrate import TAU_GRID, tau_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 

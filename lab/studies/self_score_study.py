@@ -20,8 +20,7 @@ import numpy as np
 from lab.nano import scenes
 from lab.nano.evaluator import check, detect
 from lab.studies.paired_stats import _boot_scores, _resample
-from ladr_core.calibrate.margin import prompts_needed
-from ladr_core.calibrate.stats import paired_mean_ci, paired_spread, spearman
+from ladr_core.calibrate import paired_mean_ci, paired_spread, prompts_needed, spearman
 
 BASE = "baseline-64"
 """The reference every setting is compared with (same prompts and seeds)."""

@@ -13,7 +13,7 @@ test set draws from 100000 on: nothing here touches it). Tasks shared by several
 once. Each candidate replaces the sampler's rule (a DiMOO Sampling Rule; for LADR, with an LADR
 Policy of the nano preset); every other widget stays the template's. Per task and candidate: the pass rate
 over the seeds, and whether the template's own seed passes is left to the template test
-(tests/nodes/test_templates_pass.py).
+(lab/tests/workflows/test_templates_pass.py).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ the official schedule at 64 steps is not in it)."""
 
 
 def _policy_node(preset: str) -> dict:
-    from nodes.policy import LADRPolicyNode
+    from nodes import LADRPolicyNode
 
     fields = {i.id: i.default for i in LADRPolicyNode.define_schema().inputs}
     return {"class_type": "LADR_Policy", "inputs": {**fields, "preset": preset}}

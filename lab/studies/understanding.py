@@ -21,7 +21,7 @@ Forwards per answer: ``AnswerResult.nfe``. Paired, kind-stratified bootstrap 95 
 default and at the same forwards. ``pick``: the fastest rule whose overall accuracy lies within
 the official order's own 95 % interval, its forwards and the official order's. Writes the JSON
 with the commit and machine; docs/reports/UNDERSTANDING_STUDY.md cites it
-(tests/docs/test_understanding_report.py holds the two together).
+(lab/tests/docs/test_understanding_report.py holds the two together).
 """
 
 from __future__ import annotations

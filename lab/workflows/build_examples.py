@@ -28,15 +28,14 @@ from pathlib import Path
 if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
     # ComfyUI (and outside the tests, which install it themselves): declare the nodes against
     # the tests' strict stand-in of its V3 API
-    from lab.kit import comfy_stand_in
+    from tests.kit import comfy_stand_in
 
     comfy_stand_in.install()
 
 from lab.workflows import template_extras as extras
 from ladr_core import resolve_strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG
-from nodes import node_classes
-from nodes.handles import TOKENS_TYPE
+from nodes import TOKENS_TYPE, node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +45,7 @@ NANO = "dimoo-nano (built-in)"
 NANO_MMU = "dimoo-nano-mmu (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
 WINDOW = (1600, 1000)
-"""The browser window a workflow must open inside, whole (issue 55: a 1600 x 1000 window;
+"""The browser window a workflow must open inside, whole (a 1600 x 1000 window;
 tests/web/step_map_views.mjs opens every template in one)."""
 VIEW_TOP_LEFT = (80, 100)
 """Screen point (px) of the graph's top-left corner: the new frontend's canvas runs under its
@@ -65,7 +64,7 @@ READABLE_PX = 8
 below which it stops drawing node text ("LiteGraph.Canvas.MinFontSizeForLOD", 8 px)."""
 READABLE_SCALE = math.ceil(20 * READABLE_PX / WIDGET_TEXT_PX) / 20
 """The lowest zoom a workflow opens at (0.7: widget text 8.4 px), in the view's 0.05 steps.
-Issue 55: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
+Before: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
 only its left part in the window; every template now fits its window whole at this zoom."""
 
 
@@ -260,14 +259,14 @@ def decode(id: int, pos, src: int, size: tuple[int, int] = (240, 60),
 
 def nano_cfg() -> float:
     """The guidance scale the nano checkpoint was tuned for (config.json ``default_cfg``)."""
-    from ladr_core.assets import nano_default_cfg
+    from ladr_core import nano_default_cfg
 
     value = nano_default_cfg()
     return 4.0 if value is None else value
 
 
 # ------------------------------------------------------------ the nano templates' sampler
-# Issue #41 item 7, "nano templates draw what they say": the strategy each nano template's
+# "Nano templates draw what they say": the strategy each nano template's
 # sampler runs, chosen by measured pass rate (not by a lucky seed). tests/nodes/
 # test_templates_pass.py runs every nano template as shipped and holds each picture to the
 # evaluator; lab/tests/bench/test_template_settings.py checks the figures below against the files.
@@ -513,10 +512,10 @@ def img2img_workflows() -> dict[str, list[Node]]:
     Measured (lab/results/template_settings_img2img.json: ladr-global, the first picture at the
     template's seed 42, redraw seeds 0..31): the redraws pass 32, 32 and 30 of 32 at denoise
     0.25, 0.5 and 0.75 (the first picture's prompt: 28 of 32 seeds), so the template keeps
-    seed 42, where all four pictures pass (tests/nodes/test_templates_pass.py)."""
+    seed 42, where all four pictures pass (lab/tests/workflows/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
-    # Four samplers side by side fill the window's height (issue 55: at 400 px wide, with the
+    # Four samplers side by side fill the window's height (before, at 400 px wide, with the
     # rest in columns to their right, the graph was 3480 px wide and opened at 0.4): the
     # samplers 340 px wide, the stats and the note under them, the decodes (two abreast) and
     # the stitches in the inputs' column; the save and view nodes at the size the frontend

@@ -1,11 +1,11 @@
 """The shipped nano templates' pictures, made by the pack's nodes and judged by the nano evaluator.
 
-`run_nodes` runs an API workflow's wanted nodes without ComfyUI (lab/workflows/run_graph.py: each
+`run_nodes` runs an API workflow's wanted nodes without ComfyUI (tests/kit/run_graph.py: each
 and what it links to, our nodes by their own ``execute``, the core nodes modelled), the model
 loaded by the workflow's own Load DiMOO Model node. Nodes that only show or save a result are
 not run. `pictures` pairs each decoded image with the prompt its sampler drew it for, and
 `verdicts` holds each to the evaluator (lab.nano.evaluator, the prompt read back into its spec by
-lab.nano.scenes.spec_of_caption). tests/nodes/test_templates_pass.py runs every nano template
+lab.nano.scenes.spec_of_caption). lab/tests/workflows/test_templates_pass.py runs every nano template
 this way; lab/studies/template_settings.py measures the candidate settings on their tasks.
 """
 
@@ -16,10 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from lab.workflows.run_graph import ROOT, run_node
-from nodes import node_classes
-from nodes.loader import NANO
-from nodes.sampler import split_prompts
+from nodes import NANO, node_classes, split_prompts
+from tests.kit.run_graph import ROOT, run_node
 
 API_DIR = ROOT / "example_workflows" / "api"
 

@@ -1,8 +1,7 @@
 """What the example workflows show a user around the pack's own nodes (build_examples.py):
 
-* TEMPLATE_FILES: the file name of each UI template, which ComfyUI's template browser shows as
-  its title (frontend 1.49 gives a custom pack's template no other title or description). The
-  API twins in example_workflows/api/ keep the short names scripts use.
+* TEMPLATE_FILES (kept in tests/kit/templates.py, which the product's tests read): the file
+  name of each UI template, which ComfyUI's template browser shows as its title.
 * ``enlarged`` / ``before_after``: nano's 48 px results shown 5x (ComfyUI's Upscale Image By,
   nearest-exact, into a Preview Image), next to the input for inpainting and outpainting; the
   Save Image node keeps saving the pack's own 48 px output.
@@ -17,27 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-TEMPLATE_FILES = {
-    "ladr_nano_text_to_image": "Text to image (nano, CPU)",
-    "ladr_vs_baseline_side_by_side": "LADR vs official sampler (nano)",
-    "ladr_batch_of_prompts": "Batch of prompts (nano)",
-    "ladr_nano_inpaint_mask_editor": "Inpaint with the mask editor (nano)",
-    "ladr_nano_outpaint_pad_image": "Outpaint with Pad Image (nano)",
-    "ladr_dimoo_edit_real_model": "Edit an image (Lumina-DiMOO 8B)",
-    "ladr_dimoo_1024_real_model": "1024 px image (Lumina-DiMOO 8B)",
-    "ladr_distributed_seed_collector": "One image per server (Distributed)",
-    "ladr_nano_img2img_strengths": "Image to image, 3 strengths (nano)",
-    "ladr_nano_caption_to_image": "Caption, then draw it (nano, CPU)",
-}
-"""API name -> UI file name (without .json), as the template browser titles it: one line of a
-card (about 36 characters at frontend 1.49's card width; longer ones are cut with an ellipsis)."""
+from tests.kit.templates import TEMPLATE_FILES, VIEW_METHOD
+
+__all__ = ["CHECKPOINT_NOTE", "TEMPLATE_FILES", "VIEW_FACTOR", "VIEW_METHOD", "before_after",
+           "checkpoint_note", "enlarged"]
 
 VIEW_FACTOR = 5
 """Nano's 48 px results shown 5x: 240 px, every pixel a 5 x 5 block (nearest-exact). The
 frontend draws an image at its own size at most: 48 px showed as about 34 px at a template's
 fitted view."""
-
-VIEW_METHOD = "nearest-exact"
 
 
 def enlarged(make: Callable, ids: tuple[int, int], src: tuple[int, int], pos: tuple[int, int],

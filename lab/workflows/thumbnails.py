@@ -21,16 +21,15 @@ import torch
 if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is None:  # outside
     # ComfyUI (and outside the tests, which install it themselves): the nodes' helpers run
     # against the tests' strict stand-in of its V3 API
-    from lab.kit import comfy_stand_in
+    from tests.kit import comfy_stand_in
 
     comfy_stand_in.install()
 
 import ladr_core
-from lab.workflows.run_graph import SAMPLERS, load_image, pad_for_outpainting
-from lab.workflows.run_graph import run_samplers as run_graph
-from lab.workflows.template_extras import TEMPLATE_FILES
-from nodes.decode import decode_tokens
-from nodes.handles import DiMOOModel
+from nodes import DiMOOModel, decode_tokens
+from tests.kit.run_graph import SAMPLERS, load_image, pad_for_outpainting
+from tests.kit.run_graph import run_samplers as run_graph
+from tests.kit.templates import TEMPLATE_FILES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,7 +171,7 @@ def built_in_path(wf: dict) -> Path:
     """The checkpoint a workflow's loader names when it is a built-in one (the nano that
     answers, for the caption template), else the built-in nano (the real-model templates'
     stand-in here)."""
-    from nodes.loader import BUILT_IN
+    from nodes import BUILT_IN
 
     names = [n["inputs"]["model_name"] for n in wf.values()
              if n["class_type"] == "LADR_LoadDiMOOModel"]

@@ -14,14 +14,19 @@ from .._lazy import by_module, lazy_exports
 
 _EXPORTS = by_module({
     ".api": "calibrate calibrated_strategy read_prompts default_prompts sheet_path",
-    ".prompts": "BUILTIN_COUNT",
-    ".margin": "DEFAULT_MARGIN",
+    ".prompts": "BUILTIN_COUNT BUILTIN_PROMPTS HANDWRITTEN",
+    ".margin": "DEFAULT_MARGIN PRIOR_SPREAD SPREAD_FLOOR prompts_needed",
     ".state": "CalibrationError CalibrationInputError CALIBRATION_FILE fingerprint "
               "load_calibration",
-    ".candidates": "Candidate default_candidates strategy_spec strategy_from_spec",
-    ".report": "plot_report report_text",
+    ".candidates": "Candidate default_candidates strategy_spec strategy_from_spec TAU_GRID "
+                   "tau_policy",
+    ".report": "plot_report report_text build_report judge rejudge",
+    ".runner": "CALIBRATION_SELF_SCORE Calibration CalibrationConfig",
+    ".stats": "auroc paired_mean_ci paired_spread spearman t_interval",
 })
 
-__all__ = sorted(_EXPORTS)
+_MODULES = {"cli": ".cli"}  # the command (`python -m ladr_core.calibrate`): cli.main(argv)
 
-__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = sorted([*_EXPORTS, *_MODULES])
+
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS, _MODULES)

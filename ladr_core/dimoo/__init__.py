@@ -16,12 +16,12 @@ _EXPORTS = by_module({
                      "context_length has_official_ids",
     ".model.transformer": "LLaDAModel rope_tables",
     ".model.packed": "PackedRows attend full_pass partial_pass",
-    ".model.offload": "stream_blocks unstream_blocks",
+    ".model.offload": "stream_blocks unstream_blocks ALIGN SLOTS",
     ".model.compile": "CompiledPasses COMPILE_BACKENDS COMPILE_MODES",
     ".model.vq": "MASK_GREY PREVIEW_TABLE_FILE build_preview_table fit_preview_table "
-                 "preview_from_table save_preview_table",
+                 "preview_from_table save_preview_table decode_codes",
     # weights/
-    ".weights.files": "CheckpointError read_config read_json LoadedCheckpoint",
+    ".weights.files": "CheckpointError read_config read_json LoadedCheckpoint parse_config",
     ".weights.tokenizer": "load_tokenizer",
     ".weights.checkpoint": "load_checkpoint load_transformer",
     ".weights.quant_load": "is_quantized_folder check_format_support load_quantized_transformer",
@@ -47,15 +47,17 @@ _EXPORTS = by_module({
                             "understanding_text answer_row plan_understanding",
     ".tasks.answer_rules": "AnswerRule OfficialOrder ConfidenceThreshold AnswerEntropyBound "
                            "answer_rule answer_rule_names resolve_answer_rule transfer_counts",
-    ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers",
+    ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers SAMPLE_CHUNK",
     # the pipeline, converting
     ".pipeline": "load_dimoo DiMOOPipeline",
-    ".understand": "UNDERSTAND_CONTEXT understand_context",
+    ".understand": "UNDERSTAND_CONTEXT understand_context PipelineUnderstanding",
     ".jobs": "TextJob PaintJob EditJob check_job",
     ".runs": "GenerationResult generator_seed item_generator check_seed images_in_flight "
              "CPU_IN_FLIGHT GPU_IN_FLIGHT",
     ".save": "save_dimoo Conversion convert_folder",
     ".input_ranges": "measure_input_ranges record_input_amax range_items",
+    ".model.memory": "answer_memory",
+    ".weights.vqfiles": "SHARED_VQ_KEY",
 })
 
 # weight formats and converters used as namespaces (ggml.quantize, fp8.dequantize, ...)

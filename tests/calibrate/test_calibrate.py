@@ -29,7 +29,7 @@ ARGS = ["--steps", "4", "--size", "32", "--batch", "2"]
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("cal") / "ckpt")
 
@@ -177,7 +177,7 @@ def test_budget_too_small_for_one_candidate(folder, prompts, tmp_path, capsys) -
 
 
 def test_calibration_of_another_checkpoint(folder, finished, tmp_path) -> None:
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     other = write_tiny_checkpoint(tmp_path / "other", seed=1)
     shutil.copy(folder / CALIBRATION_FILE, other / CALIBRATION_FILE)

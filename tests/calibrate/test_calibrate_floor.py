@@ -1,4 +1,4 @@
-"""Issue 45: an interval cannot be narrower than the evidence allows. The Student-t interval that
+"""The spread floor (margin.SPREAD_FLOOR): an interval cannot be narrower than the evidence allows. The Student-t interval that
 decides is computed with the spread floored at the validation fit's (margin.SPREAD_FLOOR); a
 report never recommends a setting while saying the prompts are too few; a calibration saved
 before the floor is judged again when it is loaded. Made-up self-scores, where the answer is

@@ -118,7 +118,7 @@ def test_a_margin_that_is_not_a_positive_number(value) -> None:
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     return write_tiny_checkpoint(tmp_path_factory.mktemp("cal") / "ckpt")
 
@@ -225,17 +225,3 @@ def test_the_builtin_list_is_as_long_as_the_margin_needs() -> None:
     assert shortfall_message(len(BUILTIN_PROMPTS), 1, DEFAULT_MARGIN) is None
     prompts, source = default_prompts(Path("/nonexistent-checkpoint"))
     assert prompts == list(BUILTIN_PROMPTS) and "built-in" in source
-
-
-@pytest.mark.committed_result("lab/results/calibration_margin.json")
-def test_the_default_margin_is_the_fitted_one() -> None:
-    """margin.py carries the committed fit (rounded), made with the calibration's self-score."""
-    from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
-
-    fit = json.loads((Path(__file__).resolve().parents[2] / "lab" / "results"
-                      / "calibration_margin.json").read_text())
-    assert fit["set"] == "validation" and fit["evaluator_drop"] == 0.05
-    assert abs(DEFAULT_MARGIN - fit["margin"]) < 5e-5
-    assert abs(PRIOR_SPREAD - fit["spread"]) < 5e-4
-    c = CALIBRATION_SELF_SCORE
-    assert fit["variant"] == f"b{c.block}p{c.passes}/{c.kind}" and c.fraction == 0.25

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, PRESETS, AdaptiveRescue, LADRPolicy, sample
 from ladr_core.schedules import get_schedule
 from ladr_core.strategies.rescue import adaptive_rescue, frontier, pace_cap, subset_quantile
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)
 N = 36

@@ -13,7 +13,6 @@ import math
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import (
     FromStep,
     InputError,
@@ -28,6 +27,7 @@ from ladr_core import (
 )
 from ladr_core.registry import preset_names, strategy_names
 from ladr_core.schedules import get_schedule
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)
 N = 36

@@ -10,9 +10,9 @@ import pytest
 import torch
 from support import strategy_from
 
-from lab.kit.syncs import cuda_syncs, sampler_reads
 from ladr_core import LADR, PRESETS, sample
 from ladr_core.stats import top2_
+from tests.kit.syncs import cuda_syncs, sampler_reads
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 CASES = [("baseline", None), ("prophet", None), ("ladr", None), ("ladr", "nano"),

@@ -68,8 +68,8 @@ def test_a_replayed_rule_gives_the_eager_run(preset: str | None, batch: int,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     from support import strategy_from
 
-    from lab.kit.fakes import varied_denoiser
     from ladr_core import PRESETS, sample, sampling
+    from tests.kit.fakes import varied_denoiser
 
     denoise = varied_denoiser(batch, 256, 64)  # logits that follow the decoded tokens
 

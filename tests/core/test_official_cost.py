@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import Baseline, KnownTokens, official_passes, sample
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 K = 12
 

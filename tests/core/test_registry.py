@@ -14,7 +14,6 @@ from typing import ClassVar
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import (
     LADR,
     PRESETS,
@@ -29,6 +28,7 @@ from ladr_core import (
 from ladr_core.registry import register_strategy, unregister_strategy
 from ladr_core.step import Commit, Needs, RunInfo, Stats, Strategy
 from ladr_core.strategies.select import effective_time, no_phase
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 CORE = Path(__file__).resolve().parents[2] / "ladr_core"
 

@@ -6,8 +6,8 @@ import pytest
 import torch
 from support.official import reference_generate
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import sample
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import pytest
 import torch
 from support import strategy_from
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, STEP_RECORD_KEYS, LADRPolicy, Prophet, SampleResult, sample
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)
 N = 36

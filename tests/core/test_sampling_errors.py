@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, Baseline, LADRPolicy, Prophet, ProphetPolicy, sample
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 DEN = LocalityDenoiser(make_table(1, 16, 8), (4, 4))
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 from support.official import reference_generate
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, Baseline, KnownTokens, Prophet, sample
 from ladr_core.strategies.rescue import frontier
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)
 N = 36

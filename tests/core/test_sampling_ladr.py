@@ -8,9 +8,9 @@ import math
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, LADRPolicy, sample
 from ladr_core.schedules import Schedule, get_schedule
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 
 def brute_frontier(m_std: list[bool], grid: tuple[int, int], k: int) -> set[int]:

@@ -11,8 +11,8 @@ import pytest
 import torch
 from support import strategy_from
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import LADR, LADRPolicy, Prophet, ProphetPolicy, sample
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID, N, K, STEPS = (6, 6), 36, 10, 8
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
-from lab.kit.syncs import SyncCounter, sampler_reads
 from ladr_core import LADR, PRESETS, Baseline, KnownTokens, Prophet, ProphetPolicy, sample
+from tests.kit.fakes import LocalityDenoiser, make_table
+from tests.kit.syncs import SyncCounter, sampler_reads
 
 GRID, K = (6, 6), 8
 N = GRID[0] * GRID[1]

@@ -1,6 +1,6 @@
 """At most one host synchronisation per sampling step, for every strategy.
 
-Syncs are counted by lab.kit.syncs.SyncCounter (the benchmarks' counter too): aten ops that need
+Syncs are counted by tests.kit.syncs.SyncCounter (the benchmarks' counter too): aten ops that need
 a value or shape on the host, and Tensor methods that copy to host memory (`.tolist()` on a CPU
 tensor dispatches no aten op, but on an accelerator it is a device -> host sync). The modules of
 the loop are also scanned for host-transfer calls, and none may copy host data to the device.
@@ -14,9 +14,9 @@ import pytest
 import torch
 from support import ROOT, strategy_from
 
-from lab.kit.fakes import LocalityDenoiser, make_table
-from lab.kit.syncs import HostData, SyncCounter, sampler_reads
 from ladr_core import LADR, PRESETS, LADRPolicy, resolve_strategy, sample, strategy_names
+from tests.kit.fakes import LocalityDenoiser, make_table
+from tests.kit.syncs import HostData, SyncCounter, sampler_reads
 
 # Every registered strategy beyond the three the lists below spell out, with its defaults
 # (a new strategy joins these checks by registering).

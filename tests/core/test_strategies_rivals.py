@@ -17,7 +17,6 @@ from dataclasses import replace
 import pytest
 import torch
 
-from lab.kit.fakes import LocalityDenoiser, make_table
 from ladr_core import (
     PRESETS,
     EntropyBound,
@@ -33,6 +32,7 @@ from ladr_core import (
 )
 from ladr_core.step import Strategy
 from ladr_core.strategies.halton import halton_order
+from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID, K = (6, 6), 10
 N = GRID[0] * GRID[1]

@@ -1,6 +1,6 @@
 """An ML-Cache adds no host sync to a step: its counts come one call late.
 
-Counted with lab.benchmarks.common.SyncCounter around sample() with the tiny model's denoiser
+Counted with tests.kit.syncs.SyncCounter around sample() with the tiny model's denoiser
 (made outside the count: laying out the prompt rows is host work). On a GPU the same limit is
 counted by CUDA (torch.cuda.set_sync_debug_mode) by lab/benchmarks/gpu_check, section a.
 """
@@ -13,9 +13,9 @@ import pytest
 import torch
 from torch.overrides import TorchFunctionMode
 
-from lab.kit.syncs import SyncCounter, sampler_reads
 from ladr_core import LADR, sample
 from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
+from tests.kit.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]
 CACHES = {
@@ -102,7 +102,7 @@ class _ListIndexes(TorchFunctionMode):
 @pytest.mark.parametrize("items", [1, 2])
 def test_cache_refreshes_and_cached_calls_index_with_no_host_lists(
         pipe: DiMOOPipeline, items: int) -> None:
-    """Issue 40 finding 9: a refresh stored each item's rows as ``logits[[a, a + A]]``, a host
+    """Before, a refresh stored each item's rows as ``logits[[a, a + A]]``, a host
     list per item per refresh; each item's rows are a strided slice now."""
     cache = MLCacheConfig(cache_ratio=0.75, warmup_ratio=0.0, refresh_interval=2,
                           recompute_changed=True)
@@ -120,7 +120,7 @@ def test_cache_refreshes_and_cached_calls_index_with_no_host_lists(
 
 
 def test_a_denoiser_copies_no_prompt_batch_to_the_device(dimoo_checkpoint: Path) -> None:
-    """Issue 40 finding 10: the padded input_ids / attention_mask (read by nothing but tests)
+    """Before, the padded input_ids / attention_mask (read by nothing but tests)
     were copied to the model's device, two blocking copies per run; they stay on the host.
     A model on the meta device shows where the copies would go."""
     meta_pipe = load_dimoo(dimoo_checkpoint, dtype=torch.float32)

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from lab.kit.live_bytes import LiveBytes
 from ladr_core import sample
 from ladr_core.dimoo import CacheSchedule, DiMOOPipeline, MLCacheConfig, PackedRows
+from tests.kit.live_bytes import LiveBytes
 
 PROMPTS = ["a red circle left of a blue square", "green"]
 

@@ -12,8 +12,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core.dimoo import CheckpointError, load_checkpoint
+from tests.kit.tiny_checkpoint import MARKER
 
 
 @pytest.fixture

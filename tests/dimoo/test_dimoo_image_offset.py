@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 from ladr_core.dimoo import CheckpointError, ConfigError, DiMOOIds, load_checkpoint
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 OFFICIAL_WIDTH = 126356 + 8192  # official image utilities' offset + the 8192-code VQ
 

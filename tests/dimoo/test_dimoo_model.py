@@ -125,7 +125,7 @@ def test_inference_mlp_keeps_two_hidden_buffers_alive_and_the_same_numbers() -> 
     """Under no_grad the gate product runs in place: at the MLP's peak two [M, hidden] buffers
     are alive (gate and up), not three (+ their product); the output is bit-identical to the
     autograd path's."""
-    from lab.kit.live_bytes import LiveBytes
+    from tests.kit.live_bytes import LiveBytes
 
     hidden, m = 1024, 64
     model = _model(mlp_hidden_size=hidden)

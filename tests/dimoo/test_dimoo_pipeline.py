@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import ladr_core
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core.dimoo import DiMOOPipeline, GenerationResult, MLCacheConfig
+from tests.kit.tiny_checkpoint import MARKER
 
 
 def _gen(pipe: DiMOOPipeline, **kw: object) -> GenerationResult:
@@ -78,8 +78,8 @@ def test_ml_cache_works_with_every_strategy(pipe: DiMOOPipeline, strategy: str) 
 def test_default_cfg_comes_from_config_json(tmp_path: Path) -> None:
     import json
 
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
     from ladr_core.dimoo import CheckpointError
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     plain = ladr_core.load_dimoo(folder, dtype=torch.float32)

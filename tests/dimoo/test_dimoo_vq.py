@@ -49,8 +49,8 @@ def test_decode_matches_official_decode_path(pipe: DiMOOPipeline) -> None:
 
 
 def test_a_batch_is_decoded_one_image_at_a_time(pipe: DiMOOPipeline) -> None:
-    """The decoder's float32 activations are one image's whatever the batch (issue 40 finding
-    3: the node, runs.py and the calibration decoded whole batches beside the resident
+    """The decoder's float32 activations are one image's whatever the batch (before,
+    the node, runs.py and the calibration decoded whole batches beside the resident
     transformer); image i equals its own decode exactly, and the whole batch at once within
     float rounding."""
     from ladr_core.dimoo.model.vq import decode_codes
@@ -105,7 +105,7 @@ def test_table_rows_are_decoded_uniform_patches(pipe: DiMOOPipeline) -> None:
 
 def test_the_shipped_table_moves_with_the_vq_and_stays_out_of_its_state_dict() -> None:
     """The nano checkpoint's fitted table is a buffer of the VQ: a host moving the VQ (here a
-    dtype change, as a device change would) moves the table with it (issue 40 finding 1: it
+    dtype change, as a device change would) moves the table with it (before, it
     stayed on the offload device while the VQ went to the GPU)."""
     from ladr_core import nano_model_path
     from ladr_core.dimoo.images import PREVIEW_BUFFER

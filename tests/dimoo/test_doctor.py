@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core.dimoo import load_checkpoint
 from ladr_core.doctor import CARD_TABLE_SOURCE, card_table, diagnose, main
+from tests.kit.tiny_checkpoint import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 

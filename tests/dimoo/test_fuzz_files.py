@@ -1,4 +1,4 @@
-"""Property-based fuzz of every file a checkpoint has (issue 44): each corruption ends in the
+"""Property-based fuzz of every file a checkpoint has: each corruption ends in the
 pack's CheckpointError with a message naming the file, or loads and runs (where the corruption
 cannot be told apart from real weights, e.g. changed quantized bytes).
 

@@ -1,5 +1,5 @@
 """The working-memory estimates (model/memory.py) against what a run really allocates, counted by
-lab/kit/live_bytes.py on the shipped nano checkpoint: never below the measured peak, at most
+tests/kit/live_bytes.py on the shipped nano checkpoint: never below the measured peak, at most
 1.5 x above it; and the rows they are computed from are the rows the denoiser builds."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.kit.live_bytes import LiveBytes
 from ladr_core import nano_mmu_model_path, nano_model_path, sample
 from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo, understand
 from ladr_core.dimoo.model.memory import decode_memory, working_memory
+from tests.kit.live_bytes import LiveBytes
 
 PROMPTS = ["a red circle left of a blue square", "green",
            "a small yellow triangle above a big blue circle"]

@@ -71,17 +71,3 @@ def test_load_dimoo_generates_at_the_native_size(pipe):
     assert res.images.shape == (1, side, side, 3) and res.tokens.shape == (1, (side // pipe.vq_factor) ** 2)
     again = pipe.generate("a red circle", steps=8, strategy="ladr", seed=3)
     assert torch.equal(res.tokens, again.tokens)
-
-
-def test_shipped_model_draws_what_validation_prompts_ask(pipe):
-    """The shipped weights really learned the task: the baseline sampler at the model's own
-    guidance scale passes most of a fixed set of validation prompts (the first nano model, which
-    painted shapes but ignored the prompt, passed about one in six; a broken or shuffled
-    checkpoint passes none). LADR's quality on nano is the benchmark's business, not a test's."""
-    from lab.nano.evaluator import score_images
-    from lab.nano.scenes import caption_for, validation_specs
-
-    specs = validation_specs(12, seed=11)
-    res = pipe.generate([caption_for(s) for s in specs], steps=32, strategy="baseline", seed=0)
-    scored = score_images(specs, res.images.numpy())
-    assert scored["score_overall"] >= 0.5, scored

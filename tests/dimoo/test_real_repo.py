@@ -1,4 +1,4 @@
-"""Issue 52: a folder laid out like the real Alpha-VLLM/Lumina-DiMOO download (lab/kit/real_repo),
+"""A folder laid out like the real Alpha-VLLM/Lumina-DiMOO download (tests/kit/real_repo),
 each unknown varied: every variant loads and generates, or is refused with one message naming
 the file and the fix, with nothing half-loaded left in memory."""
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.kit import real_repo
-from lab.kit.real_repo import Variant, copy_repo, write_repo, write_tokenizer, write_vq
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core.dimoo import CheckpointError, load_checkpoint, load_dimoo
 from ladr_core.doctor import diagnose
+from tests.kit import real_repo
+from tests.kit.real_repo import Variant, copy_repo, write_repo, write_tokenizer, write_vq
+from tests.kit.tiny_checkpoint import MARKER
 
 WIDTHS = (126356 + 8192, 134656)
 

@@ -26,9 +26,9 @@ import torch
 from safetensors.torch import load_file, save_file
 
 import ladr_core
-from lab.kit.tiny_checkpoint import MARKER
 from ladr_core import LADRPolicy, MLCacheConfig, ProphetPolicy, sample
 from ladr_core.dimoo import CheckpointError
+from tests.kit.tiny_checkpoint import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -336,21 +336,4 @@ def test_model_folder_python_files_are_never_imported(dimoo_checkpoint: Path,
     assert not (folder / MARKER).exists()
 
 
-# ---- 100 consecutive generations: no leak -----------------------------------------------------
-
-
-@pytest.mark.slow
-def test_100_generations_leak_no_tensors_and_no_memory(dimoo_checkpoint: Path,
-                                                       tmp_path: Path) -> None:
-    """lab/benchmarks/soak.py on the tiny fixture: every strategy, with and without ML-Cache, every
-    10th run interrupted. Live tensors are counted exactly (gc); RSS only needs to stay flat
-    within allocator noise (a leaked tensor per run shows up in the exact count first)."""
-    out = subprocess.run(
-        [sys.executable, "-m", "lab.benchmarks.soak", "--model", str(dimoo_checkpoint), "--gens",
-         "100", "--warmup", "6", "--steps", "4", "--out", str(tmp_path)],
-        cwd=ROOT, capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr
-    doc = json.loads((tmp_path / "soak.json").read_text())
-    assert doc["gens"] == 100 and len(doc["rss"]) == 100
-    assert doc["live_tensors_min"] == doc["live_tensors_max"], doc["live_tensors"]
-    assert doc["rss_growth_median"] < 16 * 2**20, doc["rss"]
+# 100 consecutive generations without a leak: the soak benchmark, lab/tests/bench/test_soak.py.

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.tiny_checkpoint import tiny_vocab
 from ladr_core import InputError
 from ladr_core.assets import nano_model_path
 from ladr_core.dimoo import (
@@ -19,6 +18,7 @@ from ladr_core.dimoo import (
     understanding_text,
 )
 from ladr_core.dimoo.understand import UNDERSTAND_CONTEXT
+from tests.kit.tiny_checkpoint import tiny_vocab
 
 IMAGE = torch.rand(1, 32, 32, 3, generator=torch.Generator().manual_seed(0))
 

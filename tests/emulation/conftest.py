@@ -1,4 +1,4 @@
-"""Fixtures of the CUDA-emulation tests (lab/kit/cuda_emu): the emulated device for one test,
+"""Fixtures of the CUDA-emulation tests (tests/kit/cuda_emu): the emulated device for one test,
 and a run helper that gives the same call's CPU result beside it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from lab.kit.cuda_emu import EmulationState, GuardBuildError, emulated_cuda
+from tests.kit.cuda_emu import EmulationState, GuardBuildError, emulated_cuda
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Graph-capture rules (lab/kit/cuda_emu/capture.py): what CUDA refuses while a graph is being
+"""Graph-capture rules (tests/kit/cuda_emu/capture.py): what CUDA refuses while a graph is being
 captured is refused here, named with its file and line; a replay that would read an input freed
 since the capture is caught; what torch allows (device allocations) is allowed."""
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 import torch
 
-from lab.kit.cuda_emu import CudaEmulationError, emulated_cuda
+from tests.kit.cuda_emu import CudaEmulationError, emulated_cuda
 
 HERE = "tests/emulation/test_capture_rules.py"
 

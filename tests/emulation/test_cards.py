@@ -1,4 +1,4 @@
-"""Cards as profiles (lab/kit/cuda_emu/cards.py): torch.cuda answers as the named card, memory
+"""Cards as profiles (tests/kit/cuda_emu/cards.py): torch.cuda answers as the named card, memory
 runs out where the card's does with CUDA's own error, and the caching allocator's rounding,
 splitting and retry-after-emptying decide which layouts fit (memory.py, oom.py)."""
 
@@ -9,9 +9,9 @@ import inspect
 import pytest
 import torch
 
-from lab.kit.cuda_emu import CARDS, UnknownCardError, card, emulated_cuda
-from lab.kit.cuda_emu.memory import SMALL_SEGMENT, Allocator, segment_size
-from lab.kit.cuda_emu.oom import format_size
+from tests.kit.cuda_emu import CARDS, UnknownCardError, card, emulated_cuda
+from tests.kit.cuda_emu.memory import SMALL_SEGMENT, Allocator, segment_size
+from tests.kit.cuda_emu.oom import format_size
 
 MIB, GIB = 2 ** 20, 2 ** 30
 HERE = "tests/emulation/test_cards.py"

@@ -1,11 +1,11 @@
-"""``python -m lab.kit.cuda_emu``: one job on the emulated device, its summary, and one message
+"""``python -m tests.kit.cuda_emu``: one job on the emulated device, its summary, and one message
 for each bad input naming the choices."""
 
 from __future__ import annotations
 
 import pytest
 
-from lab.kit.cuda_emu.__main__ import LAYOUTS, main, run
+from tests.kit.cuda_emu.__main__ import LAYOUTS, main, run
 
 
 def test_a_run_reports_the_loop_reads_and_no_violation(capsys) -> None:

@@ -1,4 +1,4 @@
-"""The CUDA emulation itself (lab/kit/cuda_emu): it computes what the CPU computes, and it fails,
+"""The CUDA emulation itself (tests/kit/cuda_emu): it computes what the CPU computes, and it fails,
 naming the file and line, exactly where a GPU run would fail or break the sampler's contract."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import inspect
 import pytest
 import torch
 
-from lab.kit.cuda_emu import CudaEmulationError, EmuTensor, emulated_cuda
-from lab.kit.cuda_emu.memory import Allocator, round_size
-from lab.kit.fakes import varied_denoiser
-from lab.kit.syncs import sampler_reads
 from ladr_core import sample
+from tests.kit.cuda_emu import CudaEmulationError, EmuTensor, emulated_cuda
+from tests.kit.cuda_emu.memory import Allocator, round_size
+from tests.kit.fakes import varied_denoiser
+from tests.kit.syncs import sampler_reads
 
 HERE = "tests/emulation/test_cuda_emu.py"
 
@@ -117,7 +117,7 @@ def test_a_cpu_generator_for_device_tensors_is_refused() -> None:
 
 
 def test_the_step_graph_is_captured_and_replayed_with_the_eager_tokens(emu, monkeypatch) -> None:
-    from lab.kit.cuda_emu.torch_cuda import EmuGraph
+    from tests.kit.cuda_emu.torch_cuda import EmuGraph
 
     replays: list[int] = []
     real = EmuGraph.replay

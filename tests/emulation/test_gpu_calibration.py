@@ -1,4 +1,4 @@
-"""The calibration on the emulated CUDA device (lab/kit/cuda_emu): its timing probe (one
+"""The calibration on the emulated CUDA device (tests/kit/cuda_emu): its timing probe (one
 denoiser call on the device, synchronised before the clock is read) and a short run of the
 reference and one LADR candidate, each self-scored, with the CPU's recommendation and scores
 and no violation."""

@@ -1,6 +1,6 @@
 """Every weight layout on the emulated CUDA device: ``python -m ladr_core.dimoo.save --device
 cuda`` for every format of save.FORMATS writes the files ``--device cpu`` writes, and the saved
-checkpoint loads on the device and generates with no violation (lab/kit/cuda_emu), with the
+checkpoint loads on the device and generates with no violation (tests/kit/cuda_emu), with the
 CPU's tokens wherever the layer's arithmetic does not depend on the device.
 
 Where it does, tokens are not compared: ComfyUI's fp8 format calibrates its input scales in the
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.kit.cuda_emu import emulated_cuda
 from ladr_core.dimoo import load_dimoo, save
+from tests.kit.cuda_emu import emulated_cuda
 
 DEVICE_ARITHMETIC = {f for f in save.FORMATS if f.startswith("comfy_fp8")}
 KW = dict(width=32, height=32, steps=6, seed=1, strategy="ladr")

@@ -1,4 +1,4 @@
-"""The GPU code paths, run end to end on the emulated CUDA device (lab/kit/cuda_emu): every
+"""The GPU code paths, run end to end on the emulated CUDA device (tests/kit/cuda_emu): every
 registered strategy for text to image, painting and editing, both ML-Cache presets, a rolling
 batch, block streaming and the self-score, each giving the CPU run's tokens (float32, same seed)
 with no violation: no host tensor meets a device tensor, no host read or blocking host-to-device
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.kit.syncs import sampler_reads
 from ladr_core import resolve_strategy, strategy_names
 from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo
+from tests.kit.syncs import sampler_reads
 
 PROMPT = "a red circle"
 STRATEGIES = strategy_names()

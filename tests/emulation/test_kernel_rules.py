@@ -1,4 +1,4 @@
-"""Kernels as the card would take them (lab/kit/cuda_emu/rules.py, attention.py): ``_scaled_mm``
+"""Kernels as the card would take them (tests/kit/cuda_emu/rules.py, attention.py): ``_scaled_mm``
 and ``_int_mm`` refused with torch's message where the card's kernel refuses, the attention
 backend torch would pick, fallbacks reported with their site, each weight layout's fast path
 engaged on the cards that have it, and a card without bf16 given a working dtype."""
@@ -13,11 +13,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lab.kit.cuda_emu import CARDS, CudaEmulationError, emulated_cuda
-from lab.kit.cuda_emu.attention import choose
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
 from ladr_core.dimoo import load_dimoo, save
 from nodes.host import pick_dtype
+from tests.kit.cuda_emu import CARDS, CudaEmulationError, emulated_cuda
+from tests.kit.cuda_emu.attention import choose
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 E4, E5 = torch.float8_e4m3fn, torch.float8_e5m2
 HERE = "tests/emulation/test_kernel_rules.py"

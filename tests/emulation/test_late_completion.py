@@ -1,4 +1,4 @@
-"""Out-of-order completion (``emulated_cuda(completion="late")``, lab/kit/cuda_emu/ordering.py):
+"""Out-of-order completion (``emulated_cuda(completion="late")``, tests/kit/cuda_emu/ordering.py):
 an asynchronous copy lands only when a wait demands it. Block streaming and the ML-Cache still
 give the CPU's tokens; a copy used on another stream before its wait is named, or, when
 violations are only recorded, gives wrong tokens; a pinned host buffer holds its values only
@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from lab.kit.cuda_emu import CudaEmulationError, emulated_cuda
 from ladr_core.dimoo import MLCacheConfig, load_dimoo
 from ladr_core.dimoo.model import offload
+from tests.kit.cuda_emu import CudaEmulationError, emulated_cuda
 
 KW = dict(width=32, height=32, steps=8, seed=7, strategy="ladr")
 

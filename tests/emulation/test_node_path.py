@@ -1,9 +1,9 @@
 """The node path on the emulated CUDA device with a host that moves the models the way ComfyUI
-does (lab/kit/cuda_emu/comfy_host.py): Load DiMOO Model builds the pipeline on the offload device
+does (tests/kit/cuda_emu/comfy_host.py): Load DiMOO Model builds the pipeline on the offload device
 (CPU), the sampler and decode nodes ask the host to load it, the host loads it whole or partly
 (blocks past a VRAM budget stay on the CPU and are copied over at use) and offloads it between
 runs. Every run gives the CPU's tokens, with the step previews and masks of every step sent, and
-no violation (lab/kit/cuda_emu)."""
+no violation (tests/kit/cuda_emu)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 import torch
 from support.nodes import SAMPLER_DEFAULTS
 
-from lab.kit.cuda_emu.comfy_host import ModelManagement
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.loader import NANO, LoadDiMOOModel
 from nodes.sampler_legacy import LegacyDiMOOSampler
+from tests.kit.cuda_emu.comfy_host import ModelManagement
 
 RUN = {**SAMPLER_DEFAULTS, "batch_size": 2, "steps": 8}
 

@@ -1,4 +1,4 @@
-"""The emulation catches the GPU defects issue 40 found by reading the code: each fix is put
+"""The emulation catches the GPU defects a reading of the code found: each fix is put
 back into a scratch copy of the repository (the code as it was, as a text patch), a run of the
 path it breaks goes through the emulated CUDA device in a fresh process, and the run must fail
 with the emulation's message naming the patched file and line.
@@ -11,7 +11,7 @@ with the emulation's message naming the patched file and line.
 10. the prompt's padded ids and mask copied to the device for nothing (denoiser.py): two
    blocking copies per run, beyond the one a run may add to the sampler's reads.
 
-Issue 52's (the answer loop, lab/benchmarks/answer_memory.py for memory):
+The answer loop's (memory ones: lab/tests/emulation/test_put_back_memory.py):
 
 1. every answer of a batch in one pass (answering.py): 64 captions on a 24 GiB card pass the
    memory the estimator grants for the answers in flight;
@@ -58,8 +58,8 @@ class PutBack:
 LOAD = """
 import torch
 from ladr_core.dimoo import load_dimoo, MLCacheConfig
-from lab.kit.cuda_emu import emulated_cuda
-from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+from tests.kit.cuda_emu import emulated_cuda
+from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 import tempfile, pathlib
 folder = write_tiny_checkpoint(pathlib.Path(tempfile.mkdtemp()) / "ck")
 """
@@ -88,7 +88,7 @@ with emulated_cuda() as emu:
 K_QUANT_RUN = """
 import torch
 from ladr_core.dimoo.weights import ggml
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu import emulated_cuda
 with emulated_cuda():
     w = torch.randn(4, 512, generator=torch.Generator().manual_seed(0)).cuda()
     for name in ("Q5_K", "Q6_K"):
@@ -135,10 +135,6 @@ with emulated_cuda(raise_on_violation=False) as emu:
     res = pipe.understand(images, "a red circle", rule="official+stop", max_batch=2, **kw)
     assert res.nfe[0] < 6 == res.nfe[1], res.nfe  # item 0 ended mid-block, item 1 did not
 """ + REFUSED
-MEMORY_RUN = """
-from lab.benchmarks.answer_memory import main
-raise SystemExit(main({args}))
-"""
 
 CASES = [
     PutBack(1, "ladr_core/dimoo/images.py", PREVIEW_FIXED + '''
@@ -182,21 +178,11 @@ with emulated_cuda():
             "keep = rank < torch.tensor(counts, device=masked.device)[:, None]", MIXED_COUNTS_RUN),
 ]
 
-MEMORY_CASES = [
-    PutBack(1, "ladr_core/dimoo/tasks/answering.py",
-            "while active := [i for i, it in enumerate(items) if not it.done][:most]:",
-            "while active := [i for i, it in enumerate(items) if not it.done]:",
-            MEMORY_RUN.format(args=["--images", "64"])),
-    PutBack(2, "ladr_core/dimoo/model/transformer.py",
-            "logits = _chunked_head(select, x, rows, bias, self.config.n_embeddings)",
-            "logits = F.linear(x, select(rows, x.device, x.dtype), bias)",
-            MEMORY_RUN.format(args=["--layout", "q4_k_m", "--layers", "1", "--images", "1"])),
-]
-
-
-def scratch_copy(tmp: Path, case: PutBack) -> Path:
+def scratch_copy(tmp: Path, case: PutBack, parts: tuple[str, ...] = ("ladr_core", "tests/kit")
+                 ) -> Path:
+    """The product's code and the tests' kit copied (and ``parts``), with the defect put back."""
     root = tmp / "repo"
-    for part in ("ladr_core", "lab"):
+    for part in parts:
         shutil.copytree(REPO / part, root / part, ignore=shutil.ignore_patterns("__pycache__"))
     path = root / case.file
     text = path.read_text()
@@ -224,21 +210,8 @@ def test_a_finding_put_back_is_caught_and_named(case: PutBack, tmp_path: Path) -
     assert f"{case.where(root)} (" in tail, tail
 
 
-@pytest.mark.parametrize("case", MEMORY_CASES, ids=lambda c: f"finding{c.finding}-memory")
-def test_a_memory_finding_put_back_passes_the_grant(case: PutBack, tmp_path: Path) -> None:
-    """Issue 52's findings 1 and 2 put back: the answer loop's pass peaks past the memory the
-    estimator grants (lab/benchmarks/answer_memory.py says where it peaked)."""
-    root = scratch_copy(tmp_path, case)
-    done = run(root, case.scenario)
-    assert done.returncode == 1, done.stderr[-3000:]
-    tail = done.stderr.strip().splitlines()[-1]
-    assert tail.startswith("[cuda-emulation:memory]") and "ladr_core/dimoo/" in tail, tail
-
-
-@pytest.mark.parametrize("scenario", [PREVIEW_RUN, BUDGET_RUN, ANSWER_RUN, MIXED_COUNTS_RUN,
-                                      *(c.scenario for c in MEMORY_CASES)],
-                         ids=["preview", "budget", "answer", "mixed-counts", "memory-in-flight",
-                              "memory-head"])
+@pytest.mark.parametrize("scenario", [PREVIEW_RUN, BUDGET_RUN, ANSWER_RUN, MIXED_COUNTS_RUN],
+                         ids=["preview", "budget", "answer", "mixed-counts"])
 def test_the_scenarios_pass_on_the_fixed_code(scenario: str) -> None:
     """Without a put-back the same runs end cleanly: the failures above are the defects'."""
     done = run(REPO, scenario)

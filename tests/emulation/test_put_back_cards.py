@@ -1,5 +1,5 @@
-"""The card rules of issue 53 catch defects put back into a scratch copy of the repository (as
-test_put_back.py does for issue 40's findings), each named with its file and line:
+"""The card rules (tests/kit/cuda_emu/cards.py) catch defects put back into a scratch copy of the repository (as
+test_put_back.py does for the device findings), each named with its file and line:
 
 1. memory at a card's size: DiMOO VQ Decode's decoder taking the whole batch at once instead
    of one image at a time runs out of an 8 GB card at 1024 px (torch.OutOfMemoryError with
@@ -29,8 +29,8 @@ from test_put_back import LOAD, PutBack, run, scratch_copy
 VQ_RUN = """
 import torch
 from diffusers import VQModel
-from lab.benchmarks.gpu_estimate.vqdecode import VQ_CONFIG
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.vq_8b import VQ_CONFIG
+from tests.kit.cuda_emu import emulated_cuda
 from ladr_core.dimoo.model.vq import decode_codes
 with emulated_cuda(card="rtx2080", storage="meta"):  # 8 GB; shapes only
     with torch.device("meta"):

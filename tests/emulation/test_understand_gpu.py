@@ -1,4 +1,4 @@
-"""``pipe.understand`` on the emulated CUDA device (lab/kit/cuda_emu): every answer rule gives the
+"""``pipe.understand`` on the emulated CUDA device (tests/kit/cuda_emu): every answer rule gives the
 CPU run's answer tokens and forwards (float32, same seed, temperature 0 and 1), with no host
 tensor meeting a device tensor, no blocking host-to-device copy and no host read in the answer
 loop beyond its documented ones (the emulation refuses them there, as in the sampler's loop). The one thing the emulation
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from lab.kit.cuda_emu import emulated_cuda
 from ladr_core.dimoo import DiMOOPipeline, answer_rule_names, load_dimoo
+from tests.kit.cuda_emu import emulated_cuda
 
 QUESTIONS = ["a red circle", "the square left of the circle"]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.kit import comfy_stand_in
+from tests.kit import comfy_stand_in
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")

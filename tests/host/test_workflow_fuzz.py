@@ -1,5 +1,5 @@
-"""Shared workflows with damaged widget values, queued on a real ComfyUI 0.33 server (issue 44;
-skipped without COMFYUI_PATH).
+"""Shared workflows with damaged widget values, queued on a real ComfyUI 0.33 server
+(skipped without COMFYUI_PATH).
 
 A workflow from a forum can carry anything in any widget. Every widget (INT, FLOAT, STRING,
 BOOLEAN, COMBO, read from the live /object_info) of every node of this pack, in the first
@@ -370,7 +370,7 @@ def one_message_on(body: dict, at: Target) -> str | None:
 
 
 def test_every_numeric_widget_out_of_range_is_one_message_on_that_input(server) -> None:
-    """Issue 55: every INT / FLOAT widget of every node (from the live /object_info) set just
+    """Every INT / FLOAT widget of every node (from the live /object_info) set just
     past its min or max through the API is refused at validation with ONE message, on that
     input alone, saying the bound (a prompt whose other outputs are fine is accepted with that
     node's errors, and what it queued is stopped)."""

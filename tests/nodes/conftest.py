@@ -24,7 +24,7 @@ def three_candidates(monkeypatch) -> None:
 @pytest.fixture
 def model(tmp_path) -> DiMOOModel:
     """A DiMOOModel over the tiny random checkpoint in tmp_path (the LADR Calibrate tests)."""
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""Load DiMOO Model and the folder layouts of issue 52: a checkpoint placed straight into
+"""Load DiMOO Model and the folder layouts of the real download (tests/kit/real_repo.py): a checkpoint placed straight into
 models/lumina_dimoo/ is listed and loads; a refused folder's error carries the doctor's report
 (python -m ladr_core.doctor), the same text."""
 

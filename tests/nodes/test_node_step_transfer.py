@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from lab.kit.fakes import TablePipe, fake_record
-from lab.kit.syncs import SyncCounter
 from nodes import events, host
 from nodes.run import make_callback
+from tests.kit.fakes import TablePipe, fake_record
+from tests.kit.syncs import SyncCounter
 
 
 def _pipe(k: int = 64) -> TablePipe:

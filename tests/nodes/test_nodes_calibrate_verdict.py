@@ -1,4 +1,4 @@
-"""Issue 45 through the LADR Calibrate node: its policy, its report text and the saved JSON say the
+"""The spread floor through the LADR Calibrate node: its policy, its report text and the saved JSON say the
 same thing, and a calibration saved by the rule before the spread floor (a cheaper setting
 "shown within the margin" on a few prompts) is not handed to the sampler as it was."""
 

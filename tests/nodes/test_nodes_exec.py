@@ -296,7 +296,7 @@ def test_sampler_returns_its_run_map_as_ui_output_that_a_cached_run_sends_again(
 
 
 def test_stats_line_counts_read_right_in_the_singular() -> None:
-    """Issue 55: "1 pass" and "1 step", never "1 passes"; a T from a preset says so."""
+    """The stats line says "1 pass" and "1 step", never "1 passes"; a T from a preset says so."""
     from nodes.run_stats import stats_text
 
     one = {"strategy": "ladr", "steps": 1, "nfe": 1, "nfe_per_image": 1.0, "seconds": 0.5,

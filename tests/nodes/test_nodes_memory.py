@@ -1,4 +1,4 @@
-"""What the nodes ask ComfyUI to keep free beside the weights (issue 40 finding 3: the sampler
+"""What the nodes ask ComfyUI to keep free beside the weights (before, the sampler
 asked for 0 bytes, so all the weights loaded and left no room for the run): the pipeline's
 estimate for the job (ladr_core/dimoo/model/memory.py), and one image's decode for VQ Decode."""
 

@@ -29,7 +29,7 @@ ENTRY = r"""
 import importlib.util, sys, asyncio
 if importlib.util.find_spec("comfy_api") is None:  # no ComfyUI here: the tests' stand-in
     sys.path.insert(0, sys.argv[1])
-    from lab.kit import comfy_stand_in
+    from tests.kit import comfy_stand_in
     comfy_stand_in.install()
 spec = importlib.util.spec_from_file_location("ComfyUI_LADR", sys.argv[1] + "/__init__.py")
 mod = importlib.util.module_from_spec(spec)

@@ -185,11 +185,11 @@ def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -
 
     loads: list[bool] = []
     monkeypatch.setattr(host, "load_to_device", lambda *a, **k: loads.append(True))
-    from lab.nano import scenes
+    from tests.kit.run_graph import load_image
 
-    spec = scenes.Spec("position", (("circle", "red"), ("square", "blue")), "left of")
-    pictures = [scenes.render(scenes.layout_scene(spec, np.random.default_rng(k))) for k in (0, 1)]
-    image = torch.from_numpy(np.stack(pictures)).float() / 255  # nano's kind of picture
+    pictures = [load_image(name)[0] for name in ("ladr_caption_scene.png",
+                                                 "ladr_inpaint_circle_square.png")]
+    image = torch.cat(pictures)  # nano's kind of picture: two shipped 48 px inputs
     (tokens,) = DiMOOVQEncode.execute(model=fake_model, image=image, fit="exact").args
     assert torch.equal(tokens.tokens, fake_model.pipe.encode_image(image))
     assert tokens.grid == (12, 12) and tokens.paint is None and len(loads) == 1

@@ -3,7 +3,7 @@ examples as each version shipped them) still match every node's schema: the same
 input names, widget values in range, and each API workflow the conversion of its UI twin. The
 nano ones saved by 3e0f2f1 (the last version whose DiMOO Sampler took its rule and canvas as
 widgets) sample the tokens they sampled then (tokens.json, recorded by that version in this
-process on CPU, lab/workflows/run_graph.py). Queuing them in a real ComfyUI is tests/host/test_comfyui_saved_workflows.py;
+process on CPU, tests/kit/run_graph.py). Queuing them in a real ComfyUI is tests/host/test_comfyui_saved_workflows.py;
 loading one in the real frontend is tests/web/test_web_frontend_views.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from support import ROOT
 from support.workflows import UI_ONLY, WIDGETS, check_ui_workflow, check_value, schemas, ui_to_api
 
-from lab.workflows.run_graph import run_samplers
+from tests.kit.run_graph import run_samplers
 
 pytestmark = pytest.mark.usefixtures("real_model_installed")
 SAVED = ROOT / "tests" / "saved_workflows"

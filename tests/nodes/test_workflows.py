@@ -11,15 +11,12 @@ test re-checks the same files against a live server's /object_info.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from support.workflows import UI_ONLY, WIDGETS, check_ui_workflow, check_value, schemas, ui_to_api
 
-from lab.workflows import queue_prompts
-from lab.workflows.template_extras import TEMPLATE_FILES, VIEW_METHOD
+from tests.kit.templates import TEMPLATE_FILES, VIEW_METHOD
 
 ROOT = Path(__file__).resolve().parents[2]
 UI = sorted((ROOT / "example_workflows").glob("*.json"))
@@ -119,24 +116,3 @@ def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
         if node["class_type"] == "LADR_Canvas":
             i = node["inputs"]
             assert CanvasNode.execute(i["width"], i["height"], i["batch_size"]).args
-
-
-def test_workflow_files_are_up_to_date_with_the_builder() -> None:
-    out = subprocess.run([sys.executable, "-m", "lab.workflows.build_examples",
-                          "--check"], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stdout + out.stderr
-
-
-def test_queue_script_puts_each_prompt_and_seed_into_the_samplers() -> None:
-    wf = json.loads((ROOT / "example_workflows" / "api" / "ladr_vs_baseline_side_by_side.json").read_text())
-    batch = queue_prompts.jobs(wf, ["a cat", "a dog"], seed=10)
-    assert len(batch) == 2
-    samplers = [k for k, v in wf.items() if v["class_type"] in queue_prompts.SAMPLERS]
-    assert len(samplers) == 2
-    for i, (job, text) in enumerate(zip(batch, ["a cat", "a dog"], strict=True)):
-        for k in samplers:
-            assert job[k]["inputs"]["prompt"] == text and job[k]["inputs"]["seed"] == 10 + i
-    assert wf[samplers[0]]["inputs"]["prompt"] != "a cat"  # the template is not mutated
-    assert queue_prompts.jobs(wf, [], None) == [wf]
-    with pytest.raises(ValueError, match="no DiMOO Sampler node"):
-        queue_prompts.jobs({"1": {"class_type": "SaveImage", "inputs": {}}}, ["x"], None)

@@ -1,7 +1,7 @@
 """What the tests share: the official loops transcribed once (official.py, official_i2i.py),
 fake denoisers (fakes.py), the strict stand-in for ComfyUI's V3 API (comfy_stand_in.py), a
 ComfyUI-Distributed cluster (comfy_cluster.py) and small helpers. The host-sync counter the
-tests and the benchmarks share is lab.kit.syncs; fixtures live in tests/conftest.py.
+tests and the benchmarks share is tests.kit.syncs; fixtures live in tests/conftest.py.
 """
 
 from __future__ import annotations

@@ -112,7 +112,7 @@ def started_server(base: Path):
     in an extra model folder; yields (port, base) and stops the server on exit."""
     (base / "custom_nodes").mkdir()
     (base / "custom_nodes" / "ComfyUI-LADR").symlink_to(ROOT)
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
     yaml = base / "extra_model_paths.yaml"

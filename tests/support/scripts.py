@@ -1,4 +1,5 @@
-"""Running the benchmark scripts as programs (the tests never import lab/)."""
+"""Running scripts as programs: the lab's tests run its benchmark scripts this way (the
+product's tests never import lab/)."""
 
 from __future__ import annotations
 

@@ -32,9 +32,9 @@ from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY, http
 
-from lab.workflows.template_extras import TEMPLATE_FILES
 from ladr_core.dimoo import token_mask
 from nodes import node_classes
+from tests.kit.templates import TEMPLATE_FILES
 
 INPUTS = ROOT / "example_workflows" / "inputs"
 UI = ROOT / "example_workflows"

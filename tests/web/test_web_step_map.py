@@ -1,6 +1,6 @@
 """The step map outlives the page's state, in the REAL ComfyUI frontend (headless Chromium,
 1600 x 1000), driven by tests/web/step_map_views.mjs against a real server with the pack
-(issue 55): after the nano text-to-image template runs, its sampler's step map shows the
+(lab/workflows/build_examples.py): after the nano text-to-image template runs, its sampler's step map shows the
 finished run and the node its last preview; both are still there after switching to another workflow tab and back, after a
 page reload, and after the same prompt queued again, which ComfyUI serves from its cache (then
 it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is one
@@ -25,7 +25,7 @@ from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY
 
-from lab.workflows.template_extras import TEMPLATE_FILES
+from tests.kit.templates import TEMPLATE_FILES
 
 pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
@@ -101,7 +101,7 @@ def test_a_size_off_every_grid_is_one_error_on_its_input(views) -> None:
 
 
 def test_every_template_opens_whole_with_text_that_reads(views) -> None:
-    """Issue 55: the image to image template opened at 0.4 zoom, where the frontend switches
+    """Before, the image to image template opened at 0.4 zoom, where the frontend switches
     to its low-quality drawing (no text), then at 0.65 with only its left part in the window.
     Each template opened at its saved view in a 1600 x 1000 window: the frontend draws it in
     full quality, its widget text (the canvas's own font size x zoom) is at least READABLE_PX

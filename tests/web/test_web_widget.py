@@ -144,7 +144,7 @@ def test_final_frame_of_a_run_without_rescue_shows_its_decode_order(tmp_path) ->
 
 
 def test_a_restored_run_draws_its_final_frame_and_says_when_it_ran(tmp_path) -> None:
-    """Issue 55: the sampler's record of a finished run (its final event with the run's map,
+    """The sampler's record of a finished run (its final event with the run's map,
     events.RunMap) drawn after a tab switch / reload / cached run: the same cells as the live
     final frame, a line saying when it ran ("cached: " for a run served from ComfyUI's cache),
     and counts in the singular where they are 1."""

@@ -81,7 +81,7 @@ def test_workflow_opens_clear_of_the_floating_menu_and_the_sidebar(path: Path) -
     assert (left + ds["offset"][0]) * ds["scale"] >= SIDEBAR_RIGHT_PX, (ds, left)
 
 
-# The window a template must open inside (issue 55: 1600 x 1000), and the minimap the frontend
+# The window a template must open inside (1600 x 1000), and the minimap the frontend
 # floats over its bottom-right corner: 260 x 260 px from that corner (measured at x 1340 and
 # y 640 on in a 1600 x 900 window, frontend 1.49.6; at 1600 x 1000 on
 # tests/web/step_map_views.mjs's screenshots, open_<i>.png).
@@ -93,17 +93,9 @@ MINIMAP_TOP_LEFT_PX = (WINDOW_PX[0] - 260, WINDOW_PX[1] - 260)
 WIDGET_TEXT_PX, READABLE_PX = 12, 8
 
 
-def test_the_builder_opens_templates_in_this_window_at_a_readable_zoom() -> None:
-    from lab.workflows import build_examples as b
-
-    assert b.WINDOW == WINDOW_PX
-    assert b.WIDGET_TEXT_PX == WIDGET_TEXT_PX and b.READABLE_PX == READABLE_PX
-    assert WIDGET_TEXT_PX * b.READABLE_SCALE >= READABLE_PX
-
-
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
 def test_workflow_opens_at_a_zoom_whose_text_reads(path: Path) -> None:
-    """Issue 55: the image to image template opened at 0.4 zoom, where the frontend draws no
+    """Before, the image to image template opened at 0.4 zoom, where the frontend draws no
     text, then at 0.65 (7.8 px widget text); every template now opens where its widget text
     is at least READABLE_PX high."""
     scale = json.loads(path.read_text())["extra"]["ds"]["scale"]
@@ -112,7 +104,7 @@ def test_workflow_opens_at_a_zoom_whose_text_reads(path: Path) -> None:
 
 @pytest.mark.parametrize("path", UI, ids=lambda p: p.stem)
 def test_workflow_opens_with_every_node_in_sight(path: Path) -> None:
-    """Every node whole in the window at the saved view, none under the minimap (issue 55: at
+    """Every node whole in the window at the saved view, none under the minimap (before, at
     0.65 only the image to image template's left part was in a 1600 px window)."""
     data = json.loads(path.read_text())
     ds = data["extra"]["ds"]

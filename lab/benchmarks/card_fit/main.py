@@ -16,7 +16,7 @@ from typing import Any
 from lab.benchmarks.common import RESULTS_DIR, env_info, json_text
 from lab.benchmarks.gpu_check.speed import LAYOUTS as ALL_LAYOUTS
 from lab.benchmarks.gpu_estimate.choices import check, parse_list
-from lab.kit.cuda_emu import CARDS
+from tests.kit.cuda_emu import CARDS
 
 from .compare import compare
 
@@ -40,7 +40,7 @@ def sweep(cards: list[str], layouts: list[str], sizes: list[int]) -> dict[str, A
     env = env_info()
     doc: dict[str, Any] = {
         "benchmark": "card_fit", "env": env,
-        "device": f"emulated: lab/kit/cuda_emu card profiles, meta storage, on {env['processor']}",
+        "device": f"emulated: tests/kit/cuda_emu card profiles, meta storage, on {env['processor']}",
         "cards": {c: {"gb": CARDS[c].nominal_gb, "capability": list(CARDS[c].capability),
                       "context_bytes": CARDS[c].context_bytes, "bf16": CARDS[c].bf16}
                   for c in cards},

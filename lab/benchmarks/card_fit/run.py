@@ -1,5 +1,5 @@
 """One card, weight layout and size of the 8B model, run on the emulated card instead of
-estimated (lab/kit/cuda_emu cards.py: the card's capacity less its CUDA context, its cuBLAS
+estimated (tests/kit/cuda_emu cards.py: the card's capacity less its CUDA context, its cuBLAS
 workspace, its attention backends and kernel rules).
 
 The model is the 8B shape at full width and depth with shape-only weights (``storage="meta"``:
@@ -27,7 +27,7 @@ from lab.benchmarks.gpu_check.speed import build_layout
 from lab.benchmarks.gpu_estimate.kernels import fp8_probe_passes
 from lab.benchmarks.gpu_estimate.measure import measure_case, model_shape, settle
 from lab.benchmarks.gpu_estimate.vqdecode import VQ_CONFIG, _build
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu import emulated_cuda
 
 __all__ = ["fit_case"]
 
@@ -36,7 +36,7 @@ GIB = 2 ** 30
 
 def _decode(vq: Any, px: int) -> int:
     """One image decoded at ``px``; the decode's peak reserved bytes."""
-    from ladr_core.dimoo.model.vq import decode_codes
+    from ladr_core.dimoo import decode_codes
 
     factor = 2 ** (len(VQ_CONFIG["block_out_channels"]) - 1)
     grid = (px // factor, px // factor)

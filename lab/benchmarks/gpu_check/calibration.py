@@ -24,9 +24,14 @@ import torch
 
 from lab.benchmarks.common import RESULTS_DIR, sync_device
 from ladr_core import LADR, Baseline
-from ladr_core.calibrate.candidates import Candidate, default_candidates
-from ladr_core.calibrate.prompts import BUILTIN_PROMPTS
-from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE, Calibration, CalibrationConfig
+from ladr_core.calibrate import (
+    BUILTIN_PROMPTS,
+    CALIBRATION_SELF_SCORE,
+    Calibration,
+    CalibrationConfig,
+    Candidate,
+    default_candidates,
+)
 
 from .models import random_model, shaped_pipeline
 from .projection import projected_seconds

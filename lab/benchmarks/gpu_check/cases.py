@@ -5,7 +5,7 @@ float32 rounding). Same stored weights on both sides (a copy, byte for byte).
 The list is derived, not written out: every registered strategy by name and every LADR preset
 (``ladr_core.registry``), both ML-Cache presets, inpaint, outpaint, edit (a checkpoint that can
 edit), a rolling batch (2 of 4 in flight, against four single runs on the CPU), every weight
-format (``lab.kit.variants``, built from the checkpoint's own float32 weights on the CPU and
+format (``tests.kit.variants``, built from the checkpoint's own float32 weights on the CPU and
 copied), block streaming, ``pipe.compile()``. Painting and editing take their known codes from
 the palette stand-in for the VQ (models.py). One float32 path rounds differently on a GPU:
 ComfyUI fp8 through ``torch._scaled_mm``, whose fp8 tensor-core sums keep fewer bits than
@@ -29,7 +29,7 @@ __all__ = ["Case", "FORMATS", "PROMPT", "build_cases", "format_model"]
 
 PROMPT = "a red circle to the left of a blue square"
 EDIT = "make the circle green"
-#: the weight formats besides float (lab.kit.variants), each checked in float32 and in bf16
+#: the weight formats besides float (tests.kit.variants), each checked in float32 and in bf16
 FORMATS = ("fp8", "comfy_fp8", "int8", "q8_0", "q4_k_m")
 Run = Callable[[CodesPipeline], Any]
 
@@ -84,10 +84,10 @@ def _masks(size: tuple[int, int], factor: int) -> dict[str, torch.Tensor]:
 
 def format_model(ref: CodesPipeline, fmt: str, dtype: torch.dtype) -> Any:
     """The checkpoint's float32 weights in weight format ``fmt`` on the CPU, computed in
-    ``dtype`` (lab.kit.variants; quantized from float32, so both dtypes store the same
+    ``dtype`` (tests.kit.variants; quantized from float32, so both dtypes store the same
     bytes). ComfyUI fp8 multiplies fp8 inputs on every device (W8A8, as on a GPU with fp8
     matmuls), so the CPU and the GPU compute the same products."""
-    from lab.kit.variants import build_variant
+    from tests.kit.variants import build_variant
 
     model = build_variant(ref.config, "cpu", fmt, dtype, source=ref.transformer.state_dict())
     for module in model.modules():

@@ -1,9 +1,9 @@
 """Section a: correctness on the device against the CPU in float32 (cases.py, bounds.py), host
-syncs per step counted (lab.kit.syncs: CUDA's own count on a GPU, the dispatch-level counter
+syncs per step counted (tests.kit.syncs: CUDA's own count on a GPU, the dispatch-level counter
 elsewhere), the sampler alone under every strategy and preset, and tests/core/test_gpu.py.
 
 Checkpoints: DiMOO-nano (shipped) and the tests' tiny random checkpoint in the official layout
-(lab/kit/tiny_checkpoint.py, written without its VQ weights), both loaded model-only
+(tests/kit/tiny_checkpoint.py, written without its VQ weights), both loaded model-only
 (models.py). Tokens must be equal where float32 says they must (every case of cases.py: same
 stored weights, greedy, the two runs differ only by float32 rounding); where a format rounds
 they are bounded (bounds.py).
@@ -21,9 +21,9 @@ from typing import Any
 
 import torch
 
-from lab.kit.fakes import varied_denoiser
-from lab.kit.syncs import count_syncs, sampler_reads
 from ladr_core import nano_model_path, preset_names, resolve_strategy, sample, strategy_names
+from tests.kit.fakes import varied_denoiser
+from tests.kit.syncs import count_syncs, sampler_reads
 
 from .bounds import bf16_rows, self_score_row, trajectory_states
 from .cases import PROMPT, Case, build_cases
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def checkpoints(smoke: bool, tmp: Path) -> dict[str, Path | str]:
     """name -> folder (or why it does not run): nano, and the tiny checkpoint written to tmp."""
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     tiny = write_tiny_checkpoint(tmp / "tiny", vq=False)
     nano: Path | str = nano_model_path()
@@ -128,7 +128,7 @@ def gpu_tests(timeout: float) -> dict[str, Any]:
 def checkpoint_rows(name: str, folder: Path, device: torch.device, cap: int | None,
                     backend: str) -> dict[str, Any]:
     """Every case, the bf16 bounds and the self-score for one checkpoint."""
-    from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
+    from ladr_core.calibrate import CALIBRATION_SELF_SCORE
 
     ref = model_only(folder)
     dev = ref.with_transformer(to_device(ref.transformer, device))

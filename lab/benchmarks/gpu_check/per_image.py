@@ -22,7 +22,7 @@ import torch
 
 from lab.benchmarks.common import RESULTS_DIR, sync_device
 from ladr_core import Baseline, MLCacheConfig
-from ladr_core.calibrate.prompts import BUILTIN_PROMPTS
+from ladr_core.calibrate import BUILTIN_PROMPTS
 
 from .models import random_model, shaped_pipeline
 from .projection import projected_seconds

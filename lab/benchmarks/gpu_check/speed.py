@@ -4,7 +4,7 @@ cached call (the official ML-Cache: a call after one refresh, 10 % of the code s
 recomputed), eager for every weight layout and compiled (``pipe.compile()``, inductor) for
 bf16 (run after section d, in what the budget has left); peak memory per layout while sampling two steps at 1024 (weights included), and with a
 lean ML-Cache (a refresh every other call, four steps); the VQ decode at 1024 where the
-machine has diffusers. Layouts: bf16 and lab.kit.variants' (fp8 storage, blocks streamed from
+machine has diffusers. Layouts: bf16 and tests.kit.variants' (fp8 storage, blocks streamed from
 the CPU, ComfyUI fp8 / int8, GGUF Q8_0 / Q4_K_M), one at a time (the previous one released).
 """
 
@@ -40,7 +40,7 @@ LEAN = MLCacheConfig(warmup_ratio=0.0, refresh_interval=2)
 
 def prompt() -> str:
     """A prompt of the built-in calibration list (a real Lumina-DiMOO prompt's length)."""
-    from ladr_core.calibrate.prompts import BUILTIN_PROMPTS
+    from ladr_core.calibrate import BUILTIN_PROMPTS
 
     return BUILTIN_PROMPTS[0]
 
@@ -54,7 +54,7 @@ def shape(smoke: bool) -> tuple[LLaDAConfig, DiMOOIds, torch.dtype, tuple[int, i
 
 def build_layout(layout: str, config: LLaDAConfig, device: torch.device,
                  dtype: torch.dtype) -> Any:
-    """One layout of random weights (lab.kit.variants); bf16 and the streamed blocks are filled
+    """One layout of random weights (tests.kit.variants); bf16 and the streamed blocks are filled
     on the device (a CPU fills 16 GB slowly) and, for streaming, the blocks moved to the CPU."""
     if layout in ("bf16", "low_vram"):
         model = random_model(config, device, dtype)
@@ -62,7 +62,7 @@ def build_layout(layout: str, config: LLaDAConfig, device: torch.device,
             model.model.transformer.blocks.to("cpu")
             stream_blocks(model, device)
         return model
-    from lab.kit.variants import build_variant
+    from tests.kit.variants import build_variant
 
     return build_variant(config, device, layout, dtype)
 
@@ -90,7 +90,7 @@ def call_ms(pipe: Any, px: int, reps: int, cached: bool) -> dict[str, Any]:
 
 def peak_gib(pipe: Any, px: int, cache: MLCacheConfig | None) -> float:
     """Peak memory while sampling (2 steps; 4 with a cache): CUDA's allocator peak, weights
-    included; on a CPU the run's own allocations (lab.kit.live_bytes, weights excluded)."""
+    included; on a CPU the run's own allocations (tests.kit.live_bytes, weights excluded)."""
     steps = 4 if cache else 2
 
     def run() -> None:
@@ -98,7 +98,7 @@ def peak_gib(pipe: Any, px: int, cache: MLCacheConfig | None) -> float:
                       cache=cache, decode=False, max_batch=1)
 
     if pipe.device.type != "cuda":
-        from lab.kit.live_bytes import LiveBytes
+        from tests.kit.live_bytes import LiveBytes
 
         with LiveBytes() as mem:
             run()

@@ -28,7 +28,7 @@ def method(doc: dict[str, Any]) -> str:
         f"`lab/results/gpu_estimate.json` on commit {env['git_commit']}{dirty} (torch "
         f"{env['torch']}; device: {doc['device']}). gpu_check's measurements (Secs. 3-5) "
         "replace these figures once a GPU run is committed.\n\n"
-        "**Method.** The pack's own code runs on an emulated CUDA device (lab/kit/cuda_emu) "
+        "**Method.** The pack's own code runs on an emulated CUDA device (tests/kit/cuda_emu) "
         "whose tensors hold shapes only: the 8B shape (LLaDA-8B, models.SHAPE_8B) in each "
         "weight layout, built on the device by gpu_check's `build_layout` (nothing is "
         "materialised), gpu_check's prompt, and `pipe.generate(strategy=\"baseline\", "

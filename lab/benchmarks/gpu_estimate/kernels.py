@@ -1,4 +1,4 @@
-"""What a CUDA device runs where the emulation (lab/kit/cuda_emu) would run the CPU's choice.
+"""What a CUDA device runs where the emulation (tests/kit/cuda_emu) would run the CPU's choice.
 
 The emulation runs every aten op on its inner tensors, so an op that torch decomposes before
 dispatch follows the CPU's (or the meta device's) choice, not CUDA's. One such op matters for
@@ -75,7 +75,7 @@ def _flash_eligible(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 @contextlib.contextmanager
 def fp8_probe_passes() -> Iterator[None]:
-    from ladr_core.dimoo.weights import fp8
+    from ladr_core.dimoo import fp8
 
     saved = fp8.round_trip_problem
     fp8.round_trip_problem = lambda *_args: None  # type: ignore[assignment]

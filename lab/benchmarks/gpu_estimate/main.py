@@ -21,7 +21,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m lab.benchmarks.gpu_estimate",
         description="Peak device memory and FLOPs of the 8B model per weight layout, size, "
                     "batch and ML-Cache, from the pack's own code on an emulated CUDA device "
-                    "(lab/kit/cuda_emu, meta storage): no GPU, no weights.")
+                    "(tests/kit/cuda_emu, meta storage): no GPU, no weights.")
     p.add_argument("--json", type=Path, default=DEFAULT_JSON,
                    help="the estimate's JSON (default "
                         f"{DEFAULT_JSON.relative_to(RESULTS_DIR.parents[1])})")

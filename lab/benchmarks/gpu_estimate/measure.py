@@ -1,6 +1,6 @@
 """One layout's memory and FLOPs on the emulated CUDA device, through the pack's own code.
 
-Inside ``emulated_cuda(storage="meta")`` (lab/kit/cuda_emu: tensors that say cuda:0 and hold
+Inside ``emulated_cuda(storage="meta")`` (tests/kit/cuda_emu: tensors that say cuda:0 and hold
 shapes only, device memory counted by a model of PyTorch's caching allocator):
 
 1. a 32 MiB block stands for the cuBLAS workspace (the H100 run held it before any weight:
@@ -38,9 +38,9 @@ from torch.utils.flop_counter import FlopCounterMode
 from lab.benchmarks.common import REPO_ROOT
 from lab.benchmarks.gpu_check.models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, shaped_pipeline
 from lab.benchmarks.gpu_check.speed import LEAN, build_layout, prompt
-from lab.kit.cuda_emu.state import active
-from ladr_core import sampling
+from ladr_core import sampling  # reaches in: stops sample() at its host read (_Run.sync_counts)
 from ladr_core.dimoo import DiMOOIds, LLaDAConfig
+from tests.kit.cuda_emu.state import active
 
 from .kernels import FLOP_FORMULAS
 

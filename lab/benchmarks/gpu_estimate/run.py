@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from lab.benchmarks.common import REPO_ROOT, env_info
-from lab.kit.cuda_emu import emulated_cuda
+from tests.kit.cuda_emu import emulated_cuda
 
 from . import cards, compute, h100
 from .kernels import cuda_kernels

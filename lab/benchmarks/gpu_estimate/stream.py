@@ -9,15 +9,15 @@ block laid out tensor after tensor at ``ALIGN`` bytes, allocated once; a block r
 into a slot, so it allocates nothing. The computation is the bf16 model's, op for op. So a
 streamed case's peak is the bf16 case's peak with the bf16 weights replaced by those resident
 parts; the parts' allocated and reserved bytes come from the emulation's allocator model
-(lab/kit/cuda_emu/memory.py), fed the same requests in the same order.
+(tests/kit/cuda_emu/memory.py), fed the same requests in the same order.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from lab.kit.cuda_emu.memory import Allocator
-from ladr_core.dimoo.model.offload import ALIGN, SLOTS
+from ladr_core.dimoo import ALIGN, SLOTS
+from tests.kit.cuda_emu.memory import Allocator
 
 from .measure import CUBLAS_WORKSPACE
 

@@ -2,8 +2,8 @@
 whole batch in float32 (DiMOO VQ Decode, nodes/decode.py -> ``pipe.decode`` ->
 ``ladr_core.dimoo.model.vq.decode_codes``).
 
-The VQ is diffusers' ``VQModel`` built from Lumina-DiMOO's VQ configuration, with shape-only
-weights. Lumina-DiMOO's technical report (arXiv 2510.06308) names aMUSEd's VQ as its image
+The VQ is diffusers' ``VQModel`` built from Lumina-DiMOO's VQ configuration (tests/kit/vq_8b.py,
+which the emulation's put-back tests build too), with shape-only weights. Lumina-DiMOO's technical report (arXiv 2510.06308) names aMUSEd's VQ as its image
 tokenizer (16 x 16 downsampling, 8192 codes); the numbers below are that VQ's configuration as
 published with aMUSEd (huggingface.co/amused/amused-512, ``vqvae/config.json``; Meissonic ships
 the same). They agree with what the pack reads from the official checkpoint: a VQ factor of
@@ -22,23 +22,12 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from tests.kit.vq_8b import VQ_CONFIG, VQ_SOURCE
+
 from .kernels import FLOP_FORMULAS
 from .measure import settle
 
 __all__ = ["VQ_CONFIG", "VQ_SOURCE", "measure_vq"]
-
-VQ_SOURCE = ("aMUSEd's VQ, the tokenizer Lumina-DiMOO's technical report (arXiv 2510.06308) "
-             "names, as configured in huggingface.co/amused/amused-512 `vqvae/config.json` "
-             "(factor 16, 8192 codes)")
-VQ_CONFIG: dict[str, Any] = {
-    "act_fn": "silu", "block_out_channels": [128, 256, 256, 512, 768],
-    "down_block_types": ["DownEncoderBlock2D"] * 5, "in_channels": 3, "latent_channels": 64,
-    "layers_per_block": 2, "lookup_from_codebook": True, "mid_block_add_attention": False,
-    "norm_num_groups": 32, "norm_type": "group", "num_vq_embeddings": 8192, "out_channels": 3,
-    "sample_size": 32, "scaling_factor": 0.18215, "up_block_types": ["UpDecoderBlock2D"] * 5,
-    "vq_embed_dim": None, "force_upcast": True,
-}
-
 
 def _build() -> Any:
     from diffusers import VQModel
@@ -50,7 +39,7 @@ def _build() -> Any:
 
 def measure_vq(sizes: list[int], batches: list[int]) -> dict[str, Any]:
     """VQ weights on the device and, per size and batch, one decode's peaks and FLOPs."""
-    from ladr_core.dimoo.model.vq import decode_codes
+    from ladr_core.dimoo import decode_codes
 
     settle()
     base = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())

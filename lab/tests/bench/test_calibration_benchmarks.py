@@ -1,8 +1,8 @@
 """The calibration benchmarks run as programs: the projected GPU time of the built-in list is
 the committed H100 per-call figure times the calls a nano calibration made, labelled projected
 and tied to the commit the per-call figure was measured on; the rule's error rate on random
-few-prompt subsets (issue 45) meets its target, comes from the committed per-image self-scores
-and is the one CALIBRATION.md shows; the issue's six prompts recommend the reference."""
+few-prompt subsets (margin.SPREAD_FLOOR) meets its target, comes from the committed per-image self-scores
+and is the one CALIBRATION.md shows; the six prompts of calibration_nano_six.txt recommend the reference."""
 
 from __future__ import annotations
 
@@ -43,10 +43,10 @@ def _pct(text: str) -> float:
 
 @pytest.mark.committed_result("lab/results/calibration_error_rate.json")
 def test_the_rules_error_rate_meets_the_target_and_the_report_shows_it() -> None:
-    """Issue 45: on 6, 12, 24 and 48 random test prompts a setting the evaluator puts 0.05 or
+    """With the spread floor, on 6, 12, 24 and 48 random test prompts a setting the evaluator puts 0.05 or
     more below baseline-64 is recommended in at most 5 % of draws; CALIBRATION.md's table is the
     JSON's."""
-    from ladr_core.calibrate.margin import DEFAULT_MARGIN, SPREAD_FLOOR
+    from ladr_core.calibrate import DEFAULT_MARGIN, SPREAD_FLOOR
 
     er = json.loads((RESULTS / "calibration_error_rate.json").read_text())
     assert er["env"]["git_commit"] and er["env"]["machine"] and er["env"]["cpus"]
@@ -105,13 +105,13 @@ def test_the_error_rates_come_from_the_stored_self_scores(tmp_path: Path) -> Non
     assert got["skew"] == want["skew"]
 
 
-@pytest.mark.committed_result("lab/results/calibration_nano_issue45.json")
-def test_the_issue_45_prompts_recommend_the_reference_and_name_what_to_try() -> None:
+@pytest.mark.committed_result("lab/results/calibration_nano_six.json")
+def test_the_six_prompts_recommend_the_reference_and_name_what_to_try() -> None:
     """The real command on the user's six prompts (full candidate list): nano's +0.0007 no
     longer proves it; the reference is recommended, the settings worth trying are named, and
     the report warns only because it recommends the reference."""
-    got = json.loads((RESULTS / "calibration_nano_issue45.json").read_text())
-    prompts = (RESULTS / "calibration_nano_issue45.txt").read_text().split("\n")[:6]
+    got = json.loads((RESULTS / "calibration_nano_six.json").read_text())
+    prompts = (RESULTS / "calibration_nano_six.txt").read_text().split("\n")[:6]
     assert got["prompts"] == prompts and got["exit_status"] == 0
     assert got["recommended"] == "baseline-64" and got["recommended_forwards_share"] == 1.0
     nano = next(c for c in got["candidates"] if c["name"] == "nano")
@@ -128,7 +128,7 @@ def test_the_issue_45_prompts_recommend_the_reference_and_name_what_to_try() -> 
 def test_the_runs_made_before_the_floor_keep_their_verdict(n: int) -> None:
     """CALIBRATION.md Sec. 3 shows two runs made before the spread floor; judged again with it
     (from their stored means, spreads and prompt counts) both still recommend the reference."""
-    from ladr_core.calibrate.report import rejudge
+    from ladr_core.calibrate import rejudge
 
     old = json.loads((RESULTS / f"calibration_nano_{n}.json").read_text())
     assert "spread_floor" not in old["margin"] and old["recommended"] == "baseline-64"

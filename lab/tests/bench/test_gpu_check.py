@@ -21,8 +21,7 @@ from support import ROOT
 from support.scripts import run_script
 
 from ladr_core import preset_names, strategy_names
-from ladr_core.calibrate import default_candidates
-from ladr_core.calibrate.runner import CALIBRATION_SELF_SCORE
+from ladr_core.calibrate import CALIBRATION_SELF_SCORE, default_candidates
 
 NO_DIFFUSERS = ("import runpy, sys; sys.modules['diffusers'] = None; "
                 "sys.argv = ['gpu_check', *sys.argv[1:]]; "

@@ -1,5 +1,5 @@
 """lab/benchmarks/gpu_estimate as a program: the memory and FLOP estimate of the 8B model on the
-emulated CUDA device (lab/kit/cuda_emu, shape-only storage), checked on the tiny shape.
+emulated CUDA device (tests/kit/cuda_emu, shape-only storage), checked on the tiny shape.
 
 * shape-only storage changes nothing in the accounting: the same run with real values
   (``--storage cpu``) gives the same bytes, allocated and reserved, call by call;
@@ -28,9 +28,8 @@ import torch
 from support import ROOT
 from support.scripts import run_script
 
-from lab.kit.variants import build_variant
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel, MLCacheConfig
-from ladr_core.dimoo.model.offload import ALIGN, SLOTS
+from ladr_core.dimoo import ALIGN, SLOTS, LLaDAConfig, LLaDAModel, MLCacheConfig
+from tests.kit.variants import build_variant
 
 LAYOUTS = "bf16,fp8,int8,low_vram"  # the GGUF layouts take longest; the 8B run covers them
 TINY = ["--shape", "tiny", "--layouts", LAYOUTS, "--sizes", "64", "--batches", "1"]

@@ -56,9 +56,7 @@ def test_a_variant_runs_the_candidate_on_many_seeds_and_nothing_else(candidate: 
 def test_each_candidate_is_the_setting_the_validation_results_name(candidate: str) -> None:
     """What the sampler node runs for the candidate is the setting samplers_validation.json
     measured (rivals.build of its setting string)."""
-    from nodes import rules
-    from nodes.policy import PolicyFields, build_strategy
-    from nodes.run import settle_steps
+    from nodes import AUTO, PolicyFields, RuleFields, build_rule, build_strategy, settle_steps
 
     setting = ts.CANDIDATES[candidate]
     policy = None
@@ -66,8 +64,8 @@ def test_each_candidate_is_the_setting_the_validation_results_name(candidate: st
         fields = {k: v for k, v in ts._policy_node(setting["policy"])["inputs"].items()
                   if k != "preset"}
         policy = build_strategy(setting["policy"], PolicyFields(**fields))
-    chosen = rules.build_rule(setting["strategy"], policy,
-                              rules.RuleFields(tau=setting.get("tau", rules.AUTO))).strategy
+    chosen = build_rule(setting["strategy"], policy,
+                        RuleFields(tau=setting.get("tau", AUTO))).strategy
     assert chosen == rivals.build(ts.VALIDATION[candidate])
     assert settle_steps(chosen, setting.get("steps", 64))[0] == chosen.steps
     assert ts.VALIDATION[candidate] in json.loads(

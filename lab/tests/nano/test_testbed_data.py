@@ -99,9 +99,9 @@ def test_cfg_stage_writes_the_best_scale_into_config_json(tmp_path, monkeypatch)
     import json
 
     import ladr_core
-    from lab.kit.tiny_checkpoint import write_tiny_checkpoint
     from lab.nano import tune_cfg
     from ladr_core.dimoo import DiMOOPipeline
+    from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
     folder = write_tiny_checkpoint(tmp_path / "ckpt")
     scores = {0.0: 0.2, 2.0: 0.7, 4.0: 0.7}  # a tie: the smaller scale wins
