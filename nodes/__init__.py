@@ -9,6 +9,7 @@ from __future__ import annotations
 
 def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
+    from .answer_rule import AnswerRuleNode
     from .cache import MLCacheOptions
     from .calibrate import LADRCalibrate
     from .canvas import CanvasNode, PaintCanvasNode, TokenCanvasNode
@@ -27,7 +28,7 @@ def node_classes() -> list[type]:
     return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
             TokenCanvasNode, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode,
             CompileDiMOO, LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk,
-            LegacyDiMOOSampler, PaintOptionsNode]
+            AnswerRuleNode, LegacyDiMOOSampler, PaintOptionsNode]
 
 
 def extension_class() -> type:

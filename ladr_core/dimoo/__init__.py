@@ -46,7 +46,8 @@ _EXPORTS = by_module({
     ".tasks.understanding": "AnswerResult UnderstandJob UNDERSTAND_SYSTEM ANSWER_SIZES "
                             "understanding_text answer_row plan_understanding",
     ".tasks.answer_rules": "AnswerRule OfficialOrder ConfidenceThreshold AnswerEntropyBound "
-                           "answer_rule answer_rule_names resolve_answer_rule transfer_counts",
+                           "answer_rule answer_rule_classes answer_rule_names resolve_answer_rule "
+                           "transfer_counts unregister_answer_rule",
     ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers",
     # the pipeline, converting
     ".pipeline": "load_dimoo DiMOOPipeline",

@@ -194,3 +194,13 @@ def test_canvas_checks_name_the_canvas_input(fake_model, seen) -> None:
     with pytest.raises(ValueError, match=r"^DiMOO Sampler: canvas's width"):
         new(fake_model, canvas=big)
     assert seen == []
+
+
+def test_ladr_policy_marks_its_expert_fields_advanced() -> None:
+    """The V3 `advanced` flag (comfy_api Input(advanced=...), ComfyUI 0.33) on exactly the
+    expert fields; the other fields and the preset stay in view."""
+    from nodes.policy import EXPERT_FIELDS, LADRPolicyNode
+
+    inputs = LADRPolicyNode.define_schema().inputs
+    assert {i.id for i in inputs if i.advanced} == set(EXPERT_FIELDS)
+    assert set(EXPERT_FIELDS) < {i.id for i in inputs} and inputs[0].id == "preset"
