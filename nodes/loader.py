@@ -173,6 +173,12 @@ def load_pipeline(path: str, device: object, dtype: object, weight_dtype: str | 
                                 operations=operations)
 
 
+def one_file_formats() -> dict[str, str]:
+    """For the web extension's missing-checkpoint notice: each one-file weight format's file
+    ending -> what it is called ({".gguf": "GGUF file"})."""
+    return {f.suffix: f.label for f in formats.weight_formats() if f.suffix}
+
+
 def weight_dtype_choices() -> list[str]:
     """The weight_dtype widget: "default" (as stored) and every registered format's conversions
     while loading (ladr_core.dimoo.weights.formats), read when the schema is built."""
@@ -201,6 +207,7 @@ class LoadDiMOOModel(io.ComfyNode):
             inputs=[
                 io.Combo.Input(
                     "model_name", options=model_choices(), default=NANO,
+                    extra_dict={"ladr_files": one_file_formats()},
                     tooltip="Checkpoint folder or .gguf file under models/lumina_dimoo/ (or an "
                     "extra_model_paths.yaml 'lumina_dimoo:' path). 8B weights: bf16 folder 15 "
                     "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "

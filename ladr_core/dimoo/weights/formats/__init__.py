@@ -30,9 +30,9 @@ from ...model.config import LLaDAConfig
 from ...model.transformer import LLaDAModel
 
 __all__ = ["DEFAULT", "LoadRequest", "SaveOptions", "WeightFormat", "check_load_choice",
-           "file_suffixes", "format_names", "load_choices", "load_format", "register_format",
-           "save_choices", "save_format", "stored_format", "unregister_format",
-           "weight_formats"]
+           "file_suffixes", "format_names", "load_choices", "load_format", "parameter_shapes",
+           "register_format", "save_choices", "save_format", "stored_format",
+           "unregister_format", "weight_formats"]
 
 DEFAULT = "default"
 """The loader's ``weight_dtype`` that loads a checkpoint as its files store it."""
