@@ -111,6 +111,30 @@ def _shard_report(folder: Path, config: Any, refusals: list[str]) -> list[str]:
             f"{', '.join(sorted(dtypes))}"]
 
 
+def _size(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
+
+
+def memory_report(folder: Path, config: Any, dtype: Any = None) -> list[str]:
+    """The transformer weights' memory once loaded (bf16 compute), as stored and with each
+    conversion the loader offers for the folder's weight format: each format's own estimate
+    (weights/formats/, ``weight_bytes``)."""
+    import torch
+
+    from .dimoo.weights import formats
+
+    dtype = dtype or torch.bfloat16
+    stored = formats.stored_format(folder)
+    sizes = [f"as stored ({stored.name}) "
+             f"{_size(stored.weight_bytes(config, formats.DEFAULT, dtype))}"]
+    if getattr(stored, "converts", False):
+        for choice in formats.load_choices()[1:]:
+            fmt = formats.load_format(choice)
+            sizes.append(f"{choice} {_size(fmt.weight_bytes(config, choice, dtype))}")
+    return [f"  transformer weights in memory ({str(dtype).removeprefix('torch.')} compute): "
+            + "; ".join(sizes)]
+
+
 def _tokenizer_report(folder: Path, ids: Any, refusals: list[str]) -> list[str]:
     from .dimoo.denoise.prompt import uncond_text
     from .dimoo.weights.tokenizer import check_tokenizer, tokenizer_route
@@ -207,6 +231,7 @@ def diagnose(folder: str | Path) -> tuple[str, list[str]]:
         return _finish(out, refusals), refusals
     out += ["Values in force:", *_values(config, ids, raw)]
     out += _shard_report(folder, config, refusals)
+    out += _attempt(refusals, lambda: memory_report(folder, config)) or []
     out += _tokenizer_report(folder, ids, refusals)
     out += _vq_report(folder, ids, refusals)
     return _finish(out, refusals), refusals

@@ -30,6 +30,7 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS, _MODULES)
 
 def node_classes() -> list[type]:
     """All node classes, in menu order. Their `node_id`s are stable forever."""
+    from .answer_rule import AnswerRuleNode
     from .cache import MLCacheOptions
     from .calibrate import LADRCalibrate
     from .canvas import CanvasNode, PaintCanvasNode, TokenCanvasNode
@@ -48,7 +49,7 @@ def node_classes() -> list[type]:
     return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
             TokenCanvasNode, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode,
             CompileDiMOO, LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk,
-            LegacyDiMOOSampler, PaintOptionsNode]
+            AnswerRuleNode, LegacyDiMOOSampler, PaintOptionsNode]
 
 
 def extension_class() -> type:

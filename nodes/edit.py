@@ -13,11 +13,19 @@ from ladr_core import InputError, MLCacheConfig, Strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, EditJob, check_job
 
 from . import events, host
-from .handles import CACHE_TYPE, MODEL_TYPE, POLICY_TYPE, TOKENS_TYPE, DiMOOModel
+from .handles import (
+    CACHE_TYPE,
+    MODEL_TYPE,
+    POLICY_TYPE,
+    RULE_TYPE,
+    TOKENS_TYPE,
+    DiMOOModel,
+    SamplingRule,
+)
 from .rules import STRATEGIES, build_rule
 from .run import generate_tokens
 from .sampler import SEED_MAX, check_cache
-from .validate import input_error, node_error
+from .validate import check_socket, input_error, node_error
 
 io, _ = host.v3()
 
@@ -63,6 +71,19 @@ def prepare_job(model: DiMOOModel, image: torch.Tensor, instruction: str, edit_t
     return job
 
 
+def edit_rule(strategy: str, policy: Strategy | None, rule: SamplingRule | None) -> SamplingRule:
+    """The rule to run: the `rule` socket's (DiMOO Sampling Rule, as DiMOO Sampler takes it),
+    else the `strategy` widget with the `policy` socket (workflows saved before the socket)."""
+    check_socket("rule", rule, SamplingRule, "sampling rule", "DiMOO Sampling Rule")
+    if rule is None:
+        return build_rule(strategy, policy, node=NODE)
+    if policy is not None:
+        raise input_error(NODE, "policy", "is connected together with rule, which carries the "
+                          "strategy", "connect the policy to the DiMOO Sampling Rule instead, "
+                          "or disconnect rule")
+    return rule
+
+
 def _batch(image: object) -> int:
     """An IMAGE's batch size (anything but an image batch counts 1: the library's check refuses
     it, naming the input)."""
@@ -101,9 +122,9 @@ class DiMOOEdit(io.ComfyNode):
                 cfg: float, image_cfg: float, steps: int, temperature: float, seed: int,
                 strategy: str, policy: Strategy | None = None,
                 cache: MLCacheConfig | None = None, style_image: torch.Tensor | None = None,
-                size: str = OFFICIAL_SIZE) -> io.NodeOutput:
+                size: str = OFFICIAL_SIZE, rule: SamplingRule | None = None) -> io.NodeOutput:
         check_cache(cache)
-        rule = build_rule(strategy, policy, node=NODE)
+        rule = edit_rule(strategy, policy, rule)
         job = prepare_job(model, image, instruction, edit_type, cfg, image_cfg, cache,
                           style_image, size)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
@@ -146,9 +167,11 @@ def _inputs() -> list:
                      tooltip="Random seed; batch item i uses seed + i."),
         io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
                        tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
-                       "official cosine schedule. prophet: early-commit comparison."),
+                       "official cosine schedule. prophet: early-commit comparison. Not used "
+                       "when rule is connected."),
         io.Custom(POLICY_TYPE).Input("policy", optional=True,
-                                     tooltip="Optional LADR Policy or Prophet Policy."),
+                                     tooltip="Optional LADR Policy or Prophet Policy (without "
+                                     "rule; with rule, connect it to the DiMOO Sampling Rule)."),
         io.Custom(CACHE_TYPE).Input("cache", optional=True,
                                     tooltip="Not supported for editing: leave unconnected."),
         io.Image.Input("style_image", optional=True,
@@ -159,4 +182,9 @@ def _inputs() -> list:
                        "official editing size closest to its shape (about 512 x 512 px in "
                        "area, e.g. 576 x 448), what the model was trained on. as is: keep the "
                        "size (a multiple of 16 px; larger costs more tokens)."),
+        # Appended last and optional: saved workflows keep their widgets' order.
+        io.Custom(RULE_TYPE).Input("rule", optional=True,
+                                   tooltip="Optional DiMOO Sampling Rule, as DiMOO Sampler takes "
+                                   "it: the strategy with its settings and policy. Connected, "
+                                   "it is used instead of strategy and policy."),
     ]

@@ -9,6 +9,7 @@ Socket type names are part of saved workflows and must never change:
   LADR_PAINT        -> ladr_core.dimoo.PaintOptions (LADR Paint Options -> legacy Sampler)
   LADR_RULE         -> SamplingRule    (DiMOO Sampling Rule -> Sampler)
   LADR_CANVAS       -> Canvas          (DiMOO Canvas / DiMOO Paint Canvas -> Sampler)
+  LADR_ANSWER_RULE  -> a ladr_core AnswerRule (DiMOO Answer Rule -> DiMOO Caption / Ask)
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ TOKENS_TYPE = "LADR_TOKENS"
 PAINT_TYPE = "LADR_PAINT"
 RULE_TYPE = "LADR_RULE"
 CANVAS_TYPE = "LADR_CANVAS"
+ANSWER_RULE_TYPE = "LADR_ANSWER_RULE"
 
 
 @dataclass(frozen=True, eq=False)

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 
 import ladr_core
-from ladr_core.dimoo import INCOMPLETE_MARKER, CheckpointError, is_quantized_folder
+from ladr_core.dimoo import INCOMPLETE_MARKER, CheckpointError, formats
 
 from . import host
 from .handles import MODEL_TYPE, DiMOOModel
@@ -31,7 +31,6 @@ BUILT_IN = {NANO: "nano_model_path", NANO_MMU: "nano_mmu_model_path"}
 """The shipped checkpoints (choice -> the ladr_core function giving its folder): the nano that
 draws, and its sibling that draws the same scenes and also answers questions about them."""
 DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
-WEIGHT_DTYPE_CHOICES = ["default", "fp8_e4m3fn", "fp8_e5m2"]  # ladr_core.dimoo.weights.fp8.WEIGHT_DTYPES
 _CACHE: dict[tuple, DiMOOModel] = {}
 
 
@@ -46,12 +45,17 @@ def _is_checkpoint(path: str) -> bool:
         not os.path.exists(os.path.join(path, INCOMPLETE_MARKER))
 
 
+def _one_file(name: str) -> bool:
+    """Whether ``name`` ends as a one-file weight format's files do (a .gguf file, ...)."""
+    return name.lower().endswith(formats.file_suffixes())
+
+
 def _listed(root: str, name: str) -> str | None:
     """The choice name of entry ``name`` of a model folder, or None when it is not a model."""
     path = os.path.join(root, name)
     if name.startswith(".") or name == "vqvae":
         return None  # hidden (a converter's staging folder or file), or a checkpoint's VQ
-    if name.lower().endswith(".gguf") and os.path.isfile(path):
+    if _one_file(name) and os.path.isfile(path):
         return name
     if os.path.isfile(os.path.join(path, "config.json")):
         return None if os.path.exists(os.path.join(path, INCOMPLETE_MARKER)) else name
@@ -59,8 +63,9 @@ def _listed(root: str, name: str) -> str | None:
 
 
 def model_choices() -> list[str]:
-    """[the built-in nanos] + sorted checkpoint folders (with a config.json) and GGUF files (in a
-    model folder or one sub-folder down, as ``sub/name.gguf``)."""
+    """[the built-in nanos] + sorted checkpoint folders (with a config.json) and the files of the
+    one-file weight formats, GGUF (in a model folder or one sub-folder down, as
+    ``sub/name.gguf``)."""
     found: set[str] = set()
     for root in host.model_folder_paths():
         if not os.path.isdir(root):
@@ -74,7 +79,7 @@ def model_choices() -> list[str]:
             elif os.path.isdir(os.path.join(root, name)) and not name.startswith("."):
                 sub = os.path.join(root, name)
                 found.update(f"{name}/{g}" for g in os.listdir(sub)
-                             if g.lower().endswith(".gguf") and _listed(sub, g) == g)
+                             if _one_file(g) and _listed(sub, g) == g)
     return [*BUILT_IN, *sorted(found)]
 
 
@@ -99,18 +104,17 @@ def resolve_model_path(model_name: str) -> str:
     for root in roots:
         if model_name == root_choice(root) and _is_checkpoint(root):
             return root
-    gguf = model_name.lower().endswith(".gguf")
+    one_file = formats.stored_format(Path(model_name)) if _one_file(model_name) else None
     for root in roots:
         path = os.path.join(root, model_name)
-        if os.path.isfile(path) if gguf else os.path.isfile(os.path.join(path, "config.json")):
+        if os.path.isfile(path) if one_file else os.path.isfile(os.path.join(path, "config.json")):
             return path
     where = ", ".join(roots) if roots else "(no lumina_dimoo model folder is registered)"
-    if gguf:
+    if one_file:
+        make = f" (make one with {one_file.make_command()})" if one_file.make_command() else ""
         raise ValueError(
-            f"model_name: GGUF file {model_name!r} was not found in {where}. Put it at "
-            f"models/lumina_dimoo/{model_name} and refresh (make one with python -m "
-            "ladr_core.dimoo.save SRC OUT.gguf --weight-dtype Q4_K_M), or pick "
-            f"{NANO!r}.")
+            f"model_name: {one_file.label} {model_name!r} was not found in {where}. Put it at "
+            f"models/lumina_dimoo/{model_name} and refresh{make}, or pick {NANO!r}.")
     raise ValueError(
         f"model_name: checkpoint folder {model_name!r} with a config.json was not found in "
         f"{where}. Put the official Lumina-DiMOO folder (config.json, *.safetensors, tokenizer "
@@ -124,8 +128,9 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     path = resolve_model_path(model_name)
     device = host.torch_device()
     torch_dtype = host.pick_dtype(dtype, device)
-    gguf = path.lower().endswith(".gguf")
-    mtime = os.path.getmtime(path if gguf else os.path.join(path, "config.json"))
+    stored = formats.stored_format(Path(path))  # the weight format its files are in
+    one_file = stored.suffix is not None
+    mtime = os.path.getmtime(path if one_file else os.path.join(path, "config.json"))
     key = (os.path.realpath(path), mtime, str(torch_dtype), str(device))
     if weight_dtype != "default":  # old keys unchanged: the tokens' model_key stays the same
         key = (*key, weight_dtype)
@@ -136,15 +141,14 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     # Load onto the offload device; ComfyUI's load_models_gpu (host.load_to_device) moves the
     # weights to `device` before each run (partially when VRAM is short), after freeing memory
     # held by other models. Layers are built from ComfyUI's operations so that works.
-    comfy_quant = not gguf and is_quantized_folder(Path(path))
-    ops = host.model_operations(fp8=weight_dtype != "default", comfy_quant=comfy_quant,
-                                gguf=gguf, compute_dtype=torch_dtype)
+    kind = stored.operations(weight_dtype)  # which of ComfyUI's layer classes run it
+    ops = host.model_operations(**({kind: True} if kind else {}), compute_dtype=torch_dtype)
     try:
         pipe = load_pipeline(path, host.offload_device(), torch_dtype,
                              weight_dtype=None if weight_dtype == "default" else weight_dtype,
                              operations=ops)
     except CheckpointError as exc:
-        if gguf:
+        if one_file:  # the doctor reads folders
             raise
         error = CheckpointError(f"{exc}\n\n{ladr_core.diagnose(path)[0]}")  # python -m ladr_core.doctor
     else:
@@ -169,6 +173,24 @@ def load_pipeline(path: str, device: object, dtype: object, weight_dtype: str | 
                                 operations=operations)
 
 
+def one_file_formats() -> dict[str, str]:
+    """For the web extension's missing-checkpoint notice: each one-file weight format's file
+    ending -> what it is called ({".gguf": "GGUF file"})."""
+    return {f.suffix: f.label for f in formats.weight_formats() if f.suffix}
+
+
+def weight_dtype_choices() -> list[str]:
+    """The weight_dtype widget: "default" (as stored) and every registered format's conversions
+    while loading (ladr_core.dimoo.weights.formats), read when the schema is built."""
+    return formats.load_choices()
+
+
+def weight_dtype_tooltip() -> str:
+    """The weight_dtype widget's words: each registered format's line about its choices."""
+    lines = [f.describe() for f in formats.weight_formats() if f.describe()]
+    return " ".join(["Storage of the transformer blocks' linear weights.", *lines])
+
+
 class LoadDiMOOModel(io.ComfyNode):
     """Load a Lumina-DiMOO checkpoint (transformer + tokenizer + VQ) for LADR sampling."""
 
@@ -185,6 +207,7 @@ class LoadDiMOOModel(io.ComfyNode):
             inputs=[
                 io.Combo.Input(
                     "model_name", options=model_choices(), default=NANO,
+                    extra_dict={"ladr_files": one_file_formats()},
                     tooltip="Checkpoint folder or .gguf file under models/lumina_dimoo/ (or an "
                     "extra_model_paths.yaml 'lumina_dimoo:' path). 8B weights: bf16 folder 15 "
                     "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "
@@ -200,13 +223,8 @@ class LoadDiMOOModel(io.ComfyNode):
                     "fp32 on CPU.",
                 ),
                 io.Combo.Input(
-                    "weight_dtype", options=WEIGHT_DTYPE_CHOICES, default="default",
-                    optional=True,
-                    tooltip="Storage of the transformer blocks' linear weights. default: as the "
-                    "folder or file stores them (always use default for GGUF files and "
-                    "converted folders). fp8_e4m3fn / fp8_e5m2: convert a bf16 folder to 8-bit "
-                    "while loading, a scale per output channel, computed in `dtype` (about half "
-                    "the memory of bf16; e4m3fn is the more accurate).",
+                    "weight_dtype", options=weight_dtype_choices(), default="default",
+                    optional=True, tooltip=weight_dtype_tooltip(),
                 ),
             ],
             outputs=[io.Custom(MODEL_TYPE).Output("model", tooltip="DiMOO model handle.")],

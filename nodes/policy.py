@@ -166,9 +166,21 @@ def checked(node: str, build: Callable[[], object]) -> object:
         raise ValueError(f"{node}: {exc}") from None
 
 
+EXPERT_FIELDS = ("kernel_size", "metric", "candidates", "selection", "rescue_token",
+                 "seen_only", "pace", "anchor_quantile")
+"""The expert widgets (the paper's ablations and the adaptive rescue's tuning), marked
+``advanced=True`` the ComfyUI V3 way (comfy_api ``Input(advanced=...)``): the frontend folds them
+away until "show advanced" is on. Their order and values in saved workflows are unchanged."""
+
+
 def _float(name: str, default: float, tip: str, lo: float = 0.0, optional: bool = False) -> object:
     return io.Float.Input(name, default=default, min=lo, max=1.0, step=0.01, tooltip=tip,
-                          optional=optional)
+                          optional=optional, **expert(name))
+
+
+def expert(name: str) -> dict[str, bool]:
+    """The ``advanced`` keyword of widget ``name``: True for EXPERT_FIELDS, else not passed."""
+    return {"advanced": True} if name in EXPERT_FIELDS else {}
 
 
 def field_inputs() -> list:
@@ -189,29 +201,39 @@ def field_inputs() -> list:
         out.append(_float(f"alpha_{ph}", d[f"alpha_{ph}"], f"custom only. Rescue ratio alpha "
                           f"in the {ph} phase: at most floor(|frontier| * alpha) tokens rescued "
                           "per step."))
-    out += [
-        io.Int.Input("kernel_size", default=_D.kernel_size, min=1, max=15, step=2,
+    return out + _rescue_inputs()
+
+
+def _rescue_inputs() -> list:
+    """The widgets after the phase fields: the frontier, the selection and the adaptive
+    rescue (most of them expert: EXPERT_FIELDS)."""
+    return [
+        io.Int.Input("kernel_size", **expert("kernel_size"),
+                     default=_D.kernel_size, min=1, max=15, step=2,
                      tooltip="custom only. Side k of the k x k dilation kernel that finds the "
                      "frontier (Eq. 9); odd. Paper: 3."),
-        io.Combo.Input("metric", options=list(METRICS), default=_D.metric,
+        io.Combo.Input("metric", **expert("metric"), options=list(METRICS), default=_D.metric,
                        tooltip="custom only. How frontier candidates are ranked: margin "
                        "(paper), confidence or random (ablations)."),
-        io.Combo.Input("candidates", options=list(CANDIDATES), default=_D.candidates,
+        io.Combo.Input("candidates", **expert("candidates"),
+                       options=list(CANDIDATES), default=_D.candidates,
                        tooltip="custom only. Which masked tokens are candidates: neighbors = "
                        "the frontier (paper); non_neighbors / random are ablations."),
         io.Boolean.Input("delayed", default=_D.delayed,
                          tooltip="custom only. Delayed rescue: no rescue in the exploration "
                          "phase (paper Table 5; better text rendering, ~2.5x instead of ~4x)."),
         # Added after the paper's fields, optional: workflows saved without them get the defaults.
-        io.Combo.Input("selection", options=list(SELECTIONS), default=_D.selection, optional=True,
+        io.Combo.Input("selection", **expert("selection"),
+                       options=list(SELECTIONS), default=_D.selection, optional=True,
                        tooltip="custom only. Standard selection: top1 = most probable tokens "
                        "first (paper); gumbel = the DiMOO baseline's noisy rule, which places "
                        "objects before filling the background."),
-        io.Combo.Input("rescue_token", options=list(RESCUE_TOKENS), default=_D.rescue_token,
+        io.Combo.Input("rescue_token", **expert("rescue_token"),
+                       options=list(RESCUE_TOKENS), default=_D.rescue_token,
                        optional=True,
                        tooltip="custom only. Token a rescued position receives: sample (paper) "
                        "or argmax (the most probable token, the one the margin certifies)."),
-        io.Boolean.Input("seen_only", default=_D.seen_only, optional=True,
+        io.Boolean.Input("seen_only", **expert("seen_only"), default=_D.seen_only, optional=True,
                          tooltip="custom only. Rescue only neighbours of tokens decoded before "
                          "this step, never next to tokens picked in the same step."),
         # Added after seen_only, optional (saved workflows keep their widget order).
@@ -219,7 +241,8 @@ def field_inputs() -> list:
                          tooltip="custom only. Self-calibrating rescue: its threshold follows "
                          "this step's own picks and its budget the schedule's pace, so tau, "
                          "alpha and delayed are not used (hidden). Off: the paper's Eq. 10."),
-        io.Float.Input("pace", default=_A.pace, min=PACE_RANGE[0], max=PACE_RANGE[1], step=0.5,
+        io.Float.Input("pace", **expert("pace"),
+                       default=_A.pace, min=PACE_RANGE[0], max=PACE_RANGE[1], step=0.5,
                        optional=True,
                        tooltip="custom with adaptive only. Schedule steps one forward pass may "
                        "skip by rescue; 0 = no rescue. Default 3."),
@@ -228,7 +251,6 @@ def field_inputs() -> list:
                "the tokens the schedule itself commits this step (0.5 = their median).",
                optional=True),
     ]
-    return out
 
 
 def _preset_tooltip() -> str:

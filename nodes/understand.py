@@ -25,9 +25,9 @@ import ladr_core
 from ladr_core import InputError
 
 from . import host, threads
-from .handles import MODEL_TYPE, DiMOOModel
+from .handles import ANSWER_RULE_TYPE, MODEL_TYPE, DiMOOModel
 from .sampler import SEED_MAX
-from .validate import check_numbers, input_error, node_error
+from .validate import check_numbers, check_socket, input_error, node_error
 
 io, _ = host.v3()
 
@@ -79,10 +79,20 @@ def answers_in_flight(pipe: Any, job: Any) -> int:
     return pipe.answers_in_flight(job, free)
 
 
-def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, rule: str,
-           max_answer: int, temperature: float, seed: int, size: str) -> tuple[str, str]:
+def chosen_rule(rule: str, answer_rule: object) -> object:
+    """The rule to run: the connected answer_rule socket's object (DiMOO Answer Rule), else the
+    `rule` widget's name (workflows saved before the socket existed run as they did)."""
+    check_socket("answer_rule", answer_rule, ladr_core.AnswerRule, "answer rule",
+                 "DiMOO Answer Rule")
+    return rule if answer_rule is None else answer_rule
+
+
+def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
+           rule: str | object, max_answer: int, temperature: float, seed: int,
+           size: str) -> tuple[str, str]:
     """(the answers, one line per image; the stats line). The library checks the request
-    before any weight moves; its InputError becomes one message on this node's input."""
+    before any weight moves; its InputError becomes one message on this node's input.
+    ``rule``: a rule name or an AnswerRule object (``chosen_rule``)."""
     check_numbers(node, {"temperature": temperature})  # before the model's own checks
     if max_answer < AUTO_LENGTH:
         raise input_error(node, "max_answer", f"is {max_answer}",
@@ -120,6 +130,14 @@ def image_input() -> object:
                           "one per line.")
 
 
+def answer_rule_input() -> object:
+    """The typed rule socket, appended last and optional: saved workflows keep their widgets'
+    order and run their `rule` widget's choice."""
+    return io.Custom(ANSWER_RULE_TYPE).Input(
+        "answer_rule", optional=True, tooltip="Optional DiMOO Answer Rule: the rule with its "
+        "settings (tau, gamma, stop). Connected, it is used instead of the rule widget.")
+
+
 def decoding_inputs() -> list:
     """rule, max_answer, temperature, seed and size (both nodes)."""
     names = ladr_core.answer_rule_names()
@@ -129,7 +147,8 @@ def decoding_inputs() -> list:
                        tooltip="How the answer's tokens are decoded. official: the official "
                        "order (a fixed number of forwards per block). threshold / entropy: "
                        "several confident tokens per forward (fewer forwards). +stop: end "
-                       "as soon as the answer's end is decoded. The stats show the forwards."),
+                       "as soon as the answer's end is decoded. The stats show the forwards. "
+                       "Not used when answer_rule is connected."),
         io.Int.Input("max_answer", default=AUTO_LENGTH, min=AUTO_LENGTH, max=4096,
                      tooltip="Longest answer in tokens: up to 256, or a multiple of 256 (the "
                      "block length). 0 = the official 1024, or what the model's context "
@@ -166,14 +185,16 @@ class DiMOOCaption(io.ComfyNode):
                             "lumina"],
             description="Describes an image in words with Lumina-DiMOO (its official "
             "understanding path), one line per image: connect it to DiMOO Sampler's prompt.",
-            inputs=[model_input(), image_input(), *decoding_inputs()],
+            inputs=[model_input(), image_input(), *decoding_inputs(), answer_rule_input()],
             outputs=outputs("caption", "One caption per image, one per line."),
         )
 
     @classmethod
     def execute(cls, model: DiMOOModel, image: torch.Tensor, rule: str, max_answer: int,
-                temperature: float, seed: int, size: str) -> io.NodeOutput:
-        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION, rule=rule,
+                temperature: float, seed: int, size: str,
+                answer_rule: object = None) -> io.NodeOutput:
+        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION,
+                                     rule=chosen_rule(rule, answer_rule),
                                      max_answer=max_answer, temperature=temperature,
                                      seed=seed, size=size))
 
@@ -194,7 +215,7 @@ class DiMOOAsk(io.ComfyNode):
                     io.String.Input("question", multiline=True,
                                     default="What color is the circle?",
                                     tooltip="The question; every image of a batch gets it."),
-                    *decoding_inputs()],
+                    *decoding_inputs(), answer_rule_input()],
             outputs=outputs("answer", "One answer per image, one per line."),
         )
 
@@ -207,7 +228,9 @@ class DiMOOAsk(io.ComfyNode):
 
     @classmethod
     def execute(cls, model: DiMOOModel, image: torch.Tensor, question: str, rule: str,
-                max_answer: int, temperature: float, seed: int, size: str) -> io.NodeOutput:
-        return io.NodeOutput(*answer(ASK, model, image, question, rule=rule,
+                max_answer: int, temperature: float, seed: int, size: str,
+                answer_rule: object = None) -> io.NodeOutput:
+        return io.NodeOutput(*answer(ASK, model, image, question,
+                                     rule=chosen_rule(rule, answer_rule),
                                      max_answer=max_answer, temperature=temperature,
                                      seed=seed, size=size))

@@ -8,16 +8,18 @@ export const NANO = "dimoo-nano (built-in)";
 export const REPOSITORY = "Alpha-VLLM/Lumina-DiMOO";
 
 /** The notice ({ severity, summary, detail }) for a model_name `value` that is not among the
- * combo's `choices`, or null when it is (or nothing is known). */
-export function missingCheckpoint(value, choices) {
+ * combo's `choices`, or null when it is (or nothing is known). `files`: the one-file weight
+ * formats, file ending -> what it is called ({".gguf": "GGUF file"}: the schema's
+ * `ladr_files`, from the registry of weight formats); any other name is a folder. */
+export function missingCheckpoint(value, choices, files = {}) {
   if (typeof value !== "string" || !value || !Array.isArray(choices)) return null;
   if (choices.includes(value)) return null;
-  const gguf = value.toLowerCase().endsWith(".gguf");
-  const where = gguf ? `ComfyUI/models/lumina_dimoo/${value}`
+  const ending = Object.keys(files ?? {}).find((e) => value.toLowerCase().endsWith(e));
+  const where = ending ? `ComfyUI/models/lumina_dimoo/${value}`
     : `ComfyUI/models/lumina_dimoo/${value}/`;
-  const what = gguf
-    ? `Put the GGUF file at ${where} (python -m ladr_core.dimoo.save makes one from the ` +
-      "official folder)"
+  const what = ending
+    ? `Put the ${files[ending]} at ${where} (python -m ladr_core.dimoo.save makes one from ` +
+      "the official folder)"
     : `Download the whole Hugging Face repository ${REPOSITORY} into ${where}, keeping its ` +
       `layout (huggingface-cli download ${REPOSITORY} --local-dir <that folder>)`;
   return {

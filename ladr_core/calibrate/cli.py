@@ -25,7 +25,6 @@ from typing import TextIO
 
 __all__ = ["TextProgress", "main", "parse"]
 
-WEIGHT_DTYPES = ("default", "fp8_e4m3fn", "fp8_e5m2")
 DTYPES = ("auto", "bf16", "fp16", "fp32")
 
 
@@ -79,7 +78,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     "when available, else cpu)")
     ap.add_argument("--dtype", choices=DTYPES, default="auto",
                     help="compute dtype (auto: bf16 on a GPU, fp32 on a CPU)")
-    ap.add_argument("--weight-dtype", choices=WEIGHT_DTYPES, default="default",
+    from ..dimoo.weights.formats import load_choices
+
+    ap.add_argument("--weight-dtype", choices=load_choices(), default="default",
                     help="store the block weights in fp8 (as the loader node's weight_dtype)")
     ap.add_argument("--batch", type=int, default=8, help="images per call (lower it if memory "
                     "runs out)")

@@ -24,6 +24,8 @@ _EXPORTS = by_module({
     ".weights.files": "CheckpointError read_config read_json LoadedCheckpoint parse_config",
     ".weights.tokenizer": "load_tokenizer",
     ".weights.checkpoint": "load_checkpoint load_transformer",
+    ".weights.formats": "WeightFormat register_format unregister_format weight_formats",
+    ".weights.convert": "Conversion convert_folder",
     ".weights.quant_load": "is_quantized_folder check_format_support load_quantized_transformer",
     ".weights.staging": "INCOMPLETE_MARKER",
     ".weights.gguf": "ARCH KEYS gguf_ops",
@@ -46,7 +48,8 @@ _EXPORTS = by_module({
     ".tasks.understanding": "AnswerResult UnderstandJob UNDERSTAND_SYSTEM ANSWER_SIZES "
                             "understanding_text answer_row plan_understanding",
     ".tasks.answer_rules": "AnswerRule OfficialOrder ConfidenceThreshold AnswerEntropyBound "
-                           "answer_rule answer_rule_names resolve_answer_rule transfer_counts",
+                           "answer_rule answer_rule_classes answer_rule_names resolve_answer_rule "
+                           "transfer_counts unregister_answer_rule",
     ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers SAMPLE_CHUNK",
     # the pipeline, converting
     ".pipeline": "load_dimoo DiMOOPipeline",
@@ -54,7 +57,7 @@ _EXPORTS = by_module({
     ".jobs": "TextJob PaintJob EditJob check_job",
     ".runs": "GenerationResult generator_seed item_generator check_seed images_in_flight "
              "CPU_IN_FLIGHT GPU_IN_FLIGHT",
-    ".save": "save_dimoo Conversion convert_folder",
+    ".save": "save_dimoo",
     ".input_ranges": "measure_input_ranges record_input_amax range_items",
     ".model.memory": "answer_memory",
     ".weights.vqfiles": "SHARED_VQ_KEY",
@@ -67,6 +70,7 @@ _MODULES: dict[str, str] = {
     "ggml": ".weights.ggml",
     "gguf_write": ".weights.gguf_write",
     "staging": ".weights.staging",
+    "formats": ".weights.formats",
     "save": ".save",
 }
 

@@ -37,6 +37,10 @@ def test_the_report_names_files_values_and_the_card_table(dimoo_checkpoint: Path
     assert len(table) >= 3 and all(line.strip() in readme for line in table)
     assert "\n".join(table) in report
     assert "Refused: nothing" in report
+    # the weights' memory: the format's estimate, what this bf16 load holds
+    held = sum(t.numel() * t.element_size() for t in ckpt.transformer.state_dict().values())
+    assert f"in memory (bfloat16 compute): as stored (official) {held / 2**20:.1f} MiB; " \
+        "fp8_e4m3fn " in report
 
 
 def test_every_refusal_is_listed_with_its_fix(dimoo_checkpoint: Path, tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ from ladr_core.dimoo import (
     save,
     staging,
 )
+from ladr_core.dimoo.weights import convert
 from nodes import loader
 
 NANO = Path(nano_model_path())
@@ -183,7 +184,7 @@ def test_an_interrupted_conversion_leaves_nothing_that_loads(tmp_path: Path, mon
         calls.append(1)
         raise OSError("disk full")
 
-    monkeypatch.setattr(save, "write_safetensors", failing)
+    monkeypatch.setattr(convert, "write_safetensors", failing)
     with pytest.raises(OSError, match="disk full"):
         convert_folder(NANO, tmp_path / "fp8", Conversion("comfy_fp8_e4m3fn"))
     assert calls and not list(tmp_path.iterdir())  # no DST, no staging folder left behind

@@ -64,6 +64,14 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
         assert info[sampler]["input"]["required"]["seed"][1].get("control_after_generate")
     assert info["LADR_DiMOOSampler"]["deprecated"] and not info["LADR_DiMOOSampler2"].get(
         "deprecated")
+    from nodes.loader import one_file_formats
+    from nodes.policy import EXPERT_FIELDS
+
+    policy = {**info["LADR_Policy"]["input"]["required"], **info["LADR_Policy"]["input"].get(
+        "optional", {})}
+    assert {n for n, spec in policy.items() if spec[1].get("advanced")} == set(EXPERT_FIELDS)
+    loader_in = info["LADR_LoadDiMOOModel"]["input"]["required"]["model_name"][1]
+    assert loader_in["ladr_files"] == one_file_formats()  # the web notice's one-file formats
     _, ext = http(port, "/extensions")
     assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
     for node_id in ours(info):  # the frontend's node help panel fetches these (web/docs/)

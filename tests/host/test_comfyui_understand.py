@@ -130,3 +130,16 @@ def test_cancel_mid_answer_then_the_next_run_equals_a_fresh_one(server) -> None:
     pid_b, msgs_b = run_workflow(port, wf)
     assert not _errors(msgs_a) and not _errors(msgs_b)
     assert _text(port, pid_a, "4") == _text(port, pid_b, "4")
+
+
+def test_the_answer_rule_socket_runs_its_rule_over_the_rule_widget(server) -> None:
+    """DiMOO Answer Rule -> DiMOO Ask's typed answer_rule socket (LADR_ANSWER_RULE): the live
+    host links and runs it, and the stats line names the connected rule, not the widget's."""
+    port, _ = server
+    wf = ask_workflow()
+    wf["6"] = {"class_type": "LADR_AnswerRule",
+               "inputs": {"rule": "threshold", "tau": 0.5, "gamma": -1.0, "stop": True}}
+    wf["3"]["inputs"]["answer_rule"] = ["6", 0]
+    pid, msgs = run_workflow(port, wf)
+    assert not _errors(msgs), msgs[-1]
+    assert _text(port, pid, "5").startswith("threshold+stop: "), _text(port, pid, "5")

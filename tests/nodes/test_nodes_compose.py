@@ -194,3 +194,39 @@ def test_canvas_checks_name_the_canvas_input(fake_model, seen) -> None:
     with pytest.raises(ValueError, match=r"^DiMOO Sampler: canvas's width"):
         new(fake_model, canvas=big)
     assert seen == []
+
+
+def test_ladr_policy_marks_its_expert_fields_advanced() -> None:
+    """The V3 `advanced` flag (comfy_api Input(advanced=...), ComfyUI 0.33) on exactly the
+    expert fields; the other fields and the preset stay in view."""
+    from nodes.policy import EXPERT_FIELDS, LADRPolicyNode
+
+    inputs = LADRPolicyNode.define_schema().inputs
+    assert {i.id for i in inputs if i.advanced} == set(EXPERT_FIELDS)
+    assert set(EXPERT_FIELDS) < {i.id for i in inputs} and inputs[0].id == "preset"
+
+
+def test_every_node_that_chooses_a_rule_takes_the_typed_rule_socket() -> None:
+    """The same socket everywhere: each node (deprecated and rule nodes aside) with a strategy widget of
+    its own or a policy socket also takes the sampler's LADR_RULE socket `rule`; each node with
+    an answer-rule widget takes the LADR_ANSWER_RULE socket `answer_rule` (nodes derived from
+    the node list, not named)."""
+    from nodes import node_classes
+    from nodes.handles import ANSWER_RULE_TYPE, POLICY_TYPE, RULE_TYPE
+
+    choosers, answerers = [], []
+    for node in node_classes():
+        schema = node.define_schema()
+        made = {o.io_type for o in schema.outputs}
+        if schema.is_deprecated or made & {RULE_TYPE, ANSWER_RULE_TYPE}:  # the rule nodes
+            continue
+        by_id = {i.id: i for i in schema.inputs}
+        if "strategy" in by_id or any(i.io_type == POLICY_TYPE for i in schema.inputs):
+            choosers.append(schema.node_id)
+            assert by_id["rule"].io_type == RULE_TYPE and by_id["rule"].optional, schema.node_id
+        if "rule" in by_id and by_id["rule"].io_type == "COMBO":  # an answer rule by name
+            answerers.append(schema.node_id)
+            spec = by_id["answer_rule"]
+            assert (spec.io_type, spec.optional) == (ANSWER_RULE_TYPE, True), schema.node_id
+    assert "LADR_DiMOOEdit" in choosers and {"LADR_DiMOOCaption", "LADR_DiMOOAsk"} <= set(
+        answerers)

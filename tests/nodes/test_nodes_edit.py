@@ -193,3 +193,30 @@ def test_the_progress_bar_spans_every_turn(tiny: DiMOOModel, sent, turns: int) -
     assert {p["turns"] for p in steps} == {turns}
     for turn in range(1, turns + 1):  # each turn ends at its share of the bar
         assert max(p["progress"] for p in steps if p["turn"] == turn) == pytest.approx(turn / turns)
+
+
+def test_the_rule_socket_runs_what_the_sampler_would(tiny: DiMOOModel) -> None:
+    """DiMOO Edit's `rule` is the sampler's LADR_RULE socket: a DiMOO Sampling Rule's strategy
+    (here one the strategy widget cannot set: threshold at tau 0.5) runs the edit, as the
+    Python API runs that strategy object; the strategy widget is then not read."""
+    from nodes.rules import RuleFields, SamplingRuleNode
+
+    (rule,) = SamplingRuleNode.execute(strategy="threshold", tau=0.5, gamma=-1.0,
+                                       token="sample").args
+    image = _image(1)
+    tokens, _ = DiMOOEdit.execute(model=tiny, image=image, rule=rule,
+                                  **{**ARGS, "strategy": "baseline"}).args
+    ref = tiny.pipe.edit(ARGS["instruction"], steps=8, seed=3, image=image, decode=False,
+                         strategy=RuleFields(tau=0.5).strategy("threshold"), size="as is")
+    assert torch.equal(tokens.tokens, ref.tokens)
+
+
+def test_a_policy_beside_the_rule_socket_is_refused_naming_policy(tiny: DiMOOModel) -> None:
+    from nodes.handles import SamplingRule
+
+    with pytest.raises(ValueError, match=r"^DiMOO Edit: policy is connected together with rule"):
+        DiMOOEdit.execute(model=tiny, image=_image(1), rule=SamplingRule(ladr_core.Baseline()),
+                          policy=ladr_core.LADR(), **ARGS)
+    with pytest.raises(ValueError, match=r"^rule: got a builtins.str, not this version's "
+                       "sampling rule"):
+        DiMOOEdit.execute(model=tiny, image=_image(1), rule="ladr", **ARGS)

@@ -21,7 +21,8 @@ HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", 
 NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas",
             "LADR_PaintCanvas", "LADR_TokenCanvas", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
             "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate", "LADR_DiMOOEdit",
-            "LADR_DiMOOVQEncode", "LADR_DiMOOCaption", "LADR_DiMOOAsk", "LADR_DiMOOSampler",
+            "LADR_DiMOOVQEncode", "LADR_DiMOOCaption", "LADR_DiMOOAsk", "LADR_AnswerRule",
+            "LADR_DiMOOSampler",
             "LADR_PaintOptions"]
 DEPRECATED = {"LADR_DiMOOSampler", "LADR_PaintOptions"}
 

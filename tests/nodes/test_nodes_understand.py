@@ -164,3 +164,59 @@ def test_a_nan_temperature_is_named_before_the_model_is_judged() -> None:
             node.execute(model=nano, image=_images(1, 48), **extra,
                          **{**ARGS, "temperature": float("nan")})
         assert str(err.value).startswith(f"{name}: temperature is NaN")
+
+
+@pytest.mark.parametrize("node", [DiMOOCaption, DiMOOAsk])
+def test_the_answer_rule_socket_is_typed_and_appended_last(node) -> None:
+    from nodes.handles import ANSWER_RULE_TYPE
+
+    last = node.define_schema().inputs[-1]
+    assert (last.id, last.io_type, last.optional) == ("answer_rule", ANSWER_RULE_TYPE, True)
+
+
+def test_the_answer_rule_node_offers_the_registry_and_its_rule_runs(tiny) -> None:
+    """DiMOO Answer Rule's choices are the registered rules, a toy rule registered in this test
+    included; its object through Ask's answer_rule socket runs as the Python API runs it (the
+    rule widget, 'official', is then not read)."""
+    from dataclasses import dataclass
+    from typing import ClassVar
+
+    from ladr_core.dimoo import ConfidenceThreshold, answer_rule, unregister_answer_rule
+    from nodes.answer_rule import AnswerRuleNode
+
+    @answer_rule
+    @dataclass(frozen=True)
+    class Eager(ConfidenceThreshold):
+        name: ClassVar[str] = "eager-test"
+
+    try:
+        rule_widget = _widgets(AnswerRuleNode)["rule"]
+        assert rule_widget.options == list(ladr_core.dimoo.answer_rule_classes())
+        assert "eager-test" in rule_widget.options
+        (rule,) = AnswerRuleNode.execute(rule="eager-test", tau=0.3, gamma=-1.0, stop=True).args
+        assert rule == Eager(tau=0.3, stop=True) and rule.label == "eager-test+stop"
+        image = _images(1)
+        text, stats = DiMOOAsk.execute(model=tiny, image=image, question="what?",
+                                       answer_rule=rule, **ARGS).args
+        ref = tiny.pipe.understand(image, "what?", max_answer=16, rule=rule, temperature=1.0,
+                                   seed=5, size="as is")
+        assert text == " ".join(ref.text[0].split()) and stats.startswith("eager-test+stop: ")
+    finally:
+        unregister_answer_rule("eager-test")
+    assert "eager-test" not in _widgets(AnswerRuleNode)["rule"].options
+
+
+def test_the_answer_rule_node_names_the_widget_a_rule_refuses() -> None:
+    from nodes.answer_rule import NUMBERS, AnswerRuleNode, reads
+
+    with pytest.raises(ValueError, match=r"^DiMOO Answer Rule: tau for rule 'threshold': .*"
+                       r"tau must be a finite number in \(0, 1\]; got 0.0"):
+        AnswerRuleNode.execute(rule="threshold", tau=0.0, gamma=-1.0, stop=False)
+    with pytest.raises(ValueError, match=r"^answer_rule: got a builtins.str, not this version"):
+        DiMOOCaption.execute(model=None, image=_images(1), answer_rule="threshold", **ARGS)
+    # every numeric field of a registered rule has its widget (a new one fails here)
+    from dataclasses import fields
+
+    for name, cls in ladr_core.dimoo.answer_rule_classes().items():
+        numeric = {f.name for f in fields(cls) if f.type in (float, "float")}
+        assert numeric <= set(NUMBERS) and set(reads(name)) == numeric, name

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support.browser import extension_stub
 
-from nodes.loader import NANO
+from nodes.loader import NANO, LoadDiMOOModel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,22 +30,30 @@ def _node(script: str, *args: object, cwd: Path | None = None) -> object:
 HINT = f"""
 import {{ missingCheckpoint }} from "{(ROOT / "web" / "ladr_checkpoint_hint.js").as_uri()}";
 const [cases] = JSON.parse(process.argv[1]);
-console.log(JSON.stringify(cases.map(([v, c]) => missingCheckpoint(v, c))))
+console.log(JSON.stringify(cases.map(([v, c, f]) => missingCheckpoint(v, c, f))))
 """
 
 
+def _files() -> dict:
+    """The schema's one-file formats (the registry's), as the extension reads them."""
+    spec = next(i for i in LoadDiMOOModel.define_schema().inputs if i.id == "model_name")
+    return spec.extra_dict["ladr_files"]
+
+
 def test_notice_names_the_folder_and_what_the_hosts_message_means() -> None:
+    files = _files()
+    assert files == {".gguf": "GGUF file"}
     folder, gguf, installed, unknown = _node(HINT, [
-        ["Lumina-DiMOO", [NANO]],
-        ["DiMOO-Q4_K_M.gguf", [NANO, "Lumina-DiMOO"]],
-        ["Lumina-DiMOO", [NANO, "Lumina-DiMOO"]],
-        ["Lumina-DiMOO", None],
+        ["Lumina-DiMOO", [NANO], files],
+        ["DiMOO-Q4_K_M.gguf", [NANO, "Lumina-DiMOO"], files],
+        ["Lumina-DiMOO", [NANO, "Lumina-DiMOO"], files],
+        ["Lumina-DiMOO", None, files],
     ])
     assert folder["severity"] == "warn" and "'Lumina-DiMOO' is not installed" in folder["summary"]
     for text in ("rejected the value for model_name", "ComfyUI/models/lumina_dimoo/Lumina-DiMOO/",
                  "huggingface-cli download Alpha-VLLM/Lumina-DiMOO", "press R", NANO):
         assert text in folder["detail"], text
-    assert "ComfyUI/models/lumina_dimoo/DiMOO-Q4_K_M.gguf" in gguf["detail"]
+    assert "Put the GGUF file at ComfyUI/models/lumina_dimoo/DiMOO-Q4_K_M.gguf" in gguf["detail"]
     assert "huggingface-cli" not in gguf["detail"]
     assert installed is None and unknown is None
 

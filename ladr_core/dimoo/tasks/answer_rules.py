@@ -36,16 +36,39 @@ from ...strategies.entropy import entropy_pick
 from ...strategies.threshold import threshold_pick
 
 __all__ = ["AnswerRule", "OfficialOrder", "ConfidenceThreshold", "AnswerEntropyBound", "STOP_SUFFIX",
-           "answer_rule", "answer_rule_names", "resolve_answer_rule", "transfer_counts"]
+           "answer_rule", "answer_rule_classes", "answer_rule_names", "resolve_answer_rule",
+           "transfer_counts", "unregister_answer_rule"]
 
 STOP_SUFFIX = "+stop"
 _RULES: dict[str, type[AnswerRule]] = {}
 
 
 def answer_rule(cls: type[AnswerRule]) -> type[AnswerRule]:
-    """Class decorator: register an AnswerRule under its ``name``."""
-    _RULES[cls.name] = cls
+    """Class decorator: register an AnswerRule under its ``name`` (as ``register_strategy``
+    does a strategy: selectable by that name in ``resolve_answer_rule``, the nodes' choices
+    and DiMOO Answer Rule, with no other edit). A second class under a taken name is refused
+    (ValueError naming both)."""
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name or name.endswith(STOP_SUFFIX):
+        raise ValueError(f"{cls.__name__}: a registered answer rule needs a non-empty class "
+                         f"attribute `name` not ending in {STOP_SUFFIX!r}")
+    held = _RULES.get(name)
+    if held is not None and held.__qualname__ != cls.__qualname__:
+        raise ValueError(f"answer rule name {name!r} is already registered by {held.__module__}."
+                         f"{held.__qualname__}; choose another name for {cls.__qualname__}")
+    _RULES[name] = cls
     return cls
+
+
+def unregister_answer_rule(name: str) -> None:
+    """Remove the rule registered under ``name`` (none: nothing happens); for tests and
+    plug-ins that register a rule for a while."""
+    _RULES.pop(name, None)
+
+
+def answer_rule_classes() -> dict[str, type[AnswerRule]]:
+    """The registered rule classes by name, in registration order (the built-ins first)."""
+    return dict(_RULES)
 
 
 def answer_rule_names() -> list[str]:

@@ -18,7 +18,7 @@ import torch
 
 from ..model.config import DiMOOIds, LLaDAConfig
 from ..model.transformer import LLaDAModel
-from . import fp8
+from . import formats, fp8
 from .files import (
     HUB_HINT,
     INDEX_FILE,
@@ -37,7 +37,8 @@ from .staging import check_complete
 from .tokenizer import load_tokenizer
 from .vqfiles import read_vq_state, vq_folder, vq_weight_files
 
-__all__ = ["check_folder", "load_checkpoint", "load_transformer", "load_vqvae", "read_vq_config"]
+__all__ = ["check_folder", "load_checkpoint", "load_parts", "load_transformer", "load_vqvae",
+           "read_safetensors", "read_vq_config"]
 
 
 @dataclass
@@ -139,31 +140,22 @@ def _build(config: LLaDAConfig, state: dict[str, torch.Tensor], operations: Any,
     return model.eval().requires_grad_(False)
 
 
-def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
+def read_safetensors(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
                      device: torch.device, weight_dtype: str | None = None,
                      fp8_scale: str = "channel", operations: Any = None) -> LLaDAModel:
-    """Meta-device model + per-tensor converted safetensors weights (strict key check).
+    """The official folder reader (the official and fp8 formats, weights/formats/):
+    meta-device model + per-tensor converted safetensors weights (strict key check).
 
-    ``weight_dtype`` (fp8.WEIGHT_DTYPES) converts block linears to fp8 while reading, one layer
-    at a time; a folder saved in fp8 loads as stored. ``operations``: see ``LLaDAModel``.
+    ``weight_dtype`` (an fp8 load choice) converts block linears to fp8 while reading, one
+    layer at a time; a folder saved in fp8 loads as stored. ``operations``: see ``LLaDAModel``.
     """
-    target = _Target(dtype, device, fp8.parse_weight_dtype(weight_dtype), fp8_scale)
+    target = _Target(dtype, device, formats.check_load_choice(weight_dtype), fp8_scale)
     if fp8_scale not in fp8.SCALE_KINDS:
         raise ValueError(f"fp8_scale {fp8_scale!r} is not one of {list(fp8.SCALE_KINDS)}")
     if target.fp8 is not None:
         target.fp8_dtype(target.fp8)  # fail before reading anything
     shards = shard_files(folder)
-    from .quant_load import load_quantized_transformer, quantized_layers
-
-    comfy = quantized_layers(folder)
-    if comfy:  # ComfyUI's quantized format (quant.py): loaded as stored
-        if target.fp8 is not None:
-            formats = ", ".join(sorted({f for f, _ in comfy.values()}))
-            raise ValueError(f"weight_dtype {target.fp8!r}: {folder} is already quantized "
-                             f"({formats}, ComfyUI format); load it with weight_dtype='default'")
-        return load_quantized_transformer(folder, config, dtype, device, operations)
-    with torch.device("meta"):  # expected names/shapes, independent of the host's classes
-        expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
+    expected = formats.parameter_shapes(config)  # independent of the host's classes
     state: dict[str, torch.Tensor] = {}
     origin: dict[str, Path] = {}
     unexpected: dict[str, Path] = {}  # name -> the shard that holds it
@@ -178,6 +170,20 @@ def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
             f"{'...' if len(missing) > 4 else ''}, unexpected {sorted(unexpected)[:4]}); use the "
             "config.json shipped with these shards, or re-download the missing shard")
     return _build(config, state, operations, origin)
+
+
+def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
+                     device: torch.device, weight_dtype: str | None = None,
+                     fp8_scale: str = "channel", operations: Any = None) -> LLaDAModel:
+    """The transformer of a checkpoint folder, read by the weight format its files are in
+    (weights/formats/: the official layout, fp8, ComfyUI's quantized format, ...).
+
+    ``weight_dtype``: a load choice (formats.load_choices()) or None / "default" (as stored);
+    ``operations``: see ``LLaDAModel``.
+    """
+    fmt = formats.stored_format(Path(folder))
+    request = formats.LoadRequest(device, dtype, device, weight_dtype, fp8_scale, operations)
+    return fmt.reader(request)(Path(folder), config, request)  # type: ignore[attr-defined]
 
 
 def read_vq_config(folder: Path, ids: DiMOOIds) -> tuple[dict[str, Any], list[int]]:
@@ -237,10 +243,11 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
                     fp8_scale: str = "channel", operations: Any = None,
                     weights_device: str | torch.device | None = None) -> LoadedCheckpoint:
-    """Load transformer, tokenizer and VQ-VAE of an official Lumina-DiMOO folder (or of a
-    ``.gguf`` file written by ``ladr_core.dimoo.save``, gguf.py).
+    """Load transformer, tokenizer and VQ-VAE of a checkpoint (an official Lumina-DiMOO folder,
+    or a folder or file in another registered weight format: weights/formats/), through the
+    format its files are stored in.
 
-    ``dtype``: compute dtype (and storage of everything not fp8); ``weight_dtype``: see
+    ``dtype``: compute dtype (and storage of everything not quantized); ``weight_dtype``: see
     ``load_transformer``; ``weights_device`` (default ``device``): where the transformer's
     weights are put (the CPU for block streaming, ``offload.stream_blocks``).
     """
@@ -248,20 +255,9 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
     dtype = resolve_dtype(dtype)
     device = resolve_device(device)
     weights_at = device if weights_device is None else resolve_device(weights_device)
-    if folder.suffix.lower() == ".gguf":
-        from .gguf import load_gguf_checkpoint
-
-        if fp8.parse_weight_dtype(weight_dtype) is not None:
-            raise ValueError(f"weight_dtype {weight_dtype!r}: {folder} is a GGUF file, already "
-                             "quantized; load it with weight_dtype='default'")
-        return _no_frames_kept(lambda: load_gguf_checkpoint(folder, device, dtype, operations,
-                                                            weights_at))
-    if fp8.parse_weight_dtype(weight_dtype) is not None:
-        fp8.check_fp8_support(weight_dtype, weights_at, dtype)  # type: ignore[arg-type]
-        fp8.check_fp8_support(weight_dtype, device, dtype)  # type: ignore[arg-type]
-    parts = _no_frames_kept(lambda: _load_parts(folder, device, dtype, weights_at, weight_dtype,
-                                                fp8_scale, operations))
-    return LoadedCheckpoint(*parts, folder)
+    fmt = formats.stored_format(folder)
+    request = formats.LoadRequest(device, dtype, weights_at, weight_dtype, fp8_scale, operations)
+    return _no_frames_kept(lambda: fmt.load(folder, request))
 
 
 def _no_frames_kept(load: Callable[[], Any]) -> Any:
@@ -275,13 +271,13 @@ def _no_frames_kept(load: Callable[[], Any]) -> Any:
     raise error
 
 
-def _load_parts(folder: Path, device: torch.device, dtype: torch.dtype,
-                weights_at: torch.device, weight_dtype: str | None, fp8_scale: str,
-                operations: Any) -> tuple[Any, ...]:
-    """LoadedCheckpoint's fields but the folder, in its order; refusals before any read."""
+def load_parts(folder: Path, request: formats.LoadRequest,
+               read_transformer: Callable[[Path, LLaDAConfig, formats.LoadRequest], LLaDAModel]
+               ) -> LoadedCheckpoint:
+    """A checkpoint folder's parts (the folder formats' load): refusals before any read, then
+    the tokenizer, the VQ and the transformer ``read_transformer`` reads."""
     config, ids, raw = check_folder(folder)
     tokenizer = load_tokenizer(folder, ids)
-    vq, vq_factor = load_vqvae(folder, ids, device)
-    transformer = load_transformer(folder, config, dtype, weights_at, weight_dtype, fp8_scale,
-                                   operations)
-    return transformer, config, ids, tokenizer, vq, vq_factor, raw
+    vq, vq_factor = load_vqvae(folder, ids, request.device)
+    transformer = read_transformer(folder, config, request)
+    return LoadedCheckpoint(transformer, config, ids, tokenizer, vq, vq_factor, raw, folder)

@@ -15,27 +15,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["WEIGHT_DTYPES", "FP8_FORMATS", "SCALE_KINDS", "CastLinear", "parse_weight_dtype",
+__all__ = ["FP8_FORMATS", "SCALE_KINDS", "CastLinear",
            "check_fp8_support", "round_trip_problem", "quantize", "dequantize", "scaled_linear_class",
            "use_fp8_linears", "is_block_linear_weight", "SCALE_SUFFIX", "scale_problem"]
 
-#: loader choices: "default" keeps the checkpoint's storage (bf16 folder -> ``dtype``, fp8 folder
-#: -> its fp8 format); the fp8 names convert a bf16/fp32 checkpoint while loading.
-WEIGHT_DTYPES = ("default", "fp8_e4m3fn", "fp8_e5m2")
 FP8_FORMATS = {"fp8_e4m3fn": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 SCALE_KINDS = ("channel", "tensor")
 SCALE_SUFFIX = "weight_scale"
 BLOCK_LINEARS = ("q_proj", "k_proj", "v_proj", "attn_out", "ff_proj", "up_proj", "ff_out")
-
-
-def parse_weight_dtype(weight_dtype: str | None) -> str | None:
-    """None / "default" -> None; an fp8 name -> itself; else ValueError listing the choices."""
-    if weight_dtype is None or weight_dtype == "default":
-        return None
-    if not isinstance(weight_dtype, str) or weight_dtype not in FP8_FORMATS:
-        raise ValueError(f"weight_dtype {weight_dtype!r} is not supported; use one of "
-                         f"{list(WEIGHT_DTYPES)} (or None = 'default')")
-    return weight_dtype
 
 
 def fp8_torch_dtype(name: str) -> torch.dtype:

@@ -36,12 +36,16 @@ def quantized_layers(folder: Path) -> dict[str, tuple[str, Path]]:
 
 
 def is_quantized_folder(folder: Path) -> bool:
-    """True when ``folder``'s shards carry ``_quantization_metadata`` (False when they cannot
-    be read: loading the folder then reports what is wrong with it)."""
+    """True when ``folder``'s shards carry ``_quantization_metadata``, valid or not (loading
+    the folder then reports what is wrong with it); False when the shards cannot be read."""
     try:
-        return bool(quantized_layers(folder))
+        for shard in shard_files(folder):
+            with open_shard(shard) as handle:
+                if quant.METADATA_KEY in (handle.metadata() or {}):
+                    return True
     except CheckpointError:
         return False
+    return False
 
 
 def check_format_support(fmt: str, device: torch.device, dtype: torch.dtype, source: Any) -> None:
