@@ -6,9 +6,10 @@ sees each aten op on the emulated tensors once, as the device would run it, befo
 emulation runs it on the inner tensors (whose own ops it does not see: it is off the mode stack
 while it handles an op). An op counts as one kernel when it touches an emulated tensor and is
 no view, alias or bare allocation (those launch nothing). Its bytes are the bytes of its tensor
-operands read plus the bytes of its outputs written; its FLOPs come from torch's FLOP counter
-formulas (matrix products, convolutions, attention) and gpu_estimate's additions (kernels.py
-``FLOP_FORMULAS``); elementwise work counts 0 FLOPs (it is bound by its bytes).
+operands read (for a gather, the rows it takes) plus the bytes of its outputs written; its
+FLOPs come from torch's FLOP counter formulas (matrix products, convolutions, attention) and
+gpu_estimate's additions (kernels.py ``FLOP_FORMULAS``); elementwise work counts 0 FLOPs (it
+is bound by its bytes).
 
 ``F.scaled_dot_product_attention`` never reaches aten as a kernel here (the emulation's
 attention.py runs it on the inner tensors after choosing the card's backend), so ``_Attention``
@@ -43,7 +44,9 @@ _FORMULAS = {**flop_registry, **{k: shape_wrapper(v) for k, v in FLOP_FORMULAS.i
 #: ops that allocate or re-describe memory and launch no kernel
 _NO_KERNEL = {aten.empty, aten.empty_like, aten.empty_strided, aten.detach, aten.alias,
               aten.lift_fresh, aten.set_, aten.resize_, aten.record_stream,
-              aten._local_scalar_dense}
+              aten._local_scalar_dense, aten._unsafe_view}
+#: gathers read the rows they take, not their whole table
+_GATHERS = {aten.embedding, aten.index_select}
 _KINDS = {torch.bfloat16: "bfloat16", torch.float16: "float16", torch.float32: "float32",
           torch.int8: "int8", torch.float8_e4m3fn: "float8", torch.float8_e5m2: "float8"}
 
@@ -89,8 +92,9 @@ class OpLog(TorchDispatchMode):
             return out
         formula = _FORMULAS.get(func.overloadpacket)
         flops = int(formula(*args, **kwargs, out_val=out)) if formula is not None else 0
+        read = _nbytes(ins[1:] + outs) if func.overloadpacket in _GATHERS else _nbytes(ins)
         self.kernels.append(Kernel(str(func.overloadpacket), kind_of(func, ins), flops,
-                                   _nbytes(ins) + _nbytes(outs)))
+                                   read + _nbytes(outs)))
         return out
 
 
