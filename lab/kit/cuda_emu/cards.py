@@ -20,6 +20,10 @@ attention backends torch builds for that architecture (flash from sm 8.0, cuDNN 
 sm 9.0 only). The default device of ``emulated_cuda()`` without ``card`` is the ``h100``
 profile with neither context nor workspace (the emulation as it was before profiles).
 
+``pinned_bytes`` limits the page-locked host memory (``pin_memory``) a run may hold, beyond
+which CUDA's host allocation fails; it is the host's limit (its RAM, what else is pinned), not
+the card's, so no profile sets one: a test sets it to show what a limit does.
+
 Speed (lab/benchmarks/roofline): ``peaks`` are dense tensor-core peaks per operand kind in
 FLOP/s (OP/s for int8; no 2:4 sparsity; half-precision and fp8 with float32 accumulation, as
 PyTorch's GEMMs accumulate; "float32": the plain FP32 rate, as PyTorch leaves TF32 off for
@@ -81,6 +85,7 @@ class Card:
     peaks: tuple[tuple[str, float], ...] = ()  # (operand kind, dense FLOP/s): module docstring
     bandwidth: float = 0.0  # memory bandwidth, bytes/s
     launch_s: float = LAUNCH_S  # per kernel
+    pinned_bytes: int | None = None  # page-locked host memory the run may take; None: no limit
 
     def peak(self, kind: str) -> float:
         """Dense FLOP/s for operands of ``kind`` ("bfloat16", "float16", "float8", "int8",
