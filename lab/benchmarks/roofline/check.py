@@ -33,7 +33,7 @@ def old_tokens() -> tuple[int, int]:
 
 def check(doc: dict[str, Any]) -> dict[str, Any]:
     """Estimated and measured seconds, their ratio, and the estimate's parts."""
-    trace = doc["traces"].get(doc["trace_of"].get("h100", ""), {}).get("bf16", {})
+    trace = doc["traces"].get(doc["trace_of"].get("h100/bf16", ""), {}).get("bf16", {})
     old = trace.get("old_tokens")
     if old is None:
         return {}

@@ -70,8 +70,6 @@ def sweep(cards: list[str], layouts: list[str], sizes: list[int]) -> dict[str, A
         "strategies": labels, "traces": {}, "trace_of": {}, "cases": {}}
     start, shared = time.perf_counter(), {}
     for name in cards:
-        key = rules_key(name)
-        doc["trace_of"][name] = shared.setdefault(key, name)
         for layout in layouts:
             keys = {px: f"{name}/{layout}/{px}" for px in sizes}
             doc["cases"].update({k: {"fits": _fits(fit, k)} for k in keys.values()})
@@ -79,11 +77,15 @@ def sweep(cards: list[str], layouts: list[str], sizes: list[int]) -> dict[str, A
             check_here = name == "h100" and layout == "bf16"
             if not want and not check_here:
                 continue
-            traced = doc["traces"].setdefault(shared[key], {})
-            if layout not in traced:
-                traced[layout] = trace_layout(shared[key], layout, want or [max(sizes)],
-                                              h100.old_tokens() if check_here else None)
-                print(f"{name} {layout}: traced ({traced[layout]['seconds']} s)", flush=True)
+            owner = shared.setdefault(rules_key(name, layout), name)
+            doc["trace_of"][f"{name}/{layout}"] = owner
+            traced = doc["traces"].setdefault(owner, {})
+            if layout not in traced:  # with the H100 check's trace where the sweep has it
+                again = layout == "bf16" and "h100" in cards
+                traced[layout] = trace_layout(owner, layout, sizes,
+                                              h100.old_tokens() if again else None)
+                print(f"{name} {layout}: traced on {owner} ({traced[layout]['seconds']} s)",
+                      flush=True)
             for px in want:
                 doc["cases"][keys[px]].update(_case(name, traced[layout][str(px)], labels))
     doc["check"] = h100.check(doc)

@@ -17,7 +17,10 @@ lab/results/quality_test.json) is ``first`` + (N - 1) x ``call``: the sampler's 
 later steps are not counted (the first step's share, ``first`` - ``call``, shows their size,
 with the prompt rows). The VQ decode is not counted (the H100's per-image figure has none).
 Memory is not limited here: which cases fit is card_fit's answer (lab/results/card_fit.json).
-Cards with the same kernel rules run the same kernels, so they share one trace.
+Cards alike in what the code and the emulation's kernel rules branch on run the same kernels,
+so they share one trace (``rules_key``): bf16 and int8 units, the flash backend, and for the
+fp8 layouts fp8 units and the capability of fp8 matmuls (ladr_core quant.py
+``fp8_matmul_available``: sm 8.9 and up).
 """
 
 from __future__ import annotations
@@ -36,16 +39,19 @@ from lab.kit.cuda_emu import CARDS, card, emulated_cuda
 from .cost import table
 from .ops import recording
 
-__all__ = ["rules_key", "trace_layout"]
+__all__ = ["FP8_LAYOUTS", "rules_key", "trace_layout"]
 
 UNLIMITED = 2 ** 50  # bytes: memory is card_fit's question, not this one's
 
 
-def rules_key(name: str) -> tuple[Any, ...]:
-    """What decides the kernels a card runs: capability, bf16 / fp8 / int8, attention
-    backends."""
+FP8_LAYOUTS = ("fp8", "comfy_fp8")  # the layouts whose matmuls follow the card's fp8 units
+
+
+def rules_key(name: str, layout: str) -> tuple[Any, ...]:
+    """What decides the kernels ``layout`` runs on card ``name`` (module docstring)."""
     c = CARDS[name]
-    return (c.capability, c.bf16, c.fp8, c.int8, c.sdpa)
+    fp8 = (c.fp8, c.capability >= (8, 9)) if layout in FP8_LAYOUTS else ()
+    return (layout, c.bf16, c.int8, "flash" in c.sdpa, *fp8)
 
 
 def _traces(pipe: Any, px: int, text: str) -> dict[str, Any]:

@@ -85,7 +85,7 @@ def test_the_committed_seconds_follow_from_its_kernel_tables() -> None:
         if "step" not in case:
             assert case["fits"] is False
             continue
-        tables = ROOF["traces"][ROOF["trace_of"][name]][layout][px]
+        tables = ROOF["traces"][ROOF["trace_of"][f"{name}/{layout}"]][layout][px]
         assert case["step"] == pytest.approx(seconds(tables["call"], CARDS[name]))
         first = seconds(tables["first"], CARDS[name])["seconds"]
         for label, s in ROOF["strategies"].items():
