@@ -40,9 +40,9 @@ def card_table(roof: dict[str, Any]) -> str:
 
     labels = list(roof["strategies"])
     sizes = roof["sizes"]
-    big = max(sizes)
+    both = " / ".join(f"{px}" for px in sizes)
     head = ([f"step, {px} px" for px in sizes]
-            + [f"`{label}` ({roof['strategies'][label]['nfe_mean']:.1f} forwards), {big} px"
+            + [f"`{label}` ({roof['strategies'][label]['nfe_mean']:.1f} forwards), {both} px"
                for label in labels])
     lines = ["| card | layout | " + " | ".join(head) + " |", "|---" * (len(head) + 2) + "|"]
     for card, spec in roof["cards"].items():
@@ -51,9 +51,8 @@ def card_table(roof: dict[str, Any]) -> str:
             if not any("step" in c for c in cases):
                 continue
             steps = [_s(c["step"]["seconds"]) if "step" in c else "does not fit" for c in cases]
-            top = roof["cases"].get(f"{card}/{layout}/{big}", {})
-            images = [_s(top["per_image_s"][label]) if "per_image_s" in top else "-"
-                      for label in labels]
+            images = [" / ".join(_s(c["per_image_s"][label]) if "per_image_s" in c else "-"
+                                 for c in cases) for label in labels]
             lines.append(f"| {spec['gb']} GB, sm {'.'.join(map(str, spec['capability']))} "
                          f"({card}) | {LAYOUT_NAMES[layout]} | " + " | ".join(steps + images)
                          + " |")
