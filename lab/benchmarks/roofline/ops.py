@@ -98,6 +98,13 @@ class OpLog(TorchDispatchMode):
         return out
 
 
+def _op_by_op(*qkv: Any) -> bool:
+    """Whether the emulation runs this attention as its aten ops (attention.py ``run``: during
+    a capture or with gradients), which OpLog records itself."""
+    return active().capture is not None or (torch.is_grad_enabled() and any(
+        isinstance(t, torch.Tensor) and t.requires_grad for t in qkv))
+
+
 class _Attention(TorchFunctionMode):
     """SDPA on the emulated device as one kernel of the card's backend (module docstring)."""
 
@@ -108,8 +115,10 @@ class _Attention(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if func is F.scaled_dot_product_attention and isinstance(args[0], EmuTensor):
-            q, k, v = args[:3]
+        q = args[0] if args else None
+        if func is F.scaled_dot_product_attention and isinstance(q, EmuTensor) and \
+                not _op_by_op(*args[:3]):
+            k, v = args[1:3]
             backend, _ = choose(active().card, q, k, v, kwargs.get("attn_mask"),
                                 kwargs.get("enable_gqa", False))
             rows = q.numel() // q.shape[-1]
