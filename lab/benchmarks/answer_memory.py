@@ -32,16 +32,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import traceback
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import torch
 
-from lab.benchmarks.common import REPO_ROOT, write_result
+from lab.benchmarks.common import write_result
 from lab.benchmarks.gpu_check.models import SHAPE_8B, random_model
 from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
+from lab.benchmarks.gpu_estimate.measure import peak_site
 from ladr_core.dimoo import (
     AnswerShape,
     DiMOOIds,
@@ -103,21 +103,6 @@ def _estimator(model: Any, config: LLaDAConfig) -> Any:
     return pipe
 
 
-def _peak_sites(memory: Any, out: dict[str, Any]) -> None:
-    """Keep in ``out["peak_site"]`` the pack's lines on the stack at each new allocated peak."""
-    malloc = memory.malloc
-
-    def tracked(nbytes: int) -> int:
-        handle = malloc(nbytes)
-        if memory.allocated >= memory.peak_allocated:
-            out["peak_site"] = [f"{Path(f.filename).relative_to(REPO_ROOT)}:{f.lineno} "
-                                f"({f.name})" for f in traceback.extract_stack()
-                                if f"{REPO_ROOT}/ladr_core/" in f.filename][-4:]
-        return handle
-
-    memory.malloc = tracked
-
-
 def _one_pass(model: Any, ids: DiMOOIds, images: int, in_flight: int) -> None:
     """decode_answers on ``images`` rows until its first host read (module docstring, 3)."""
     image = ImageLayout(GRID, GRID).length  # BOI, 64 rows of 64 codes and a NEWLINE, EOI
@@ -146,8 +131,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         grant = pipe._answering_bytes(job, flying)
         emu.memory.reset_peak()
         where: dict[str, Any] = {}
-        _peak_sites(emu.memory, where)
-        _one_pass(model, DiMOOIds(), a.images, flying)
+        with peak_site(where, depth=4):
+            _one_pass(model, DiMOOIds(), a.images, flying)
         peak = emu.memory.peak_allocated - weights
     return {"layout": a.layout, "layers": a.layers, "card_gib": a.card_gib,
             "images": a.images, "weights_gib": weights / GIB, "free_gib": free / GIB,

@@ -2,7 +2,8 @@
 (lab/results/card_fit.json) beside the estimate (gpu_estimate.json): the one-image rows are the
 run's, a cell where the estimate said otherwise is marked and explained in the results file
 (``versus_estimate``); what the run does not cover (the streamed layout, the ML-Cache) stays
-the estimate's, labelled so. Rendered into README's ``gpu_estimate:begin readme`` block by
+the estimate's, labelled so; the last row, seconds per image, is the roofline's estimate
+(lab/results/roofline.json, lab/benchmarks/roofline/table.py) or a committed GPU run's. Rendered into README's ``gpu_estimate:begin readme`` block by
 ``python -m lab.benchmarks.gpu_estimate --docs``."""
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import json
 from typing import Any
 
 from lab.benchmarks.common import RESULTS_DIR
+from lab.benchmarks.roofline.table import load as load_roofline
+from lab.benchmarks.roofline.table import readme_row
 
 __all__ = ["RESULTS", "load", "readme_table"]
 
@@ -60,4 +63,7 @@ def readme_table(fit: dict[str, Any], est: dict[str, Any]) -> str:
     if any(k.endswith("/1024/1/ml-cache") for k in est["cards"]):
         lines.append("| 1024 px, + ML-Cache (est.) | " + " | ".join(
             estimated_cell(est, "1024/1/ml-cache", fit["cards"][c]["gb"]) for c in cards) + " |")
+    roof = load_roofline()
+    if roof is not None and all(c in roof["cards"] for c in cards):
+        lines.append(readme_row(roof, cards))
     return "\n".join(lines)

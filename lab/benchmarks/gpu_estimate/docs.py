@@ -4,7 +4,8 @@
     ...generated from lab/results/gpu_estimate.json...
     <!-- gpu_estimate:end -->
 
-docs/reports/GPU.md holds ``estimate`` (Sec. 7), README.md ``readme`` (its card table). The
+docs/reports/GPU.md holds ``estimate`` (Sec. 7) and ``roofline`` (time per card, from
+lab/results/roofline.json), README.md ``readme`` (its card table, with the roofline's row). The
 ``gpu_check:`` markers of the same files belong to lab/benchmarks/gpu_check and are left alone.
 """
 
@@ -16,12 +17,12 @@ from typing import Any
 
 from lab.benchmarks.common import REPO_ROOT
 
-from .render import gpu_block, readme_block
+from .render import gpu_block, readme_block, roofline_block
 
 __all__ = ["BLOCKS", "check_docs", "update_docs"]
 
 BLOCKS: dict[str, dict[str, Callable[[dict[str, Any]], str]]] = {
-    "docs/reports/GPU.md": {"estimate": gpu_block},
+    "docs/reports/GPU.md": {"estimate": gpu_block, "roofline": roofline_block},
     "README.md": {"readme": readme_block},
 }
 PATTERN = r"(<!-- gpu_estimate:begin {name} -->\n)(.*?)(<!-- gpu_estimate:end -->)"

@@ -44,7 +44,7 @@ from tests.kit.cuda_emu.state import active
 
 from .kernels import FLOP_FORMULAS
 
-__all__ = ["CUBLAS_WORKSPACE", "measure_layout", "model_shape", "settle"]
+__all__ = ["CUBLAS_WORKSPACE", "measure_layout", "model_shape", "peak_site", "settle"]
 
 CUBLAS_WORKSPACE = 32 * 2 ** 20
 
@@ -97,9 +97,9 @@ def _first_step(pipe: Any, text: str, px: int, batch: int, steps: int, cache: An
 
 
 @contextlib.contextmanager
-def _peak_site(out: dict[str, Any]) -> Iterator[None]:
-    """Record in ``out["peak_site"]`` the pack's innermost lines (ladr_core/) on the stack when
-    the allocated bytes last reached a new peak."""
+def peak_site(out: dict[str, Any], depth: int = 3) -> Iterator[None]:
+    """Record in ``out["peak_site"]`` the pack's ``depth`` innermost lines (ladr_core/) on the
+    stack when the allocated bytes of the active emulation last reached a new peak."""
     memory = active().memory
     malloc = memory.malloc
 
@@ -108,7 +108,7 @@ def _peak_site(out: dict[str, Any]) -> Iterator[None]:
         if memory.allocated >= memory.peak_allocated:
             out["peak_site"] = [f"{Path(f.filename).relative_to(REPO_ROOT)}:{f.lineno} "
                                 f"({f.name})" for f in traceback.extract_stack()
-                                if f"{REPO_ROOT}/ladr_core/" in f.filename][-3:]
+                                if f"{REPO_ROOT}/ladr_core/" in f.filename][-depth:]
         return handle
 
     memory.malloc = tracked  # type: ignore[method-assign]
@@ -125,7 +125,7 @@ def _call(den: Any, run: Any) -> dict[str, Any]:
     torch.cuda.reset_peak_memory_stats()
     where: dict[str, Any] = {}
     with FlopCounterMode(display=False, custom_mapping=FLOP_FORMULAS) as flops, \
-            _peak_site(where):
+            peak_site(where):
         den(run.tokens, run.masked)
     kind = "full" if den.caches is None else \
         "refresh" if den.stats.refresh_steps > before[0] else "cached"
@@ -157,7 +157,7 @@ def measure_case(pipe: Any, px: int, batch: int, cached: bool, text: str | None 
     settle()
     base = torch.cuda.memory_allocated()
     where: dict[str, Any] = {}
-    with _peak_site(where):
+    with peak_site(where):
         run, stop = _first_step(pipe, prompt() if text is None else text, px, batch,
                                 4 if cached else 2, LEAN if cached else None)
     den = run.args.denoiser

@@ -9,7 +9,7 @@ from typing import Any
 
 from .explain import h100_section, method
 
-__all__ = ["CACHE_NAMES", "LAYOUT_NAMES", "gpu_block", "readme_block"]
+__all__ = ["CACHE_NAMES", "LAYOUT_NAMES", "gpu_block", "readme_block", "roofline_block"]
 
 GIB = 2 ** 30
 LAYOUT_NAMES = {"bf16": "bf16", "fp8": "fp8 storage (per-channel scales)",
@@ -191,3 +191,14 @@ def readme_block(doc: dict[str, Any]) -> str:
     from .explain import readme_table
 
     return readme_table(doc)
+
+
+def roofline_block(doc: dict[str, Any]) -> str:  # noqa: ARG001 (its own results file)
+    """GPU.md's time per card, from lab/results/roofline.json (lab/benchmarks/roofline)."""
+    from lab.benchmarks.roofline.table import gpu_section, load
+
+    roof = load()
+    if roof is None:
+        return ("**Pending.** No `lab/results/roofline.json`: run "
+                "`python -m lab.benchmarks.roofline`.\n")
+    return gpu_section(roof)

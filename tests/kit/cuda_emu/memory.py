@@ -10,9 +10,13 @@ when the rest is at least 512 bytes (small) or over 1 MiB (large); freed blocks 
 neighbours in their segment and stay reserved until ``empty_cache``. With a card's capacity
 (``limit``), a new segment that does not fit empties the cache (every segment without a block
 in use) and tries again, then raises ``torch.OutOfMemoryError`` with CUDA's message (oom.py), as
-the allocator does after ``cudaMalloc`` fails. Not modelled: per-stream
-pools (a block freed on one stream and used on another), expandable segments, and fragmentation
-limits (``max_split_size_mb``): reserved is the allocator's figure for a single-stream run.
+the allocator does after ``cudaMalloc`` fails. Each segment belongs to the stream that was
+current when it was made (``stream_of``), and a request reuses only free blocks of its own
+stream's segments, as the allocator's per-stream pools do: memory a side stream (block
+streaming's copies, a graph's capture stream) frees stays reserved for that stream until
+``empty_cache`` or the retry releases it. Not modelled: a block freed after
+``record_stream`` waiting for the other stream's work, expandable segments, and fragmentation
+limits (``max_split_size_mb``).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ def segment_size(size: int) -> int:
 class _Segment:
     size: int
     small: bool
+    stream: int = 0  # the pool: the stream current when the segment was made
     # free blocks: offset -> size; used blocks: offset -> size
     free: dict[int, int] = field(default_factory=dict)
     used: dict[int, int] = field(default_factory=dict)
@@ -58,6 +63,7 @@ class Allocator:
         self.total = self.outside = 0  # the card's bytes, those outside the allocator
         self.capacity: int | None = None  # bytes cudaMalloc can give; None: no limit
         self.capturing = False  # during a graph capture the allocator frees nothing
+        self.stream_of = lambda: 0  # the current stream's pool (torch_cuda.api sets it)
 
     def limit(self, total: int, outside: int) -> None:
         """A card of ``total`` bytes of which ``outside`` (the CUDA context) are taken."""
@@ -68,7 +74,7 @@ class Allocator:
         """What ``cudaMemGetInfo`` reports free (no limit: the card minus reserved)."""
         return self.total - self.outside - self.reserved
 
-    def _new_segment(self, size: int, small: bool) -> tuple[_Segment, int]:
+    def _new_segment(self, size: int, small: bool, stream: int) -> tuple[_Segment, int]:
         want = segment_size(size)
         if self.capacity is not None and self.reserved + want > self.capacity:
             if not self.capturing:  # the retry: release cached blocks, cudaMalloc again
@@ -78,7 +84,7 @@ class Allocator:
 
                 raise out_of_memory(want, self.total, max(0, self.free_bytes),
                                     self.allocated, self.reserved)
-        seg = _Segment(want, small)
+        seg = _Segment(want, small, stream)
         seg.free[0] = seg.size
         self._segments.append(seg)
         self.reserved += seg.size
@@ -86,11 +92,11 @@ class Allocator:
 
     def malloc(self, nbytes: int) -> int:
         """Allocate; returns a handle for ``free``."""
-        size = round_size(nbytes)
+        size, stream = round_size(nbytes), self.stream_of()
         small = size <= SMALL
-        fit = self._best_fit(size, small)
+        fit = self._best_fit(size, small, stream)
         if fit is None:
-            fit = self._new_segment(size, small)
+            fit = self._new_segment(size, small, stream)
         seg, offset = fit
         block = seg.free.pop(offset)
         rest = block - size
@@ -106,10 +112,10 @@ class Allocator:
         self._blocks[self._next] = (seg, offset)
         return self._next
 
-    def _best_fit(self, size: int, small: bool) -> tuple[_Segment, int] | None:
+    def _best_fit(self, size: int, small: bool, stream: int) -> tuple[_Segment, int] | None:
         best = None
         for seg in self._segments:
-            if seg.small != small:
+            if seg.small != small or seg.stream != stream:
                 continue
             for offset, free in seg.free.items():
                 if free >= size and (best is None or free < best[2]):

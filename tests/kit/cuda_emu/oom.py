@@ -10,7 +10,7 @@ import torch
 
 from .where import trail
 
-__all__ = ["format_size", "out_of_memory"]
+__all__ = ["format_size", "out_of_memory", "pinned_out_of_memory"]
 
 KIB, MIB, GIB = 1024, 1024 ** 2, 1024 ** 3
 
@@ -42,4 +42,15 @@ def out_of_memory(request: int, total: int, free: int, allocated: int,
         "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
     error = torch.OutOfMemoryError(message)
     error.add_note(f"[cuda-emulation:oom] at {trail()}")
+    return error
+
+
+def pinned_out_of_memory(request: int, pinned: int, limit: int) -> RuntimeError:
+    """The error of a page-locked host allocation (``cudaHostAlloc``, behind ``pin_memory()``
+    and ``pin_memory=True``) the host cannot give: CUDA's error text, then the emulation's
+    note with the sizes and the repository line that asked."""
+    error = RuntimeError("CUDA error: out of memory")
+    error.add_note(f"[cuda-emulation:pinned-oom] {format_size(request)} of page-locked host "
+                   f"memory asked with {format_size(pinned)} already pinned, of the profile's "
+                   f"{format_size(limit)} (pinned_bytes), at {trail()}")
     return error

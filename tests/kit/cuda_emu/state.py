@@ -66,6 +66,7 @@ class EmulationState:
     memory: Allocator = field(default_factory=Allocator)
     capture: Any = None  # the graph being captured (torch_cuda.EmuGraph) or None
     _pinned: dict[int, weakref.ref] = field(default_factory=dict)
+    pinned_bytes: int = 0  # page-locked host bytes alive
     _live: dict[int, list[int]] = field(default_factory=dict)  # storage -> [handle, refs]
     syncs: int = 0  # explicit torch.cuda.synchronize / event waits
     host_copies: Counter = field(default_factory=Counter)  # a host's own weight streaming
@@ -148,8 +149,21 @@ class EmulationState:
         return t.untyped_storage()._cdata
 
     def pin(self, t: torch.Tensor) -> None:
-        key = self._key(t)
-        self._pinned[key] = weakref.ref(t, lambda _r, k=key: self._pinned.pop(k, None))
+        """Count ``t`` as page-locked while it lives; past the card profile's ``pinned_bytes``
+        CUDA's host allocation fails (oom.py)."""
+        key, nbytes = self._key(t), t.untyped_storage().nbytes()
+        limit = getattr(self.card, "pinned_bytes", None)
+        if key not in self._pinned and limit is not None and self.pinned_bytes + nbytes > limit:
+            from .oom import pinned_out_of_memory
+
+            raise pinned_out_of_memory(nbytes, self.pinned_bytes, limit)
+        if key not in self._pinned:
+            self.pinned_bytes += nbytes
+        self._pinned[key] = weakref.ref(t, lambda _r, k=key, n=nbytes: self._unpin(k, n))
+
+    def _unpin(self, key: int, nbytes: int) -> None:
+        if self._pinned.pop(key, None) is not None:
+            self.pinned_bytes -= nbytes
 
     def is_pinned(self, t: torch.Tensor) -> bool:
         return t.device.type == "cpu" and self._key(t) in self._pinned

@@ -195,6 +195,8 @@ def api(state: EmulationState) -> dict[str, Any]:
     default = EmuStream()
     current = [default]
     state.current_stream = lambda: current[0]  # type: ignore[attr-defined]
+    # the allocator's pool per stream (memory.py); the default stream's is 0
+    mem.stream_of = lambda: 0 if current[0] is default else current[0].stream_id
 
     @contextlib.contextmanager
     def stream(s: EmuStream | None) -> Iterator[None]:
