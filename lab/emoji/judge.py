@@ -35,6 +35,7 @@ FG_THRESHOLD = 40         # max channel distance from the background
 MIN_AREA = 12             # px; smaller foreground groups are noise
 MIN_CONF = 0.5
 RELATION_EVAL_PX = 4.0
+OUTLINE_PX = 3            # augmentation: the dark outline is 1 to this many px of 64 wide
 
 
 @dataclass(frozen=True)
@@ -175,11 +176,12 @@ def _rgba(full: np.ndarray) -> torch.Tensor:
 
 
 def _on_background(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    """RGBA [B, 4, H, W] -> RGB on the background; half of them get a dark outline 1.5-4 %
-    of the side wide (some artwork outlines its emoji: the judge must not depend on it)."""
+    """RGBA [B, 4, H, W] -> RGB on the background; half of them get a dark outline 1.5-5 %
+    of the side wide (1 to `OUTLINE_PX` px of 64; some artwork outlines its emoji, up to
+    about 4 %: the judge must not depend on it)."""
     b, _, h, _ = x.shape
     alpha = x[:, 3:]
-    width = 1 + 2 * int(torch.randint(1, 3, (1,), generator=g)) * h // 64
+    width = 1 + 2 * int(torch.randint(1, OUTLINE_PX + 1, (1,), generator=g)) * h // 64
     grown = F.max_pool2d(alpha, width, stride=1, padding=width // 2)
     ring = (grown - alpha).clamp(0, 1) * (torch.rand(b, 1, 1, 1, generator=g) < 0.5)
     dark = 0.25 * torch.rand(b, 1, 1, 1, generator=g)
