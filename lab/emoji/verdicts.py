@@ -1,4 +1,4 @@
-"""Every sampler verdict of the pack again, on the emoji model's TEST prompts (issue 51 item 5):
+"""Every sampler verdict of the pack again, on the emoji model's TEST prompts:
 ``python -m lab.emoji.verdicts [--model DIR | --checkpoint CKPT] --prompts N``.
 
 Prompts: ``--prompts`` test-split scenes (categories in turn, spec seed `TEST_SEED`), item i
@@ -37,8 +37,9 @@ from typing import Any
 
 import numpy as np
 import torch
+from PIL import Image
 
-from lab.benchmarks.common import json_text
+from lab.benchmarks.common import json_text, save_png
 from lab.emoji import verdict_runs as R
 from lab.emoji.judge import Judge
 from lab.emoji.results import provenance
@@ -49,6 +50,7 @@ from lab.studies.paired_stats import group_index, scores
 ROOT = Path(__file__).resolve().parents[2]
 TEST_SEED, VAL_SEED, SEED0 = 9, 8, 100_000
 GATE = 0.6
+SHEET = 10
 STRENGTHS = (0.25, 0.5, 0.75)
 TUNE = ("ladr:tau=0.7,steps=64", "ladr:tau=0.8,steps=64", "ladr:tau=0.9,steps=64")
 
@@ -147,6 +149,7 @@ def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
                            "baseline": {"steps": opts["steps"],
                                         "score": scores(first["passed"], gidx),
                                         "passed": first["passed"].tolist()}}
+    doc["_sheet"] = first["images"][:SHEET]   # what baseline-64 draws: the refusal's evidence
     log("gate", doc["gate"]["message"], {})
     if not doc["gate"]["passed"]:
         return doc
@@ -159,7 +162,7 @@ def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
                                           for sc in scenes])).float() / 255.0
     doc["i2i"] = i2i_section(pipe, judge, scenes, gidx, first, openmoji, opts, log)
     doc["inpaint"] = R.inpaint_section(pipe, judge, scenes, gidx, openmoji, opts)
-    doc["understanding"] = "not run: no understanding checkpoint (issue 51 item 3)"
+    doc["understanding"] = "not run: no understanding checkpoint yet (the understanding task is not built)"
     return doc
 
 
@@ -216,7 +219,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
            "checkpoint": {"folder": str(a.model or ("exported " + str(a.checkpoint)
                                                     if a.checkpoint else model_dir())),
                           **curve(info)}, **doc}
-    Path(a.json).write_text(json_text(doc))
+    sheet = np.concatenate(list(doc.pop("_sheet")), axis=1)
+    out = Path(a.json)
+    save_png(Image.fromarray(sheet).resize((sheet.shape[1] * 3, sheet.shape[0] * 3),
+                                           Image.NEAREST), out.with_name(out.stem + "_samples.png"))
+    doc["samples"] = f"{out.stem}_samples.png: baseline-64's first {SHEET} test prompts"
+    out.write_text(json_text(doc))
     print(doc["gate"]["message"], f"\nwrote {a.json}")
     return doc
 

@@ -77,6 +77,7 @@ def test_the_gate_refuses_to_compare_below_its_threshold(tiny, disc_bank):
     assert g["single_object_prompts"] == 1 and 0.0 <= g["baseline_single_object"] <= 1.0
     assert not {"t2i", "i2i", "inpaint", "calibration"} & set(doc)
     assert len(doc["baseline"]["passed"]) == len(CATEGORIES)
+    assert doc["_sheet"].shape == (min(V.SHEET, len(CATEGORIES)), 48, 48, 3)
 
 
 def test_past_the_gate_every_section_runs_paired_on_the_test_prompts(tiny, disc_bank):
