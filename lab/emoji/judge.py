@@ -1,8 +1,7 @@
 """The independent judge: find the emoji in a picture, name each, and pass or fail a prompt.
 
 It never sees a model's samples: a small CNN is trained only on the real Noto and Twemoji
-pictures of the bank under augmentation (scale, shift, rotation, a dark outline on half of them,
-a lighter tint on half of them, blur
+pictures of the bank under augmentation (scale, shift, rotation, a dark outline on half of them, blur
 down to 8 px and back as a VQ's loss of detail, brightness / contrast / saturation, a colour cast
 of up to 12 % per channel, noise), and its accuracy is measured on
 OpenMoji, a style it never saw. Reading a scene: pixels away from the white background are the
@@ -36,8 +35,6 @@ FG_THRESHOLD = 40         # max channel distance from the background
 MIN_AREA = 12             # px; smaller foreground groups are noise
 MIN_CONF = 0.5
 RELATION_EVAL_PX = 4.0
-OUTLINE_PX = 2            # augmentation: the dark outline is 1 to this many px of 64 wide
-PASTEL = 0.35             # augmentation: half of the crops lightened toward white by up to this
 
 
 @dataclass(frozen=True)
@@ -179,11 +176,10 @@ def _rgba(full: np.ndarray) -> torch.Tensor:
 
 def _on_background(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """RGBA [B, 4, H, W] -> RGB on the background; half of them get a dark outline 1.5-4 %
-    of the side wide (1 to `OUTLINE_PX` px of 64; some artwork outlines its emoji: the judge
-    must not depend on it)."""
+    of the side wide (some artwork outlines its emoji: the judge must not depend on it)."""
     b, _, h, _ = x.shape
     alpha = x[:, 3:]
-    width = 1 + 2 * int(torch.randint(1, OUTLINE_PX + 1, (1,), generator=g)) * h // 64
+    width = 1 + 2 * int(torch.randint(1, 3, (1,), generator=g)) * h // 64
     grown = F.max_pool2d(alpha, width, stride=1, padding=width // 2)
     ring = (grown - alpha).clamp(0, 1) * (torch.rand(b, 1, 1, 1, generator=g) < 0.5)
     dark = 0.25 * torch.rand(b, 1, 1, 1, generator=g)
@@ -191,20 +187,11 @@ def _on_background(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     return x[:, :3] * alpha + dark * ring + bg * (1 - alpha - ring).clamp(0, 1)
 
 
-def _lighten(x: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    """Half of the crops [B, 3, H, W] mixed with white by up to `PASTEL` (some artwork paints in
-    lighter tints: OpenMoji's blue square is a light blue the other styles never use; a tint
-    keeps the hue, so colour names stay true)."""
-    b = len(x)
-    light = PASTEL * torch.rand(b, 1, 1, 1, generator=g) * (torch.rand(b, 1, 1, 1, generator=g) < 0.5)
-    return 1 - (1 - x) * (1 - light)
-
-
 def augment(pictures: torch.Tensor, idx: torch.Tensor, g: torch.Generator) -> torch.Tensor:
     """Real RGBA pictures [E, 4, H, W] -> augmented CROP px crops [B, 3, CROP, CROP] of the
     pictures `idx` [B]."""
     b = len(idx)
-    x = _lighten(_on_background(pictures[idx], g), g)
+    x = _on_background(pictures[idx], g)
     u = lambda lo, hi: lo + (hi - lo) * torch.rand(b, generator=g)  # noqa: E731
     ang, scale = u(-0.15, 0.15), u(0.85, 1.12)
     theta = torch.zeros(b, 2, 3)
