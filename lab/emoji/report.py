@@ -68,9 +68,23 @@ def training_line() -> str:
             f"{d['codes']['scenes']:,} training scenes")
 
 
+def gate_line() -> str:
+    """What the verdict harness said of the checkpoint it last ran on (its gate)."""
+    d = _load("emoji_verdicts_gate.json")
+    if d is None:
+        return ""
+    g, sc = d["gate"], d["baseline"]["score"]
+    cats = ", ".join(f"{c} {sc[c]:.2f}" for c in CATEGORIES if c in sc)
+    return (f"at training step {d['checkpoint']['step']:,} (masked-code loss "
+            f"{d['checkpoint']['loss']:.2f}), baseline-64 passes {g['baseline_single_object']:.2f}"
+            f" of {g['single_object_prompts']} single-object test prompts (gate "
+            f"{g['threshold']}; {d['prompts']['test']} test prompts: {cats})")
+
+
 def tables() -> dict[str, str]:
     return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table(),
-            "vq_all_styles": vq_table("emoji_vq_all_styles.json"), "training": training_line()}
+            "vq_all_styles": vq_table("emoji_vq_all_styles.json"), "training": training_line(),
+            "gate": gate_line()}
 
 
 if __name__ == "__main__":

@@ -148,3 +148,37 @@ def stage_curve(path: Path | None = None) -> dict:
     path = path or ROOT / "lab" / "results" / "emoji_training.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     return out
+
+
+def export_checkpoint(ckpt: Path, out: Path, source: Path | None = None) -> dict:
+    """A training checkpoint (``runs/transformer_ckpt.pt``, read only: it is copied first) ->
+    a loadable model folder `out` (config.json, model.safetensors, the tokenizer files and
+    ``vqvae/`` of `source`, default the cache's model folder). The config is the one the trainer
+    builds (lab.nano's `train` resumed at the checkpoint's own step runs no step). Returns
+    {"step", "loss", "history"} of the checkpoint."""
+    import shutil
+    import tempfile
+
+    from transformers import PreTrainedTokenizerFast
+
+    from lab.nano.train_transformer import TrainConfig, save_model, train
+
+    source = source or model_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy2(source / name, out / name)
+    shutil.copytree(source / "vqvae", out / "vqvae", dirs_exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="emoji_export_") as tmp:
+        shutil.copy2(ckpt, Path(tmp) / "transformer_ckpt.pt")
+        step = int(torch.load(Path(tmp) / "transformer_ckpt.pt", weights_only=False,
+                              map_location="cpu")["step"])
+        data = torch.load(ckpt.parent / "codes.pt", weights_only=False)
+        data["codebook_size"] = json.loads((source / "vqvae" / "config.json").read_text())[
+            "num_vq_embeddings"]
+        tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(out / "tokenizer.json"))
+        cfg = dataclasses.replace(TrainConfig(), steps=step)
+        model, config, stats = train(data, tokenizer, cfg, Path(tmp), resume=True)
+    config["ladr_testbed"] = "emoji"
+    save_model(model, config, out)
+    history = stats["history"]
+    return {"step": step, "loss": history[-1]["loss"] if history else None, "history": history}

@@ -1,0 +1,233 @@
+"""Every sampler verdict of the pack again, on the emoji model's TEST prompts:
+``python -m lab.emoji.verdicts [--model DIR | --checkpoint CKPT] --prompts N``.
+
+Prompts: ``--prompts`` test-split scenes (categories in turn, spec seed `TEST_SEED`), item i
+generated with seed SEED0 + i by every setting; the judge (``cache/judge``, never trained on
+model samples) scores every picture. Nothing here is tuned on the test prompts: the tuned LADR
+setting and the calibration use ``--val-prompts`` validation-split scenes only.
+
+The gate first: baseline-64 on the test prompts; when it passes less than ``--gate`` (the issue's
+0.6) of the single-object ones, the script does not compare samplers on a model that cannot
+draw: it writes the checkpoint's learning curve, baseline-64's figures and the refusal, and
+stops. Past the gate, one results file with the commit and machine:
+
+* ``t2i``: the official sampler at --steps (64) and at each setting's forwards; LADR with the
+  paper's policy, `nano`, `adaptive` and the setting tuned on validation (``--tune``: the best
+  validation pass rate, fewer forwards on a tie); nano's picks of ``ladr-global``,
+  ``halton-ladr``, ``threshold``, ``entropy``; ML-Cache's `ladr` on LADR; the calibration's
+  recommendation (``ladr_core.calibrate`` on the validation captions), all with
+  lab.studies.quality's paired, stratified 95 % intervals;
+* ``i2i``: image to image at 0.25 / 0.5 / 0.75 by two routes: ``picture`` (OpenMoji pictures of
+  the test prompts, a style the model never saw, through the VQ encoder: the route a user
+  takes) and ``token`` (the model's own baseline-64 picture of each prompt, started from the
+  tokens it was sampled with: what an encoder that inverts the decoder would give); per route
+  baseline-64, ladr-nano, ladr-global and the official sampler at each one's forwards;
+* ``inpaint``: one object of each OpenMoji picture regenerated (its box and a token around it),
+  the same settings;
+* ``understanding``: not run (no understanding checkpoint yet), said so in the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from lab.benchmarks.common import json_text, save_png
+from lab.emoji import verdict_runs as R
+from lab.emoji.judge import Judge
+from lab.emoji.results import provenance
+from lab.emoji.scenes import CATEGORIES, TEST_STYLE, Scene, make_scene, render
+from lab.studies import rivals
+from lab.studies.paired_stats import group_index, scores
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_SEED, VAL_SEED, SEED0 = 9, 8, 100_000
+GATE = 0.6
+SHEET = 10
+STRENGTHS = (0.25, 0.5, 0.75)
+TUNE = ("ladr:tau=0.7,steps=64", "ladr:tau=0.8,steps=64", "ladr:tau=0.9,steps=64")
+
+
+def prompt_scenes(n: int, split: str, seed: int) -> list[Scene]:
+    """`n` scenes of `split`, the categories in turn."""
+    rng = np.random.default_rng(seed)
+    return [make_scene(rng, CATEGORIES[i % len(CATEGORIES)], split) for i in range(n)]
+
+
+def gate(first: dict[str, Any], scenes: list[Scene], threshold: float) -> dict[str, Any]:
+    """baseline-64's pass rate on the single-object prompts against `threshold`."""
+    single = [i for i, sc in enumerate(scenes) if sc.spec.category == "single_object"]
+    rate = float(np.mean(first["passed"][single])) if single else float("nan")
+    ok = bool(single) and rate >= threshold
+    msg = (f"baseline-64 passes {rate:.2f} of {len(single)} single-object test prompts "
+           f"(gate {threshold}): " + ("samplers compared" if ok else
+                                     "below the gate, so no sampler is compared on this "
+                                     "checkpoint (a model that cannot draw says nothing of a "
+                                     "sampler); train further and run again"))
+    return {"single_object_prompts": len(single), "baseline_single_object": rate,
+            "threshold": threshold, "passed": ok, "message": msg}
+
+
+def tune(pipe: Any, judge: Judge, settings: list[str], val: list[Scene],
+         opts: dict[str, Any]) -> dict[str, Any]:
+    """Each setting string on the validation scenes; the pick: best pass rate, fewer NFE on a
+    tie."""
+    gidx = group_index([sc.spec.category for sc in val])
+    rows = {}
+    for s in settings:
+        run = R.run_t2i(pipe, judge, val, rivals.table_entry(s), opts["cfg"], opts["seed0"],
+                        opts["batch"])
+        rows[s] = {"score_overall": scores(run["passed"], gidx)["overall"],
+                   "nfe_mean": float(run["nfe"].mean())}
+    pick = max(rows, key=lambda s: (rows[s]["score_overall"], -rows[s]["nfe_mean"]))
+    return {"validation_prompts": len(val), "settings": rows, "pick": pick}
+
+
+def calibrate_on(pipe: Any, folder: Path, val: list[Scene], opts: dict[str, Any]
+                 ) -> tuple[dict[str, Any], tuple[Any, int]]:
+    """The product's calibration on the validation captions: (what it said, its pick)."""
+    from ladr_core.calibrate.api import calibrate, calibrated_strategy
+
+    with tempfile.TemporaryDirectory(prefix="emoji_cal_") as tmp:
+        beside = Path(tmp) / "calibration.json"
+        report = calibrate(pipe, folder, Path(tmp) / "report.json",
+                           list(dict.fromkeys(sc.caption for sc in val)), steps=opts["steps"],
+                           cfg=opts["cfg"], batch=opts["batch"], calibration_file=beside)
+        strategy, steps, _ = calibrated_strategy(folder, beside)
+    keep = ("recommended", "recommend_rule", "why", "warnings", "margin")
+    return {k: report.get(k) for k in keep} | {"steps": steps}, (strategy, steps)
+
+
+def i2i_section(pipe: Any, judge: Judge, scenes: list[Scene], gidx: np.ndarray,
+                first: dict[str, Any], openmoji: torch.Tensor, opts: dict[str, Any],
+                log: Any) -> dict[str, Any]:
+    """Both routes at every strength (module docstring)."""
+    from lab.studies.strength import sampled_codes
+
+    own = torch.from_numpy(first["images"]).float() / 255.0
+    tokens = torch.as_tensor(first["tokens"].astype(np.int64))
+    routes = {"picture": {"pixels": openmoji, "view": pipe,
+                          "codes": pipe.encode_image(openmoji).cpu()},
+              "token": {"pixels": own, "view": sampled_codes(pipe, tokens), "codes": tokens}}
+    out: dict[str, Any] = {}
+    for route, src in routes.items():
+        out[route] = {}
+        for d in opts["strengths"]:
+            out[route][str(d)] = R.i2i_route(pipe, judge, scenes, gidx, src, d, opts)
+            log(f"i2i {route} {d}", "baseline-64", out[route][str(d)]["settings"]["baseline-64"])
+    out["picture_codes_decoded"] = R.judged(
+        judge, scenes, (pipe.decode(routes["picture"]["codes"], first["grid"]).float()
+                        .clamp(0, 1) * 255).round().to(torch.uint8).numpy()).mean().item()
+    return out
+
+
+def curve(info: dict[str, Any]) -> dict[str, Any]:
+    return {"step": info.get("step"), "loss": info.get("loss"),
+            "history": info.get("history", [])}
+
+
+def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
+        log: Any = print) -> dict[str, Any]:
+    """The whole harness on one loaded checkpoint (module docstring); returns the document."""
+    scenes = prompt_scenes(opts["prompts"], "test", TEST_SEED)
+    gidx = group_index([sc.spec.category for sc in scenes])
+    ref = {"strategy": "baseline", "steps": opts["steps"]}
+    first = R.run_t2i(pipe, judge, scenes, ref, opts["cfg"], opts["seed0"], opts["batch"])
+    res = pipe.generate(scenes[0].caption, steps=1, seed=0, strategy="baseline")
+    first["grid"] = res.grid
+    doc: dict[str, Any] = {"prompts": {"test": len(scenes), "spec_seed": TEST_SEED,
+                                       "seed0": opts["seed0"], "cfg": opts["cfg"],
+                                       "captions": [sc.caption for sc in scenes]},
+                           "gate": gate(first, scenes, opts["gate"]),
+                           "baseline": {"steps": opts["steps"],
+                                        "score": scores(first["passed"], gidx),
+                                        "passed": first["passed"].tolist()}}
+    doc["_sheet"] = first["images"][:SHEET]   # what baseline-64 draws: the refusal's evidence
+    log("gate", doc["gate"]["message"], {})
+    if not doc["gate"]["passed"]:
+        return doc
+    val = prompt_scenes(opts["val_prompts"], "validation", VAL_SEED)
+    doc["tuned"] = tune(pipe, judge, list(opts["tune"]), val, opts)
+    doc["calibration"], picked = calibrate_on(pipe, folder, val, opts)
+    table = R.t2i_table(opts["steps"], doc["tuned"]["pick"], picked)
+    doc["t2i"] = R.t2i_section(pipe, judge, scenes, gidx, first, table, opts, log)
+    openmoji = torch.from_numpy(np.stack([render(bank, TEST_STYLE, sc.placed)
+                                          for sc in scenes])).float() / 255.0
+    doc["i2i"] = i2i_section(pipe, judge, scenes, gidx, first, openmoji, opts, log)
+    doc["inpaint"] = R.inpaint_section(pipe, judge, scenes, gidx, openmoji, opts)
+    doc["understanding"] = "not run: no understanding checkpoint yet (the understanding task is not built)"
+    return doc
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    src = ap.add_mutually_exclusive_group()
+    src.add_argument("--model", default=None, help="model folder (default: the cache's)")
+    src.add_argument("--checkpoint", default=None, help="a training checkpoint "
+                     "(runs/transformer_ckpt.pt), exported to a temporary folder first")
+    ap.add_argument("--prompts", type=int, default=250, help="test prompts (categories in turn)")
+    ap.add_argument("--val-prompts", type=int, default=40, help="validation prompts (tuning)")
+    ap.add_argument("--steps", type=int, default=64, help="the official sampler's T")
+    ap.add_argument("--cfg", type=float, default=None, help="default: the model's")
+    ap.add_argument("--batch", type=int, default=25)
+    ap.add_argument("--gate", type=float, default=GATE)
+    ap.add_argument("--tune", default=";".join(TUNE), help="';'-separated rivals settings")
+    ap.add_argument("--strengths", default=",".join(map(str, STRENGTHS)))
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--json", default=str(ROOT / "lab" / "results" / "emoji_verdicts.json"))
+    a = ap.parse_args(argv)
+    if a.prompts < len(CATEGORIES) or a.val_prompts < 1 or a.batch < 1 or a.steps < 1:
+        ap.error(f"--prompts must be >= {len(CATEGORIES)} (one per category); --val-prompts, "
+                 "--batch and --steps >= 1")
+    return a
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from lab.emoji.bank import load_bank
+    from lab.emoji.judge_eval import judge_dir
+    from lab.emoji.packages import cache_dir
+    from lab.emoji.train import export_checkpoint, model_dir
+    from ladr_core import load_dimoo
+
+    a = parse(argv)
+    torch.set_num_threads(a.threads)
+    with tempfile.TemporaryDirectory(prefix="emoji_model_") as tmp:
+        folder, info = Path(a.model) if a.model else model_dir(), {}
+        if a.checkpoint:
+            folder, info = Path(tmp), export_checkpoint(Path(a.checkpoint), Path(tmp))
+        if not (folder / "model.safetensors").is_file():
+            raise SystemExit(f"error: {folder} holds no model.safetensors (the transformer run "
+                             "has not finished): give --checkpoint "
+                             f"{cache_dir() / 'runs' / 'transformer_ckpt.pt'} or --model DIR")
+        pipe = load_dimoo(folder, dtype=torch.float32)
+        opts = {"prompts": a.prompts, "val_prompts": a.val_prompts, "steps": a.steps,
+                "cfg": pipe.default_cfg if a.cfg is None else a.cfg, "batch": a.batch,
+                "gate": a.gate, "seed0": SEED0, "tune": [s for s in a.tune.split(";") if s],
+                "strengths": [float(s) for s in a.strengths.split(",")]}
+        doc = run(pipe, Judge.load(judge_dir()), load_bank(), folder, opts,
+                  lambda sec, name, r: print(f"{sec:14s} {name} {r.get('score_overall', '')}",
+                                             flush=True))
+    doc = {**provenance(), "command": "python -m lab.emoji.verdicts " + " ".join(
+        sys.argv[1:] if argv is None else argv),
+           "checkpoint": {"folder": str(a.model or ("exported " + str(a.checkpoint)
+                                                    if a.checkpoint else model_dir())),
+                          **curve(info)}, **doc}
+    sheet = np.concatenate(list(doc.pop("_sheet")), axis=1)
+    out = Path(a.json)
+    save_png(Image.fromarray(sheet).resize((sheet.shape[1] * 3, sheet.shape[0] * 3),
+                                           Image.NEAREST), out.with_name(out.stem + "_samples.png"))
+    doc["samples"] = f"{out.stem}_samples.png: baseline-64's first {SHEET} test prompts"
+    out.write_text(json_text(doc))
+    print(doc["gate"]["message"], f"\nwrote {a.json}")
+    return doc
+
+
+if __name__ == "__main__":
+    main()
