@@ -93,7 +93,7 @@ def tune(pipe: Any, judge: Judge, settings: list[str], val: list[Scene],
 def calibrate_on(pipe: Any, folder: Path, val: list[Scene], opts: dict[str, Any]
                  ) -> tuple[dict[str, Any], tuple[Any, int]]:
     """The product's calibration on the validation captions: (what it said, its pick)."""
-    from ladr_core.calibrate.api import calibrate, calibrated_strategy
+    from ladr_core.calibrate import calibrate, calibrated_strategy
 
     with tempfile.TemporaryDirectory(prefix="emoji_cal_") as tmp:
         beside = Path(tmp) / "calibration.json"
