@@ -13,6 +13,8 @@ else
   echo "test: no real ComfyUI host; the real-host tests will skip" >&2
 fi
 status=0
-.venv/bin/python -m pytest -q "$@" || status=$?
+# Both cores (pytest-xdist), a test file to one worker so its module fixtures (a ComfyUI
+# server, a loaded pipeline) are built once; LADR_TEST_WORKERS=0 runs in one process.
+.venv/bin/python -m pytest -q -n "${LADR_TEST_WORKERS:-2}" --dist loadfile "$@" || status=$?
 echo "test: $(( $(date +%s) - start )) s in all (setup, lint, host, tests)"
 exit "$status"
