@@ -24,6 +24,7 @@ Issue 52's (the answer loop, lab/benchmarks/answer_memory.py for memory):
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -208,10 +209,12 @@ def scratch_copy(tmp: Path, case: PutBack) -> Path:
 
 
 def run(root: Path, scenario: str) -> subprocess.CompletedProcess:
+    # a test worker's share of the cores (tests/conftest.py) goes on to the scenario's process
+    threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS",) if k in os.environ}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(scenario)], cwd=root,
                           capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
-                               "HOME": str(Path.home())})
+                               "HOME": str(Path.home()), **threads})
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"finding{c.finding}-{c.file.split('/')[-1]}-{c.broken[:24]}")
