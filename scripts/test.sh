@@ -14,11 +14,14 @@ else
   echo "test: no real ComfyUI host; the real-host tests will skip" >&2
 fi
 status=0
+# Both cores (pytest-xdist), a test file to one worker so its module fixtures (a ComfyUI
+# server, a loaded pipeline) are built once; LADR_TEST_WORKERS=0 runs in one process.
+xdist=(-n "${LADR_TEST_WORKERS:-2}" --dist loadfile)
 # the product's tests on a copy of the tree without lab/ (they must not need it), then the lab's
 product=$(mktemp -d)
 trap 'rm -rf "$product"' EXIT
 bash scripts/without_lab.sh "$product"
-(cd "$product" && .venv/bin/python -m pytest -q -p no:cacheprovider tests "$@") || status=$?
-.venv/bin/python -m pytest -q lab/tests "$@" || status=$?
+(cd "$product" && .venv/bin/python -m pytest -q -p no:cacheprovider "${xdist[@]}" tests "$@") || status=$?
+.venv/bin/python -m pytest -q "${xdist[@]}" lab/tests "$@" || status=$?
 echo "test: $(( $(date +%s) - start )) s in all (setup, lint, host, tests)"
 exit "$status"

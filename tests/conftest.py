@@ -16,6 +16,7 @@ any test imports the nodes; inside a real host the real `comfy_api` is used.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -27,6 +28,19 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     from tests.kit import comfy_stand_in
 
     comfy_stand_in.install()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist (scripts/test.sh runs ``-n 2``) each worker takes its share of the
+    cores for torch and for the processes it starts (ComfyUI servers, scenario scripts), so two
+    workers on two cores do not run four threads."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not workers:
+        return
+    share = str(max(1, len(os.sched_getaffinity(0)) // int(workers)))
+    os.environ.setdefault("OMP_NUM_THREADS", share)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """The lab's tests use what the product's tests use: tests/conftest.py runs for them too (it
 puts tests/ on sys.path for `support` and installs the V3 stand-in without ComfyUI), and its
-fixtures are this folder's fixtures. Nothing is copied: the fixtures are read from that file
-(the module pytest already loaded when both folders run, else loaded here)."""
+fixtures (and its xdist thread share) are this folder's. Nothing is copied: they are read from that
+file (the module pytest already loaded when both folders run, else loaded here)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 _PRODUCT = Path(__file__).resolve().parents[2] / "tests" / "conftest.py"
+_HOOKS = ("pytest_configure",)  # under xdist: each worker's share of the cores
 
 
 def _product_conftest():
@@ -24,4 +25,4 @@ def _product_conftest():
 
 globals().update({name: value for name, value in vars(_product_conftest()).items()
                   if type(value).__name__ == "FixtureFunctionDefinition"
-                  or hasattr(value, "_pytestfixturefunction")})
+                  or hasattr(value, "_pytestfixturefunction") or name in _HOOKS})

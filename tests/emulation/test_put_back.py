@@ -24,6 +24,7 @@ The answer loop's (memory ones: lab/tests/emulation/test_put_back_memory.py):
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -194,10 +195,12 @@ def scratch_copy(tmp: Path, case: PutBack, parts: tuple[str, ...] = ("ladr_core"
 
 
 def run(root: Path, scenario: str) -> subprocess.CompletedProcess:
+    # a test worker's share of the cores (tests/conftest.py) goes on to the scenario's process
+    threads = {k: os.environ[k] for k in ("OMP_NUM_THREADS",) if k in os.environ}
     return subprocess.run([sys.executable, "-c", textwrap.dedent(scenario)], cwd=root,
                           capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin",
-                               "HOME": str(Path.home())})
+                               "HOME": str(Path.home()), **threads})
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"finding{c.finding}-{c.file.split('/')[-1]}-{c.broken[:24]}")

@@ -106,6 +106,25 @@ def http(port: int, route: str, payload: dict | None = None) -> tuple[int, dict]
         return err.code, json.loads(err.read() or b"{}")
 
 
+STARTUP_S = 600
+"""How long a server may take to answer: about 15 s on an idle machine, minutes on a loaded one
+(two test workers each start one, beside other work)."""
+
+
+def _wait_ready(proc: subprocess.Popen, port: int) -> bool:
+    """True once the server answers with this pack's nodes; False if it exits or the
+    STARTUP_S deadline passes first."""
+    deadline = time.monotonic() + STARTUP_S
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if http(port, "/object_info/LADR_DiMOOSampler")[0] == 200:
+                return True
+        except OSError:
+            pass
+        time.sleep(0.5)
+    return False
+
+
 @contextlib.contextmanager
 def started_server(base: Path):
     """A ComfyUI server on a free port with this pack linked in and the tiny fixture checkpoint
@@ -127,16 +146,10 @@ def started_server(base: Path):
                              str(yaml), "--database-url", "sqlite:///:memory:"],
                             cwd=COMFY, stdout=log, stderr=subprocess.STDOUT)
     try:
-        for _ in range(240):
-            if proc.poll() is not None:
-                break
-            try:
-                if http(port, "/object_info/LADR_DiMOOSampler")[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(0.5)
-        assert proc.poll() is None, (base / "server.log").read_text()[-3000:]
+        if not _wait_ready(proc, port):
+            why = "exited" if proc.poll() is not None else f"did not answer in {STARTUP_S} s"
+            raise AssertionError(f"the ComfyUI server {why}; the end of its log:\n"
+                                 + (base / "server.log").read_text()[-3000:])
         yield port, base
     finally:
         proc.terminate()
