@@ -58,16 +58,21 @@ def sweep(cards: list[str], layouts: list[str], sizes: list[int]) -> dict[str, A
     return doc
 
 
+def selected(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[list, list, list]:
+    """The --cards, --layouts and --sizes a sweep runs (card_fit's and the roofline's), each
+    checked against its choices; a wrong one ends in the parser's error naming the choices."""
+    try:
+        return (check("--cards", parse_list(args.cards), tuple(CARDS)),
+                check("--layouts", parse_list(args.layouts), LAYOUTS),
+                check("--sizes", parse_list(args.sizes, int), SIZES))
+    except ValueError as exc:
+        parser.error(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        cards = check("--cards", parse_list(args.cards), tuple(CARDS))
-        layouts = check("--layouts", parse_list(args.layouts), LAYOUTS)
-        sizes = check("--sizes", parse_list(args.sizes, int), SIZES)
-    except ValueError as exc:
-        parser.error(str(exc))
-    doc = sweep(cards, layouts, sizes)
+    doc = sweep(*selected(parser, args))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json_text(doc))
     print(f"wrote {args.json} ({doc['seconds']} s)")

@@ -15,10 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lab.benchmarks.card_fit.main import LAYOUTS, SIZES
+from lab.benchmarks.card_fit.main import LAYOUTS, SIZES, selected
 from lab.benchmarks.card_fit.table import load as load_fit
 from lab.benchmarks.common import RESULTS_DIR, env_info, json_text
-from lab.benchmarks.gpu_estimate.choices import check, parse_list
 from tests.kit.cuda_emu import CARDS
 
 from . import check as h100
@@ -96,13 +95,7 @@ def sweep(cards: list[str], layouts: list[str], sizes: list[int]) -> dict[str, A
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    try:
-        cards = check("--cards", parse_list(args.cards), tuple(CARDS))
-        layouts = check("--layouts", parse_list(args.layouts), LAYOUTS)
-        sizes = check("--sizes", parse_list(args.sizes, int), SIZES)
-    except ValueError as exc:
-        parser.error(str(exc))
-    doc = sweep(cards, layouts, sizes)
+    doc = sweep(*selected(parser, args))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json_text(doc))
     print(f"wrote {args.json} ({doc['seconds']} s); check: {doc['check'].get('rows')}")
