@@ -175,7 +175,10 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--prompts", type=int, default=250, help="test prompts (categories in turn)")
     ap.add_argument("--val-prompts", type=int, default=40, help="validation prompts (tuning)")
     ap.add_argument("--steps", type=int, default=64, help="the official sampler's T")
-    ap.add_argument("--cfg", type=float, default=None, help="default: the model's")
+    ap.add_argument("--cfg", type=float, default=None,
+                    help="default: --guidance's pick, else the model's default_cfg")
+    ap.add_argument("--guidance", default=None, help="a lab.emoji.guidance results file: its "
+                    "validation-tuned scale (it must be of the same checkpoint)")
     ap.add_argument("--batch", type=int, default=25)
     ap.add_argument("--gate", type=float, default=GATE)
     ap.add_argument("--tune", default=";".join(TUNE), help="';'-separated rivals settings")
@@ -191,33 +194,28 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from lab.emoji.bank import load_bank
+    from lab.emoji.guidance import opened_model, tuned_cfg
     from lab.emoji.judge_eval import judge_dir
-    from lab.emoji.packages import cache_dir
-    from lab.emoji.train import export_checkpoint, model_dir
-    from ladr_core import load_dimoo
 
     a = parse(argv)
     torch.set_num_threads(a.threads)
-    with tempfile.TemporaryDirectory(prefix="emoji_model_") as tmp:
-        folder, info = Path(a.model) if a.model else model_dir(), {}
-        if a.checkpoint:
-            folder, info = Path(tmp), export_checkpoint(Path(a.checkpoint), Path(tmp))
-        if not (folder / "model.safetensors").is_file():
-            raise SystemExit(f"error: {folder} holds no model.safetensors (the transformer run "
-                             "has not finished): give --checkpoint "
-                             f"{cache_dir() / 'runs' / 'transformer_ckpt.pt'} or --model DIR")
-        pipe = load_dimoo(folder, dtype=torch.float32)
+    with opened_model(a.model, a.checkpoint) as (pipe, folder, info):
+        cfg = a.cfg
+        if cfg is None and a.guidance:
+            cfg = tuned_cfg(Path(a.guidance), info.get("step"))
         opts = {"prompts": a.prompts, "val_prompts": a.val_prompts, "steps": a.steps,
-                "cfg": pipe.default_cfg if a.cfg is None else a.cfg, "batch": a.batch,
+                "cfg": pipe.default_cfg if cfg is None else cfg, "batch": a.batch,
                 "gate": a.gate, "seed0": SEED0, "tune": [s for s in a.tune.split(";") if s],
                 "strengths": [float(s) for s in a.strengths.split(",")]}
         doc = run(pipe, Judge.load(judge_dir()), load_bank(), folder, opts,
                   lambda sec, name, r: print(f"{sec:14s} {name} {r.get('score_overall', '')}",
                                              flush=True))
+    doc["prompts"]["cfg_source"] = ("--cfg" if a.cfg is not None else a.guidance if a.guidance
+                                    else "the model's default_cfg")
     doc = {**provenance(), "command": "python -m lab.emoji.verdicts " + " ".join(
         sys.argv[1:] if argv is None else argv),
            "checkpoint": {"folder": str(a.model or ("exported " + str(a.checkpoint)
-                                                    if a.checkpoint else model_dir())),
+                                                    if a.checkpoint else folder)),
                           **curve(info)}, **doc}
     sheet = np.concatenate(list(doc.pop("_sheet")), axis=1)
     out = Path(a.json)

@@ -131,3 +131,31 @@ def test_prompts_are_test_split_and_cycle_the_categories():
     assert all(spec_split(sc.spec) == "test" for sc in scenes
                if sc.spec.category not in ("single_object", "counting"))
     assert np.all([sc.caption for sc in scenes])
+
+
+def test_the_guidance_sweep_picks_the_best_validation_scale(tiny, monkeypatch):
+    from lab.emoji import guidance as G
+
+    pipe, judge = tiny
+    monkeypatch.setattr(G, "SETTINGS", {k: {**v, "steps": 3} for k, v in G.SETTINGS.items()})
+    val = V.prompt_scenes(len(CATEGORIES), "validation", V.VAL_SEED)
+    doc = G.sweep(pipe, judge, val, [0.0, 2.0], batch=5, log=lambda row: None)
+    assert [r["cfg"] for r in doc["rows"]] == [0.0, 2.0]
+    means = {r["cfg"]: r["mean_overall"] for r in doc["rows"]}
+    assert means[doc["pick"]] == max(means.values())
+    if means[0.0] == means[2.0]:
+        assert doc["pick"] == 0.0          # a tie: the smaller scale
+
+
+def test_a_tuned_scale_is_used_only_on_the_checkpoint_it_was_tuned_on(tmp_path):
+    import json
+
+    from lab.emoji.guidance import tuned_cfg
+
+    path = tmp_path / "g.json"
+    with pytest.raises(SystemExit, match="no guidance results"):
+        tuned_cfg(path, 5)
+    path.write_text(json.dumps({"checkpoint": {"step": 5}, "pick": 1.5}))
+    assert tuned_cfg(path, 5) == 1.5 and tuned_cfg(path, None) == 1.5
+    with pytest.raises(SystemExit, match="tuned on the checkpoint at step 5, this one is at step 7"):
+        tuned_cfg(path, 7)
