@@ -1,0 +1,204 @@
+"""Ship the emoji model as the pack's second built-in (issue 51 item 7):
+``python -m lab.emoji.ship --checkpoint CKPT --guidance lab/results/emoji_guidance.json``.
+
+Exports the training checkpoint (`lab.emoji.train.export_checkpoint`, which needs the run's
+``codes.pt`` beside it, and copies the tokenizer and ``vqvae/`` of the cache's model folder)
+into the official folder layout at ``--out`` (default ``ladr_core/assets/dimoo_emoji``, the
+folder ``ladr_core.emoji_model_path()`` names), with:
+
+* the transformer's and the VQ's weights stored in float16 (the pack loads them into its
+  compute dtype: float32 on a CPU), so the pair fits the issue's 5 MB; the folder's weight
+  bytes are measured and a folder over `MAX_WEIGHT_BYTES` is refused;
+* ``default_cfg`` in config.json: the pick of the guidance file, which must have been tuned on
+  this checkpoint's step (`lab.emoji.guidance.tuned_cfg`), and `TESTBED_KEY` recording the
+  training step and the guidance file it came from;
+* ``calibration_prompts.txt``: VALIDATION-split captions (never the test prompts), the list
+  DiMOO Calibrate and ``python -m ladr_core.calibrate`` use for this checkpoint;
+* ``LICENSE.md``: the artwork the weights were trained on, its licenses and attributions.
+
+Everything is written into a hidden temporary folder beside ``--out`` and renamed into place
+only when complete: a half-written built-in is never left.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_WEIGHT_BYTES = 5_000_000
+"""The issue's 5 MB (decimal) for a built-in's weights (every *.safetensors of the folder)."""
+WEIGHT_DTYPE = torch.float16
+TESTBED_KEY = "ladr_testbed"
+CALIBRATION_PROMPTS = 48  # as many as the built-in nano's list
+LICENSE_FILE = "LICENSE.md"
+WEIGHT_FILES = ("model.safetensors", "vqvae/diffusion_pytorch_model.safetensors")
+
+
+def default_out() -> Path:
+    from ladr_core import emoji_model_path
+
+    return emoji_model_path()
+
+
+def to_half(path: Path) -> None:
+    """Rewrite a safetensors file with its floating tensors in `WEIGHT_DTYPE` (metadata kept)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        meta = f.metadata()
+    tensors = {k: v.to(WEIGHT_DTYPE) if v.is_floating_point() else v
+               for k, v in load_file(str(path)).items()}
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(path), metadata=meta)
+
+
+def weight_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*.safetensors") if p.is_file())
+
+
+def check_size(folder: Path, limit: int) -> int:
+    """The folder's weight bytes; one clear refusal above `limit`."""
+    size = weight_bytes(folder)
+    if size > limit:
+        raise SystemExit(f"error: the emoji model's weights take {size / 1e6:.2f} MB, over the "
+                         f"{limit / 1e6:g} MB a built-in model may hold (issue 51): it is not "
+                         "shipped; keep it in lab/ (python -m lab.emoji.build rebuilds it) or "
+                         "train a smaller one")
+    return size
+
+
+def vq_styles(checkpoint: Path) -> list[str]:
+    """The styles the VQ was trained on: the run's ``vq_styles.json`` beside the checkpoint
+    (`lab.emoji.train.stage_vq` writes it), else all three (the reading that owes the most)."""
+    from lab.emoji.packages import PACKAGES
+
+    path = checkpoint.parent / "vq_styles.json"
+    return json.loads(path.read_text()) if path.is_file() else [p.style for p in PACKAGES]
+
+
+def license_text(step: int, vq_seen: list[str]) -> str:
+    from lab.emoji.packages import BY_STYLE, PACKAGES
+    from lab.emoji.scenes import MODEL_STYLES
+
+    rows = "\n".join(f"- `{p.name}` {p.version} ({NAMES[p.style]}): artwork {p.artwork_license}"
+                     for p in PACKAGES)
+    used = [BY_STYLE[s] for s in dict.fromkeys([*MODEL_STYLES, *vq_seen])]
+    credits = "\n".join(f"- {ATTRIBUTION[p.style]}" for p in used)
+    return f"""# dimoo-emoji: license and attributions
+
+The weights in this folder (the transformer, `model.safetensors`, and the VQ, `vqvae/`) were
+trained by ComfyUI-LADR (`lab/emoji/`, training step {step:,}) on emoji pictures from these npm
+packages, at these versions:
+
+{rows}
+
+The transformer was trained on {" and ".join(NAMES[s] for s in MODEL_STYLES)} pictures; the
+VQ on {", ".join(NAMES[s] for s in vq_seen)} pictures. No Apple or Facebook emoji artwork
+was used.
+
+Attributions:
+{credits}
+
+The weights in this folder are licensed under CC BY-SA 4.0
+(https://creativecommons.org/licenses/by-sa/4.0/), which is compatible with the licenses of
+the artwork above. The rest of ComfyUI-LADR keeps its own license.
+"""
+
+
+NAMES = {"noto": "Noto Emoji", "twemoji": "Twemoji", "openmoji": "OpenMoji"}
+ATTRIBUTION = {
+    "noto": "Noto Emoji: Copyright Google Inc., Apache License 2.0 "
+            "(https://www.apache.org/licenses/LICENSE-2.0), https://github.com/googlefonts/noto-emoji",
+    "twemoji": "Twemoji: Copyright Twitter, Inc. and other contributors, graphics licensed "
+               "under CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/), "
+               "https://github.com/twitter/twemoji",
+    "openmoji": "OpenMoji: the open-source emoji and icon project, https://openmoji.org, "
+                "licensed under CC BY-SA 4.0 (https://creativecommons.org/licenses/by-sa/4.0/)",
+}
+
+
+def calibration_prompts(n: int = CALIBRATION_PROMPTS) -> list[str]:
+    """Validation-split captions (the prompts the guidance scale was tuned on; never test)."""
+    from lab.emoji.verdicts import VAL_SEED, prompt_scenes
+
+    return [sc.caption for sc in prompt_scenes(n, "validation", VAL_SEED)]
+
+
+def finish(folder: Path, step: int, cfg: float, guidance: Path, vq_seen: list[str]) -> None:
+    """fp16 weights, the tuned config, the prompt list and the license, in `folder`; files
+    readable by all (the cache's VQ folder and temporary folders are private)."""
+    for name in WEIGHT_FILES:
+        to_half(folder / name)
+    config = json.loads((folder / "config.json").read_text())
+    try:
+        source = str(guidance.resolve().relative_to(ROOT))
+    except ValueError:
+        source = guidance.name
+    config.update(default_cfg=cfg, ladr_can_edit=False, ladr_can_understand=False)
+    config[TESTBED_KEY] = {"name": "emoji", "step": step, "default_cfg_from": source}
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    (folder / "calibration_prompts.txt").write_text("\n".join(calibration_prompts()) + "\n")
+    (folder / LICENSE_FILE).write_text(license_text(step, vq_seen))
+    for path in (folder, *folder.rglob("*")):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def place(staged: Path, out: Path) -> None:
+    """`staged` becomes `out` by renames (an old `out` is removed only after)."""
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, old)
+    os.replace(staged, out)
+    if old is not None:
+        shutil.rmtree(old)
+
+
+def ship(checkpoint: Path, guidance: Path, out: Path, limit: int = MAX_WEIGHT_BYTES,
+         source: Path | None = None) -> dict:
+    """The whole export (module docstring); returns what was written."""
+    from lab.emoji.guidance import tuned_cfg
+    from lab.emoji.train import export_checkpoint
+
+    if not checkpoint.is_file() or not (checkpoint.parent / "codes.pt").is_file():
+        raise SystemExit(f"error: --checkpoint {checkpoint} must be a training checkpoint with the "
+                         "run's codes.pt beside it (runs/transformer_ckpt.pt of the emoji cache)")
+    if not guidance.is_file():
+        tuned_cfg(guidance, None)  # its own message and fix
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{out.name}.tmp-", dir=out.parent) as tmp:
+        staged = Path(tmp) / out.name
+        info = export_checkpoint(checkpoint, staged, source)
+        cfg = tuned_cfg(guidance, info["step"])
+        finish(staged, info["step"], cfg, guidance, vq_styles(checkpoint))
+        size = check_size(staged, limit)
+        place(staged, out)
+    return {"out": str(out), "step": info["step"], "default_cfg": cfg, "weight_bytes": size}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--checkpoint", required=True, type=Path,
+                    help="the training checkpoint (runs/transformer_ckpt.pt, codes.pt beside it)")
+    ap.add_argument("--guidance", required=True, type=Path,
+                    help="lab.emoji.guidance's results for this checkpoint")
+    ap.add_argument("--out", type=Path, default=None, help="default: ladr_core/assets/dimoo_emoji")
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args(argv)
+    torch.set_num_threads(a.threads)
+    done = ship(a.checkpoint, a.guidance, a.out or default_out())
+    print(f"shipped step {done['step']} (default_cfg {done['default_cfg']:g}, "
+          f"{done['weight_bytes'] / 1e6:.2f} MB of weights) -> {done['out']}", file=sys.stdout)
+    return done
+
+
+if __name__ == "__main__":
+    main()
