@@ -196,7 +196,9 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(a.threads)
     done = ship(a.checkpoint, a.guidance, a.out or default_out())
     print(f"shipped step {done['step']} (default_cfg {done['default_cfg']:g}, "
-          f"{done['weight_bytes'] / 1e6:.2f} MB of weights) -> {done['out']}", file=sys.stdout)
+          f"{done['weight_bytes'] / 1e6:.2f} MB of weights) -> {done['out']}\nnow rebuild its "
+          "template and preview: python -m lab.workflows.build_examples; python -m "
+          "lab.workflows.thumbnails ladr_emoji_text_to_image", file=sys.stdout)
     return done
 
 
