@@ -35,8 +35,7 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
 from lab.workflows import template_extras as extras
 from ladr_core import resolve_strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG
-from nodes import TOKENS_TYPE, node_classes
-from nodes.loader import EMOJI
+from nodes import EMOJI, TOKENS_TYPE, node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import pytest
 from support import ROOT
 
 import ladr_core
-from nodes.loader import BUILT_IN
+from nodes import BUILT_IN
 
 MAX_FILE_BYTES = 1_000_000
 

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from lab.workflows.graph import nano_templates, pictures, verdicts
-from nodes import BUILT_IN
-from nodes.loader import EMOJI
+from nodes import BUILT_IN, EMOJI
 from tests.kit.templates import TEMPLATE_FILES
 
 NANO = nano_templates(tuple(c for c in BUILT_IN if c != EMOJI))  # the caption template's
