@@ -14,7 +14,10 @@ folder ``ladr_core.emoji_model_path()`` names), with:
   training step and the guidance file it came from;
 * ``calibration_prompts.txt``: VALIDATION-split captions (never the test prompts), the list
   DiMOO Calibrate and ``python -m ladr_core.calibrate`` use for this checkpoint;
-* ``LICENSE.md``: the artwork the weights were trained on, its licenses and attributions.
+* ``LICENSE.md``: the artwork the weights were trained on, its licenses and attributions;
+* ``vqvae/preview_table.safetensors``: the live preview's colours fitted on the model's own
+  decodes (as lab/nano/fit_preview_table.py fits nano's), from pictures of every emoji alone
+  and of the validation captions; codes they never use keep the decoder-probe value.
 
 Everything is written into a hidden temporary folder beside ``--out`` and renamed into place
 only when complete: a half-written built-in is never left.
@@ -133,8 +136,7 @@ def calibration_prompts(n: int = CALIBRATION_PROMPTS) -> list[str]:
 
 
 def finish(folder: Path, step: int, cfg: float, guidance: Path, vq_seen: list[str]) -> None:
-    """fp16 weights, the tuned config, the prompt list and the license, in `folder`; files
-    readable by all (the cache's VQ folder and temporary folders are private)."""
+    """fp16 weights, the tuned config, the prompt list and the license, in `folder`."""
     for name in WEIGHT_FILES:
         to_half(folder / name)
     config = json.loads((folder / "config.json").read_text())
@@ -147,8 +149,41 @@ def finish(folder: Path, step: int, cfg: float, guidance: Path, vq_seen: list[st
     (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
     (folder / "calibration_prompts.txt").write_text("\n".join(calibration_prompts()) + "\n")
     (folder / LICENSE_FILE).write_text(license_text(step, vq_seen))
+
+
+def readable(folder: Path) -> None:
+    """Files readable by all (the cache's VQ folder and temporary folders are private)."""
     for path in (folder, *folder.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+PREVIEW_SEEDS, PREVIEW_STEPS = 2, 16
+
+
+def preview_captions() -> list[str]:
+    """Every emoji alone, then the validation captions (never a test prompt)."""
+    from lab.emoji.scenes import Spec, caption_for
+    from lab.emoji.vocab import VOCAB
+
+    singles = [caption_for(Spec("single_object", (i,))) for i in range(len(VOCAB))]
+    return singles + calibration_prompts()
+
+
+def fit_preview(folder: Path, seeds: int = PREVIEW_SEEDS, steps: int = PREVIEW_STEPS) -> dict:
+    """The fitted preview table of the folder's model (module docstring) into its vqvae/."""
+    from ladr_core import load_dimoo
+    from ladr_core.dimoo import PREVIEW_TABLE_FILE, fit_preview_table, save_preview_table
+
+    pipe = load_dimoo(folder, dtype=torch.float32)
+    table, texts = pipe.preview_table(), preview_captions()
+    runs = [pipe.generate(texts, steps=steps, seed=1000 * (s + 1), strategy="baseline")
+            for s in range(seeds)]
+    tokens, images = torch.cat([r.tokens for r in runs]), torch.cat([r.images for r in runs])
+    table, counts = fit_preview_table(tokens, images, runs[0].grid, table)
+    meta = {"images": str(len(tokens)), "codes_fitted": str(int((counts > 0).sum())),
+            "command": f"python -m lab.emoji.ship (seeds {seeds}, steps {steps})"}
+    save_preview_table(folder / "vqvae" / PREVIEW_TABLE_FILE, table, meta)
+    return meta
 
 
 def place(staged: Path, out: Path) -> None:
@@ -179,7 +214,10 @@ def ship(checkpoint: Path, guidance: Path, out: Path, limit: int = MAX_WEIGHT_BY
         info = export_checkpoint(checkpoint, staged, source)
         cfg = tuned_cfg(guidance, info["step"])
         finish(staged, info["step"], cfg, guidance, vq_styles(checkpoint))
+        size = check_size(staged, limit)  # before the fit: a refused model costs no sampling
+        fit_preview(staged)
         size = check_size(staged, limit)
+        readable(staged)
         place(staged, out)
     return {"out": str(out), "step": info["step"], "default_cfg": cfg, "weight_bytes": size}
 

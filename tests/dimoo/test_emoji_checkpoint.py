@@ -1,7 +1,7 @@
 """The shipped DiMOO-emoji checkpoint (``emoji_model_path()``, written by ``python -m
 lab.emoji.ship``): the official layout, its weights stored in float16 within the issue's 5 MB and
 computed in the loader's dtype, the tuned guidance scale and the training step in config.json,
-its license file and calibration prompts; it loads and draws 48 px pictures on a CPU and refuses
+its license file, calibration prompts and fitted preview colours; it loads and draws 48 px pictures on a CPU and refuses
 to answer questions. Nothing here reads what the weights draw: they are regenerated."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ladr_core.dimoo import LLaDAModel
 EMOJI = emoji_model_path()
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
          "vqvae/config.json", "vqvae/diffusion_pytorch_model.safetensors", "LICENSE.md",
-         "calibration_prompts.txt")
+         "calibration_prompts.txt", "vqvae/preview_table.safetensors")
 WEIGHT_BUDGET = 5_000_000  # issue 51 item 7: a built-in's weights fit in 5 MB
 pytestmark = pytest.mark.skipif(not (EMOJI / "config.json").is_file(),
                                 reason="dimoo-emoji is not shipped in this checkout")
@@ -33,10 +33,10 @@ def _raw() -> dict:
 def test_official_layout_and_float16_weights_within_the_budget() -> None:
     for name in FILES:
         assert (EMOJI / name).is_file(), name
-    weights = list(EMOJI.rglob("*.safetensors"))
+    weights = list(EMOJI.rglob("*.safetensors"))  # the preview table counts too
     assert sum(p.stat().st_size for p in weights) <= WEIGHT_BUDGET
     assert not list(EMOJI.rglob("*.bin")) and not list(EMOJI.rglob("*.py"))
-    for path in weights:
+    for path in [p for p in weights if p.name != "preview_table.safetensors"]:
         with safe_open(str(path), "pt") as f:
             dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}  # noqa: SIM118
         assert dtypes == {"F16"}, (path.name, dtypes)

@@ -1,7 +1,7 @@
 """lab.emoji.ship on a tiny checkpoint (the verdict tests' pattern): the folder it writes is the
 official layout with float16 weights, the guidance file's pick for that step and the step in
-config.json, validation captions as calibration prompts and the license; the pack loads it and
-draws. A guidance file of another step, or weights over the limit, are refused with one message,
+config.json, validation captions as calibration prompts, the license and a fitted preview table;
+the pack loads it and draws. A guidance file of another step, or weights over the limit, are refused with one message,
 and nothing is left behind (an existing folder stays as it was)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from lab.emoji import train as T
 from lab.emoji.packages import PACKAGES
 from lab.emoji.verdicts import VAL_SEED, prompt_scenes
 from lab.nano import train_transformer as TT
-from ladr_core.dimoo import load_dimoo
+from ladr_core.dimoo import PREVIEW_TABLE_FILE, load_dimoo
 
 STEPS = 2
 
@@ -64,6 +64,9 @@ def test_it_writes_a_float16_folder_the_pack_loads(run, tmp_path):
     assert "CC BY-SA 4.0" in license_text and f"training step {STEPS:,}" in license_text
     pipe = load_dimoo(out, dtype=torch.float32)
     assert pipe.default_cfg == 1.5 and not pipe.can_understand
+    with safe_open(str(out / "vqvae" / PREVIEW_TABLE_FILE), "pt") as f:  # the fitted table
+        assert int(f.metadata()["images"]) == S.PREVIEW_SEEDS * len(S.preview_captions())
+        assert torch.equal(pipe.preview_table(), f.get_tensor("preview_table"))
     assert next(pipe.transformer.parameters()).dtype == torch.float32
     res = pipe.generate("a red heart", steps=2, seed=0, strategy="baseline")
     assert res.images.shape == (1, 48, 48, 3)
