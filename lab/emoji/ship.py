@@ -78,22 +78,19 @@ def check_size(folder: Path, limit: int) -> int:
     return size
 
 
-def vq_styles(checkpoint: Path) -> list[str]:
-    """The styles the VQ was trained on: the run's ``vq_styles.json`` beside the checkpoint
-    (`lab.emoji.train.stage_vq` writes it), else all three (the reading that owes the most)."""
-    from lab.emoji.packages import PACKAGES
-
-    path = checkpoint.parent / "vq_styles.json"
-    return json.loads(path.read_text()) if path.is_file() else [p.style for p in PACKAGES]
+VQ_STYLES = ("noto", "twemoji", "openmoji")
+"""The styles the VQ in use was trained on (docs/reports/EMOJI.md: the all-styles VQ,
+``python -m lab.emoji.build vq --vq-styles noto,twemoji,openmoji``); ``--vq-styles`` for
+another. The VQ folder records no styles of its own, so this is said, not read."""
 
 
 def license_text(step: int, vq_seen: list[str]) -> str:
-    from lab.emoji.packages import BY_STYLE, PACKAGES
+    from lab.emoji.packages import PACKAGES
     from lab.emoji.scenes import MODEL_STYLES
 
+    used = [p for p in PACKAGES if p.style in {*MODEL_STYLES, *vq_seen}]
     rows = "\n".join(f"- `{p.name}` {p.version} ({NAMES[p.style]}): artwork {p.artwork_license}"
-                     for p in PACKAGES)
-    used = [BY_STYLE[s] for s in dict.fromkeys([*MODEL_STYLES, *vq_seen])]
+                     for p in used)
     credits = "\n".join(f"- {ATTRIBUTION[p.style]}" for p in used)
     return f"""# dimoo-emoji: license and attributions
 
@@ -198,7 +195,7 @@ def place(staged: Path, out: Path) -> None:
 
 
 def ship(checkpoint: Path, guidance: Path, out: Path, limit: int = MAX_WEIGHT_BYTES,
-         source: Path | None = None) -> dict:
+         source: Path | None = None, vq_styles: tuple[str, ...] = VQ_STYLES) -> dict:
     """The whole export (module docstring); returns what was written."""
     from lab.emoji.guidance import tuned_cfg
     from lab.emoji.train import export_checkpoint
@@ -208,12 +205,15 @@ def ship(checkpoint: Path, guidance: Path, out: Path, limit: int = MAX_WEIGHT_BY
                          "run's codes.pt beside it (runs/transformer_ckpt.pt of the emoji cache)")
     if not guidance.is_file():
         tuned_cfg(guidance, None)  # its own message and fix
+    if not vq_styles or set(vq_styles) - set(NAMES):
+        raise SystemExit(f"error: --vq-styles {','.join(vq_styles)}: name the styles the VQ was "
+                         f"trained on, comma-separated, from {', '.join(NAMES)}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.tmp-", dir=out.parent) as tmp:
         staged = Path(tmp) / out.name
         info = export_checkpoint(checkpoint, staged, source)
         cfg = tuned_cfg(guidance, info["step"])
-        finish(staged, info["step"], cfg, guidance, vq_styles(checkpoint))
+        finish(staged, info["step"], cfg, guidance, list(vq_styles))
         size = check_size(staged, limit)  # before the fit: a refused model costs no sampling
         fit_preview(staged)
         size = check_size(staged, limit)
@@ -229,10 +229,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--guidance", required=True, type=Path,
                     help="lab.emoji.guidance's results for this checkpoint")
     ap.add_argument("--out", type=Path, default=None, help="default: ladr_core/assets/dimoo_emoji")
+    ap.add_argument("--vq-styles", default=",".join(VQ_STYLES),
+                    help="the styles the VQ was trained on (named in LICENSE.md)")
     ap.add_argument("--threads", type=int, default=1)
     a = ap.parse_args(argv)
     torch.set_num_threads(a.threads)
-    done = ship(a.checkpoint, a.guidance, a.out or default_out())
+    styles = tuple(s.strip() for s in a.vq_styles.split(",") if s.strip())
+    done = ship(a.checkpoint, a.guidance, a.out or default_out(), vq_styles=styles)
     print(f"shipped step {done['step']} (default_cfg {done['default_cfg']:g}, "
           f"{done['weight_bytes'] / 1e6:.2f} MB of weights) -> {done['out']}\nnow rebuild its "
           "template and preview: python -m lab.workflows.build_examples; python -m "

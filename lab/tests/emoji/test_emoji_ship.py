@@ -95,6 +95,15 @@ def test_weights_over_the_limit_are_refused_and_the_old_folder_kept(run, tmp_pat
     assert (out / "model.safetensors").is_file() and _left_behind(tmp_path) == []
 
 
+def test_the_license_names_what_the_vq_saw(run, tmp_path):
+    out = tmp_path / "dimoo_emoji"
+    S.ship(run, _guidance(tmp_path / "g.json"), out, vq_styles=("noto", "twemoji"))
+    text = " ".join((out / S.LICENSE_FILE).read_text().split())
+    assert "the VQ on Noto Emoji, Twemoji pictures" in text and "OpenMoji" not in text
+    with pytest.raises(SystemExit, match="--vq-styles apple: name the styles"):
+        S.ship(run, _guidance(tmp_path / "g.json"), out, vq_styles=("apple",))
+
+
 def test_a_checkpoint_without_its_codes_is_refused(tmp_path):
     ckpt = tmp_path / "transformer_ckpt.pt"
     ckpt.write_bytes(b"x")
