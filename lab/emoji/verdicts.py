@@ -25,6 +25,10 @@ stops. Past the gate, one results file with the commit and machine:
 * ``inpaint``: one object of each OpenMoji picture regenerated (its box and a token around it),
   the same settings;
 * ``understanding``: not run (no understanding checkpoint yet), said so in the file.
+
+``--sections`` runs some of t2i / i2i / inpaint (the gate always), so two processes can share
+two cores; ``--merge A.json B.json --json OUT`` then writes the one document, refusing runs that
+differ in anything but their sections.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ GATE = 0.6
 SHEET = 10
 STRENGTHS = (0.25, 0.5, 0.75)
 TUNE = ("ladr:tau=0.7,steps=64", "ladr:tau=0.8,steps=64", "ladr:tau=0.9,steps=64")
+SECTIONS = ("t2i", "i2i", "inpaint")
+SECTION_KEYS = ("tuned", "calibration", "t2i", "i2i", "inpaint")
+"""What each section adds to the document (t2i brings the tuning and the calibration)."""
 
 
 def prompt_scenes(n: int, split: str, seed: int) -> list[Scene]:
@@ -153,17 +160,47 @@ def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
     log("gate", doc["gate"]["message"], {})
     if not doc["gate"]["passed"]:
         return doc
-    val = prompt_scenes(opts["val_prompts"], "validation", VAL_SEED)
-    doc["tuned"] = tune(pipe, judge, list(opts["tune"]), val, opts)
-    doc["calibration"], picked = calibrate_on(pipe, folder, val, opts)
-    table = R.t2i_table(opts["steps"], doc["tuned"]["pick"], picked)
-    doc["t2i"] = R.t2i_section(pipe, judge, scenes, gidx, first, table, opts, log)
+    sections = opts.get("sections", SECTIONS)
+    doc["sections"] = list(sections)
+    if "t2i" in sections:
+        val = prompt_scenes(opts["val_prompts"], "validation", VAL_SEED)
+        doc["tuned"] = tune(pipe, judge, list(opts["tune"]), val, opts)
+        doc["calibration"], picked = calibrate_on(pipe, folder, val, opts)
+        table = R.t2i_table(opts["steps"], doc["tuned"]["pick"], picked)
+        doc["t2i"] = R.t2i_section(pipe, judge, scenes, gidx, first, table, opts, log)
     openmoji = torch.from_numpy(np.stack([render(bank, TEST_STYLE, sc.placed)
                                           for sc in scenes])).float() / 255.0
-    doc["i2i"] = i2i_section(pipe, judge, scenes, gidx, first, openmoji, opts, log)
-    doc["inpaint"] = R.inpaint_section(pipe, judge, scenes, gidx, openmoji, opts)
+    if "i2i" in sections:
+        doc["i2i"] = i2i_section(pipe, judge, scenes, gidx, first, openmoji, opts, log)
+    if "inpaint" in sections:
+        doc["inpaint"] = R.inpaint_section(pipe, judge, scenes, gidx, openmoji, opts)
     doc["understanding"] = "not run: no understanding checkpoint yet (the understanding task is not built)"
     return doc
+
+
+def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One document from runs of the same command on the same checkpoint and commit that each
+    ran some of the sections (``--sections``, e.g. two processes on two cores): everything but
+    the sections must agree (prompts, gate, baseline-64's verdicts, checkpoint, commit)."""
+    same = ("prompts", "gate", "baseline", "checkpoint", "uncommitted_emoji_code")
+    first = docs[0]
+    for d in docs[1:]:
+        for key in same:
+            if d.get(key) != first.get(key):
+                raise SystemExit(f"error: the runs differ in {key!r}: merge only runs of one "
+                                 "checkpoint, commit and prompt set")
+        if d["env"]["git_commit"] != first["env"]["git_commit"]:
+            raise SystemExit("error: the runs were made at different commits")
+    taken = [s for d in docs for s in d.get("sections", [])]
+    if sorted(taken) != sorted(set(taken)):
+        raise SystemExit(f"error: a section was run twice ({taken}); merge disjoint runs")
+    out = dict(first)
+    for d in docs[1:]:
+        out.update({k: d[k] for k in SECTION_KEYS if k in d})
+    out["sections"] = [s for s in SECTIONS if s in taken]
+    out["command"] = [d["command"] for d in docs]
+    out["env_of_each_run"] = [d["env"] for d in docs]
+    return out
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -184,8 +221,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--tune", default=";".join(TUNE), help="';'-separated rivals settings")
     ap.add_argument("--strengths", default=",".join(map(str, STRENGTHS)))
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--sections", default=",".join(SECTIONS),
+                    help="the sections this run measures (the gate always): split them over "
+                    "processes, then --merge the files")
+    ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
+                    help="write one document (--json) from runs of disjoint --sections")
     ap.add_argument("--json", default=str(ROOT / "lab" / "results" / "emoji_verdicts.json"))
     a = ap.parse_args(argv)
+    a.sections = [x for x in a.sections.split(",") if x]
+    if not a.sections or set(a.sections) - set(SECTIONS):
+        ap.error(f"--sections: a comma-separated subset of {','.join(SECTIONS)}; "
+                 f"got {','.join(a.sections)!r}")
     if a.prompts < len(CATEGORIES) or a.val_prompts < 1 or a.batch < 1 or a.steps < 1:
         ap.error(f"--prompts must be >= {len(CATEGORIES)} (one per category); --val-prompts, "
                  "--batch and --steps >= 1")
@@ -198,6 +244,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from lab.emoji.judge_eval import judge_dir
 
     a = parse(argv)
+    if a.merge:
+        return merge_files([Path(f) for f in a.merge], Path(a.json))
     torch.set_num_threads(a.threads)
     with opened_model(a.model, a.checkpoint) as (pipe, folder, info):
         cfg = a.cfg
@@ -206,7 +254,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         opts = {"prompts": a.prompts, "val_prompts": a.val_prompts, "steps": a.steps,
                 "cfg": pipe.default_cfg if cfg is None else cfg, "batch": a.batch,
                 "gate": a.gate, "seed0": SEED0, "tune": [s for s in a.tune.split(";") if s],
-                "strengths": [float(s) for s in a.strengths.split(",")]}
+                "strengths": [float(s) for s in a.strengths.split(",")],
+                "sections": a.sections}
         doc = run(pipe, Judge.load(judge_dir()), load_bank(), folder, opts,
                   lambda sec, name, r: print(f"{sec:14s} {name} {r.get('score_overall', '')}",
                                              flush=True))
@@ -224,6 +273,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     doc["samples"] = f"{out.stem}_samples.png: baseline-64's first {SHEET} test prompts"
     out.write_text(json_text(doc))
     print(doc["gate"]["message"], f"\nwrote {a.json}")
+    return doc
+
+
+def merge_files(files: list[Path], out: Path) -> dict[str, Any]:
+    """`merge` of the files into `out`, with the first file's picture sheet beside it."""
+    import json
+    import shutil
+
+    doc = merge([json.loads(f.read_text()) for f in files])
+    sheet = files[0].with_name(files[0].stem + "_samples.png")
+    if sheet.is_file() and sheet != out.with_name(out.stem + "_samples.png"):
+        shutil.copyfile(sheet, out.with_name(out.stem + "_samples.png"))
+    doc["samples"] = f"{out.stem}_samples.png: baseline-64's first {SHEET} test prompts"
+    out.write_text(json_text(doc))
+    print(f"merged {', '.join(map(str, files))} -> {out}")
     return doc
 
 

@@ -53,6 +53,13 @@ class FromStep(Strategy):
     def step_invariant(self) -> bool:  # type: ignore[override]
         return self.inner.step_invariant
 
+    def at_steps(self, steps: int | None) -> Strategy:
+        """Not defined: a continuation's T is its schedule's (``schedule_steps - start``)."""
+        raise ValueError(f"FromStep runs {self.inner.name!r} from step {self.start} of a "
+                         f"schedule of {self.schedule_steps} steps, so it has no T of its own to "
+                         f"change to {steps!r}: build FromStep(inner, start, schedule_steps) "
+                         "with the schedule you want")
+
     def needs(self) -> Needs:
         return self.inner.needs()
 

@@ -183,3 +183,10 @@ def test_in_a_rolling_batch_each_item_equals_its_own_run(name: str) -> None:
     for i in range(3):
         assert torch.equal(rolled[i], run([i])[0]), i
     assert torch.equal(rolled[~region], picture[~region])
+
+
+@pytest.mark.parametrize("name", strategy_names())
+def test_a_continuation_refuses_a_new_T_by_name(name):
+    wrapped = FromStep(resolve_strategy(name), 2, 8)
+    with pytest.raises(ValueError, match=rf"runs '{name}' from step 2 of a schedule of 8 steps"):
+        wrapped.at_steps(4)

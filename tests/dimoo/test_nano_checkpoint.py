@@ -61,8 +61,10 @@ def test_weights_carry_the_official_parameter_names():
 
 @pytest.fixture(scope="module")
 def pipe():
+    threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    return load_dimoo(NANO, dtype=torch.float32)
+    yield load_dimoo(NANO, dtype=torch.float32)
+    torch.set_num_threads(threads)   # the next module runs with the worker's share again
 
 
 def test_load_dimoo_generates_at_the_native_size(pipe):

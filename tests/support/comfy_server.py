@@ -19,6 +19,7 @@ import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
+from typing import Any
 
 from support import ROOT
 
@@ -111,18 +112,46 @@ STARTUP_S = 600
 (two test workers each start one, beside other work)."""
 
 
-def _wait_ready(proc: subprocess.Popen, port: int) -> bool:
-    """True once the server answers with this pack's nodes; False if it exits or the
-    STARTUP_S deadline passes first."""
+def _wait_ready(proc: subprocess.Popen, port: int, base: Path) -> bool:
+    """True once the server answers with this pack's nodes and is this one (its argv names
+    `base`: another worker's server that took the same free port would not); False if it
+    exits or the STARTUP_S deadline passes first."""
     deadline = time.monotonic() + STARTUP_S
     while proc.poll() is None and time.monotonic() < deadline:
         try:
             if http(port, "/object_info/LADR_DiMOOSampler")[0] == 200:
-                return True
+                status, stats = http(port, "/system_stats")
+                if status == 200 and str(base) in stats.get("system", {}).get("argv", []):
+                    return True
         except OSError:
             pass
         time.sleep(0.5)
     return False
+
+
+PORT_TRIES = 3
+"""A free port can be taken by another process between the probe and the server's bind: the
+server then exits saying so, and is started again on another port."""
+
+
+def _launch(base: Path, yaml: Path) -> tuple[subprocess.Popen, int, Any]:
+    """A server process on a port that was free a moment ago: (process, port, open log)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
+    log = open(base / "server.log", "w")  # noqa: SIM115 - closed by _stop
+    proc = subprocess.Popen([py, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
+                             "--base-directory", str(base), "--extra-model-paths-config",
+                             str(yaml), "--database-url", "sqlite:///:memory:"],
+                            cwd=COMFY, stdout=log, stderr=subprocess.STDOUT)
+    return proc, port, log
+
+
+def _stop(proc: subprocess.Popen, log: Any) -> None:
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
 
 
 @contextlib.contextmanager
@@ -136,26 +165,24 @@ def started_server(base: Path):
     write_tiny_checkpoint(base / "extra_models" / "dimoo" / "tiny-fixture")
     yaml = base / "extra_model_paths.yaml"
     yaml.write_text(f"ladr_test:\n  base_path: {base / 'extra_models'}\n  lumina_dimoo: dimoo/\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
-    log = open(base / "server.log", "w")  # noqa: SIM115 - closed in teardown
-    proc = subprocess.Popen([py, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(port),
-                             "--base-directory", str(base), "--extra-model-paths-config",
-                             str(yaml), "--database-url", "sqlite:///:memory:"],
-                            cwd=COMFY, stdout=log, stderr=subprocess.STDOUT)
+    for attempt in range(1, PORT_TRIES + 1):
+        proc, port, log = _launch(base, yaml)
+        try:
+            ready = _wait_ready(proc, port, base)
+        except BaseException:
+            _stop(proc, log)
+            raise
+        if ready:
+            break
+        why = "exited" if proc.poll() is not None else f"did not answer in {STARTUP_S} s"
+        _stop(proc, log)
+        text = (base / "server.log").read_text()
+        if "address already in use" not in text.lower() or attempt == PORT_TRIES:
+            raise AssertionError(f"the ComfyUI server {why}; the end of its log:\n" + text[-3000:])
     try:
-        if not _wait_ready(proc, port):
-            why = "exited" if proc.poll() is not None else f"did not answer in {STARTUP_S} s"
-            raise AssertionError(f"the ComfyUI server {why}; the end of its log:\n"
-                                 + (base / "server.log").read_text()[-3000:])
         yield port, base
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
-
+        _stop(proc, log)
 
 
 def api_workflow(name: str) -> dict:

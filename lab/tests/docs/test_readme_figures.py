@@ -10,34 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[3]
-README = ROOT / "README.md"
-CITED = re.compile(r"`(lab/results/[\w./-]+\.json)`")
+from lab.studies.readme_tables import README, ROOT, keyed_tables, same_forwards
+
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?")
-
-
-def keyed_tables(text: str) -> list[tuple[str, list[dict[str, str]]]]:
-    """(cited JSON, rows as {header: cell}) for each table with a `results key` column."""
-    tables, cited, lines = [], None, text.splitlines()
-    i = 0
-    while i < len(lines):
-        found = CITED.findall(lines[i])
-        cited = found[-1] if found else cited
-        if lines[i].startswith("|") and "results key" in lines[i]:
-            header = [c.strip() for c in lines[i].strip("|").split("|")]
-            rows = []
-            i += 2  # the header's separator line
-            while i < len(lines) and lines[i].startswith("|"):
-                cells = [c.strip() for c in lines[i].strip("|").split("|")]
-                rows.append(dict(zip(header, cells, strict=True)))
-                i += 1
-            tables.append((cited, rows))
-        i += 1
-    return tables
 
 
 def _numbers(cell: str) -> list[float]:
@@ -80,10 +58,7 @@ def check_row(row: dict[str, str], doc: dict) -> None:
     cut = ref["token_forwards_mean"] / run["token_forwards_mean"]
     assert _close(_numbers(cut_cell)[0], cut, _decimals(cut_cell)), (key, cut_cell, cut)
     assert _close(_numbers(row["score"])[0], run["score_overall"], _decimals(row["score"])), key
-    # the official sampler at the same forwards: baseline@<key> (quality.py's own pairing) or
-    # baseline-<the key's NFE, rounded>
-    same = (f"baseline@{key}", f"baseline@{key.split('+')[0]}",
-            f"baseline-{round(run['nfe_mean'])}")
+    same = same_forwards(key, run["nfe_mean"])  # the official sampler at the same forwards
     for column, refs in (("vs official, 64 steps", ("baseline-64",)),
                          ("vs official, same forwards", same)):
         if row.get(column):

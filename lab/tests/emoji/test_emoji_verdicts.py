@@ -159,3 +159,21 @@ def test_a_tuned_scale_is_used_only_on_the_checkpoint_it_was_tuned_on(tmp_path):
     assert tuned_cfg(path, 5) == 1.5 and tuned_cfg(path, None) == 1.5
     with pytest.raises(SystemExit, match="tuned on the checkpoint at step 5, this one is at step 7"):
         tuned_cfg(path, 7)
+
+
+def test_runs_of_disjoint_sections_merge_into_the_full_document(tiny, disc_bank):
+    pipe, judge = tiny
+    env = {"env": {"git_commit": "abc"}, "command": "c", "checkpoint": {"step": 2},
+           "uncommitted_emoji_code": []}
+    opts = _opts(gate=0.0) | {"tune": ["ladr:tau=0.8,steps=4"]}
+    parts = [env | V.run(pipe, judge, disc_bank, T.model_dir(), opts | {"sections": s},
+                         log=lambda *a: None) for s in (["t2i"], ["i2i", "inpaint"])]
+    merged = V.merge(parts)
+    assert merged["sections"] == list(V.SECTIONS)
+    assert merged["t2i"] is parts[0]["t2i"] and merged["inpaint"] is parts[1]["inpaint"]
+    assert "t2i" not in parts[1] and "i2i" not in parts[0]
+    with pytest.raises(SystemExit, match="a section was run twice"):
+        V.merge([parts[0], parts[0]])
+    other = parts[1] | {"baseline": {**parts[1]["baseline"], "passed": []}}
+    with pytest.raises(SystemExit, match="differ in 'baseline'"):
+        V.merge([parts[0], other])
