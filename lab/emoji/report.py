@@ -69,8 +69,9 @@ def training_line() -> str:
 
 
 def gate_line() -> str:
-    """What the verdict harness said of the checkpoint it last ran on (its gate)."""
-    d = _load("emoji_verdicts_gate.json")
+    """What the verdict harness said of the checkpoint it last ran on (its gate): the full run's
+    file when it exists, else the early gate run's."""
+    d = _load("emoji_verdicts.json") or _load("emoji_verdicts_gate.json")
     if d is None:
         return ""
     g, sc = d["gate"], d["baseline"]["score"]
@@ -81,10 +82,73 @@ def gate_line() -> str:
             f"{g['threshold']}; {d['prompts']['test']} test prompts: {cats})")
 
 
+def guidance_table() -> str:
+    """The guidance sweep on validation prompts (lab.emoji.guidance)."""
+    d = _load("emoji_guidance.json")
+    if d is None:
+        return ""
+    names = [k for k in d["rows"][0] if isinstance(d["rows"][0][k], dict)]
+    lines = ["| scale | " + " | ".join(f"{n} (overall)" for n in names) + " | mean |",
+             "|---" * (len(names) + 2) + "|"]
+    for r in d["rows"]:
+        mark = " (pick)" if r["cfg"] == d["pick"] else ""
+        lines.append(f"| {r['cfg']}{mark} | " + " | ".join(f"{r[n]['overall']:.2f}" for n in names)
+                     + f" | {r['mean_overall']:.3f} |")
+    return "\n".join(lines)
+
+
+def _ci(c: dict | None) -> str:
+    return "" if c is None else f"{c['diff']:+.2f} [{c['lo']:+.2f}, {c['hi']:+.2f}]"
+
+
+def t2i_table() -> str:
+    """Every text-to-image setting of the verdicts against the official sampler at 64 steps and
+    at its own forwards (the matched run the harness made for it)."""
+    d = _load("emoji_verdicts.json")
+    if d is None or "t2i" not in d:
+        return ""
+    rows, comp = d["t2i"]["settings"], d["t2i"]["compare"]
+    diff = {(c["a"], c["b"]): c["diff"]["overall"] for c in comp}
+    lines = ["| setting | forwards | pass rate | vs official, 64 steps | vs official, same forwards |",
+             "|---|---|---|---|---|"]
+    for name in sorted(rows, key=lambda n: (-rows[n]["nfe_mean"], n)):
+        r = rows[name]
+        same = next((diff[k] for k in diff if k[0] == name and k[1] != "baseline-64"
+                     and k[1].startswith("baseline")), None)
+        lines.append(f"| `{name}` | {r['nfe_mean']:.1f} | {r['score']['overall']:.2f} | "
+                     f"{_ci(diff.get((name, 'baseline-64')))} | {_ci(same)} |")
+    return "\n".join(lines)
+
+
+def edits_table() -> str:
+    """Image to image (both routes, each strength) and inpainting: each setting's pass rate and
+    forwards, and its interval against 64 steps and against the official sampler at its
+    forwards."""
+    d = _load("emoji_verdicts.json")
+    if d is None or "i2i" not in d:
+        return ""
+    lines = ["| task | setting | forwards | pass rate | vs official, 64 steps | vs same forwards |",
+             "|---|---|---|---|---|---|"]
+    blocks = [(f"{route} route, strength {st}", d["i2i"][route][st])
+              for route in ("picture", "token") for st in sorted(d["i2i"][route])]
+    if "inpaint" in d:
+        blocks.append(("inpaint one object", d["inpaint"]))
+    for task, block in blocks:
+        diff = {(c["a"], c["b"]): c["overall_diff"] for c in block["compare"]}
+        for name, r in block["settings"].items():
+            if name.startswith("baseline@"):
+                continue
+            lines.append(f"| {task} | `{name}` | {r['nfe_mean']:.1f} | {r['score_overall']:.2f}"
+                         f" | {_ci(diff.get((name, 'baseline-64')))} | "
+                         f"{_ci(diff.get((name, f'baseline@{name}')))} |")
+    return "\n".join(lines)
+
+
 def tables() -> dict[str, str]:
     return {"judge": judge_table(), "judge_misses": judge_misses(), "vq": vq_table(),
             "vq_all_styles": vq_table("emoji_vq_all_styles.json"), "training": training_line(),
-            "gate": gate_line()}
+            "gate": gate_line(), "guidance": guidance_table(), "t2i": t2i_table(),
+            "edits": edits_table()}
 
 
 if __name__ == "__main__":
