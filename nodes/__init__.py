@@ -12,7 +12,7 @@ from ladr_core import by_module, lazy_exports
 
 _EXPORTS = by_module({
     ".handles": "DiMOOModel TOKENS_TYPE",
-    ".loader": "BUILT_IN NANO",
+    ".loader": "BUILT_IN EMOJI NANO",
     ".sampler": "DiMOOSampler split_prompts",
     ".edit": "DiMOOEdit",
     ".policy": "LADRPolicyNode PolicyFields build_strategy",

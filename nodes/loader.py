@@ -3,7 +3,7 @@
 
 Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
 knows (or that folder itself when a checkpoint was placed straight into it), the `.gguf` files
-there and one folder down, and the built-in nano checkpoints; hidden entries, `vqvae/` and
+there and one folder down, and the built-in checkpoints (BUILT_IN); hidden entries, `vqvae/` and
 unfinished conversions are not listed. A refused folder's error carries the report of
 `python -m ladr_core.doctor` (ladr_core.diagnose). The loaded pipeline is cached across queue
 runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing an input reloads.
@@ -27,9 +27,11 @@ io, _ = host.v3()
 
 NANO = "dimoo-nano (built-in)"
 NANO_MMU = "dimoo-nano-mmu (built-in)"
-BUILT_IN = {NANO: "nano_model_path", NANO_MMU: "nano_mmu_model_path"}
+EMOJI = "dimoo-emoji (built-in)"
+BUILT_IN = {NANO: "nano_model_path", NANO_MMU: "nano_mmu_model_path", EMOJI: "emoji_model_path"}
 """The shipped checkpoints (choice -> the ladr_core function giving its folder): the nano that
-draws, and its sibling that draws the same scenes and also answers questions about them."""
+draws, its sibling that draws the same scenes and also answers questions about them, and
+dimoo-emoji, which draws 24 emoji (Noto and Twemoji styles; it cannot answer)."""
 DTYPE_CHOICES = ["auto", "bf16", "fp16", "fp32"]
 _CACHE: dict[tuple, DiMOOModel] = {}
 
@@ -63,7 +65,7 @@ def _listed(root: str, name: str) -> str | None:
 
 
 def model_choices() -> list[str]:
-    """[the built-in nanos] + sorted checkpoint folders (with a config.json) and the files of the
+    """[the built-in models] + sorted checkpoint folders (with a config.json) and the files of the
     one-file weight formats, GGUF (in a model folder or one sub-folder down, as
     ``sub/name.gguf``)."""
     found: set[str] = set()
@@ -203,7 +205,7 @@ class LoadDiMOOModel(io.ComfyNode):
             search_aliases=["lumina", "dimoo", "lumina-dimoo", "load checkpoint"],
             description="Loads a Lumina-DiMOO checkpoint folder (official layout, or "
             "converted to fp8 / ComfyUI's quantized format) or a GGUF file from "
-            "models/lumina_dimoo/, or the small built-in nano model that runs on a CPU.",
+            "models/lumina_dimoo/, or a small built-in model that runs on a CPU.",
             inputs=[
                 io.Combo.Input(
                     "model_name", options=model_choices(), default=NANO,
@@ -213,9 +215,9 @@ class LoadDiMOOModel(io.ComfyNode):
                     "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "
                     "GB cards; ComfyUI fp8 runs the fast fp8 matmul on RTX 40xx / H100); GGUF "
                     "Q8_0 8.6 GB, Q4_K_M about 5 GB (8 GB cards). Make them with python -m "
-                    "ladr_core.dimoo.save. The built-in nano model is tiny and CPU-friendly; "
-                    "dimoo-nano-mmu also answers questions about its pictures (DiMOO Caption, "
-                    "DiMOO Ask).",
+                    "ladr_core.dimoo.save. The built-in models are tiny and CPU-friendly (48 px): "
+                    "dimoo-nano draws coloured shapes, dimoo-nano-mmu also answers questions "
+                    "about its pictures (DiMOO Caption, DiMOO Ask), dimoo-emoji draws emoji.",
                 ),
                 io.Combo.Input(
                     "dtype", options=DTYPE_CHOICES, default="auto",

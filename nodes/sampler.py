@@ -147,9 +147,16 @@ class DiMOOSampler(io.ComfyNode):
 
 
 def _nano_cfg_hint() -> str:
-    """'; the built-in dimoo-nano was tuned for X' (empty if its config does not say)."""
-    value = ladr_core.nano_default_cfg()
-    return "" if value is None else f"; the built-in dimoo-nano was tuned for {value:g}"
+    """'; the built-in dimoo-nano was tuned for X[, dimoo-emoji for Y]' (a model whose config
+    does not say is left out; empty if neither does)."""
+    tuned = [(name, value) for name, value in (("dimoo-nano", ladr_core.nano_default_cfg()),
+                                               ("dimoo-emoji", ladr_core.emoji_default_cfg()))
+             if value is not None]
+    if not tuned:
+        return ""
+    (first, value), *rest = tuned
+    more = "".join(f", {name} for {v:g}" for name, v in rest)
+    return f"; the built-in {first} was tuned for {value:g}{more}"
 
 
 def prompt_inputs() -> list:

@@ -122,7 +122,8 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
 def model_input() -> object:
     return io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model: a checkpoint "
                                        "that can answer (Lumina-DiMOO, or the built-in nano "
-                                       "that answers; the plain built-in nano cannot).")
+                                       "that answers; the plain built-in nano and dimoo-emoji "
+                                       "cannot).")
 
 
 def image_input() -> object:

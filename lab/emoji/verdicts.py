@@ -58,6 +58,7 @@ SHEET = 10
 STRENGTHS = (0.25, 0.5, 0.75)
 TUNE = ("ladr:tau=0.7,steps=64", "ladr:tau=0.8,steps=64", "ladr:tau=0.9,steps=64")
 SECTIONS = ("t2i", "i2i", "inpaint")
+ROUTES = ("picture", "token")
 SECTION_KEYS = ("tuned", "calibration", "t2i", "i2i", "inpaint")
 """What each section adds to the document (t2i brings the tuning and the calibration)."""
 
@@ -125,13 +126,16 @@ def i2i_section(pipe: Any, judge: Judge, scenes: list[Scene], gidx: np.ndarray,
               "token": {"pixels": own, "view": sampled_codes(pipe, tokens), "codes": tokens}}
     out: dict[str, Any] = {}
     for route, src in routes.items():
+        if route not in opts.get("routes", ROUTES):
+            continue
         out[route] = {}
         for d in opts["strengths"]:
             out[route][str(d)] = R.i2i_route(pipe, judge, scenes, gidx, src, d, opts)
             log(f"i2i {route} {d}", "baseline-64", out[route][str(d)]["settings"]["baseline-64"])
-    out["picture_codes_decoded"] = R.judged(
-        judge, scenes, (pipe.decode(routes["picture"]["codes"], first["grid"]).float()
-                        .clamp(0, 1) * 255).round().to(torch.uint8).numpy()).mean().item()
+    if "picture" in out:
+        out["picture_codes_decoded"] = R.judged(
+            judge, scenes, (pipe.decode(routes["picture"]["codes"], first["grid"]).float()
+                            .clamp(0, 1) * 255).round().to(torch.uint8).numpy()).mean().item()
     return out
 
 
@@ -161,7 +165,8 @@ def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
     if not doc["gate"]["passed"]:
         return doc
     sections = opts.get("sections", SECTIONS)
-    doc["sections"] = list(sections)
+    doc["sections"] = [x for sec in sections for x in (
+        [f"i2i:{r}" for r in opts.get("routes", ROUTES)] if sec == "i2i" else [sec])]
     if "t2i" in sections:
         val = prompt_scenes(opts["val_prompts"], "validation", VAL_SEED)
         doc["tuned"] = tune(pipe, judge, list(opts["tune"]), val, opts)
@@ -179,9 +184,10 @@ def run(pipe: Any, judge: Judge, bank: Any, folder: Path, opts: dict[str, Any],
 
 
 def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """One document from runs of the same command on the same checkpoint and commit that each
-    ran some of the sections (``--sections``, e.g. two processes on two cores): everything but
-    the sections must agree (prompts, gate, baseline-64's verdicts, checkpoint, commit)."""
+    """One document from runs on the same checkpoint and prompts that each ran some of the
+    sections (``--sections`` / ``--routes``, e.g. processes on two cores): everything but the
+    sections must agree (prompts, guidance, gate, baseline-64's verdicts, checkpoint); the
+    commit each section ran at is kept (``section_commits``), with each run's machine."""
     same = ("prompts", "gate", "baseline", "checkpoint", "uncommitted_emoji_code")
     first = docs[0]
     for d in docs[1:]:
@@ -189,15 +195,17 @@ def merge(docs: list[dict[str, Any]]) -> dict[str, Any]:
             if d.get(key) != first.get(key):
                 raise SystemExit(f"error: the runs differ in {key!r}: merge only runs of one "
                                  "checkpoint, commit and prompt set")
-        if d["env"]["git_commit"] != first["env"]["git_commit"]:
-            raise SystemExit("error: the runs were made at different commits")
     taken = [s for d in docs for s in d.get("sections", [])]
     if sorted(taken) != sorted(set(taken)):
         raise SystemExit(f"error: a section was run twice ({taken}); merge disjoint runs")
-    out = dict(first)
-    for d in docs[1:]:
-        out.update({k: d[k] for k in SECTION_KEYS if k in d})
-    out["sections"] = [s for s in SECTIONS if s in taken]
+    out = {k: v for k, v in first.items() if k not in SECTION_KEYS}
+    for d in docs:
+        out.update({k: d[k] for k in SECTION_KEYS if k in d and k != "i2i"})
+        if "i2i" in d:
+            out["i2i"] = {**out.get("i2i", {}), **d["i2i"]}
+    out["sections"] = [s for s in (*SECTIONS, *(f"i2i:{r}" for r in ROUTES)) if s in taken]
+    out["section_commits"] = {s: d["env"]["git_commit"] for d in docs
+                              for s in d.get("sections", [])}
     out["command"] = [d["command"] for d in docs]
     out["env_of_each_run"] = [d["env"] for d in docs]
     return out
@@ -224,11 +232,17 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--sections", default=",".join(SECTIONS),
                     help="the sections this run measures (the gate always): split them over "
                     "processes, then --merge the files")
+    ap.add_argument("--routes", default=",".join(ROUTES),
+                    help="i2i: the routes this run measures (split them over processes too)")
     ap.add_argument("--merge", nargs="+", default=None, metavar="FILE",
                     help="write one document (--json) from runs of disjoint --sections")
     ap.add_argument("--json", default=str(ROOT / "lab" / "results" / "emoji_verdicts.json"))
     a = ap.parse_args(argv)
     a.sections = [x for x in a.sections.split(",") if x]
+    a.routes = [x for x in a.routes.split(",") if x]
+    if not a.routes or set(a.routes) - set(ROUTES):
+        ap.error(f"--routes: a comma-separated subset of {','.join(ROUTES)}; got "
+                 f"{','.join(a.routes)!r}")
     if not a.sections or set(a.sections) - set(SECTIONS):
         ap.error(f"--sections: a comma-separated subset of {','.join(SECTIONS)}; "
                  f"got {','.join(a.sections)!r}")
@@ -255,7 +269,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "cfg": pipe.default_cfg if cfg is None else cfg, "batch": a.batch,
                 "gate": a.gate, "seed0": SEED0, "tune": [s for s in a.tune.split(";") if s],
                 "strengths": [float(s) for s in a.strengths.split(",")],
-                "sections": a.sections}
+                "sections": a.sections, "routes": a.routes}
+        pipe.default_cfg = opts["cfg"]   # the paths that take no cfg (image to image, painting)
         doc = run(pipe, Judge.load(judge_dir()), load_bank(), folder, opts,
                   lambda sec, name, r: print(f"{sec:14s} {name} {r.get('score_overall', '')}",
                                              flush=True))

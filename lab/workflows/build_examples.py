@@ -35,7 +35,7 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
 from lab.workflows import template_extras as extras
 from ladr_core import resolve_strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG
-from nodes import TOKENS_TYPE, node_classes
+from nodes import EMOJI, TOKENS_TYPE, node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -626,12 +626,53 @@ def understanding_workflows() -> dict[str, list[Node]]:
     return {name: graph}
 
 
+EMOJI_STRATEGY, EMOJI_STEPS = "baseline", 64
+"""The emoji template's sampler: the official sampler at 64 steps, the setting the ship gate
+measures (issue 51 item 7: baseline-64 on the single-object test prompts); no LADR setting
+has been measured on the emoji model yet (lab.emoji.verdicts)."""
+
+
+def emoji_prompt() -> str:
+    """The emoji template's prompt: the first single-object caption of the VALIDATION prompts
+    (lab.emoji.verdicts, the ones its guidance scale was tuned on; never a test prompt)."""
+    from lab.emoji.verdicts import VAL_SEED, prompt_scenes
+
+    return next(sc.caption for sc in prompt_scenes(5, "validation", VAL_SEED)
+                if sc.spec.category == "single_object")
+
+
+def emoji_cfg() -> float:
+    """The guidance scale DiMOO-emoji was tuned for (its config.json ``default_cfg``)."""
+    from ladr_core import emoji_default_cfg
+
+    value = emoji_default_cfg()
+    return 4.0 if value is None else value
+
+
+def emoji_workflows() -> dict[str, list[Node]]:
+    """Text to image on the built-in dimoo-emoji, laid out as nano's text-to-image template."""
+    name = "ladr_emoji_text_to_image"
+    feeds = {"model": (1, 0), "rule": (9, 0), "canvas": (10, 0)}
+    graph = [loader(1, EMOJI),
+             sampler(3, (360, 40), emoji_prompt(), EMOJI_STEPS, feeds,
+                     "DiMOO Sampler (official sampler)", cfg=emoji_cfg()),
+             decode(4, (800, 40), 3),
+             Node(5, "SaveImage", (800, 150), {"filename_prefix": "ladr/emoji"},
+                  {"images": (4, 0)}, size=(320, 250)),
+             Node(6, "PreviewAny", (800, 450), {}, {"source": (3, 1)}, "Stats", STATS),
+             *extras.enlarged(Node, (7, 8), (4, 0), (1160, 40), "Result, 5x (nearest)",
+                              (320, 330)),
+             rule(9, (20, 330), EMOJI_STRATEGY), canvas(10, (20, 180), 48)]
+    return {name: graph}
+
+
 def render_all() -> dict[Path, str]:
     schemas = {**{k: (*v, set()) for k, v in CORE.items()}, **ENGINE, **_ours()}
     assert TOKENS_TYPE in json.dumps(schemas["LADR_DiMOOSampler2"][2])
     files = {}
     for name, nodes in {**workflows(), **painting_workflows(), **distributed_workflows(),
-                        **img2img_workflows(), **understanding_workflows()}.items():
+                        **img2img_workflows(), **understanding_workflows(),
+                        **emoji_workflows()}.items():
         ui_name = extras.TEMPLATE_FILES[name]  # the template browser's title
         files[UI_DIR / f"{ui_name}.json"] = json.dumps(to_ui(nodes, schemas, name), indent=2) + "\n"
         files[API_DIR / f"{name}.json"] = json.dumps(to_api(nodes, schemas), indent=2) + "\n"

@@ -145,6 +145,7 @@ CAPTIONS = {
     "ladr_distributed_seed_collector": "one image per server",
     "ladr_nano_img2img_strengths": "drawn | redrawn at 0.25, 0.5, 0.75",
     "ladr_nano_caption_to_image": "input | drawn from its caption",
+    "ladr_emoji_text_to_image": "text to image on a CPU (emoji)",
 }
 """The first caption line of each card: what its tiles are."""
 

@@ -1,5 +1,6 @@
-"""Files shipped with the package: the trained DiMOO-nano checkpoint, and its sibling that
-also answers questions about its scenes (DiMOO-nano-mmu, lab/nano/train_understanding.py)."""
+"""Files shipped with the package: the trained DiMOO-nano checkpoint, its sibling that also
+answers questions about its scenes (DiMOO-nano-mmu, lab/nano/train_understanding.py), and
+DiMOO-emoji, drawn emoji on a 48 px canvas (written by ``python -m lab.emoji.ship``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 NANO_DIRNAME = "dimoo_nano"
 NANO_MMU_DIRNAME = "dimoo_nano_mmu"
+EMOJI_DIRNAME = "dimoo_emoji"
 
 
 def nano_model_path() -> Path:
@@ -21,15 +23,31 @@ def nano_mmu_model_path() -> Path:
     return Path(__file__).resolve().parent / NANO_MMU_DIRNAME
 
 
+def emoji_model_path() -> Path:
+    """Folder of DiMOO-emoji: a model of the same size trained on Noto Emoji and Twemoji
+    pictures (24 emoji, 48 px; draws only), with a learned VQ; its weights' license and
+    attributions are in the folder's LICENSE.md."""
+    return Path(__file__).resolve().parent / EMOJI_DIRNAME
+
+
+def _default_cfg(folder: Path) -> float | None:
+    try:
+        value = json.loads((folder / "config.json").read_text()).get("default_cfg")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def nano_default_cfg() -> float | None:
     """The guidance scale the shipped nano model was tuned for (config.json ``default_cfg``),
     or None when the checkpoint or the key is missing (the pipeline then validates and uses
     4.0); for labels and example workflows, which must not fail on a damaged checkout."""
-    try:
-        value = json.loads((nano_model_path() / "config.json").read_text()).get("default_cfg")
-    except (OSError, ValueError):
-        return None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return _default_cfg(nano_model_path())
+
+
+def emoji_default_cfg() -> float | None:
+    """The guidance scale DiMOO-emoji was tuned for, as ``nano_default_cfg``."""
+    return _default_cfg(emoji_model_path())
 
 
 def nano_vq_factor() -> int | None:

@@ -26,6 +26,18 @@ from typing import TextIO
 __all__ = ["TextProgress", "main", "parse"]
 
 DTYPES = ("auto", "bf16", "fp16", "fp32")
+BUILT_IN_FOLDERS = {"nano": "nano_model_path", "emoji": "emoji_model_path"}
+"""MODEL_FOLDER words naming a built-in checkpoint (-> the ladr_core.assets function giving its
+folder), used when no folder of that name is in the working directory."""
+
+
+def model_folder(name: str) -> str:
+    """The checkpoint folder MODEL_FOLDER names: a built-in's (BUILT_IN_FOLDERS) or as given."""
+    if name in BUILT_IN_FOLDERS and not Path(name).exists():
+        from .. import assets
+
+        return str(getattr(assets, BUILT_IN_FOLDERS[name])())
+    return name
 
 
 class TextProgress:
@@ -61,7 +73,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m ladr_core.calibrate", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model_folder", help="checkpoint folder (official Lumina-DiMOO layout); "
-                    "'nano' = the built-in DiMOO-nano")
+                    "'nano' / 'emoji' = the built-in DiMOO-nano / DiMOO-emoji")
     ap.add_argument("--prompts", default=None,
                     help="text file, one prompt per line (default: the checkpoint's "
                     f"calibration_prompts.txt, else the {BUILTIN_COUNT} built-in prompts for "
@@ -115,10 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     from .state import CalibrationError, fingerprint
 
     a = parse(argv)
-    if a.model_folder == "nano" and not Path("nano").exists():
-        from ..assets import nano_model_path
-
-        a.model_folder = str(nano_model_path())
+    a.model_folder = model_folder(a.model_folder)
     try:
         margin = None if a.margin is None else check_margin(_number(a.margin))
         prompts = read_prompts(a.prompts) if a.prompts is not None else None

@@ -242,3 +242,16 @@ def test_reports_are_written_with_the_users_permissions(tmp_path) -> None:
     assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o666 & ~state._UMASK
     assert json.loads((tmp_path / "r.json").read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_the_command_names_each_built_in_checkpoint_by_a_word(tmp_path, monkeypatch) -> None:
+    """`python -m ladr_core.calibrate nano` / `emoji`: the built-in folder, unless a folder of
+    that name is in the working directory; any other name is a path as given."""
+    from ladr_core.calibrate.cli import BUILT_IN_FOLDERS, model_folder
+
+    monkeypatch.chdir(tmp_path)
+    assert set(BUILT_IN_FOLDERS) == {"nano", "emoji"}
+    for word, function in BUILT_IN_FOLDERS.items():
+        assert model_folder(word) == str(getattr(ladr_core, function)())
+    (tmp_path / "emoji").mkdir()
+    assert model_folder("emoji") == "emoji" and model_folder("some/folder") == "some/folder"

@@ -117,7 +117,7 @@ def test_api_workflow_matches_the_live_schemas(server, path) -> None:
 
 
 @pytest.mark.parametrize("name", ["ladr_nano_text_to_image", "ladr_vs_baseline_side_by_side",
-                                  "ladr_batch_of_prompts"])
+                                  "ladr_batch_of_prompts", "ladr_emoji_text_to_image"])
 def test_api_workflow_runs_with_images_and_step_events(server, name) -> None:
     port, _ = server
     wf = api_workflow(name)

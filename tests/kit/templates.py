@@ -18,6 +18,7 @@ TEMPLATE_FILES = {
     "ladr_distributed_seed_collector": "One image per server (Distributed)",
     "ladr_nano_img2img_strengths": "Image to image, 3 strengths (nano)",
     "ladr_nano_caption_to_image": "Caption, then draw it (nano, CPU)",
+    "ladr_emoji_text_to_image": "Text to image (emoji, CPU)",
 }
 """API name -> UI file name (without .json), as the template browser titles it: one line of a
 card (about 36 characters at frontend 1.49's card width; longer ones are cut with an ellipsis)."""

@@ -128,3 +128,35 @@ def test_step_payload_preview_comes_from_the_table_not_the_decoder(models_dir, s
     assert steps > 1 and calls == [(1, steps)]
     assert not any("preview" in p for p in sent)  # one preview channel: the progress bar
     assert events.EVENT == "ladr.step"
+
+
+def _shipped(choice: str) -> bool:
+    return (Path(getattr(ladr_core, loader.BUILT_IN[choice])()) / "config.json").is_file()
+
+
+def test_every_built_in_model_is_a_choice_of_its_own_public_folder() -> None:
+    """loader.BUILT_IN is the one list: each entry names a public ladr_core folder function,
+    and the loader offers every one first, in that order, dimoo-emoji among them."""
+    assert loader.EMOJI in loader.BUILT_IN
+    assert loader.model_choices()[:len(loader.BUILT_IN)] == list(loader.BUILT_IN)
+    for choice, function in loader.BUILT_IN.items():
+        assert function in ladr_core.__all__ and choice.endswith(" (built-in)")
+
+
+@pytest.mark.parametrize("choice", [c for c in loader.BUILT_IN if c != loader.NANO])
+def test_a_built_in_choice_loads_and_draws_through_the_nodes(choice, sent) -> None:
+    """The other built-ins as the nano's own end-to-end test above: the loader's choice, the
+    sampler node and VQ Decode, on the CPU at the checkpoint's own size."""
+    if not _shipped(choice):
+        pytest.skip(f"{choice} is not shipped in this checkout")
+    loader._CACHE.clear()
+    (model,) = LoadDiMOOModel.execute(model_name=choice, dtype="auto").args
+    folder = Path(getattr(ladr_core, loader.BUILT_IN[choice])())
+    assert Path(model.pipe.source_folder).resolve() == folder.resolve()
+    size = model.pipe.default_size
+    tokens, _ = sample(model, size=size, steps=8, prompt="a red circle", cfg=-1.0,
+                       strategy="baseline")
+    (image,) = DiMOOVQDecode.execute(model=model, tokens=tokens).args
+    assert size == 48 and image.shape == (1, size, size, 3) and sent[-1]["done"]
+    assert float(image.std()) > 0.01  # a picture, not a flat fill
+    loader._CACHE.clear()

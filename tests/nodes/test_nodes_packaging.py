@@ -167,8 +167,12 @@ def test_cfg_tooltip_names_the_scale_the_nano_model_was_tuned_for() -> None:
     import ladr_core
 
     raw = json.loads((ladr_core.nano_model_path() / "config.json").read_text())
+    emoji = ladr_core.emoji_model_path() / "config.json"
     for node_id in ("LADR_DiMOOSampler2", "LADR_DiMOOSampler"):
         sampler = next(c for c in node_classes() if c.define_schema().node_id == node_id)
         cfg = next(i for i in sampler.define_schema().inputs if i.id == "cfg")
         assert "Lumina-DiMOO: 4.0" in cfg.tooltip
-        assert f"dimoo-nano was tuned for {raw['default_cfg']:g};" in cfg.tooltip
+        assert f"dimoo-nano was tuned for {raw['default_cfg']:g}" in cfg.tooltip
+        if emoji.is_file():
+            tuned = json.loads(emoji.read_text())["default_cfg"]
+            assert f", dimoo-emoji for {tuned:g};" in cfg.tooltip

@@ -152,6 +152,44 @@ def test_the_nano_that_only_draws_is_refused_on_model() -> None:
         assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
 
 
+def _built_ins_that_only_draw() -> list[str]:
+    """The loader's built-in choices whose config.json says they cannot answer (derived from
+    nodes.loader.BUILT_IN and the shipped configs, so a new built-in joins by itself)."""
+    import json
+
+    from nodes.loader import BUILT_IN
+
+    out = []
+    for choice, function in BUILT_IN.items():
+        config = Path(getattr(ladr_core, function)()) / "config.json"
+        if config.is_file() and json.loads(config.read_text()).get("ladr_can_understand") is False:
+            out.append(choice)
+    return out
+
+
+def test_the_emoji_model_is_among_those_that_only_draw() -> None:
+    from nodes.loader import EMOJI, NANO
+
+    if not (ladr_core.emoji_model_path() / "config.json").is_file():
+        pytest.skip("dimoo-emoji is not shipped in this checkout")
+    assert {NANO, EMOJI} <= set(_built_ins_that_only_draw())
+
+
+@pytest.mark.parametrize("choice", _built_ins_that_only_draw())
+def test_every_built_in_that_only_draws_is_refused_on_model(choice) -> None:
+    """Loaded by the loader's own choice, each is refused by both nodes with the message the
+    plain nano gets (above)."""
+    from nodes.loader import LoadDiMOOModel
+
+    (model,) = LoadDiMOOModel.execute(model_name=choice, dtype="fp32").args
+    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
+        extra = {"question": "what?"} if node is DiMOOAsk else {}
+        with pytest.raises(ValueError) as err:
+            node.execute(model=model, image=_images(1, 48), **extra, **ARGS)
+        assert str(err.value).startswith(f"{name}: model cannot answer questions")
+        assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
+
+
 def test_a_nan_temperature_is_named_before_the_model_is_judged() -> None:
     """A damaged workflow's NaN (which passes the host's range check) gets its own message on
     `temperature`, even on a checkpoint that cannot answer (the workflow fuzz's order)."""

@@ -44,11 +44,28 @@ def test_template_names_read_as_titles(path: Path) -> None:
     assert " " in name and name not in TEMPLATE_FILES
 
 
-@pytest.mark.parametrize("path", [p for p in API if "nano" in TEMPLATE_FILES[p.stem]],
-                         ids=lambda p: p.stem)
+def built_in_templates() -> list[Path]:
+    """The API workflows whose loader loads a built-in model (nodes.loader.BUILT_IN: the nanos
+    and dimoo-emoji, all 48 px)."""
+    from nodes.loader import BUILT_IN
+
+    return [p for p in API if any(n["class_type"] == "LADR_LoadDiMOOModel"
+                                  and n["inputs"]["model_name"] in BUILT_IN
+                                  for n in json.loads(p.read_text()).values())]
+
+
+def test_every_template_titled_by_a_built_in_loads_one() -> None:
+    built_in = {p.stem for p in built_in_templates()}
+    titled = {stem for stem, title in TEMPLATE_FILES.items()
+              if "(nano" in title or "(emoji" in title}
+    assert titled and titled <= built_in
+
+
+@pytest.mark.parametrize("path", built_in_templates(), ids=lambda p: p.stem)
 def test_nano_results_are_shown_enlarged_and_saved_as_output(path: Path) -> None:
-    """Every nano template shows its 48 px results at least 4x (ComfyUI's Upscale Image By,
-    nearest-exact) in a Preview Image, while Save Image saves the pack's own output."""
+    """Every template on a built-in model shows its 48 px results at least 4x (ComfyUI's
+    Upscale Image By, nearest-exact) in a Preview Image, while Save Image saves the pack's own
+    output."""
     wf = json.loads(path.read_text())
     views = [(k, n) for k, n in wf.items() if n["class_type"] == "PreviewImage"]
     assert views, path.stem

@@ -1,6 +1,6 @@
-"""What a clone carries: no tracked file over 1 MB except the weights of the shipped nano
-checkpoints (ladr_core/assets: the nano and its answering sibling). Derived from ``git ls-files``
-of this checkout; skipped outside a git checkout."""
+"""What a clone carries: no tracked file over 1 MB except the weights of the shipped built-in
+checkpoints (ladr_core/assets: every folder of nodes.loader.BUILT_IN). Derived from ``git
+ls-files`` of this checkout; skipped outside a git checkout."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
-from ladr_core import nano_mmu_model_path, nano_model_path
+import ladr_core
+from nodes import BUILT_IN
 
 MAX_FILE_BYTES = 1_000_000
 
@@ -25,8 +26,8 @@ def tracked_files() -> list[Path]:
     return [ROOT / name for name in out.stdout.decode().split("\0") if name]
 
 
-def test_no_tracked_file_over_1_mb_but_the_nano_checkpoints() -> None:
-    shipped = {Path(path()).resolve() for path in (nano_model_path, nano_mmu_model_path)}
+def test_no_tracked_file_over_1_mb_but_the_built_in_checkpoints() -> None:
+    shipped = {Path(getattr(ladr_core, function)()).resolve() for function in BUILT_IN.values()}
     files = [p for p in tracked_files() if p.is_file()]
     assert files, "git ls-files listed no file"
     big = {str(p.relative_to(ROOT)): p.stat().st_size for p in files

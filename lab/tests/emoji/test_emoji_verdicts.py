@@ -166,12 +166,17 @@ def test_runs_of_disjoint_sections_merge_into_the_full_document(tiny, disc_bank)
     env = {"env": {"git_commit": "abc"}, "command": "c", "checkpoint": {"step": 2},
            "uncommitted_emoji_code": []}
     opts = _opts(gate=0.0) | {"tune": ["ladr:tau=0.8,steps=4"]}
-    parts = [env | V.run(pipe, judge, disc_bank, T.model_dir(), opts | {"sections": s},
-                         log=lambda *a: None) for s in (["t2i"], ["i2i", "inpaint"])]
+    runs = ({"sections": ["t2i"]}, {"sections": ["i2i", "inpaint"], "routes": ["picture"]},
+            {"sections": ["i2i"], "routes": ["token"]})
+    parts = [env | V.run(pipe, judge, disc_bank, T.model_dir(), opts | r, log=lambda *a: None)
+             for r in runs]
     merged = V.merge(parts)
-    assert merged["sections"] == list(V.SECTIONS)
+    assert sorted(merged["sections"]) == sorted(["t2i", "inpaint", "i2i:picture", "i2i:token"])
     assert merged["t2i"] is parts[0]["t2i"] and merged["inpaint"] is parts[1]["inpaint"]
-    assert "t2i" not in parts[1] and "i2i" not in parts[0]
+    assert merged["i2i"]["token"] is parts[2]["i2i"]["token"]
+    assert merged["i2i"]["picture"] is parts[1]["i2i"]["picture"]
+    assert "t2i" not in parts[1] and "i2i" not in parts[0] and "picture" not in parts[2]["i2i"]
+    assert merged["section_commits"] == dict.fromkeys(merged["sections"], "abc")
     with pytest.raises(SystemExit, match="a section was run twice"):
         V.merge([parts[0], parts[0]])
     other = parts[1] | {"baseline": {**parts[1]["baseline"], "passed": []}}
