@@ -115,7 +115,7 @@ def t2i_table() -> str:
         r = rows[name]
         same = next((diff[k] for k in diff if k[0] == name and k[1] != "baseline-64"
                      and k[1].startswith("baseline")), None)
-        lines.append(f"| `{name}` | {r['nfe_mean']:.1f} | {r['score']['overall']:.2f} | "
+        lines.append(f"| `{name}` | {r['nfe_mean']:.1f} | {r['score_overall']:.2f} | "
                      f"{_ci(diff.get((name, 'baseline-64')))} | {_ci(same)} |")
     return "\n".join(lines)
 
