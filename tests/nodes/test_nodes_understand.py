@@ -139,17 +139,22 @@ def test_an_empty_question_is_refused_before_anything_runs() -> None:
     assert DiMOOAsk.validate_inputs(question=None) is True  # fed by a link: checked at run
 
 
+def _assert_refused_by_both(model: DiMOOModel) -> None:
+    """Caption and Ask both refuse `model` on its input, naming the fix."""
+    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
+        extra = {"question": "what?"} if node is DiMOOAsk else {}
+        with pytest.raises(ValueError) as err:
+            node.execute(model=model, image=_images(1, 48), **extra, **ARGS)
+        assert str(err.value).startswith(f"{name}: model cannot answer questions")
+        assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
+
+
 def test_the_nano_that_only_draws_is_refused_on_model() -> None:
     from support.nodes import nano_pipe
 
     nano = DiMOOModel(pipe=nano_pipe(), key=("nano",), name="nano")
     assert not nano.pipe.can_understand
-    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
-        extra = {"question": "what?"} if node is DiMOOAsk else {}
-        with pytest.raises(ValueError) as err:
-            node.execute(model=nano, image=_images(1, 48), **extra, **ARGS)
-        assert str(err.value).startswith(f"{name}: model cannot answer questions")
-        assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
+    _assert_refused_by_both(nano)
 
 
 def _built_ins_that_only_draw() -> list[str]:
@@ -182,12 +187,7 @@ def test_every_built_in_that_only_draws_is_refused_on_model(choice) -> None:
     from nodes.loader import LoadDiMOOModel
 
     (model,) = LoadDiMOOModel.execute(model_name=choice, dtype="fp32").args
-    for node, name in ((DiMOOCaption, CAPTION), (DiMOOAsk, ASK)):
-        extra = {"question": "what?"} if node is DiMOOAsk else {}
-        with pytest.raises(ValueError) as err:
-            node.execute(model=model, image=_images(1, 48), **extra, **ARGS)
-        assert str(err.value).startswith(f"{name}: model cannot answer questions")
-        assert "pick a checkpoint that can answer in Load DiMOO Model" in str(err.value)
+    _assert_refused_by_both(model)
 
 
 def test_a_nan_temperature_is_named_before_the_model_is_judged() -> None:
