@@ -111,12 +111,50 @@ def _scale_on(layer: nn.Module, device: torch.device) -> torch.Tensor:
     return kept[2]
 
 
+def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
+    """``weight`` (the fp8 weight cast to the compute dtype, on the compute device) times the
+    float32 ``weight_scale [out]``: each product computed in float32 and rounded once, in place
+    on the cast copy (a copy is made if the cast returned the stored tensor itself)."""
+    if weight.data_ptr() == layer.weight.data_ptr():
+        weight = weight.clone()
+    return weight.mul_(_scale_on(layer, weight.device)[:, None])
+
+
+def _folded_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
+    """``x @ (weight * scale[:, None]).T`` with the scale folded into the weight BEFORE the
+    product: float16 holds the layer's real output but not ``x @ weight.T`` (the fp8 weight is
+    W / scale, 10**3 to 10**4 times W)."""
+    if layer.weight.device == x.device:
+        return F.linear(x, _fold(layer, layer.weight.to(x.dtype)))
+    return _host_cast_forward(layer, base, x)
+
+
+def _host_cast_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
+    """``_folded_forward`` of a weight a host left on another device: through the host's cast
+    at use when its class applies ``weight_function`` after the cast (ComfyUI's
+    ``CastWeightBiasOp``: its low-VRAM streams, and its LoRA patches then see the real weight),
+    the fold first; with any other host the weight is copied over here."""
+    functions = layer.__dict__.get("weight_function")
+    hooks = functions if functions is not None else getattr(layer, "weight_function", None)
+    if not isinstance(hooks, list):
+        return F.linear(x, _fold(layer, layer.weight.to(x.device, x.dtype)))
+    layer.weight_function = [lambda w: _fold(layer, w), *hooks]
+    try:
+        return base.forward(layer, x)
+    finally:  # the host's own list back (an instance list, or the class's shared one)
+        if functions is None:
+            del layer.weight_function
+        else:
+            layer.weight_function = functions
+
+
 def scaled_linear_class(base: type) -> type:
     """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
 
     ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``. A
     weight on the input's device is cast here; one left on another device (a host's offloaded
-    layer, e.g. ComfyUI lowvram) goes through the base class's cast-at-use forward.
+    layer, e.g. ComfyUI lowvram) goes through the base class's cast-at-use forward. bf16 / fp32:
+    the scale multiplies the output; fp16: it is folded into the weight first (_folded_forward).
     """
     base = CastLinear if base is nn.Linear else base
     if base not in _SCALED:
@@ -130,6 +168,8 @@ def scaled_linear_class(base: type) -> type:
                                                           dtype=torch.float32))
 
         def forward(self: Any, x: torch.Tensor) -> torch.Tensor:
+            if x.dtype == torch.float16:  # the unscaled product can pass 65504: fold first
+                return _folded_forward(self, base, x)
             if self.weight.device == x.device:  # resident: cast here, whatever the base does
                 y = F.linear(x, self.weight.to(x.dtype))
             else:  # left elsewhere by a host: its class brings the weight over and casts it
