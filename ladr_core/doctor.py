@@ -180,12 +180,15 @@ def _values(config: Any, ids: Any, raw: dict[str, Any]) -> list[str]:
             f"; the official image utilities assume {official}, so only this pack's path "
             "(which uses the offset above throughout) is consistent for this width")
     keys = [k for k in ids.CONFIG_KEYS.values() if k in raw]
-    source = ("= width - codebook_size, as the official generators derive it" if derived
-              else "from config.json")
+    top = ids.image_offset + ids.codebook_size
+    source = ("from config.json" if not derived else
+              "the official one: config.json has no image_token_offset" if ids.image_offset == official
+              else "= width - codebook_size: config.json has no image_token_offset")
+    padding = f"; rows {top}..{width - 1} never read" if top < width else ""
     return [
         f"  logits width {width} (embedding_size, else vocab_size); text ids below "
-        f"{ids.image_offset}, image codes {ids.image_offset}..{width - 1} "
-        f"({ids.codebook_size} codes; offset {source}){note}",
+        f"{ids.image_offset}, image codes {ids.image_offset}..{top - 1} "
+        f"({ids.codebook_size} codes; offset {source}){padding}{note}",
         f"  special ids: mask {ids.mask}, newline {ids.newline}, boi {ids.boi}, eoi {ids.eoi}, "
         f"boa {ids.boa}, eoa {ids.eoa} ({'from config.json: ' + ', '.join(keys) if keys else 'DiMOO defaults'})",
         f"  RoPE: theta {config.rope_theta:g}, head dim {config.head_dim}, full precision "

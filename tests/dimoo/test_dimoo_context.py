@@ -36,9 +36,9 @@ def test_compact_ids_keep_their_own_max_sequence_length() -> None:
     assert context_length(config, nano_ids) == 320
 
 
-def test_a_width_derived_offset_keeps_the_official_context() -> None:
-    """A head 134656 wide (offset derived as width - 8192, as the official generators do) is
+def test_a_padded_head_keeps_the_official_context() -> None:
+    """A head 134656 wide without id keys (the official offset 126356, 108 padding rows) is
     still the real checkpoint: the same context as the default ids."""
     ids = DiMOOIds.from_config_dict({}, width=134656)
-    assert ids.image_offset == 134656 - 8192
+    assert ids.image_offset == 126356
     assert context_length(LLADA_8B, ids) == context_length(LLADA_8B, DiMOOIds())

@@ -115,7 +115,7 @@ def test_ids_rule_defaults_and_overrides() -> None:
     assert (ids.boa, ids.eoa, ids.boi, ids.eoi, ids.uncondition) == (126354, 126355, 126349, 126350, 126351)
     small = DiMOOIds.from_config_dict({"mask_token_id": 5, "image_token_offset": 64, "codebook_size": 32})
     assert (small.mask, small.image_offset, small.codebook_size, small.newline) == (5, 64, 32, 126084)
-    with pytest.raises(DimooConfigError, match="exceeds the vocabulary"):
+    with pytest.raises(DimooConfigError, match="exceeds the logits width 90"):
         small.validate_against(90)
     with pytest.raises(DimooConfigError, match="mask_token_id"):
         DiMOOIds.from_config_dict({"mask_token_id": "x"})

@@ -49,7 +49,7 @@ __all__ = ["IDS_8B", "SHAPE_8B", "SHAPE_TINY", "TINY_IDS", "CodesPipeline", "Wor
 SHAPE_8B = dict(d_model=4096, n_heads=32, n_layers=32, mlp_hidden_size=12288, vocab_size=134656,
                 embedding_size=134656, max_sequence_length=8192, rope_theta=500000.0)
 #: its special ids as the loader derives them from a config.json of that shape without id keys
-#: (image codes in the last 8192 rows: offset 134656 - 8192, the official generators' rule)
+#: (the official offset 126356: its 8192 codes fit the 134656-wide head, 108 padding rows above)
 IDS_8B = DiMOOIds.from_config_dict({}, width=SHAPE_8B["embedding_size"])
 #: the smoke run's stand-in for it
 SHAPE_TINY = dict(d_model=64, n_heads=4, n_layers=2, mlp_hidden_size=128, vocab_size=80,

@@ -255,47 +255,43 @@ class DiMOOIds:
     @classmethod
     def from_config_dict(cls, data: dict[str, Any], source: str = "config.json",
                          width: int | None = None) -> DiMOOIds:
-        """Read each id key of config.json, falling back to the DiMOO default; given the logits
-        ``width``, a missing ``image_token_offset`` is ``width - codebook_size``, the text
-        vocabulary the official generators derive (``vocab_total - codebook_size``)."""
+        """Read each id key of config.json, falling back to the DiMOO default. Without an
+        ``image_token_offset`` key and given the logits ``width``: the official offset 126356
+        (hard-coded by the official image utilities) when its codebook fits the head (126356 +
+        8192 <= width; the real head is padded past 134548), else, for a checkpoint with its own
+        special ids, ``width - codebook_size`` (its codes in the last rows). A head too narrow
+        for the official offset under the official special ids is refused (``_offset_problem``)."""
         kwargs = {}
         for name, key in cls.CONFIG_KEYS.items():
             value = data.get(key, getattr(DIMOO_DEFAULT_IDS, name))
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ConfigError(f"{source}: {key} must be a non-negative int (got {value!r})")
             kwargs[name] = value
-        if width is not None and cls.CONFIG_KEYS["image_offset"] not in data:
-            kwargs["image_offset"] = max(0, width - kwargs["codebook_size"])
-        ids = cls(**kwargs)
-        if ids.codebook_size <= 0:
+        if kwargs["codebook_size"] <= 0:
             raise ConfigError(f"{source}: codebook_size must be positive")
-        return ids
+        if width is not None and cls.CONFIG_KEYS["image_offset"] not in data:
+            official = DIMOO_DEFAULT_IDS.image_offset
+            if official + kwargs["codebook_size"] <= width:
+                kwargs["image_offset"] = official
+            else:
+                kwargs["image_offset"] = max(0, width - kwargs["codebook_size"])
+                if has_official_ids(cls(**kwargs)):
+                    raise ConfigError(_offset_problem(source, width, kwargs["codebook_size"]))
+        return cls(**kwargs)
 
     def validate_against(self, vocab_size: int, source: str = "config.json") -> None:
-        """The codebook range [offset, offset + K) must be the LAST K rows of the logits.
+        """The codebook range [offset, offset + K) must lie inside the logits.
 
         ``vocab_size`` is the logits width (``embedding_size or vocab_size``). The official
-        ``generate_image`` reads image logits at ``width - codebook_size`` and the official
-        image utilities subtract ``image_token_offset`` (126356): both agree only when
-        offset + K == width (Lumina-DiMOO: 126356 + 8192 = 134548). A config where they
-        contradict is refused rather than silently picking one. Every special id must lie in
-        the vocabulary, outside the codebook range.
+        image utilities subtract ``image_token_offset`` (126356) from a code's id and the real
+        head is padded past 126356 + 8192 = 134548 (rows above the codebook are never read): a
+        head narrower than offset + K contradicts the offset and is refused, naming the key.
+        Every special id must lie in the vocabulary, outside the codebook range.
         """
         top = self.image_offset + self.codebook_size
         if top > vocab_size:
-            raise ConfigError(
-                f"{source}: image_token_offset {self.image_offset} + codebook_size "
-                f"{self.codebook_size} = {top} exceeds the vocabulary ({vocab_size}); fix the id keys"
-            )
-        if top != vocab_size:
-            raise ConfigError(
-                f"{source}: image_token_offset {self.image_offset} + codebook_size "
-                f"{self.codebook_size} = {top}, but the logits are {vocab_size} wide "
-                f"(embedding_size, else vocab_size): the official sampler would read image "
-                f"codes at offset {vocab_size - self.codebook_size} while the official image "
-                f"utilities use {self.image_offset}. These contradict; fix image_token_offset, "
-                f"codebook_size or embedding_size/vocab_size in config.json (or re-download it)"
-            )
+            raise ConfigError(_offset_problem(source, vocab_size, self.codebook_size,
+                                              self.image_offset))
         for name in ("mask", "newline", "boa", "eoa", "boi", "eoi", "uncondition"):
             value = getattr(self, name)
             if value >= vocab_size:
@@ -308,6 +304,20 @@ class DiMOOIds:
 
 
 DIMOO_DEFAULT_IDS = DiMOOIds()
+
+
+def _offset_problem(source: str, width: int, codebook: int, offset: int | None = None) -> str:
+    """The one message of a head whose width and image offset cannot both be right (``offset``
+    None: config.json has no key and the official 126356 does not fit)."""
+    official = DIMOO_DEFAULT_IDS.image_offset
+    said = (f"image_token_offset {offset}" if offset is not None else
+            f"config.json has no image_token_offset, so the official {official}")
+    top = (official if offset is None else offset) + codebook
+    return (f"{source}: {said} + codebook_size {codebook} = {top} exceeds the logits width "
+            f"{width} (embedding_size, else vocab_size): the image codes would not fit the head. "
+            f"Set image_token_offset in config.json to where this checkpoint's {codebook} image "
+            f"codes start (at most {max(0, width - codebook)}), or use the config.json shipped "
+            "with these weights (re-download it)")
 
 
 # Longest sequence accepted for a RoPE model carrying DiMOO's official special ids. LLaDA-8B's
