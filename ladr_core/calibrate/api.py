@@ -65,9 +65,36 @@ def default_prompts(folder: str | Path) -> tuple[list[str], str]:
     return list(BUILTIN_PROMPTS), "built-in (ladr_core.calibrate.prompts)"
 
 
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _stored_kinds(transformer: torch.nn.Module) -> list[str]:
+    """How the transformer's weights are stored, one name per kind: a GGUF layer's GGML type
+    (``GGUF Q8_0``), a ComfyUI-format layer's format (``ComfyUI float8_e4m3fn``), else the
+    weight's dtype (``bfloat16``, ``float8_e4m3fn`` for the pack's fp8)."""
+    kinds: set[str] = set()
+    for module in transformer.modules():
+        weight = getattr(module, "weight", None)
+        if not isinstance(weight, torch.Tensor):
+            continue
+        ggml_type = getattr(module, "ggml_type", None)
+        quant_format = getattr(module, "quant_format", None)
+        kinds.add(f"GGUF {ggml_type}" if isinstance(ggml_type, str) and weight.dtype == torch.uint8
+                  else f"ComfyUI {quant_format}" if isinstance(quant_format, str)
+                  else _dtype_name(weight.dtype))
+    return sorted(kinds)
+
+
 def _weights_desc(pipe: Any, weight_dtype: str | None) -> str:
-    dtype = str(next(pipe.transformer.parameters()).dtype).removeprefix("torch.")
-    return f"{dtype}/{weight_dtype or 'default'}"
+    """The weights a calibration measured, in its report and its resume key: the compute dtype
+    and how the weights are stored (a GGUF file's bytes are not a dtype), and the load's
+    ``weight_dtype``."""
+    compute = getattr(pipe, "compute_dtype", None)
+    if compute is None:
+        compute = next(p.dtype for p in pipe.transformer.parameters() if p.is_floating_point())
+    stored = " + ".join(_stored_kinds(pipe.transformer))
+    return f"computed in {_dtype_name(compute)}; stored {stored}; weight_dtype {weight_dtype or 'default'}"
 
 
 def calibrate(pipe: Any, folder: str | Path, out: str | Path,
