@@ -139,8 +139,10 @@ class Calibration:
         return t + self.config.self_score.passes
 
     def _probe(self) -> float:
-        """Seconds per item and denoiser call: from finished chunks, else one timed call (on a
-        compiled pipeline (``pipe.compile()``) after an untimed one that compiles the pass)."""
+        """Seconds per item and denoiser call: from finished chunks, else one timed call, after
+        an untimed one on a compiled pipeline (``pipe.compile()``: it compiles the pass) or off
+        the CPU (a process's first CUDA work creates the library handles and loads kernels
+        lazily: seconds that no later call pays, which would make a budget look too small)."""
         if self._item_call_s is not None:
             return self._item_call_s
         items = self.config.items[: self.config.batch]
@@ -148,7 +150,8 @@ class Calibration:
                                           height=self.config.size, cfg=self.config.cfg)
         tokens = torch.zeros(len(items), denoise.layout.n_codes, dtype=torch.long)
         masked = torch.ones_like(tokens, dtype=torch.bool)
-        if getattr(self.pipe, "compiled", None) is not None:  # compile outside the clock
+        compiled = getattr(self.pipe, "compiled", None) is not None
+        if compiled or torch.device(self.pipe.device).type != "cpu":  # warm up off the clock
             synchronize(denoise(tokens, masked).device)
         start = self.clock()
         synchronize(denoise(tokens, masked).device)  # time the work, not its queueing

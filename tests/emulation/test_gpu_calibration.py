@@ -33,3 +33,32 @@ def test_the_probe_and_a_short_calibration_run_on_the_device(dimoo_checkpoint: P
     assert got["recommended"] == want["recommended"]
     for a, b in zip(got["candidates"], want["candidates"], strict=True):
         assert a["name"] == b["name"] and a.get("nfe") == b.get("nfe")
+
+
+def test_the_probe_warms_up_the_device_before_its_clock(dimoo_checkpoint: Path, emu) -> None:
+    """On a CUDA device the probe's first denoiser call (the process's first CUDA work: library
+    handles, lazily loaded kernels) runs before the clock; the timed call is the second. The
+    CPU's eager probe times its first call (tests/calibrate/test_calibrate_clock.py)."""
+    from ladr_core.calibrate.runner import Calibration, CalibrationConfig
+
+    pipe = load_dimoo(dimoo_checkpoint, device="cuda", dtype=torch.float32)
+    events: list[str] = []
+    make = pipe.make_denoiser
+
+    def counting(*args, **kw):  # noqa: ANN002, ANN003, ANN202
+        den = make(*args, **kw)
+
+        def call(tokens: torch.Tensor, masked: torch.Tensor) -> torch.Tensor:
+            events.append("call")
+            return den(tokens, masked)
+        call.layout = den.layout  # type: ignore[attr-defined]
+        return call
+
+    pipe.make_denoiser = counting  # type: ignore[method-assign]
+    config = CalibrationConfig(tuple(PROMPTS), steps=4, size=32, batch=2)
+    cal = Calibration(pipe, config, None, {}, None, None, None,
+                      clock=lambda: events.append("clock") or 0.0)
+    events.clear()  # the start time read on construction
+    cal._probe()
+    assert events == ["call", "clock", "call", "clock"]
+    assert not emu.violations
