@@ -309,9 +309,11 @@ def sample(
     """Generate B token grids of H x W: the contract, every argument included, is
     docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
     an LADR preset name, resolved once, here (ladr_core.registry); steps: T for a strategy
-    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i's tokens
-    equal its own B = 1 run with its own generator, whatever the batch, `known` or
-    `max_batch`.
+    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i draws
+    from its own generator whatever the batch, `known` or `max_batch`: its tokens equal its own
+    B = 1 run when the denoiser's logits for it do not depend on the batch (float32 on a CPU;
+    on a GPU the kernels chosen for another row count can move the last bits and flip a near
+    tie: docs/ARCHITECTURE.md section 3).
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)

@@ -2,8 +2,9 @@
 automatic).
 
 A prompt list longer than that runs as a rolling batch: each finished image makes room for the
-next prompt (ladr_core.sample's `max_batch`). Every image is the same whatever the number, so
-the choice only trades speed and memory. The automatic choice is the library's own
+next prompt (ladr_core.sample's `max_batch`). The choice trades speed and memory: in float32
+on a CPU every image is the same whatever the number; on a GPU the pass's size changes which
+kernels run, so an image may differ in a near tie (docs/ARCHITECTURE.md section 3). The automatic choice is the library's own
 (`ladr_core.dimoo.images_in_flight`: 4 on a CPU, what the GPU's free memory holds up to 8), fed
 with ComfyUI's count of free memory, so a node and a Python call choose alike.
 """

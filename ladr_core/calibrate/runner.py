@@ -79,7 +79,7 @@ class CalibrationConfig:
     def key(self, fingerprint: str, weights: str) -> dict[str, Any]:
         d = asdict(self)
         d.pop("budget_s")
-        d.pop("batch")  # item k's image does not depend on the batch it ran in
+        d.pop("batch")  # item k's image: the same in any batch on a CPU, nearly always on a GPU
         d["prompts"] = list(self.prompts)
         return {"fingerprint": fingerprint, "weights": weights, **d}
 

@@ -112,8 +112,9 @@ def item_generator(seed: int, device: torch.device) -> torch.Generator:
 
 def images_in_flight(device: torch.device, images: int, per_image_bytes: int,
                      free_bytes: int | None = None) -> int:
-    """How many of ``images`` to keep in one pass when the caller does not say (every image is
-    the same whatever the number; it trades speed for memory): on a CPU, CPU_IN_FLIGHT (a pass
+    """How many of ``images`` to keep in one pass when the caller does not say (it trades speed
+    for memory; the images are the same in float32 on a CPU, nearly always on a GPU, whose
+    kernels follow the pass's size: docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT (a pass
     costs about the same per token whatever its size, lab/benchmarks/rolling.py); on a GPU what 80 %
     of its free memory holds at ``per_image_bytes`` each (``free_bytes``: the host's count,
     e.g. ComfyUI's; None = CUDA's), at most GPU_IN_FLIGHT. Never more than ``images``."""

@@ -128,8 +128,9 @@ class PipelineUnderstanding:
                                  self.answer_end_id, callback, in_flight=max_batch)
 
     def answers_in_flight(self, job: UnderstandJob, free_bytes: int | None = None) -> int:
-        """Answers of ``job`` in one pass when the caller does not say (every answer is the
-        same whatever the number): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
+        """Answers of ``job`` in one pass when the caller does not say (the answers are the
+        same in float32 on a CPU, nearly always on a GPU, where the number follows free memory:
+        docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
         (``answer_memory``) fits 80 % of ``free_bytes`` (the host's count of free memory after
         loading; None = CUDA's), at most GPU_IN_FLIGHT. Never more than the job's answers."""
         items = len(job.questions)

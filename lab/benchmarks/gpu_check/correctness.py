@@ -6,7 +6,8 @@ Checkpoints: DiMOO-nano (shipped) and the tests' tiny random checkpoint in the o
 (tests/kit/tiny_checkpoint.py, written without its VQ weights), both loaded model-only
 (models.py). Tokens must be equal where float32 says they must (every case of cases.py: same
 stored weights, greedy, the two runs differ only by float32 rounding); where a format rounds
-they are bounded (bounds.py).
+they are bounded (bounds.py); a rolling batch on a GPU, whose kernels follow the pass's row
+count, reports its agreement with its items' single runs on the device (``agreement``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .bounds import bf16_rows, self_score_row, trajectory_states
 from .cases import PROMPT, Case, build_cases
 from .models import CodesPipeline, model_only, to_device
 
-__all__ = ["checkpoints", "run_case", "section_a"]
+__all__ = ["agreement", "checkpoints", "run_case", "section_a"]
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -56,6 +57,16 @@ def _compare(want: Any, got: Any) -> dict[str, Any]:
     return out
 
 
+def agreement(got: Any, alone: list[Any]) -> dict[str, Any]:
+    """How many items of a batch run ``got`` have the tokens of their own run ``alone[i]`` (each
+    a one-item run on the same device): ``items_agree`` of ``items``, and their share."""
+    rows = got.tokens.cpu()
+    same = [bool(r.shape == a.tokens.cpu()[0].shape and torch.equal(r, a.tokens.cpu()[0]))
+            for r, a in zip(rows, alone, strict=True)]
+    return {"items": len(same), "items_agree": sum(same),
+            "agreement": sum(same) / max(len(same), 1)}
+
+
 def run_case(case: Case, ref: CodesPipeline, dev: CodesPipeline,
              device: torch.device) -> dict[str, Any]:
     """The case on the CPU and on the device; tokens compared; the device run's syncs."""
@@ -73,6 +84,8 @@ def run_case(case: Case, ref: CodesPipeline, dev: CodesPipeline,
         syncs, sites = count_syncs(lambda: out.append(case.run(pipe)), device)
         got = out[0]
         row.update(_compare(want, got))
+        if case.singles:  # the batch against its items alone, both on the device
+            row.update(agreement(got, [single(pipe) for single in case.singles]))
         if case.rounds:
             row["rounds"] = case.rounds
             if row["check"] == "failed":

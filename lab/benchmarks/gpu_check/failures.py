@@ -16,7 +16,7 @@ from typing import Any
 __all__ = ["failures"]
 
 #: what a failed check (no exception) says about itself, in this order
-DETAILS = ("tokens_equal", "tokens_differ_share", "item_nfe_cpu", "item_nfe_device",
+DETAILS = ("tokens_equal", "tokens_differ_share", "agreement", "item_nfe_cpu", "item_nfe_device",
            "err_device_bf16", "bound", "abs_diff", "syncs", "sampler_reads", "returncode",
            "counts", "tail")
 

@@ -101,7 +101,8 @@ def _correctness(doc: dict[str, Any] | None, where: str | None) -> str:
                 f"registered strategy ({', '.join(strategy_names())}) and LADR preset "
                 f"({', '.join(preset_names())}); ML-Cache `official` and `ladr`; inpaint, "
                 "outpaint, edit (the tiny checkpoint: nano cannot edit); a rolling batch (2 of 4 "
-                f"in flight); every weight format ({', '.join(FORMATS)}) in float32, and in bf16 "
+                "in flight; its agreement with each item alone on the device); every weight "
+                f"format ({', '.join(FORMATS)}) in float32, and in bf16 "
                 "against the bound of Sec. 2.1; block streaming; `pipe.compile()`; the "
                 "self-score; host syncs per step counted by CUDA; the sampler alone under every "
                 "strategy and preset; tests/core/test_gpu.py.\n")
@@ -146,7 +147,10 @@ def _case_cell(r: dict[str, Any]) -> str:
     equal = "equal" if r.get("tokens_equal") else (
         f"**differ** ({100 * r.get('tokens_differ_share', 1):.1f} %)")
     if r["check"] == "reported":
-        equal = f"differ ({100 * r.get('tokens_differ_share', 1):.1f} %; fp8 matmul sums, bounded)"
+        why = "batch kernels" if "items" in r else "fp8 matmul sums, bounded"
+        equal = f"differ ({100 * r.get('tokens_differ_share', 1):.1f} %; {why})"
+    if "items" in r:
+        equal += f"; {r['items_agree']} of {r['items']} items as alone on the device"
     return f"{equal}, {r['syncs_per_step']:.2f} syncs/step ({r['beyond_sampler_reads']:+d})"
 
 

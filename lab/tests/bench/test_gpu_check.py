@@ -70,6 +70,8 @@ def test_smoke_correctness_names_every_case(smoke: dict[str, Any]) -> None:
         assert row["syncs"] >= row["steps_run"] - 1, (name, row)  # the sampler's reads seen
     assert cases["rolling/2-of-4"]["item_nfe_device"] == cases["rolling/2-of-4"]["item_nfe_cpu"]
     assert len(cases["rolling/2-of-4"]["item_nfe_device"]) == 4
+    rolling = cases["rolling/2-of-4"]  # measured against each item alone on the device
+    assert (rolling["items"], rolling["items_agree"], rolling["agreement"]) == (4, 4, 1.0)
     assert [r["format"] for r in tiny["bf16_logits"]] == ["bf16", "fp8", "comfy_fp8", "int8",
                                                           "q8_0", "q4_k_m"]
     assert all(r["bound"] > 0 for r in tiny["bf16_logits"])  # bf16 rounds on the CPU too

@@ -49,7 +49,8 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
     check_range: refuse codes outside [0, K) (one host sync); False for codes the sampler made,
     which are in range by construction (indices into the K logits). The decoder takes
     ``chunk`` images at a time (default one), so its float32 activations are one image's
-    whatever B, and image i equals its own decode whatever the batch (as ``encode_images``).
+    whatever B, and image i equals its own decode whatever the batch (as ``encode_images``;
+    on a GPU with chunk > 1 the convolution kernels may differ in the last bits).
     A larger chunk suits many small grids (``build_preview_table``). The images of a batch
     stay on the device, written into one output as they finish (``decode_bytes(..., images)``
     counts them)."""

@@ -22,7 +22,8 @@ prompt.
 Adaptations, none of which changes a committed token: the items of a list run in packed passes
 (model/packed.py), at most ``in_flight`` of them at once, in order: a finished item leaves the
 pass and the next waiting one joins it (a rolling batch, as images roll in the sampler; each item
-keeps its own block, step and noise, so every answer is the one it would be alone); only each item's window, its answer from the
+keeps its own block, step and noise: in float32 on a CPU every answer is the one it would be
+alone, on a GPU nearly always, docs/ARCHITECTURE.md section 3); only each item's window, its answer from the
 first token to the end of the current block, is projected onto the vocabulary (the official code
 projects every position, then sets the confidence past the block to -inf; before the answer
 nothing is masked, and a position of an earlier block stays masked only where the model sampled
