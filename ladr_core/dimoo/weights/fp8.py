@@ -114,8 +114,10 @@ def _scale_on(layer: nn.Module, device: torch.device) -> torch.Tensor:
 def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
     """``weight`` (the fp8 weight cast to the compute dtype, on the compute device) times the
     float32 ``weight_scale [out]``: each product computed in float32 and rounded once, in place
-    on the cast copy (a copy is made if the cast returned the stored tensor itself)."""
-    if weight.data_ptr() == layer.weight.data_ptr():
+    on the cast copy (a copy is made where the cast could have returned the stored tensor
+    itself: same dtype and device; decided without ``data_ptr``, which torch.compile cannot
+    trace)."""
+    if weight.dtype == layer.weight.dtype and weight.device == layer.weight.device:
         weight = weight.clone()
     return weight.mul_(_scale_on(layer, weight.device)[:, None])
 
