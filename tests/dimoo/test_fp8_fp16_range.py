@@ -35,7 +35,7 @@ def _assert_close_and_finite(y: torch.Tensor, want: torch.Tensor) -> None:
 
 def _pack_layer(base: type, w: torch.Tensor) -> nn.Module:
     q, s = fp8.quantize(w, torch.float8_e4m3fn)
-    layer = fp8.scaled_linear_class(base)(K, ROWS)
+    layer = fp8.scaled_linear_class(base)(w.shape[1], w.shape[0])
     layer.load_state_dict({"weight": q, "weight_scale": s}, assign=True)  # as the loader does
     return layer.requires_grad_(False)
 
@@ -105,3 +105,11 @@ def test_comfyui_fp8_format_in_float16_keeps_a_real_layers_output_finite(
     layer.quantize_input = quantize_input
     want = reference(layer.weight.float() * layer.weight_scale, x)
     _assert_close_and_finite(layer(x.half()), want)
+
+
+def test_the_float16_fold_traces_as_one_graph_under_torch_compile() -> None:
+    """``pipe.compile()`` traces the block linears: the fold must not break the graph."""
+    w, x = layer_data()
+    layer = _pack_layer(nn.Linear, w[:8, :256])
+    compiled = torch.compile(layer, backend="eager", fullgraph=True)
+    assert torch.equal(compiled(x[:, :256].half()), layer(x[:, :256].half()))
