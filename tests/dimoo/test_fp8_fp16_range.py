@@ -7,7 +7,8 @@ come from: tests/kit/magnitudes.py (LLaDA-8B's ff_out, init_std 0.02, a massive 
 2500). Both preconditions are asserted: the real output fits float16 with room to spare, the
 unscaled product does not. Checked for the pack's fp8 (``CastLinear``, and a weight a host
 leaves on another device: through a ComfyUI-style cast-at-use class on the emulated CUDA
-device) and for ComfyUI's fp8 format (``QuantLinear``: its dequantize path and its W8A8 path).
+device) and for ComfyUI's fp8 format (``QuantLinear``: its dequantize path and its W8A8 path);
+ComfyUI's int8 and GGUF Q8_0 / Q4_K are checked at the same magnitudes (they were never unscaled).
 """
 
 from __future__ import annotations
@@ -113,3 +114,23 @@ def test_the_float16_fold_traces_as_one_graph_under_torch_compile() -> None:
     layer = _pack_layer(nn.Linear, w[:8, :256])
     compiled = torch.compile(layer, backend="eager", fullgraph=True)
     assert torch.equal(compiled(x[:, :256].half()), layer(x[:, :256].half()))
+
+
+@pytest.mark.parametrize("kind", ["comfy_int8", "Q8_0", "Q4_K"])
+def test_the_other_8_and_4_bit_products_in_float16_are_scaled_before_float16(kind: str) -> None:
+    """ComfyUI's int8 (int32 sums scaled in float32) and GGUF (dequantized to real values
+    before the product) at the same magnitudes: no unscaled product in float16 either."""
+    from ladr_core.dimoo.weights import ggml, gguf
+
+    w, x = layer_data()
+    if kind == "comfy_int8":
+        stored = quant.quantize_layer(w, "int8_tensorwise")
+        layer = quant.QuantLinear(K, ROWS, bias=False)
+        layer.load_state_dict({**stored, "comfy_quant": quant.quant_conf_tensor("int8_tensorwise")})
+        deq = stored["weight"].float() * stored["weight_scale"]
+    else:
+        layer = gguf.gguf_ops(None, torch.float16).Linear(K, ROWS, bias=False)
+        raw = ggml.quantize(w, kind)
+        layer.load_state_dict({"weight": raw, "ggml_type": torch.tensor(ggml.BLOCK[kind][0])})
+        deq = ggml.dequantize(raw, kind, K)
+    _assert_close_and_finite(layer(x.half()), reference(deq, x))
