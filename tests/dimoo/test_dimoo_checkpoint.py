@@ -114,7 +114,7 @@ ERRORS: list[tuple[str, Callable[[Path], None], str]] = [
     ("pickle weights", _only_pickle, r"pickle weights \(pytorch_model\.bin\).*refused"),
     ("missing tokenizer", lambda f: (f / "tokenizer.json").unlink(), r"tokenizer\.json is missing"),
     ("ids outside vocab", lambda f: _edit_config(f, image_token_offset=60),
-     "exceeds the vocabulary"),
+     "exceeds the logits width"),
     ("missing vqvae", lambda f: shutil.rmtree(f / "vqvae"), r"vqvae/config\.json is missing"),
     ("vqvae pickle only", _vq_pickle_only, "pickle weights.*refused"),
     ("codebook mismatch", lambda f: _edit_config(f, codebook_size=16, image_token_offset=48),
