@@ -2,7 +2,7 @@
 
 LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`, with the T it was tuned at) or,
 with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
-(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy.md. Prophet Policy:
+(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy/en.md. Prophet Policy:
 Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
 field. Input names are those of saved workflows and never change.
 """

@@ -51,7 +51,7 @@ def ours(info: dict) -> list[str]:
 def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
     port, _ = server
     _, info = http(port, "/object_info")
-    help_pages = {p.stem for p in (ROOT / "web" / "docs").glob("*.md")}
+    help_pages = {p.parent.name for p in (ROOT / "web" / "docs").glob("*/en.md")}
     assert set(ours(info)) == help_pages, "every node the host loads has a help page, and no more"
     for node_id in ours(info):
         assert info[node_id]["category"].startswith("LADR")
@@ -74,8 +74,8 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
     assert loader_in["ladr_files"] == one_file_formats()  # the web notice's one-file formats
     _, ext = http(port, "/extensions")
     assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
-    for node_id in ours(info):  # the frontend's node help panel fetches these (web/docs/)
-        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}.md"
+    for node_id in ours(info):  # what the frontend's node help panel fetches first (web/docs/)
+        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}/en.md"
         with urllib.request.urlopen(req) as r:
             assert r.status == 200 and r.read().decode().startswith("# ")
     _, templates = http(port, "/workflow_templates")

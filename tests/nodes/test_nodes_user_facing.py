@@ -123,7 +123,8 @@ def test_ladr_num_threads_applies_while_sampling_and_is_restored(nano, monkeypat
 
 
 def test_every_node_has_a_help_page_naming_each_input() -> None:
-    """ComfyUI's frontend fetches /extensions/<pack>/docs/<node_id>.md (WEB_DIRECTORY=web)."""
+    """ComfyUI's frontend fetches /extensions/<pack>/docs/<node_id>/en.md first (frontend
+    1.49.6; WEB_DIRECTORY=web), then <node_id>.md."""
     from pathlib import Path
 
     from nodes import node_classes
@@ -131,7 +132,7 @@ def test_every_node_has_a_help_page_naming_each_input() -> None:
     docs = Path(__file__).resolve().parents[2] / "web" / "docs"
     for node in node_classes():
         schema = node.define_schema()
-        page = docs / f"{schema.node_id}.md"
+        page = docs / schema.node_id / "en.md"
         assert page.is_file(), page
         text = page.read_text()
         missing = [i.id for i in schema.inputs if f"`{i.id}`" not in text]
