@@ -83,6 +83,17 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
         p.stem for p in (ROOT / "example_workflows").glob("*.json"))
 
 
+def test_help_pages_name_what_the_live_nodes_have(server) -> None:
+    """Each help page against the live /object_info (support/help_pages.py): every input
+    described, every socket it names on the node it names, the advanced inputs listed."""
+    from support.help_pages import page_of, problems
+
+    port, _ = server
+    _, info = http(port, "/object_info")
+    found = [p for n in ours(info) for p in problems(n, page_of(n).read_text(), info)]
+    assert found == []
+
+
 def _live_options(spec: list) -> list | None:
     """A COMBO's choices from /object_info: V1 nodes list them first, V3 nodes as "options"."""
     if isinstance(spec[0], list):
