@@ -202,11 +202,12 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             "extra": {"ds": view(nodes, name)}, "version": 0.4}
 
 
-SAMPLER_SIZE = (400, 720)
-"""The widgets and the step map (the frontend's minimum is 678 px). After a run the frontend
-grows the node by its progress-bar preview (to about 880 px for nano's 240 px, nodes/preview.py),
-so nothing lies below a sampler; declared at that grown size (1000 before), every template
-opened below the zoom where text is drawn in a 1280 x 800 window (OPEN_SCALE)."""
+SAMPLER_SIZE = (400, 880)
+"""The widgets, the step map (the frontend's minimum is 678 px) and nano's 240 px progress-bar
+preview (nodes/preview.py): the size the frontend grows a 720 px sampler to after a nano run
+(878 px, measured in frontend 1.49.6), so the template's view still shows it whole after a run.
+Nothing lies below a sampler (a larger preview grows it further). At 1000 px (before), every
+template opened below the zoom where text is drawn in a 1280 x 800 window (OPEN_SCALE)."""
 
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, steps: int, links: dict, title: str,
