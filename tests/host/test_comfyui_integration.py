@@ -94,6 +94,23 @@ def test_help_pages_name_what_the_live_nodes_have(server) -> None:
     assert found == []
 
 
+def test_help_pages_answer_a_frontend_in_any_language(server) -> None:
+    """Frontend 1.49.6 asks docs/<node>/<locale>.md, then docs/<node>.md: the second address
+    answers with the English page (nodes/host.py), so a French frontend shows it too."""
+    import urllib.error
+
+    from support.help_pages import page_of
+
+    port, _ = server
+    base = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs"
+    with urllib.request.urlopen(f"{base}/LADR_Policy.md") as r:
+        assert r.status == 200 and r.read().decode() == page_of("LADR_Policy").read_text()
+    for missing in ("LADR_Policy/fr.md", "LADR_NoSuchNode.md", "..%2Fdocs.md"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{base}/{missing}")
+        assert err.value.code == 404, missing
+
+
 def _live_options(spec: list) -> list | None:
     """A COMBO's choices from /object_info: V1 nodes list them first, V3 nodes as "options"."""
     if isinstance(spec[0], list):
