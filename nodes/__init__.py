@@ -62,6 +62,7 @@ def extension_class() -> type:
         async def on_load(self) -> None:
             host.register_model_folder()
             host.install_example_inputs()
+            host.serve_help_in_every_language()
 
         async def get_node_list(self) -> list[type]:
             return node_classes()

@@ -1,6 +1,6 @@
 """ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`): the official
 Lumina-DiMOO Max-Logit Cache (ladr_core/dimoo/denoise/cache.py); its fields and presets:
-web/docs/LADR_MLCacheOptions.md. `preset` is the last input, so workflows saved before it load
+web/docs/LADR_MLCacheOptions/en.md. `preset` is the last input, so workflows saved before it load
 unchanged as "custom"; under a preset web/ladr_policy.js greys the fields and shows its values.
 """
 

@@ -1,6 +1,6 @@
 """LADR Calibrate node: which setting is cheapest on the connected checkpoint without losing
 quality by the model's own self-score (ladr_core.calibrate), as a policy for the sampler; what it
-runs, outputs and saves: web/docs/LADR_Calibrate.md.
+runs, outputs and saves: web/docs/LADR_Calibrate/en.md.
 
 A node of its own, not a `calibrated` preset on LADR Policy: a calibration belongs to a
 checkpoint (its file is keyed to the weights' fingerprint), the policy node has no model input,

@@ -302,3 +302,35 @@ def send_event(event: str, payload: dict) -> None:
     if instance is None:
         return
     instance.send_sync(event, payload, getattr(instance, "client_id", None))
+
+
+HELP_PAGES = Path(__file__).resolve().parents[1] / "web" / "docs"
+"""The node help pages, one per node: docs/<node_id>/en.md (English only)."""
+
+
+def serve_help_in_every_language(pages: Path = HELP_PAGES) -> list[str]:
+    """Frontend 1.49.6 asks for a node's help at /extensions/<pack>/docs/<node>/<locale>.md,
+    then at .../docs/<node>.md. The pages are English, at the first address for `en`; this
+    answers the second with them, so a frontend in another language shows the English page
+    (one 404 for its own language first) instead of "Help not found". Registered for each name
+    ComfyUI serves this pack's web folder under (before its static routes, so this one
+    answers). Returns those names."""
+    srv, nodes = _comfy_module("server"), _comfy_module("nodes")
+    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    if instance is None or nodes is None:
+        return []
+    from aiohttp import web  # noqa: PLC0415
+
+    async def english_page(request: web.Request) -> web.StreamResponse:
+        node = request.match_info["node"]
+        page = pages / node / "en.md"
+        if not node.isidentifier() or not page.is_file():
+            raise web.HTTPNotFound()
+        return web.FileResponse(page, headers={"Content-Type": "text/markdown"})
+
+    web_dir = pages.parent
+    names = [name for name, folder in getattr(nodes, "EXTENSION_WEB_DIRS", {}).items()
+             if Path(folder).resolve() == web_dir]
+    for name in names:
+        instance.routes.get(f"/extensions/{name}/docs/{{node}}.md")(english_page)
+    return names

@@ -114,7 +114,8 @@ class PaintOptionsNode(io.ComfyNode):
             description="Legacy: the paint options of DiMOO Sampler (legacy)'s image + mask. "
             "New workflows set them on DiMOO Paint Canvas.",
             inputs=option_inputs(),
-            outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler's paint.")],
+            outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler (LADR, legacy)'s "
+                                                    "paint.")],
         )
 
     # No validate_inputs: the schema's ranges are the whole check (nodes/validate.py rule 1).

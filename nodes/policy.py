@@ -2,7 +2,7 @@
 
 LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`, with the T it was tuned at) or,
 with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
-(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy.md. Prophet Policy:
+(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy/en.md. Prophet Policy:
 Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
 field. Input names are those of saved workflows and never change.
 """
@@ -169,8 +169,9 @@ def checked(node: str, build: Callable[[], object]) -> object:
 EXPERT_FIELDS = ("kernel_size", "metric", "candidates", "selection", "rescue_token",
                  "seen_only", "pace", "anchor_quantile")
 """The expert widgets (the paper's ablations and the adaptive rescue's tuning), marked
-``advanced=True`` the ComfyUI V3 way (comfy_api ``Input(advanced=...)``): the frontend folds them
-away until "show advanced" is on. Their order and values in saved workflows are unchanged."""
+``advanced=True`` the ComfyUI V3 way (comfy_api ``Input(advanced=...)``): frontend 1.49.6 lists
+them apart in the Parameters panel (the node shows them like the others; its help page says so,
+tests/docs/test_help_pages.py). Their order and values in saved workflows are unchanged."""
 
 
 def _float(name: str, default: float, tip: str, lo: float = 0.0, optional: bool = False) -> object:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import sys
 import uuid
 from dataclasses import dataclass, field
@@ -44,49 +43,51 @@ API_DIR = ROOT / "example_workflows" / "api"
 NANO = "dimoo-nano (built-in)"
 NANO_MMU = "dimoo-nano-mmu (built-in)"
 WIDGET_TYPES = {"INT", "FLOAT", "STRING", "BOOLEAN", "COMBO"}
-WINDOW = (1600, 1000)
-"""The browser window a workflow must open inside, whole (a 1600 x 1000 window;
-tests/web/step_map_views.mjs opens every template in one)."""
-VIEW_TOP_LEFT = (80, 100)
-"""Screen point (px) of the graph's top-left corner: the new frontend's canvas runs under its
-left sidebar (58 px) and its tab bar, with a "Graph" menu floating in the top-left corner (its
-bottom edge ~84 px down); at offset [20, 20] the sidebar cut the first column's left edge and
-the menu covered the loader's title."""
-VIEW_MARGIN = 20  # px kept free at the right and bottom edges of the window
+WINDOWS = ((1600, 1000), (1280, 800))
+"""The browser windows every template must open readable in (issue 63)."""
+FIT_ZOOM, FIT_PAD = 0.75, 10
+"""Frontend 1.49.6 opens a template (and a workflow file) by fitting the graph to the window,
+whatever view the file saved: `fitView` -> `ds.fitToBounds(bounds, {zoom: 0.75})`, the nodes'
+boxes padded by 10 px (`createBounds`), measured by tests/web/template_zoom.mjs."""
+LOW_QUALITY_SCALE = 8 / 14
+"""Below this zoom the frontend draws no node title or widget text: its
+"LiteGraph.Canvas.MinFontSizeForLOD" (8 px) over the title font (NODE_TEXT_SIZE, 14 px), at a
+device pixel ratio of 1 (`updateLowQualityThreshold`)."""
+OPEN_SCALE = 0.58
+"""The lowest zoom a template may open at in WINDOWS: just above LOW_QUALITY_SCALE (0.571;
+titles 8.1 px). Before, the image to image template opened at 0.56 in a 1600 x 1000 window
+and every template below 0.571 in a 1280 x 800 one: no text drawn."""
 TITLE_PX = 30  # a node's title bar sits above its `pos`
 
 
-WIDGET_TEXT_PX = 12
-"""The frontend's widget and slot text size at zoom 1 (LiteGraph NODE_SUBTEXT_SIZE, its canvas's
-inner_text_font; titles are 14 px), frontend 1.49.6."""
-READABLE_PX = 8
-"""The smallest text height on the screen a template may open at: the frontend's own threshold
-below which it stops drawing node text ("LiteGraph.Canvas.MinFontSizeForLOD", 8 px)."""
-READABLE_SCALE = math.ceil(20 * READABLE_PX / WIDGET_TEXT_PX) / 20
-"""The lowest zoom a workflow opens at (0.7: widget text 8.4 px), in the view's 0.05 steps.
-Before: the image to image template opened at 0.4, then at 0.65 (7.8 px widget text) with
-only its left part in the window; every template now fits its window whole at this zoom."""
+def box(n: Node) -> tuple[int, int, int, int]:
+    """A node's box as the frontend draws it (left, top, right, bottom): its title bar above
+    `pos`; a collapsed node is its title bar alone (at most its width)."""
+    x, y = n.pos
+    return x, y - TITLE_PX, x + n.size[0], y if n.collapsed else y + n.size[1]
+
+
+def fitted(nodes: list[Node], window: tuple[int, int]) -> tuple[float, list[float]]:
+    """The zoom and offset the frontend opens `nodes` at in `window` (fitToBounds)."""
+    boxes = [box(n) for n in nodes]
+    left, top = min(b[0] for b in boxes) - FIT_PAD, min(b[1] for b in boxes) - FIT_PAD
+    width = max(b[2] for b in boxes) + FIT_PAD - left
+    height = max(b[3] for b in boxes) + FIT_PAD - top
+    scale = FIT_ZOOM * min(window[0] / max(width, 300), window[1] / max(height, 300))
+    return scale, [window[0] / scale / 2 - left - width / 2,
+                   window[1] / scale / 2 - top - height / 2]
 
 
 def view(nodes: list[Node], name: str = "workflow") -> dict:
-    """The canvas view ("ds") a workflow opens at: the largest scale up to 0.9, in steps of
-    0.05, that shows every node whole in WINDOW, and the offset that puts the graph's top-left
-    corner at VIEW_TOP_LEFT. (At 0.9 for all, the side-by-side example ran 155 px past the
-    right edge of a 1600 px window: its save and stats nodes were cut off.) A graph that
-    would need a zoom below READABLE_SCALE is an error: lay it out smaller."""
-    left = min(n.pos[0] for n in nodes)
-    top = min(n.pos[1] for n in nodes) - TITLE_PX
-    width = max(n.pos[0] + n.size[0] for n in nodes) - left
-    height = max(n.pos[1] + n.size[1] for n in nodes) - top
-    room_w = WINDOW[0] - VIEW_MARGIN - VIEW_TOP_LEFT[0]
-    room_h = WINDOW[1] - VIEW_MARGIN - VIEW_TOP_LEFT[1]
-    scale = min(0.9, math.floor(20 * min(room_w / width, room_h / height)) / 20)
-    if scale < READABLE_SCALE:
-        raise ValueError(f"{name}: {width} x {height} px of nodes fit a {WINDOW[0]} x "
-                         f"{WINDOW[1]} window only at zoom {scale}, below READABLE_SCALE "
-                         f"{READABLE_SCALE}: make its nodes smaller or pack them closer")
-    return {"scale": scale, "offset": [math.ceil(VIEW_TOP_LEFT[0] / scale - left),
-                                       math.ceil(VIEW_TOP_LEFT[1] / scale - top)]}
+    """The view ("ds") saved with a workflow: the one the frontend opens it at in the first of
+    WINDOWS. A layout that opens below OPEN_SCALE in any of WINDOWS is an error."""
+    for window in WINDOWS:
+        scale, _ = fitted(nodes, window)
+        if scale < OPEN_SCALE:
+            raise ValueError(f"{name}: opens at zoom {scale:.3f} in a {window[0]} x {window[1]}"
+                             f" window, below OPEN_SCALE {OPEN_SCALE}: pack its nodes closer")
+    scale, offset = fitted(nodes, WINDOWS[0])
+    return {"scale": round(scale, 4), "offset": [round(v, 1) for v in offset]}
 
 # ComfyUI 0.33 core nodes used here: (socket inputs, widget names, outputs).
 CORE = {
@@ -143,6 +144,7 @@ class Node:
     links: dict = field(default_factory=dict)  # input name -> (source node id, output slot)
     title: str | None = None
     size: tuple[int, int] = (300, 120)
+    collapsed: bool = False  # shown as its title bar (plumbing a user rarely opens)
 
 
 def to_api(nodes: list[Node], schemas: dict) -> dict:
@@ -186,7 +188,7 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             if w in cag:
                 values.append("fixed")
         ui_nodes.append({"id": n.id, "type": n.type, "pos": list(n.pos), "size": list(n.size),
-                         "flags": {}, "order": order, "mode": 0, "inputs": inputs,
+                         "flags": {"collapsed": True} if n.collapsed else {}, "order": order, "mode": 0, "inputs": inputs,
                          "outputs": [], "properties": {"Node name for S&R": n.type},
                          "widgets_values": values, **({"title": n.title} if n.title else {})})
     for un in ui_nodes:
@@ -200,10 +202,12 @@ def to_ui(nodes: list[Node], schemas: dict, name: str) -> dict:
             "extra": {"ds": view(nodes, name)}, "version": 0.4}
 
 
-SAMPLER_SIZE = (400, 1000)
-"""Widgets and the step map (about 750 px) and the progress-bar preview below them (240 px for
-nano's 48 px, nodes/preview.py; 400 px wide for a 1024 px decode): the frontend grows a node to
-its preview after a run, which would run into whatever lies below."""
+SAMPLER_SIZE = (400, 880)
+"""The widgets, the step map (the frontend's minimum is 678 px) and nano's 240 px progress-bar
+preview (nodes/preview.py): the size the frontend grows a 720 px sampler to after a nano run
+(878 px, measured in frontend 1.49.6), so the template's view still shows it whole after a run.
+Nothing lies below a sampler (a larger preview grows it further). At 1000 px (before), every
+template opened below the zoom where text is drawn in a 1280 x 800 window (OPEN_SCALE)."""
 
 
 def sampler(id: int, pos: tuple[int, int], prompt: str, steps: int, links: dict, title: str,
@@ -245,10 +249,10 @@ def policy(id: int, pos: tuple[int, int], preset: str = "paper") -> Node:
     return Node(id, "LADR_Policy", pos, {**fields, "preset": preset}, size=(300, 490))
 
 
-def loader(id: int, name: str = NANO, dtype: str = "auto") -> Node:
+def loader(id: int, name: str = NANO, dtype: str = "auto", width: int = 320) -> Node:
     return Node(id, "LADR_LoadDiMOOModel", (20, 30),
                 {"model_name": name, "dtype": dtype, "weight_dtype": "default"},
-                size=(320, 106))
+                size=(width, 106))
 
 
 def decode(id: int, pos, src: int, size: tuple[int, int] = (240, 60),
@@ -334,41 +338,43 @@ def workflows() -> dict[str, list[Node]]:
                              (320, 330)),
             nano_rule(9, (20, 330), "ladr_nano_text_to_image"), canvas(10, (20, 180), 48)]
     shared = {"model": (1, 0), "canvas": (15, 0)}  # one canvas, a rule per sampler
-    side = [loader(1),
-            sampler(3, (360, 40), prompt, t, {**shared, "rule": (14, 0)}, f"LADR ({NANO_STRATEGY['ladr_vs_baseline_side_by_side']})",
-                    cfg=s),
-            sampler(4, (780, 40), prompt, 64, {**shared, "rule": (13, 0)},
-                    "Baseline (official schedule)", cfg=s),
-            decode(5, (1200, 40), 3), decode(6, (1200, 150), 4),
-            Node(7, "ImageStitch", (1200, 260), {"direction": "right", "match_image_size": True,
-                                                 "spacing_width": 2, "spacing_color": "white"},
+    # the two samplers 300 px wide (the frontend's minimum is 232) so that five columns open
+    # readable in a 1280 px window; nothing under the samplers (after a run the frontend grows
+    # them by their image output)
+    side = [loader(1, width=300),
+            sampler(3, (340, 40), prompt, t, {**shared, "rule": (14, 0)}, f"LADR ({NANO_STRATEGY['ladr_vs_baseline_side_by_side']})",
+                    cfg=s, size=SIDE_SAMPLER),
+            sampler(4, (660, 40), prompt, 64, {**shared, "rule": (13, 0)},
+                    "Baseline (official schedule)", cfg=s, size=SIDE_SAMPLER),
+            decode(5, (980, 40), 3), decode(6, (980, 150), 4),
+            Node(7, "ImageStitch", (980, 260), {"direction": "right", "match_image_size": True,
+                                                "spacing_width": 2, "spacing_color": "white"},
                  {"image1": (5, 0), "image2": (6, 0)}, "LADR | baseline", (300, 160)),
-            # nothing under the samplers (after a run the frontend grows them by their image
-            # output); the save and view nodes high in their own column, clear of the
-            # frontend's minimap over the window's bottom-right corner
-            Node(8, "SaveImage", (1540, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
+            Node(8, "SaveImage", (1320, 40), {"filename_prefix": "ladr/ladr_vs_baseline"},
                  {"images": (7, 0)}, size=(320, 220)),
-            Node(9, "PreviewAny", (1200, 460), {}, {"source": (3, 1)}, "LADR stats", STATS),
-            Node(10, "PreviewAny", (1200, 670), {}, {"source": (4, 1)}, "Baseline stats",
+            Node(9, "PreviewAny", (980, 460), {}, {"source": (3, 1)}, "LADR stats", STATS),
+            Node(10, "PreviewAny", (980, 670), {}, {"source": (4, 1)}, "Baseline stats",
                  STATS),
-            *extras.enlarged(Node, (11, 12), (7, 0), (1540, 300),
+            *extras.enlarged(Node, (11, 12), (7, 0), (1320, 300),
                              "LADR | baseline, 5x (nearest)", (320, 290)),
             nano_rule(14, (20, 330), "ladr_vs_baseline_side_by_side"), canvas(15, (20, 180), 48),
             rule(13, (20, 510), "baseline", title="Official sampler")]
-    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 680)),
+    # inputs in the first column (the policy last), the rule and the checkpoint note in the
+    # second, then the sampler and its outputs
+    real = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 500)),
             Node(3, "LADR_MLCacheOptions", (20, 180), {"cache_ratio": 0.9, "warmup_ratio": 0.0,
                                                        "refresh_interval": 3, "preset": "ladr"},
                  size=(300, 130)),
-            sampler(4, (360, 40), "A photograph of a red fox standing in fresh snow at golden "
+            sampler(4, (800, 40), "A photograph of a red fox standing in fresh snow at golden "
                     "hour, detailed fur, shallow depth of field", 64,
                     {"model": (1, 0), "rule": (9, 0), "canvas": (10, 0), "cache": (3, 0)},
                     "DiMOO Sampler (LADR + ML-Cache)"),
-            decode(5, (800, 40), 4),
-            Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/dimoo_1024"},
+            plumbing(decode(5, (1220, 40), 4)),  # the stats above the minimap
+            Node(6, "SaveImage", (1220, 80), {"filename_prefix": "ladr/dimoo_1024"},
                  {"images": (5, 0)}, size=(420, 460)),
-            Node(7, "PreviewAny", (800, 660), {}, {"source": (4, 1)}, "LADR stats", (420, 170)),
-            extras.checkpoint_note(Node, 8, (1260, 40), NOTE),
-            rule(9, (20, 500), links={"policy": (2, 0)}), canvas(10, (20, 350), 1024)]
+            Node(7, "PreviewAny", (1220, 580), {}, {"source": (4, 1)}, "LADR stats", (420, 170)),
+            extras.checkpoint_note(Node, 8, (360, 220), NOTE),
+            rule(9, (360, 40), links={"policy": (2, 0)}), canvas(10, (20, 350), 1024)]
     prompts = "\n".join(BATCH_PROMPTS)
     batch = [loader(1),
              sampler(3, (360, 40), prompts, t, feeds, "DiMOO Sampler (one prompt per line)",
@@ -385,6 +391,7 @@ def workflows() -> dict[str, list[Node]]:
 
 
 STATS = (320, 170)  # the stats line wraps to about five lines at this width
+SIDE_SAMPLER = (300, SAMPLER_SIZE[1])  # the side-by-side template's two samplers
 NOTE = (420, 380)  # the checkpoint note of the real-model templates
 
 
@@ -443,55 +450,56 @@ def painting_workflows() -> dict[str, list[Node]]:
     an instruction edit with the real model (nano cannot edit)."""
     t, s = nano_t("ladr_nano_inpaint_mask_editor"), nano_cfg()
     links = {"model": (1, 0), "rule": (11, 0), "canvas": (12, 0)}
-    # the rule and the paint canvas in a column of their own between the inputs and the sampler
+    # the picture, the rule and the paint canvas under the loader, then the sampler, its
+    # outputs and the before | after view: four columns that open readable in 1280 x 800
     inpaint = [loader(1),
-               sampler(3, (700, 40), INPAINT_PROMPT, t, links,
+               sampler(3, (360, 40), INPAINT_PROMPT, t, links,
                        "DiMOO Sampler (inpaint the masked area)", seed=INPAINT_SEED, cfg=s),
-               decode(4, (1140, 40), 3),
-               Node(5, "LoadImage", (20, 710), {"image": INPAINT_INPUT, "upload": "image"},
+               decode(4, (780, 40), 3),
+               Node(5, "LoadImage", (20, 180), {"image": INPAINT_INPUT, "upload": "image"},
                     title="Load Image (Open in MaskEditor)", size=(320, 330)),
-               Node(6, "SaveImage", (1140, 150), {"filename_prefix": "ladr/inpaint"},
+               Node(6, "SaveImage", (780, 150), {"filename_prefix": "ladr/inpaint"},
                     {"images": (4, 0)}, size=(320, 250)),
-               Node(7, "PreviewAny", (1140, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
-               *extras.before_after(Node, (8, 9, 10), (5, 0), (4, 0), (1500, 40),
+               Node(7, "PreviewAny", (780, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+               *extras.before_after(Node, (8, 9, 10), (5, 0), (4, 0), (1120, 40),
                                     "Input | result, 5x (nearest)", (520, 330)),
-               nano_rule(11, (360, 40), "ladr_nano_inpaint_mask_editor"),
-               paint_canvas(12, (360, 220), {"image": (5, 0), "mask": (5, 1)})]
+               nano_rule(11, (20, 580), "ladr_nano_inpaint_mask_editor"),
+               paint_canvas(12, (20, 760), {"image": (5, 0), "mask": (5, 1)})]
+    # the picture, its padding and the paint canvas under the loader; the rule under the
+    # sampler's outputs (the first column is full): four columns that open readable in
+    # 1280 x 800
     outpaint = [loader(1),
-                sampler(3, (700, 40), OUTPAINT_PROMPT, t,
+                sampler(3, (360, 40), OUTPAINT_PROMPT, t,
                         {**links, "rule": (12, 0), "canvas": (13, 0)},
                         "DiMOO Sampler (outpaint the padding)", cfg=s),
-                decode(4, (1140, 40), 3),
-                # the picture's column between the options and the sampler: links run left
-                # to right
-                Node(5, "LoadImage", (360, 40), {"image": OUTPAINT_INPUT, "upload": "image"},
-                     title="Load Image", size=(300, 330)),
-                Node(6, "ImagePadForOutpaint", (360, 410), {"left": 0, "top": 0, "right": 0,
-                                                            "bottom": 24, "feathering": 0},
-                     {"image": (5, 0)}, "Pad Image for Outpainting", (300, 190)),
-                Node(7, "SaveImage", (1140, 150), {"filename_prefix": "ladr/outpaint"},
+                decode(4, (780, 40), 3),
+                Node(5, "LoadImage", (20, 180), {"image": OUTPAINT_INPUT, "upload": "image"},
+                     title="Load Image", size=(320, 330)),
+                Node(6, "ImagePadForOutpaint", (20, 550), {"left": 0, "top": 0, "right": 0,
+                                                           "bottom": 24, "feathering": 0},
+                     {"image": (5, 0)}, "Pad Image for Outpainting", (320, 190)),
+                Node(7, "SaveImage", (780, 150), {"filename_prefix": "ladr/outpaint"},
                      {"images": (4, 0)}, size=(320, 250)),
-                Node(8, "PreviewAny", (1140, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
-                # the view column short: clear of the minimap at the bottom right
-                *extras.before_after(Node, (9, 10, 11), (6, 0), (4, 0), (1500, 40),
+                Node(8, "PreviewAny", (780, 450), {}, {"source": (3, 1)}, "LADR stats", STATS),
+                *extras.before_after(Node, (9, 10, 11), (6, 0), (4, 0), (1120, 40),
                                      "Padded input | result, 5x (nearest)", (520, 330)),
-                # under the picture's column: the padded picture becomes the canvas
-                nano_rule(12, (360, 640), "ladr_nano_outpaint_pad_image"),
-                paint_canvas(13, (360, 820), {"image": (6, 0), "mask": (6, 1)})]
-    edit = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (20, 180)),
-            Node(3, "LADR_DiMOOEdit", (360, 40), dict(
+                nano_rule(12, (780, 660), "ladr_nano_outpaint_pad_image"),
+                paint_canvas(13, (20, 780), {"image": (6, 0), "mask": (6, 1)})]
+    # the picture under the loader, the policy and the checkpoint note in the second column
+    edit = [loader(1, "Lumina-DiMOO", "bf16"), policy(2, (360, 40)),
+            Node(3, "LADR_DiMOOEdit", (800, 40), dict(
                 instruction=EDIT_INSTRUCTION, edit_type="edit", cfg=DEFAULT_EDIT_CFG,
                 image_cfg=DEFAULT_IMAGE_CFG, steps=64, temperature=1.0, seed=42,
                 strategy="ladr", size="official 512 px area"),
                 {"model": (1, 0), "image": (5, 0), "policy": (2, 0)},
-                 "DiMOO Edit (LADR)", (400, 960)),
-            decode(4, (800, 40), 3),
-            Node(5, "LoadImage", (20, 710), {"image": EDIT_INPUT, "upload": "image"},
+                 "DiMOO Edit (LADR)", SAMPLER_SIZE),
+            plumbing(decode(4, (1220, 40), 3)),  # the stats above the minimap
+            Node(5, "LoadImage", (20, 180), {"image": EDIT_INPUT, "upload": "image"},
                  title="Load Image (the image to edit)", size=(320, 330)),
-            Node(6, "SaveImage", (800, 150), {"filename_prefix": "ladr/edit"},
+            Node(6, "SaveImage", (1220, 80), {"filename_prefix": "ladr/edit"},
                  {"images": (4, 0)}, size=(420, 460)),
-            Node(7, "PreviewAny", (800, 660), {}, {"source": (3, 1)}, "LADR stats", (420, 170)),
-            extras.checkpoint_note(Node, 8, (1260, 40), NOTE)]
+            Node(7, "PreviewAny", (1220, 580), {}, {"source": (3, 1)}, "LADR stats", (420, 170)),
+            extras.checkpoint_note(Node, 8, (360, 580), NOTE)]
     return {"ladr_nano_inpaint_mask_editor": inpaint,
             "ladr_nano_outpaint_pad_image": outpaint, "ladr_dimoo_edit_real_model": edit}
 
@@ -506,7 +514,7 @@ def token_canvas(id: int, pos: tuple[int, int], links: dict,
 def img2img_workflows() -> dict[str, list[Node]]:
     """Variations of a picture nano drew: text to image, then its tokens -> DiMOO Token Canvas
     -> a DiMOO Sampler per denoise strength (its own prompt, one seed); the first picture and
-    the three redraws stitched side by side. (Redrawing a loaded picture, DiMOO Paint Canvas
+    the three redraws stitched 2 x 2. (Redrawing a loaded picture, DiMOO Paint Canvas
     without a mask, is for the real model: nano's VQ encoder and transformer disagree.)
 
     Measured (lab/results/template_settings_img2img.json: ladr-global, the first picture at the
@@ -515,52 +523,55 @@ def img2img_workflows() -> dict[str, list[Node]]:
     seed 42, where all four pictures pass (lab/tests/workflows/test_templates_pass.py)."""
     name = "ladr_nano_img2img_strengths"
     t, s = nano_t(name), nano_cfg()
-    # Four samplers side by side fill the window's height (before, at 400 px wide, with the
-    # rest in columns to their right, the graph was 3480 px wide and opened at 0.4): the
-    # samplers 340 px wide, the stats and the note under them, the decodes (two abreast) and
-    # the stitches in the inputs' column; the save and view nodes at the size the frontend
-    # grows them to after a run, and the token canvas, in one column on the right, short
-    # enough to stay clear of the frontend's minimap (tests/web/test_workflow_layout.py).
-    graph = [loader(1),
-             sampler(2, (360, 40), INPAINT_PROMPT, t,
+    # Four samplers side by side, 240 px wide (the frontend's minimum is 232; short titles, or
+    # it widens them), between the inputs' column (the note and the four decodes, shown as
+    # their title bars, at its foot) and the results' column (the stitches and the upscale as
+    # title bars, the four pictures 2 x 2): the whole graph opens readable in a 1280 x 800
+    # window (before: 2150 px wide, opened at 0.56 in 1600 x 1000, where no text is drawn).
+    # Each sampler's step map gives its passes; nothing lies below a sampler.
+    graph = [loader(1, width=300),
+             sampler(2, (340, 40), INPAINT_PROMPT, t,
                      {"model": (1, 0), "rule": (7, 0), "canvas": (8, 0)},
-                     "DiMOO Sampler (draw the picture)", cfg=s, size=IMG2IMG_SAMPLER),
-             decode(3, (20, 510), 2, IMG2IMG_DECODE, "Decode drawn"),
-             token_canvas(6, (1800, 760), {"tokens": (2, 0)}, (350, 82)),
+                     "Draw the picture", cfg=s, size=IMG2IMG_SAMPLER),
+             plumbing(decode(3, (20, 890), 2, IMG2IMG_DECODE, "Decode drawn")),
+             token_canvas(6, (20, 510), {"tokens": (2, 0)}, (300, 70)),
              nano_rule(7, (20, 330), name), canvas(8, (20, 180), 48),
-             Node(25, "MarkdownNote", (360, 1080), {"text": IMG2IMG_NOTE},
-                  title="About image to image", size=(340, 170))]
+             Node(25, "MarkdownNote", (20, 630), {"text": IMG2IMG_NOTE},
+                  title="About image to image", size=(300, 220))]
     links = {"model": (1, 0), "rule": (7, 0), "canvas": (6, 0)}
-    for k, d in enumerate(IMG2IMG_STRENGTHS):  # samplers 10-12, decodes 13-15, stats 16-18
-        x = 720 + 360 * k
-        graph += [sampler(10 + k, (x, 40), INPAINT_PROMPT, t, links,
-                          f"DiMOO Sampler (redraw, denoise {d:g})", cfg=s, denoise=d,
-                          size=IMG2IMG_SAMPLER),
-                  decode(13 + k, ((20, 190)[(k + 1) % 2], 510 + 100 * ((k + 1) // 2)), 10 + k,
-                         IMG2IMG_DECODE, f"Decode {d:g}"),
-                  Node(16 + k, "PreviewAny", (x, 1080), {}, {"source": (10 + k, 1)},
-                       f"Stats (denoise {d:g})", (340, 160))]
+    for k, d in enumerate(IMG2IMG_STRENGTHS):  # samplers 10-12, decodes 13-15
+        graph += [sampler(10 + k, (600 + 260 * k, 40), INPAINT_PROMPT, t, links,
+                          f"Redraw, denoise {d:g}", cfg=s, denoise=d, size=IMG2IMG_SAMPLER),
+                  plumbing(decode(13 + k, ((20, 170)[(k + 1) % 2], 890 + 50 * ((k + 1) // 2)),
+                                  10 + k, IMG2IMG_DECODE, f"Decode {d:g}"))]
     stitch = {"direction": "right", "match_image_size": True, "spacing_width": 2,
               "spacing_color": "white"}
-    graph += [Node(19, "ImageStitch", (20, 710), stitch, {"image1": (3, 0), "image2": (13, 0)},
-                   "Drawn | 0.25", (320, 150)),
-              Node(20, "ImageStitch", (20, 900), stitch, {"image1": (14, 0), "image2": (15, 0)},
-                   "0.5 | 0.75", (320, 150)),
-              Node(21, "ImageStitch", (20, 1090), stitch, {"image1": (19, 0), "image2": (20, 0)},
-                   "Drawn | 0.25 | 0.5 | 0.75", (320, 150)),
-              Node(22, "SaveImage", (1800, 40), {"filename_prefix": "ladr/img2img"},
-                   {"images": (21, 0)}, size=(350, 270)),
-              *extras.enlarged(Node, (23, 24), (21, 0), (1800, 350),
-                               "Drawn | denoise 0.25 | 0.5 | 0.75, 5x (nearest)", (350, 246))]
+    view_title = "Drawn, 0.25 / 0.5, 0.75 (5x)"
+    upscale, shown = extras.enlarged(Node, (23, 24), (21, 0), (1380, 470), view_title,
+                                     (260, 270))
+    shown.pos = (1380, 510)
+    graph += [plumbing(Node(19, "ImageStitch", (1380, 350), stitch,
+                            {"image1": (3, 0), "image2": (13, 0)}, "Drawn | 0.25", (260, 150))),
+              plumbing(Node(20, "ImageStitch", (1380, 390), stitch,
+                            {"image1": (14, 0), "image2": (15, 0)}, "0.5 | 0.75", (260, 150))),
+              plumbing(Node(21, "ImageStitch", (1380, 430), {**stitch, "direction": "down"},
+                            {"image1": (19, 0), "image2": (20, 0)}, "2 x 2", (260, 150))),
+              Node(22, "SaveImage", (1380, 40), {"filename_prefix": "ladr/img2img"},
+                   {"images": (21, 0)}, size=(260, 270)),
+              plumbing(upscale), shown]
     return {name: graph}
 
 
-IMG2IMG_SAMPLER, IMG2IMG_DECODE = (340, SAMPLER_SIZE[1]), (160, 60)
-"""The image to image template's samplers, four side by side in the window at READABLE_SCALE,
-and its decodes, two abreast in the inputs' column (titled short: "DiMOO VQ Decode" makes the
-frontend widen a node to 167 px). Its Save Image and Preview Image are as tall
-as the frontend makes them once they show a picture (220 px for the picture, measured in
-frontend 1.49.6 after a run): declared smaller, they grew over the node below."""
+def plumbing(node: Node) -> Node:
+    """``node`` collapsed to its title bar: a step between nodes a user rarely opens (a
+    decode, a stitch, an upscale), in a template that must open readable in WINDOWS."""
+    node.collapsed = True
+    return node
+
+
+IMG2IMG_SAMPLER, IMG2IMG_DECODE = (240, SAMPLER_SIZE[1]), (140, 60)
+"""The image to image template's samplers, four side by side, and its decodes, two abreast at
+the foot of the inputs' column (titled short, so that the frontend does not widen them)."""
 IMG2IMG_NOTE = """## Variations of a picture the model drew
 
 The first DiMOO Sampler draws the picture; its `tokens` go through **DiMOO Token Canvas** into
@@ -578,7 +589,7 @@ def distributed_workflows() -> dict[str, list[Node]]:
     t = nano_t("ladr_distributed_seed_collector")
     seed = Node(7, "DistributedSeed", (20, 710), {"seed": 42}, title="Distributed Seed",
                 size=(300, 82))
-    seed.pos = (20, 1040)  # below the canvas, the rule and the policy they feed
+    seed.pos = (20, 550)  # below the canvas and the rule
     graph = [loader(1),
              sampler(3, (360, 40), "a red circle to the left of a blue square", t,
                      {"model": (1, 0), "rule": (10, 0), "canvas": (11, 0), "seed": (7, 0)},
@@ -608,21 +619,26 @@ def understanding_workflows() -> dict[str, list[Node]]:
     caption = Node(3, "LADR_DiMOOCaption", (360, 40), dict(CAPTION_SETTINGS),
                    {"model": (1, 0), "image": (2, 0)}, "DiMOO Caption", (340, 230))
     feeds = {"model": (1, 0), "prompt": (3, 0), "rule": (11, 0), "canvas": (12, 0)}
+    # the sampler's stats beside the caption's (its column is full); the decode, the stitch
+    # and the upscale as title bars, so that four columns open readable in 1280 x 800
+    stitch, upscale, shown = extras.before_after(
+        Node, (10, 13, 14), (2, 0), (7, 0), (1140, 370),
+        "Input | drawn from its caption, 5x (nearest)", (500, 300))
+    upscale.pos, shown.pos = (1140, 410), (1140, 450)
     graph = [loader(1, NANO_MMU),
              Node(2, "LoadImage", (20, 180), {"image": CAPTION_INPUT, "upload": "image"},
                   title="Load Image (the picture to describe)", size=(320, 330)),
              caption,
              Node(4, "PreviewAny", (360, 320), {}, {"source": (3, 0)}, "Caption", STATS),
              Node(5, "PreviewAny", (360, 530), {}, {"source": (3, 1)}, "Caption stats", STATS),
-             sampler(6, (740, 40), "", nano_t(name), feeds,
+             sampler(6, (720, 40), "", nano_t(name), feeds,
                      "DiMOO Sampler (prompt: the caption)", per_line=True, cfg=nano_cfg()),
-             decode(7, (1180, 40), 6),
-             Node(8, "SaveImage", (1180, 150), {"filename_prefix": "ladr/caption_to_image"},
+             plumbing(decode(7, (1140, 40), 6)),
+             Node(8, "SaveImage", (1140, 80), {"filename_prefix": "ladr/caption_to_image"},
                   {"images": (7, 0)}, size=(320, 250)),
-             Node(9, "PreviewAny", (1180, 450), {}, {"source": (6, 1)}, "LADR stats", STATS),
-             *extras.before_after(Node, (10, 13, 14), (2, 0), (7, 0), (1540, 40),
-                                  "Input | drawn from its caption, 5x (nearest)", (520, 330)),
-             nano_rule(11, (20, 560), name), canvas(12, (20, 740), 48)]
+             Node(9, "PreviewAny", (360, 740), {}, {"source": (6, 1)}, "LADR stats", STATS),
+             plumbing(stitch), plumbing(upscale), shown,
+             nano_rule(11, (20, 580), name), canvas(12, (20, 760), 48)]
     return {name: graph}
 
 

@@ -1,6 +1,6 @@
 """The A/B contact sheet of a calibration: the same prompts and seeds under the reference, the
 recommended setting and the next cheaper ones, side by side, for a person to judge (why the sheet
-and not the self-score is the verdict: web/docs/LADR_Calibrate.md, docs/reports/CALIBRATION.md).
+and not the self-score is the verdict: web/docs/LADR_Calibrate/en.md, docs/reports/CALIBRATION.md).
 
 One row per prompt (the first ``SHEET_PROMPTS`` prompts, first seed of each), one column per
 setting (``sheet_columns``), headed by its name, forwards per image and self-score difference to

@@ -14,7 +14,7 @@ from support import ROOT
 from ladr_core.dimoo import MASK_GREY
 
 DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
-HELP = (ROOT / "web" / "docs" / "LADR_DiMOOSampler2.md").read_text()
+HELP = (ROOT / "web" / "docs" / "LADR_DiMOOSampler2" / "en.md").read_text()
 # the help's words for each role -> the COLORS key the drawing code paints that role with
 ROLES = {"decoded": "decoded", "still masked": "masked", "rescued by": "rescued",
          "every token the rescue decoded": "rescuedRun"}

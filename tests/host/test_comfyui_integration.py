@@ -51,7 +51,7 @@ def ours(info: dict) -> list[str]:
 def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
     port, _ = server
     _, info = http(port, "/object_info")
-    help_pages = {p.stem for p in (ROOT / "web" / "docs").glob("*.md")}
+    help_pages = {p.parent.name for p in (ROOT / "web" / "docs").glob("*/en.md")}
     assert set(ours(info)) == help_pages, "every node the host loads has a help page, and no more"
     for node_id in ours(info):
         assert info[node_id]["category"].startswith("LADR")
@@ -74,13 +74,41 @@ def test_nodes_registered_with_tooltips_and_model_folder(server) -> None:
     assert loader_in["ladr_files"] == one_file_formats()  # the web notice's one-file formats
     _, ext = http(port, "/extensions")
     assert "/extensions/ComfyUI-LADR/ladr_preview.js" in ext
-    for node_id in ours(info):  # the frontend's node help panel fetches these (web/docs/)
-        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}.md"
+    for node_id in ours(info):  # what the frontend's node help panel fetches first (web/docs/)
+        req = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs/{node_id}/en.md"
         with urllib.request.urlopen(req) as r:
             assert r.status == 200 and r.read().decode().startswith("# ")
     _, templates = http(port, "/workflow_templates")
     assert sorted(templates["ComfyUI-LADR"]) == sorted(
         p.stem for p in (ROOT / "example_workflows").glob("*.json"))
+
+
+def test_help_pages_name_what_the_live_nodes_have(server) -> None:
+    """Each help page against the live /object_info (support/help_pages.py): every input
+    described, every socket it names on the node it names, the advanced inputs listed."""
+    from support.help_pages import page_of, problems
+
+    port, _ = server
+    _, info = http(port, "/object_info")
+    found = [p for n in ours(info) for p in problems(n, page_of(n).read_text(), info)]
+    assert found == []
+
+
+def test_help_pages_answer_a_frontend_in_any_language(server) -> None:
+    """Frontend 1.49.6 asks docs/<node>/<locale>.md, then docs/<node>.md: the second address
+    answers with the English page (nodes/host.py), so a French frontend shows it too."""
+    import urllib.error
+
+    from support.help_pages import page_of
+
+    port, _ = server
+    base = f"http://127.0.0.1:{port}/extensions/ComfyUI-LADR/docs"
+    with urllib.request.urlopen(f"{base}/LADR_Policy.md") as r:
+        assert r.status == 200 and r.read().decode() == page_of("LADR_Policy").read_text()
+    for missing in ("LADR_Policy/fr.md", "LADR_NoSuchNode.md", "..%2Fdocs.md"):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(f"{base}/{missing}")
+        assert err.value.code == 404, missing
 
 
 def _live_options(spec: list) -> list | None:

@@ -160,7 +160,7 @@ def test_the_node_offers_every_edit_type_and_its_help_page_names_each() -> None:
 
     (spec,) = [i for i in DiMOOEdit.define_schema().inputs if i.id == "edit_type"]
     assert list(spec.options) == list(EDIT_TYPES)
-    page = (Path(__file__).parents[2] / "web" / "docs" / "LADR_DiMOOEdit.md").read_text()
+    page = (Path(__file__).parents[2] / "web" / "docs" / "LADR_DiMOOEdit" / "en.md").read_text()
     assert [t for t in EDIT_TYPES if f"`{t}`" not in page] == []
 
 

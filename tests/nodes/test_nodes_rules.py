@@ -17,7 +17,7 @@ from ladr_core import resolve_strategy, strategy_names
 from nodes.rules import AUTO, RULES, STRATEGIES, WIDGETS, RuleFields, applies
 from nodes.sampler_legacy import LegacyDiMOOSampler
 
-HELP = (Path(__file__).resolve().parents[2] / "web" / "docs" / "LADR_SamplingRule.md").read_text()
+HELP = (Path(__file__).resolve().parents[2] / "web" / "docs" / "LADR_SamplingRule" / "en.md").read_text()
 # a value each widget's strategy refuses, within the widget's own range (-1 .. max)
 REFUSED = {"tau": -0.5, "gamma": -0.5, "token": "top1"}
 

@@ -122,22 +122,6 @@ def test_ladr_num_threads_applies_while_sampling_and_is_restored(nano, monkeypat
     assert seen[-1] == before
 
 
-def test_every_node_has_a_help_page_naming_each_input() -> None:
-    """ComfyUI's frontend fetches /extensions/<pack>/docs/<node_id>.md (WEB_DIRECTORY=web)."""
-    from pathlib import Path
-
-    from nodes import node_classes
-
-    docs = Path(__file__).resolve().parents[2] / "web" / "docs"
-    for node in node_classes():
-        schema = node.define_schema()
-        page = docs / f"{schema.node_id}.md"
-        assert page.is_file(), page
-        text = page.read_text()
-        missing = [i.id for i in schema.inputs if f"`{i.id}`" not in text]
-        assert not missing, (schema.node_id, missing)
-
-
 def test_nan_in_a_float_widget_is_refused_naming_the_widget() -> None:
     """A workflow file can carry NaN, which passes the host's min/max: refused naming the
     widget (not the policy's field), even where the preset or strategy would not read it

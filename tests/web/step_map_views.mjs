@@ -136,7 +136,7 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
           title: n.title, left: rect.left + (n.pos[0] + offset[0]) * scale,
           top: rect.top + (n.pos[1] - title + offset[1]) * scale,
           right: rect.left + (n.pos[0] + n.size[0] + offset[0]) * scale,
-          bottom: rect.top + (n.pos[1] + n.size[1] + offset[1]) * scale }));
+          bottom: rect.top + (n.pos[1] + (n.flags?.collapsed ? 0 : n.size[1]) + offset[1]) * scale }));
         const px = (font) => Number(/(\d+(?:\.\d+)?)px/.exec(font)?.[1] ?? NaN);
         return { scale, lowQuality: Boolean(c.low_quality), nodes,
                  window: [window.innerWidth, window.innerHeight],

@@ -21,10 +21,11 @@ await withComfyPage(url, { name: "layout", viewport: { width: 1900, height: 1000
       const title = window.LiteGraph?.NODE_TITLE_HEIGHT ?? 30;
       const declared = Object.fromEntries(wf.nodes.map((n) => [n.id, n.size]));
       const nodes = app.graph._nodes.map((n) => ({
-        id: n.id, title: n.title, pos: [...n.pos], size: [...n.size],
+        id: n.id, title: n.title, pos: [...n.pos], size: [...n.size], flags: { ...n.flags },
         min: [...n.computeSize()], declared: declared[n.id],
       }));
-      const box = (n) => [n.pos[0], n.pos[1] - title, n.pos[0] + n.size[0], n.pos[1] + n.size[1]];
+      const box = (n) => [n.pos[0], n.pos[1] - title, n.pos[0] + n.size[0],  // collapsed: its title bar
+                          n.flags?.collapsed ? n.pos[1] : n.pos[1] + n.size[1]];
       const overlaps = [];
       for (let i = 0; i < nodes.length; i++) for (let j = i + 1; j < nodes.length; j++) {
         const a = box(nodes[i]), b = box(nodes[j]);

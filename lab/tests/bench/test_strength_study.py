@@ -145,8 +145,8 @@ def test_the_help_pages_figures_are_the_results_file() -> None:
     said = (f"keeps {round(100 * src['roundtrip_mean'])} % of its tokens and drops the "
             f"evaluator's pass rate from {src['score_overall']:.3f} to "
             f"{src['roundtrip_overall']:.3f}")
-    for page in ("LADR_DiMOOSampler2.md", "LADR_TokenCanvas.md"):
-        text = " ".join((ROOT / "web" / "docs" / page).read_text().split())
+    for page in ("LADR_DiMOOSampler2", "LADR_TokenCanvas"):
+        text = " ".join((ROOT / "web" / "docs" / page / "en.md").read_text().split())
         assert said in text, page
-    sampler = " ".join((ROOT / "web" / "docs" / "LADR_DiMOOSampler2.md").read_text().split())
+    sampler = " ".join((ROOT / "web" / "docs" / "LADR_DiMOOSampler2" / "en.md").read_text().split())
     assert f"at denoise 0.5 it passes {redraw:.3f}" in sampler

@@ -124,11 +124,11 @@ def test_the_check_catches_a_changed_figure() -> None:
 
 
 @pytest.mark.committed_result("lab/results/understand.json")
-@pytest.mark.parametrize("page", ["LADR_DiMOOCaption.md", "LADR_DiMOOAsk.md"])
+@pytest.mark.parametrize("page", ["LADR_DiMOOCaption", "LADR_DiMOOAsk"])
 def test_the_help_pages_memory_figures_are_the_benchmarks(page: str) -> None:
     """Caption / Ask help: the 8B answer's memory beside the weights at temperature 0 and above
     0, as sampled (chunked), from lab/results/understand.json (projected)."""
-    text = " ".join((ROOT / "web" / "docs" / page).read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "web" / "docs" / page / "en.md").read_text(encoding="utf-8").split())
     found = re.search(r"([\d.]+) GiB at temperature 0 and ([\d.]+) GiB above 0, projected: "
                       r"`lab/results/understand.json`", text)
     assert found, f"{page} does not give the answer's memory"

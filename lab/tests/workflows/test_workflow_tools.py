@@ -13,7 +13,7 @@ import pytest
 from support import ROOT
 
 from lab.workflows import queue_prompts
-from tests.web.test_workflow_layout import READABLE_PX, WIDGET_TEXT_PX, WINDOW_PX
+from tests.web.test_workflow_layout import FIT_PAD, FIT_ZOOM, LOW_QUALITY_SCALE, WINDOWS_PX
 
 
 def test_workflow_files_are_up_to_date_with_the_builder() -> None:
@@ -37,9 +37,10 @@ def test_queue_script_puts_each_prompt_and_seed_into_the_samplers() -> None:
         queue_prompts.jobs({"1": {"class_type": "SaveImage", "inputs": {}}}, ["x"], None)
 
 
-def test_the_builder_opens_templates_in_this_window_at_a_readable_zoom() -> None:
+def test_the_builder_opens_templates_in_these_windows_at_a_readable_zoom() -> None:
+    """The builder fits the view as the frontend does (the product's layout test's numbers)
+    and keeps every template above the frontend's low-quality zoom."""
     from lab.workflows import build_examples as b
 
-    assert b.WINDOW == WINDOW_PX
-    assert b.WIDGET_TEXT_PX == WIDGET_TEXT_PX and b.READABLE_PX == READABLE_PX
-    assert WIDGET_TEXT_PX * b.READABLE_SCALE >= READABLE_PX
+    assert b.WINDOWS == WINDOWS_PX and (b.FIT_ZOOM, b.FIT_PAD) == (FIT_ZOOM, FIT_PAD)
+    assert b.LOW_QUALITY_SCALE == LOW_QUALITY_SCALE < b.OPEN_SCALE

@@ -25,7 +25,7 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
   image and that instruction (``split_turns``; the pipeline runs the turns).
 
 The pipeline sizes the images first (edit_size.official_edit_size). ``pred`` and ``dense_*``:
-web/docs/LADR_DiMOOEdit.md (what the official code's ``<map>_pred`` / ``<map>_dense`` select).
+web/docs/LADR_DiMOOEdit/en.md (what the official code's ``<map>_pred`` / ``<map>_dense`` select).
 """
 
 from __future__ import annotations

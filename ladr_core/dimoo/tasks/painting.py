@@ -13,7 +13,7 @@ Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --paint
 
 The official script builds only a centred rectangle; here any mask works, for a batch of
 images, and the decode can take the original pixels back (``paste_original``; the options:
-web/docs/LADR_PaintCanvas.md).
+web/docs/LADR_PaintCanvas/en.md).
 
 Image to image (``denoise`` < 1, ladr_core.strength): without a mask the whole picture is the
 region (paste-back off: every token may change); inside the region the share the official
