@@ -16,7 +16,7 @@ import { nodeBox, withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, file] = process.argv.slice(2);
 const WINDOW = { width: 1600, height: 1000 };
-const summary = { steps: null, maps: {}, runs: {}, warnings: [] };
+const summary = { steps: null, maps: {}, runs: {}, warnings: [], failed: [] };
 
 async function listen(page) {
   await page.evaluate(() => {
@@ -135,6 +135,16 @@ async function panelTexts(page) {
     .map((e) => e.textContent.trim()).filter(Boolean));
 }
 
+/** One part of the session; a part that fails is recorded (summary.failed) and the rest go on,
+ * so each test reads what its own part saw. */
+async function part(name, fn) {
+  try {
+    await fn();
+  } catch (err) {
+    summary.failed.push({ part: name, error: String(err).slice(0, 500) });
+  }
+}
+
 try {
 await withComfyPage(url, { name: "artist", viewport: WINDOW, settle: 6000 }, async (page) => {
   page.on("console", (m) => { if (m.type() === "warning") summary.warnings.push(m.text()); });
@@ -149,50 +159,67 @@ await withComfyPage(url, { name: "artist", viewport: WINDOW, settle: 6000 }, asy
     }
   }, wf);
   await page.waitForTimeout(1500);
-  summary.steps = await typed(page, [52, 50, 47]);
-  summary.title = await page.evaluate(() => window.comfyAPI.app.app.graph._nodes
-    .find((n) => n.type === "LADR_DiMOOSampler2").title);
-  await queue(page, "first");
-  await map(page, "run");
-  await command(page, "Comfy.NewBlankWorkflow");
-  await command(page, "Workspace.PreviousOpenedWorkflow");
-  await map(page, "tab");
-  await page.reload({ waitUntil: "load" });
-  await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph?._nodes?.length, null,
-                             { timeout: 120000 });
-  await page.waitForTimeout(4000);
-  await listen(page);
-  await map(page, "reload");
-  await queue(page, "cached");
-  await map(page, "cached");
-  await setWidget(page, "LADR_LoadDiMOOModel", "dtype", "fp32"); // the loader would run again
-  await setWidget(page, "LADR_Canvas", "width", 50, true); // as a workflow file can hold
-  await queue(page, "bad_width");
-  await page.screenshot({ path: join(outDir, "bad_width.png") });
   summary.ids = await page.evaluate(() => Object.fromEntries(window.comfyAPI.app.app.graph._nodes
     .map((n) => [n.type, String(n.id)])));
-  await map(page, "failed");
-  await setWidget(page, "LADR_Canvas", "width", 52);
-  await queue(page, "next_good");
-  await setWidget(page, "LADR_Canvas", "width", 2048);
-  await queue(page, "too_wide");
-  const fit = /set width to at most (\d+) \(at height/.exec(summary.runs.too_wide.errors[0]?.message ?? "");
-  if (fit) { // the width the message names: it runs
-    await setWidget(page, "LADR_Canvas", "width", Number(fit[1]));
-    await queue(page, "fits");
-  }
-  await setWidget(page, "LADR_Canvas", "width", 48);
-  await setWidget(page, "LADR_SamplingRule", "strategy", "baseline");
-  await queue(page, "baseline");
-  const mid = summary.runs.baseline.steps.find((s) => !s.done && s.step === 2);
-  summary.baselineTexts = await page.evaluate(async (p) => {
-    const api = window.comfyAPI.api.api;
-    api.dispatchCustomEvent("ladr.step", p); // shown as it was mid-run
-    const draw = await import("/extensions/ComfyUI-LADR/ladr_preview_draw.js");
-    return draw.planFrame(p, 320, 300).filter((o) => o.op === "text").map((o) => o.text);
-  }, mid ?? null);
-  await map(page, "baseline");
-  summary.panel = await panelTexts(page);
+  summary.title = await page.evaluate(() => window.comfyAPI.app.app.graph._nodes
+    .find((n) => n.type === "LADR_DiMOOSampler2").title);
+  await part("typed", async () => { summary.steps = await typed(page, [52, 50, 47]); });
+  await part("first", async () => {
+    await queue(page, "first");
+    await map(page, "run");
+  });
+  await part("tab", async () => {
+    await command(page, "Comfy.NewBlankWorkflow");
+    await command(page, "Workspace.PreviousOpenedWorkflow");
+    await map(page, "tab");
+  });
+  await part("reload", async () => {
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => window.comfyAPI?.app?.app?.graph?._nodes?.length, null,
+                               { timeout: 120000 });
+    await page.waitForTimeout(4000);
+    await listen(page);
+    await map(page, "reload");
+  });
+  await part("cached", async () => {
+    await queue(page, "cached");
+    await map(page, "cached");
+  });
+  await part("bad_width", async () => {
+    await setWidget(page, "LADR_LoadDiMOOModel", "dtype", "fp32"); // the loader would run again
+    await setWidget(page, "LADR_Canvas", "width", 50, true); // as a workflow file can hold
+    await queue(page, "bad_width");
+    await page.screenshot({ path: join(outDir, "bad_width.png") });
+    await map(page, "failed");
+  });
+  await part("next_good", async () => {
+    await setWidget(page, "LADR_Canvas", "width", 52);
+    await queue(page, "next_good");
+  });
+  await part("too_wide", async () => {
+    await setWidget(page, "LADR_Canvas", "width", 2048);
+    await queue(page, "too_wide");
+    const fit = /set width to at most (\d+) \(at height/.exec(
+      summary.runs.too_wide.errors[0]?.message ?? "");
+    if (fit) { // the width the message names: it runs
+      await setWidget(page, "LADR_Canvas", "width", Number(fit[1]));
+      await queue(page, "fits");
+    }
+  });
+  await part("baseline", async () => {
+    await setWidget(page, "LADR_Canvas", "width", 48);
+    await setWidget(page, "LADR_DiMOOSampler2", "steps", 16); // a short official run
+    await setWidget(page, "LADR_SamplingRule", "strategy", "baseline");
+    await queue(page, "baseline");
+    const mid = summary.runs.baseline.steps.find((s) => !s.done && s.step === 2);
+    summary.baselineTexts = await page.evaluate(async (p) => {
+      window.comfyAPI.api.api.dispatchCustomEvent("ladr.step", p); // shown as it was mid-run
+      const draw = await import("/extensions/ComfyUI-LADR/ladr_preview_draw.js");
+      return draw.planFrame(p, 320, 300).filter((o) => o.op === "text").map((o) => o.text);
+    }, mid ?? null);
+    await map(page, "baseline");
+  });
+  await part("panel", async () => { summary.panel = await panelTexts(page); });
 });
 } finally {
   writeFileSync(join(outDir, "summary.json"), JSON.stringify(summary, null, 1));

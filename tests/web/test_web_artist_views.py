@@ -47,8 +47,12 @@ def seen(server, tmp_path_factory):
                            f"http://127.0.0.1:{port}", str(out), str(wf)],
                           capture_output=True, text=True, timeout=900, check=False)
     print(f"screenshots: {out}")
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (out / "summary.json").is_file(), proc.stderr[-3000:]
     return json.loads((out / "summary.json").read_text())
+
+
+def test_every_part_of_the_session_ran(seen) -> None:
+    assert not seen["failed"], seen["failed"]
 
 
 def test_the_width_widget_takes_every_size_the_connected_model_draws(seen) -> None:
