@@ -43,7 +43,7 @@ _EXPORTS = by_module({
               "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
               "answer_rule_names resolve_answer_rule",
     ".assets": "nano_model_path nano_mmu_model_path nano_default_cfg nano_vq_factor "
-               "emoji_model_path emoji_default_cfg",
+               "vq_factor_of emoji_model_path emoji_default_cfg",
     ".strategies.select": "effective_time no_phase",
     ".noise": "gumbel_",
     "._lazy": "by_module lazy_exports",  # a package's lazy public names (nodes/ uses them too)

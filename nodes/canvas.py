@@ -16,7 +16,9 @@ from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, nano_
 from ladr_core.dimoo import PaintJob, TextJob, nearest_multiples
 
 from . import host, paint
+from .connected import connected_models
 from .handles import CANVAS_TYPE, TOKENS_TYPE, Canvas, DiMOOTokens
+from .loader import model_grid
 from .validate import check_socket, node_error
 
 io, _ = host.v3()
@@ -49,12 +51,31 @@ def model_grids() -> dict[str, int]:
     return dict(sorted(grids.items(), key=lambda kv: kv[1]))
 
 
-def grid_error(name: str, value: object) -> InputError | None:
-    """A width / height widget value on no known model's token grid (not a multiple of their
-    common divisor), named with every grid and its nearest valid sizes; None when some model
-    can draw it (SIZE_AUTO, or fed by a link: None). The connected model's own grid is checked
-    by the sampler (the pipeline's size rule, ladr_core.size_error), before its run."""
+def connected_grids(prompt: object, node_id: object) -> dict[str, int]:
+    """The checkpoints a canvas's sampler is connected to (read from the prompt about to run,
+    nodes/connected.py) whose token grid is known without loading them -> pixels per token side
+    ({"dimoo-nano": 4}); empty when none is known."""
+    grids = {}
+    for name in connected_models(prompt, node_id):
+        if (grid := model_grid(name)) is not None:
+            grids[name.removesuffix(" (built-in)")] = grid
+    return grids
+
+
+def grid_error(name: str, value: object, grids: dict[str, int] | None = None) -> InputError | None:
+    """A width / height widget value off the token grid of the connected model (`grids`,
+    ``connected_grids``), named with that grid and its nearest valid sizes; with no connected
+    model known, one on no known model's grid (not a multiple of their common divisor), named
+    with every grid. None when the size is drawn (SIZE_AUTO, or fed by a link: None). The
+    pipeline checks the model's own grid again when the sampler runs (ladr_core.size_error)."""
     if not isinstance(value, int) or isinstance(value, bool) or value == SIZE_AUTO:
+        return None
+    for label, g in (grids or {}).items():
+        if value % g:
+            return InputError(name, f"={value} is off the token grid of the connected model "
+                              f"{label} (one token per {g} x {g} px)",
+                              f"nearest valid {name}: {nearest_multiples(value, g)}")
+    if grids:
         return None
     grids = model_grids()
     if value % math.gcd(*grids.values()) == 0:
@@ -96,17 +117,17 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
 
 
 def size_inputs() -> list:
-    """width and height (DiMOO Canvas and the legacy sampler). The widget moves in steps of 16
-    px, a size every model draws; the tooltip says so, since the frontend rounds what is typed
-    to that step."""
-    rounding = ("The widget rounds to steps of 16 px, a size every model draws (dimoo-nano's own "
-                "grid is 4 px: one token per 4 x 4 px; Lumina-DiMOO 8B's 16 px).")
+    """width and height (DiMOO Canvas and the legacy sampler). The schema's step is 16 px, a
+    size every model draws; on the canvas the web extension (web/ladr_canvas_grid.js) moves it
+    to the connected model's own grid, so every size that model draws can be typed."""
+    steps = ("The widget steps on the connected model's token grid (dimoo-nano: 4 px, one "
+             "token per 4 x 4 px; Lumina-DiMOO 8B: 16 px; 16 px while none is connected).")
     return [
         io.Int.Input("width", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip=f"Image width in pixels. {rounding} 0 = the checkpoint's default "
+                     tooltip=f"Image width in pixels. {steps} 0 = the checkpoint's default "
                      "size (Lumina-DiMOO 1024, dimoo-nano 48)."),
         io.Int.Input("height", default=SIZE_AUTO, min=SIZE_AUTO, max=SIZE_MAX, step=SIZE_STEP,
-                     tooltip=f"Image height in pixels. {rounding} 0 = the checkpoint's default "
+                     tooltip=f"Image height in pixels. {steps} 0 = the checkpoint's default "
                      "size."),
     ]
 
@@ -132,15 +153,20 @@ class CanvasNode(io.ComfyNode):
             inputs=[*size_inputs(), batch_input()],
             outputs=[io.Custom(CANVAS_TYPE).Output("canvas", tooltip="-> DiMOO Sampler's "
                                                    "canvas.")],
+            hidden=[io.Hidden.prompt, io.Hidden.unique_id],
         )
 
     @classmethod
-    def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
-        """A size on no model's grid is refused here, once, naming its input; no
-        ``validate_inputs``: ComfyUI would attach its message to width AND height
-        (nodes/validate.py), and the range is the schema's, checked on each input by the host."""
+    async def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
+        """A size off the connected model's token grid is refused here, once, naming its input,
+        before that model loads: async, because ComfyUI runs a ready async node before the other
+        ready ones (comfy_execution/graph.py, ux_friendly_pick_node), Load DiMOO Model included.
+        No ``validate_inputs``: it sees no other node, and ComfyUI would attach its message to
+        width AND height (nodes/validate.py); the range is the schema's, checked per input."""
+        hidden = cls.hidden
+        grids = connected_grids(getattr(hidden, "prompt", None), getattr(hidden, "unique_id", None))
         for name, value in (("width", width), ("height", height)):
-            if (err := grid_error(name, value)) is not None:
+            if (err := grid_error(name, value, grids)) is not None:
                 raise node_error(NODE, err)
         return io.NodeOutput(Canvas(width=int(width), height=int(height),
                                     batch_size=int(batch_size)))

@@ -125,6 +125,24 @@ def resolve_model_path(model_name: str) -> str:
     )
 
 
+def model_grid(model_name: object) -> int | None:
+    """Pixels per token side of the checkpoint ``model_name`` names, read from its VQ config
+    without loading it (``ladr_core.vq_factor_of``): what the canvas checks a size against
+    before the model loads, and the step of its size widgets (``grid_table``); None when it is
+    not known so (a GGUF file, a name not installed)."""
+    try:
+        path = resolve_model_path(model_name)  # type: ignore[arg-type]
+    except ValueError:
+        return None
+    return ladr_core.vq_factor_of(path) if os.path.isdir(path) else None
+
+
+def grid_table() -> dict[str, int]:
+    """For the web extension (the schema's ``ladr_grids`` on model_name): each listed choice
+    whose grid is known -> its pixels per token side (nodes/canvas.py, web/ladr_canvas_grid.js)."""
+    return {name: grid for name in model_choices() if (grid := model_grid(name)) is not None}
+
+
 def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> DiMOOModel:
     """Load (or reuse) the pipeline for these loader inputs and wrap it for ComfyUI memory."""
     path = resolve_model_path(model_name)
@@ -209,7 +227,7 @@ class LoadDiMOOModel(io.ComfyNode):
             inputs=[
                 io.Combo.Input(
                     "model_name", options=model_choices(), default=NANO,
-                    extra_dict={"ladr_files": one_file_formats()},
+                    extra_dict={"ladr_files": one_file_formats(), "ladr_grids": grid_table()},
                     tooltip="Checkpoint folder or .gguf file under models/lumina_dimoo/ (or an "
                     "extra_model_paths.yaml 'lumina_dimoo:' path). 8B weights: bf16 folder 15 "
                     "GiB (24 GB cards); fp8 or ComfyUI fp8 / int8 folder about 8.6 GB (12-16 "

@@ -23,18 +23,30 @@ function isSampler(node) {
 }
 
 function redraw(state) {
-  // Draw at the size the node gives the widget (crisp text, no stretching).
+  // Draw at the size the node gives the widget (crisp text, no stretching). A canvas not laid
+  // out yet (a workflow configured before its widget is on the page: a tab switched back, a
+  // reload) has no size: it keeps its bitmap, and the ResizeObserver redraws it once laid out.
   const { canvas } = state;
   const dpr = window.devicePixelRatio || 1;
-  const w = Math.round((canvas.clientWidth || CANVAS_W) * dpr);
-  const h = Math.round((canvas.clientHeight || CANVAS_H) * dpr);
-  if (canvas.width !== w || canvas.height !== h) {
-    canvas.width = w;
-    canvas.height = h;
+  if (canvas.clientWidth && canvas.clientHeight) {
+    const w = Math.round(canvas.clientWidth * dpr);
+    const h = Math.round(canvas.clientHeight * dpr);
+    if (canvas.width !== w || canvas.height !== h) {
+      canvas.width = w;
+      canvas.height = h;
+    }
   }
   const ctx = canvas.getContext("2d");
   ctx.setTransform(1, 0, 0, 1, 0, 0);
   drawFrame(ctx, state.payload);
+}
+
+/** Whether a laid-out canvas's bitmap is not the size it is shown at. */
+function stale(canvas) {
+  const dpr = window.devicePixelRatio || 1;
+  return Boolean(canvas.clientWidth && canvas.clientHeight) &&
+    (canvas.width !== Math.round(canvas.clientWidth * dpr) ||
+     canvas.height !== Math.round(canvas.clientHeight * dpr));
 }
 
 function attach(node) {
@@ -47,10 +59,15 @@ function attach(node) {
   node.addDOMWidget("ladr_preview", "ladr_preview", canvas, {
     serialize: false,
     hideOnZoom: false,
+    hideInPanel: true, // a picture, not a setting: not listed in the Parameters panel
     getMinHeight: () => 280,
   });
-  node.__ladrPreview = { canvas, payload: null, run: null };
-  redraw(node.__ladrPreview);
+  const state = { canvas, payload: null, run: null };
+  node.__ladrPreview = state;
+  // any change of the widget's laid-out size (first layout, a tab shown again, the node
+  // resized) draws the map again at its true aspect
+  if (typeof ResizeObserver === "function") new ResizeObserver(() => redraw(state)).observe(canvas);
+  redraw(state);
   const configure = node.onConfigure;
   node.onConfigure = function () {
     const out = configure?.apply(this, arguments);
@@ -63,6 +80,8 @@ function attach(node) {
     const state = this.__ladrPreview;
     if (state && !state.payload) { // a tab switched back: ComfyUI restored its outputs
       restoreFrom(this, app.nodeOutputs?.[String(this.id)]?.[OUTPUT]?.[0], false);
+    } else if (state && stale(state.canvas)) {
+      redraw(state); // laid out at another size than its bitmap's (no resize seen)
     }
     return out;
   };
@@ -110,7 +129,22 @@ function showPreview(node, image) {
 function keep(node, record) {
   if (node.properties?.[PROPERTY] === record) return;
   node.properties = { ...(node.properties ?? {}), [PROPERTY]: record };
-  app.extensionManager?.workflow?.activeWorkflow?.changeTracker?.checkState?.();
+  const tracker = app.extensionManager?.workflow?.activeWorkflow?.changeTracker;
+  // captureCanvasState: frontend 1.49's name for checkState (deprecated there, with a warning)
+  if (typeof tracker?.captureCanvasState === "function") tracker.captureCanvasState();
+  else tracker?.checkState?.();
+}
+
+/** A new run starts: no map says "cached" any more (a run that then fails leaves the last
+ * map as "from the run at ...", not as what this run served). */
+function onStart() {
+  for (const node of app.graph?._nodes ?? []) {
+    const state = node.__ladrPreview;
+    if (!state?.payload?.cached) continue;
+    state.payload = { ...state.payload, cached: false };
+    redraw(state);
+    node.setDirtyCanvas?.(true, false);
+  }
 }
 
 function onCached(event) {
@@ -143,6 +177,7 @@ app.registerExtension({
     api.addEventListener(EVENT, onStep);
     api.addEventListener("executed", onExecuted);
     api.addEventListener("execution_cached", onCached);
+    api.addEventListener("execution_start", onStart);
   },
   nodeCreated(node) {
     if (isSampler(node)) attach(node);

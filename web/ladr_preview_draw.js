@@ -90,10 +90,22 @@ function restoredLine(p) {
   return p.cached ? `cached: ${when}` : when;
 }
 
+/** The line above the map mid-run; LADR's phase only where the strategy has one (the
+ * payload says "n/a" otherwise: the official sampler, Prophet). */
 export function counterText(p) {
   const pct = Number(p.masked_pct ?? 0).toFixed(1);
   const done = Math.round(100 * Number(p.progress ?? 0));
-  return `step ${p.step ?? 0}/${p.steps ?? 0} · ${p.phase ?? "n/a"} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
+  const phase = p.phase && p.phase !== "n/a" ? ` · ${p.phase}` : "";
+  return `step ${p.step ?? 0}/${p.steps ?? 0}${phase} · masked ${pct}% · NFE ${p.nfe ?? 0} · ${done}%`;
+}
+
+/** The line below the map mid-run: what this step decoded. The official sampler (baseline)
+ * rescues nothing by design, so it says how many tokens its schedule decoded instead. */
+export function stepText(p) {
+  if (p.strategy === "baseline") {
+    return `${plural(p.unmasked ?? 0, "token", "tokens")} decoded this step (official sampler)`;
+  }
+  return `${p.rescued ?? 0} rescued this step (${p.strategy ?? ""})`;
 }
 
 /** Final lines: steps run of the schedule's T (and where a T not from the steps widget came
@@ -217,8 +229,7 @@ export function planFrame(payload, width, height) {
     ops.push({ op: "text", x: 6, y: bottom - LINE, text: first, color: COLORS.done });
     ops.push({ op: "text", x: 6, y: bottom, text: second, color: COLORS.done });
   } else {
-    ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued,
-               text: `${payload.rescued ?? 0} rescued this step (${payload.strategy ?? ""})` });
+    ops.push({ op: "text", x: 6, y: bottom, color: COLORS.rescued, text: stepText(payload) });
   }
   return ops;
 }

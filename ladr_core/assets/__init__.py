@@ -51,12 +51,20 @@ def emoji_default_cfg() -> float | None:
 
 
 def nano_vq_factor() -> int | None:
-    """Pixels per token side of the shipped nano (its VQ-VAE's ``2 ** (len(block_out_channels)
-    - 1)``, as the loader computes it), or None when its config is missing or damaged: for
-    messages and labels given before a model is loaded."""
+    """Pixels per token side of the shipped nano (``vq_factor_of``), or None when its config
+    is missing or damaged: for messages and labels given before a model is loaded."""
+    return vq_factor_of(nano_model_path())
+
+
+def vq_factor_of(folder: str | Path) -> int | None:
+    """Pixels per token side of the checkpoint folder ``folder`` (official layout): its
+    VQ-VAE's ``2 ** (len(block_out_channels) - 1)``, as the loader computes it, read from
+    ``vqvae/config.json`` alone (no weight is read); None when that config is missing or does
+    not say. Lumina-DiMOO 8B: 16; the built-in models: 4."""
     try:
-        raw = json.loads((nano_model_path() / "vqvae" / "config.json").read_text())
+        raw = json.loads((Path(folder) / "vqvae" / "config.json").read_text())
     except (OSError, ValueError):
         return None
-    channels = raw.get("block_out_channels")
-    return 2 ** (len(channels) - 1) if isinstance(channels, list) and channels else None
+    channels = raw.get("block_out_channels") if isinstance(raw, dict) else None
+    return 2 ** (len(channels) - 1) if isinstance(channels, list) and 0 < len(channels) <= 8 \
+        else None

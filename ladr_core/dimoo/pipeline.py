@@ -202,7 +202,8 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         uncond = len(self.encode(uncond_text(negative_prompt)))
         field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
         return check_image_size(width, height, self.vq_factor, self.context_length, longest,
-                                field, math.lcm(self.vq_factor, SIZE_STEP), source=source)
+                                field, math.lcm(self.vq_factor, SIZE_STEP), source=source,
+                                base_length=len(self.encode(cond_text(""))))
 
     def runtime(self) -> Runtime:
         """What a job's denoiser is built from (jobs.Runtime)."""

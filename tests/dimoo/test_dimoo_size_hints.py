@@ -58,3 +58,27 @@ def test_pipeline_names_the_negative_prompt_when_it_is_the_long_one() -> None:
     w, h = _suggested(str(err.value))
     assert (w, h) == (80, 80)
     pipe.layout(w, h, ["a red circle"])
+
+
+@pytest.mark.skipif(not (ladr_core.nano_model_path() / "model.safetensors").is_file(),
+                    reason="DiMOO-nano checkpoint not shipped")
+def test_too_many_tokens_names_the_input_that_causes_it_and_a_size_that_fits() -> None:
+    """Issue 63: 2048 x 48 on nano said "shorten the prompt"; the image alone is too large, and
+    only a narrower width makes it fit: the message names width and a width that fits (so
+    height for 48 x 2048); a prompt too long beside a small image is the prompt's."""
+    pipe = ladr_core.load_dimoo(ladr_core.nano_model_path(), dtype=torch.float32)
+    for (w, h), side in (((2048, 48), "width"), ((48, 2048), "height")):
+        with pytest.raises(ValueError) as err:
+            pipe.layout(w, h, ["a red circle"])
+        msg = str(err.value)
+        assert msg.startswith(f"{side}={max(w, h)} makes the image too large: "), msg
+        assert "shorten the prompt" not in msg, msg
+        fit = int(re.search(rf"set {side} to at most (\d+) \(at ", msg)[1])
+        pipe.layout(*((fit, h) if side == "width" else (w, fit)), ["a red circle"])  # it fits
+    with pytest.raises(ValueError) as err:
+        pipe.layout(48, 48, ["red " * 600])
+    msg = str(err.value)
+    over = int(re.search(r"shorten the prompt by at least (\d+) tokens", msg)[1])
+    assert msg.startswith("prompt is too long beside a 48 x 48 px image"), msg
+    words = 600 - over  # a token per word or more: this many fewer words fit
+    pipe.layout(48, 48, ["red " * words])

@@ -238,20 +238,24 @@ def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, in
     assert all(needle in json.dumps(e) for e in errors), errors
 
 
-def test_an_off_grid_size_is_one_message_on_its_input_with_every_models_grid(server) -> None:
-    """A canvas size no model draws (a hand-edited or API workflow: the widget rounds to 16 px):
-    one execution error, from DiMOO Canvas, naming height alone and both grids (no model is
-    connected to it); the valid width is not flagged."""
+def test_an_off_grid_size_is_one_message_on_its_input_before_the_model_loads(server) -> None:
+    """A canvas size nano does not draw (a hand-edited or API workflow: the widget steps on the
+    connected model's grid): one execution error, from DiMOO Canvas, naming height alone and the
+    connected model's grid alone, raised before Load DiMOO Model runs (its dtype is changed, so
+    ComfyUI would run it again); the valid width is not flagged."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
     wf[CANVAS]["inputs"].update(width=48, height=50)
+    loader = next(k for k, n in wf.items() if n["class_type"] == "LADR_LoadDiMOOModel")
+    wf[loader]["inputs"]["dtype"] = "fp32"
     _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert [e["node_id"] for e in errors] == [CANVAS], errors
-    assert errors[0]["exception_message"].startswith(
-        "DiMOO Canvas: height=50 is on no model's token grid (dimoo-nano draws one token per 4 x "
-        "4 px, Lumina-DiMOO 8B one per 16 x 16 px); nearest valid height: 48 or 52"), errors
-    assert "width" not in errors[0]["exception_message"]
+    assert errors[0]["exception_message"].rstrip() == (
+        "DiMOO Canvas: height=50 is off the token grid of the connected model dimoo-nano (one "
+        "token per 4 x 4 px); nearest valid height: 48 or 52"), errors
+    ran = [m["data"].get("node") for m in msgs if m["type"] == "executing"]
+    assert loader not in ran, ran
 
 
 def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:

@@ -8,6 +8,8 @@ is tests/host/."""
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +71,10 @@ def run_node(wf: dict, key: str, model: Any, done: dict[str, tuple]) -> tuple:
     if node["class_type"] == "LADR_LoadDiMOOModel":
         done[key] = (model,)
     elif node["class_type"] in classes:
-        done[key] = tuple(classes[node["class_type"]].execute(**kw).args)
+        out = classes[node["class_type"]].execute(**kw)
+        if inspect.isawaitable(out):  # an async execute (DiMOO Canvas), as ComfyUI awaits it
+            out = asyncio.run(out)
+        done[key] = tuple(out.args)
     else:
         done[key] = _core(node["class_type"], kw)
     return done[key]

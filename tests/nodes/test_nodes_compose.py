@@ -7,6 +7,7 @@ message naming the input and the fix."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 
 import pytest
@@ -87,8 +88,8 @@ def test_the_legacy_widgets_sample_what_their_composition_samples(fake_model, se
             kw["policy"] = LADRPolicyNode.execute(preset=kw["policy"], **policy_fields()).args[0]
     steps = old_kw.get("steps", SAMPLER_DEFAULTS["steps"])
     before, _ = legacy(fake_model, **old_kw)
-    canvas = CanvasNode.execute(**{**_defaults(CanvasNode), "width": 48, "height": 48,
-                                   **canvas_kw}).args[0]
+    canvas = asyncio.run(CanvasNode.execute(**{**_defaults(CanvasNode), "width": 48,
+                                               "height": 48, **canvas_kw})).args[0]
     after, _ = new(fake_model, rule=rule(**rule_kw), canvas=canvas, steps=steps)
     assert torch.equal(before.tokens, after.tokens) and before.grid == after.grid
 
@@ -170,14 +171,42 @@ def test_a_strategy_object_on_the_rule_socket_is_refused_naming_the_rule_node(fa
         rule(policy=_Elsewhere())
 
 
+def _prompt(model: str, compiled: bool = False) -> dict:
+    """An API prompt: Load DiMOO Model (-> Compile DiMOO) -> DiMOO Sampler <- DiMOO Canvas."""
+    prompt = {"1": {"class_type": "LADR_LoadDiMOOModel", "inputs": {"model_name": model}},
+              "2": {"class_type": "LADR_Canvas", "inputs": {"width": 48, "height": 48}},
+              "3": {"class_type": "LADR_DiMOOSampler2",
+                    "inputs": {"model": ["4" if compiled else "1", 0], "canvas": ["2", 0]}}}
+    if compiled:
+        prompt["4"] = {"class_type": "LADR_CompileDiMOO", "inputs": {"model": ["1", 0]}}
+    return prompt
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_canvas_size_is_checked_on_the_connected_models_grid_alone(monkeypatch,
+                                                                      compiled) -> None:
+    """Issue 63: the canvas reads which model its sampler is connected to from the prompt about
+    to run and names that model's grid only (not every model's); nano's 4 px sizes pass."""
+    hidden = type("Hidden", (), {"prompt": _prompt("dimoo-nano (built-in)", compiled),
+                                 "unique_id": "2"})
+    monkeypatch.setattr(CanvasNode, "hidden", hidden)
+    with pytest.raises(ValueError) as err:
+        asyncio.run(CanvasNode.execute(width=50, height=48, batch_size=1))
+    assert str(err.value) == ("DiMOO Canvas: width=50 is off the token grid of the connected "
+                              "model dimoo-nano (one token per 4 x 4 px); nearest valid width: "
+                              "48 or 52")
+    assert asyncio.run(CanvasNode.execute(width=52, height=44, batch_size=1)).args[0].width == 52
+
+
 def test_canvas_checks_name_the_canvas_input(fake_model, seen) -> None:
     # one message, on the input that is wrong, with every model's grid (none is known yet)
     with pytest.raises(ValueError, match=r"^DiMOO Canvas: height=50 is on no model's token grid "
                        r"\(dimoo-nano draws one token per 4 x 4 px, Lumina-DiMOO 8B one per 16 "
                        r"x 16 px\); nearest valid height: 48 or 52 for dimoo-nano, 48 or 64 for "
                        r"Lumina-DiMOO 8B$"):
-        CanvasNode.execute(width=48, height=50, batch_size=1)
-    assert CanvasNode.execute(width=40, height=0, batch_size=1).args[0].width == 40  # nano's
+        asyncio.run(CanvasNode.execute(width=48, height=50, batch_size=1))
+    nano = asyncio.run(CanvasNode.execute(width=40, height=0, batch_size=1))
+    assert nano.args[0].width == 40  # nano's grid
     assert not hasattr(CanvasNode, "validate_inputs") or \
         "validate_inputs" not in CanvasNode.__dict__  # it would flag width AND height
     blank = torch.zeros(1, 64, 64)  # Load Image's mask when nothing was painted

@@ -135,8 +135,9 @@ def test_decode_names_the_loader_setting_that_differs(fake_model) -> None:
 
 
 @pytest.mark.parametrize(("kw", "needle"), [
-    ({"width": 1000}, "DiMOO Sampler: width and height 1000 x 48 px need 30.. tokens .*model's "
-                      "context .* is 512; nearest valid size in multiples of 16 px"),
+    ({"width": 1000}, r"DiMOO Sampler: width=1000 makes the image too large: 1000 x 48 px need "
+                      r"30.. tokens .*model's context .* is 512; set width to at most 160 \(at "
+                      r"height 48\)"),
     ({"prompt": "  \n ", "one_prompt_per_line": True}, "prompt is empty"),
     ({"prompt": "", "one_prompt_per_line": False}, "prompt is empty"),
     ({"cfg": -0.5}, "cfg is -0.5"),

@@ -10,6 +10,7 @@ denoise below 1 is refused naming denoise; bad values get one message naming den
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 import pytest
@@ -50,7 +51,7 @@ def test_denoise_is_an_optional_last_widget_from_0_to_1() -> None:
 
 
 def test_a_picture_at_denoise_1_is_text_to_image_at_its_size(fake_model, sent) -> None:
-    text_canvas = CanvasNode.execute(width=48, height=48, batch_size=1).args[0]
+    text_canvas = asyncio.run(CanvasNode.execute(width=48, height=48, batch_size=1)).args[0]
     plain, _ = sample(fake_model, text_canvas)
     redrawn, line = sample(fake_model, picture_canvas())
     assert torch.equal(plain.tokens, redrawn.tokens)
@@ -92,7 +93,8 @@ def test_denoise_0_returns_the_pictures_codes(fake_model, sent) -> None:
 
 
 def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(fake_model, seen) -> None:
-    for canvas in (None, CanvasNode.execute(width=48, height=48, batch_size=1).args[0]):
+    text = asyncio.run(CanvasNode.execute(width=48, height=48, batch_size=1)).args[0]
+    for canvas in (None, text):
         with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is 0.5 but the canvas "
                                              r"has no picture to redraw; set denoise to 1.0 .*"
                                              r"DiMOO Paint Canvas \(no mask\)"):
@@ -123,7 +125,8 @@ def token_canvas(tokens, batch_size: int = 1) -> object:
 def test_a_token_canvas_redraws_the_tokens_as_the_library_does(fake_model, sent) -> None:
     """Sampler -> Token Canvas -> Sampler at denoise 0.5 equals pipe.generate(tokens=) with
     the same seed and rule; the tokens set the size and no paste-back happens."""
-    first, _ = sample(fake_model, CanvasNode.execute(width=48, height=48, batch_size=1).args[0])
+    canvas = asyncio.run(CanvasNode.execute(width=48, height=48, batch_size=1)).args[0]
+    first, _ = sample(fake_model, canvas)
     again, line = sample(fake_model, token_canvas(first, batch_size=2), denoise=0.5, steps=64)
     want = fake_model.pipe.generate(PROMPT, tokens=first.tokens, denoise=0.5, steps=64, seed=3,
                                     cfg=0.75, batch_size=2, decode=False)

@@ -10,6 +10,7 @@ test re-checks the same files against a live server's /object_info.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -132,4 +133,4 @@ def test_sampler_validation_accepts_every_shipped_workflow(path: Path) -> None:
             assert DiMOOSampler.validate_inputs(node["inputs"]["prompt"]) is True
         if node["class_type"] == "LADR_Canvas":
             i = node["inputs"]
-            assert CanvasNode.execute(i["width"], i["height"], i["batch_size"]).args
+            assert asyncio.run(CanvasNode.execute(i["width"], i["height"], i["batch_size"])).args

@@ -126,7 +126,7 @@ def suggest_size(width: int, height: int, step: int, vq_factor: int,
 def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
                      prompt_length: int, field: str = "prompt",
                      step: int | None = None, source: str | None = None,
-                     prompt_label: str | None = None) -> ImageLayout:
+                     prompt_label: str | None = None, base_length: int = 0) -> ImageLayout:
     """Validate a pixel size; InputError naming the input and the nearest valid sizes.
 
     ``prompt_length``: tokens of the longest row apart from the image to generate, ``field``
@@ -134,7 +134,10 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
     calls it (default ``field``; an edit's rows also hold its input images); suggested sizes
     are multiples of ``step`` (default the VQ factor; the pipeline passes the node's 16 px
     grid). ``source``: the input the size comes from when it is not width / height (an image:
-    a size too large is then the image's).
+    a size too large is then the image's). ``base_length``: the tokens of that row with an
+    empty prompt; when the image with those alone fits the context, a size too large for the
+    context is the prompt's fault, and the message names it, else width or height (the one
+    whose smaller value alone makes it fit) or both, with a size that fits.
     """
     step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
@@ -151,23 +154,58 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
         need = (f"{total} tokens ({prompt_label or field} {prompt_length} + image "
                 f"{layout.length}) but the model's context (max_sequence_length) is "
                 f"{max_length}")
-        raise _too_long(width, height, need, fit, field, source, step)
+        if source is not None or layout.length + base_length <= max_length:
+            raise _too_long(width, height, need, fit, field, source, step, total - max_length)
+        raise _too_large(width, height, vq_factor, max_length - prompt_length, need, fit, field,
+                         step)
     return layout
 
 
 def _too_long(width: int, height: int, need: str, fit: tuple[int, int] | None, field: str,
-              source: str | None, step: int) -> InputError:
-    """The error of a size whose tokens, with the prompt's, exceed the model's context."""
+              source: str | None, step: int, over: int) -> InputError:
+    """The error of a prompt (`field`) too long for the context beside the image, or of an
+    image input (`source`) too large with it."""
     if source is not None:
         fix = (f"resize it to at most {fit[0]} x {fit[1]} px (same aspect ratio)" if fit
                else f"shorten the {field}")
         return InputError(source, f"is {width} x {height} px, which needs {need}", fix)
-    hint = (f"nearest valid size in multiples of {step} px with the closest aspect ratio: "
-            f"width={fit[0]}, height={fit[1]}; or shorten the {field}" if fit
-            else f"shorten the {field}")
-    hint += ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
-             "in its config.json")
-    return InputError("width and height", f"{width} x {height} px need {need}", hint)
+    smaller = (f"; or draw a smaller image: nearest valid size in multiples of {step} px with "
+               f"the closest aspect ratio: width={fit[0]}, height={fit[1]}" if fit else "")
+    return InputError(field, f"is too long beside a {width} x {height} px image: it needs {need}",
+                      f"shorten the {field} by at least {over} tokens{smaller}")
+
+
+def _side_fit(side: str, width: int, height: int, step: int, vq_factor: int,
+              room: int) -> int | None:
+    """The largest value of `side` (a multiple of `step`, below the asked one) whose image fits
+    `room` tokens with the other side kept; None when none does."""
+    for value in range((width if side == "width" else height) // step * step, 0, -step):
+        w, h = (value, height) if side == "width" else (width, value)
+        if ImageLayout(h // vq_factor, w // vq_factor).length <= room:
+            return value
+    return None
+
+
+def _too_large(width: int, height: int, vq_factor: int, room: int, need: str,
+               fit: tuple[int, int] | None, field: str, step: int) -> InputError:
+    """The error of a width x height whose image alone does not fit the context (`room`: the
+    tokens left beside the prompt): it names width (or height) when a smaller value of that
+    side alone makes it fit and the other side's does not, else both."""
+    fits = {side: _side_fit(side, width, height, step, vq_factor, room)
+            for side in ("width", "height")}
+    aspect = (f"nearest valid size in multiples of {step} px with the closest aspect ratio: "
+              f"width={fit[0]}, height={fit[1]}" if fit else "")
+    context = ("; if the checkpoint was trained on longer sequences, raise max_sequence_length "
+               "in its config.json")
+    for side, other in (("width", "height"), ("height", "width")):
+        if fits[side] is not None and fits[other] is None:
+            kept = height if side == "width" else width
+            fix = f"set {side} to at most {fits[side]} (at {other} {kept})"
+            return InputError(side, f"={width if side == 'width' else height} makes the image "
+                              f"too large: {width} x {height} px need {need}",
+                              fix + (f"; or {aspect}" if fit else "") + context)
+    fix = aspect if fit else f"no size fits beside this {field}: shorten the {field}"
+    return InputError("width and height", f"{width} x {height} px need {need}", fix + context)
 
 
 @dataclass(frozen=True)
