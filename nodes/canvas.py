@@ -1,7 +1,7 @@
 """DiMOO Canvas, DiMOO Paint Canvas and DiMOO Token Canvas nodes -> the LADR_CANVAS socket
 (nodes/handles.Canvas): what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty
 Latent Image, from VAE Encode with a noise mask, or from another KSampler (inputs:
-web/docs/LADR_Canvas.md, LADR_PaintCanvas.md, LADR_TokenCanvas.md). `prepare_job` turns a
+web/docs/<node_id>/en.md). `prepare_job` turns a
 canvas and the prompts into the library's checked request (``pipe.prepare_text`` /
 ``prepare_paint`` / ``prepare_tokens``) before the model loads.
 """
