@@ -236,6 +236,7 @@ class DiMOODenoiser:
         call's counts (itemcache.py), and this call posts its own."""
         caches = self.caches
         assert caches is not None
+        caches.release_others(items)  # finished items' caches go before new ones are made
         previous = caches.previous()
         refresh, cached = caches.plan(items, previous)
         where = {item: a for a, item in enumerate(items)}

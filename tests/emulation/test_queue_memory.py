@@ -1,0 +1,49 @@
+"""A queue of prompts on an emulated 24 GB card at the 8B model's shape (tests/kit/shaped_8b.py,
+shapes only): the images in flight are the library's choice for the card's free memory, the
+rest roll through them, and the device memory does not grow with the queue, with or without an
+ML-Cache (each kind: the official settings and the LADR preset). Each image runs two denoiser
+calls (a refresh and a cached call under an ML-Cache) and finishes; the run's peak beyond the
+weights is the allocator model's count of live bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+
+from ladr_core.dimoo import MLCacheConfig
+from ladr_core.dimoo.model.memory import working_memory
+from tests.kit.cuda_emu import emulated_cuda
+from tests.kit.shaped_8b import finish_after, pipeline_8b
+
+CACHES = {"none": None, "ml-cache": MLCacheConfig(), "ml-cache-ladr": MLCacheConfig.ladr()}
+PX = 512
+
+
+def queue(prompts: int, cache: MLCacheConfig | None, callback: Any = None) -> dict[str, Any]:
+    """``prompts`` images of the 8B shape on the emulated RTX 4090 (24 GB): images in flight,
+    peak bytes beyond the weights, and what the memory plan grants that many images."""
+    with emulated_cuda(card="rtx4090", storage="meta") as emu:
+        pipe = pipeline_8b()
+        weights = emu.memory.allocated
+        emu.memory.reset_peak()
+        with finish_after(2):
+            res = pipe.generate(["a red circle"] * prompts, width=PX, height=PX, steps=8,
+                                strategy="baseline", cache=cache, decode=False,
+                                callback=callback)
+        job = pipe.prepare_text(["a red circle"], width=PX, height=PX)
+        branches, length = job.rows(pipe.encode)
+        grant = working_memory(pipe.config, res.in_flight, length, job.layout.n_codes,
+                               pipe.ids.codebook_size, branches=branches,
+                               cache=cache is not None, dtype=torch.bfloat16)
+        return {"in_flight": res.in_flight, "peak": emu.memory.peak_allocated - weights,
+                "grant": grant}
+
+
+@pytest.mark.parametrize("kind", list(CACHES))
+def test_a_long_queue_rolls_through_the_images_in_flight_and_never_grows(kind: str) -> None:
+    short, long = queue(8, CACHES[kind]), queue(24, CACHES[kind])
+    assert short["in_flight"] == long["in_flight"] < 24  # a queue longer than fits rolls
+    assert long["peak"] <= 1.1 * short["peak"], (short, long)
+
