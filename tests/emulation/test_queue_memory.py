@@ -47,3 +47,26 @@ def test_a_long_queue_rolls_through_the_images_in_flight_and_never_grows(kind: s
     assert short["in_flight"] == long["in_flight"] < 24  # a queue longer than fits rolls
     assert long["peak"] <= 1.1 * short["peak"], (short, long)
 
+
+
+def test_a_checkpoint_without_a_preview_table_fits_its_first_step() -> None:
+    """The real repository ships no preview table, so the first preview builds one (the 8B
+    checkpoint's VQ decoding PREVIEW_CHUNK codes per call, each a 48 px image; 1,024 of its
+    8,192 codes here: the same calls, fewer of them). On a card with room for the weights and
+    what ``run_memory`` asks a host to keep free, the first step and its preview run with an
+    ML-Cache: the table is made before the step and counted in the plan."""
+    with emulated_cuda(storage="meta") as emu:
+        pipe = pipeline_8b(layers=2, vq=True, vq_codes=1024)
+        job = pipe.prepare_text(["a red circle"], width=PX, height=PX)
+        need = pipe.run_memory(job, 1, CACHES["ml-cache"])
+        emu.memory.limit(emu.memory.reserved + need + 64 * 2 ** 20, 0)  # 64 MiB for segments
+
+        def preview(record: dict[str, Any]) -> None:
+            pipe.preview(record["tokens"][:1], record["masked"][:1], record["grid"])
+
+        with finish_after(1):
+            res = pipe.generate("a red circle", width=PX, height=PX, steps=8,
+                                strategy="baseline", cache=CACHES["ml-cache"], decode=False,
+                                callback=preview)
+        assert res.nfe == 1
+        assert pipe.preview_bytes() == 0 < need  # built, and no longer asked for

@@ -50,16 +50,19 @@ class _Words:
         return SimpleNamespace(ids=[self.first + len(w) for w in text.split()])
 
 
-def _vq(device: torch.device) -> Any:
+def _vq(device: torch.device, codes: int = 8192) -> Any:
     from diffusers import VQModel
 
     with torch.device("meta"):
-        vq = VQModel.from_config(VQ_CONFIG)
+        vq = VQModel.from_config({**VQ_CONFIG, "num_vq_embeddings": codes})
     return vq.to_empty(device=device).eval().requires_grad_(False)
 
 
-def pipeline_8b(layers: int = 32, vq: bool = False, device: str = "cuda") -> DiMOOPipeline:
-    """The 8B-shaped pipeline (module docstring), weights in bf16 on ``device``."""
+def pipeline_8b(layers: int = 32, vq: bool = False, device: str = "cuda",
+                vq_codes: int = 8192) -> DiMOOPipeline:
+    """The 8B-shaped pipeline (module docstring), weights in bf16 on ``device``; ``vq_codes``
+    below 8,192 keeps the VQ's layers with a smaller codebook (building a preview table then
+    takes fewer decoder calls of the same size)."""
     config = config_8b(layers)
     ids = DiMOOIds.from_config_dict({}, width=WIDTH_8B)
     previous = torch.get_default_dtype()
@@ -70,7 +73,7 @@ def pipeline_8b(layers: int = 32, vq: bool = False, device: str = "cuda") -> DiM
     finally:
         torch.set_default_dtype(previous)
     model = model.to_empty(device=torch.device(device)).eval().requires_grad_(False)
-    loaded = LoadedCheckpoint(model, config, ids, _Words(ids), _vq(torch.device(device))
+    loaded = LoadedCheckpoint(model, config, ids, _Words(ids), _vq(torch.device(device), vq_codes)
                               if vq else None, 16, {"default_image_size": 1024}, None)
     pipe = DiMOOPipeline(loaded)
     pipe.compute_dtype = torch.bfloat16

@@ -30,7 +30,7 @@ def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
     rows = batch * branches
     passes = pass_memory(config, rows * seq_len, e)
     slots = rows * n_codes
-    logits = slots * (d * e + codebook_size * (e + F32)) + 3 * batch * n_codes * codebook_size * F32
+    logits = slots * (d * e + codebook_size * (e + F32))
     total = max(passes, logits) + 2 * n_codes * codebook_size * F32
     if cache:
         total += rows * (2 * config.n_layers * seq_len * kv * e + n_codes * (codebook_size + 1) * e
@@ -40,12 +40,14 @@ def working_memory(config: LLaDAConfig, batch: int, seq_len: int, n_codes: int,
 
 def pass_memory(config: LLaDAConfig, tokens: int, e: int) -> int:
     """Bytes of one forward pass over ``tokens`` tokens in an ``e``-byte compute dtype: the
-    widest layer's activations (MLP or attention with RoPE), as working_memory counts them."""
+    widest moment of a layer (the RoPE of q or k, the attention or the MLP), as working_memory
+    counts them (docs/ARCHITECTURE.md section 8)."""
     d, hidden, hd = config.d_model, config.hidden_size, config.head_dim
     kv = config.effective_n_kv_heads * hd
-    mlp = e * (3 * hidden + 5 * d + 2 * kv)
-    rope = e * (5 * d + 4 * kv) + F32 * 5 * d
-    return tokens * (max(mlp, rope) + 2 * F32 * hd)
+    rope = e * (3 * d + 2 * kv) + F32 * 5 * max(d, kv) // 2
+    attention = e * (5 * d + 2 * kv)
+    mlp = e * (2 * hidden + 2 * d)
+    return tokens * (max(rope, attention, mlp) + 2 * F32 * hd)
 
 
 def model_compute_dtype(model: LLaDAModel) -> torch.dtype:
