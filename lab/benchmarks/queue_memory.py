@@ -4,8 +4,8 @@ run of that many images holds, on the emulated CUDA device (tests/kit/cuda_emu, 
     python -m lab.benchmarks.queue_memory [--px 1024] [--card-gib 24] [--batches 1,4]
                                           [--layers 2] [--out DIR] [--label NAME]
 
-1. The plan: ``working_memory`` (model/memory.py) of one image at ``--px`` with CFG, without
-   and with the ML-Cache, in bf16, and ``runs.images_in_flight`` for a card of ``--card-gib``
+1. The plan: ``pipe.image_bytes`` (model/memory.py ``working_memory``) of one image at
+   ``--px`` with CFG, without and with the ML-Cache, in bf16, and ``images_in_flight`` for a card of ``--card-gib``
    GiB holding the bf16 weights of the 32-layer model (its parameter bytes) beside 0.5 GiB of
    CUDA context.
 2. The run: ``pipe.generate`` of ``b`` images (each of ``--batches``) at ``--px``, all in
@@ -29,10 +29,9 @@ import torch
 
 import ladr_core
 from lab.benchmarks.common import write_result
-from ladr_core.dimoo.model.memory import working_memory
-from ladr_core.dimoo.runs import images_in_flight
+from ladr_core.dimoo import images_in_flight
 from tests.kit.cuda_emu import emulated_cuda
-from tests.kit.shaped_8b import config_8b, finish_after, pipeline_8b
+from tests.kit.shaped_8b import finish_after, pipeline_8b
 
 GIB = 2 ** 30
 CONTEXT = GIB // 2
@@ -64,14 +63,12 @@ def _peak(px: int, batch: int, layers: int) -> int:
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     a = _args(argv)
-    config, grid = config_8b(), a.px // 16
-    with torch.device("meta"):
-        weights = sum(p.numel() * 2 for p in ladr_core.dimoo.LLaDAModel(config).parameters())
+    pipe = pipeline_8b(device="meta")  # the 32-layer model, shapes only
+    weights = sum(p.numel() * p.element_size() for p in pipe.transformer.parameters())
     free = int(a.card_gib * GIB) - CONTEXT - weights
     plan = {}
     for cache in (False, True):
-        per = working_memory(config, 1, grid * (grid + 1) + 2 + 96, grid * grid, 8192,
-                             cache=cache, dtype=torch.bfloat16)
+        per = pipe.image_bytes(a.px, a.px, cache)
         plan["ml-cache" if cache else "none"] = {
             "per_image_gib": per / GIB,
             "images_in_flight": images_in_flight(torch.device("cuda"), 64, per, free)}

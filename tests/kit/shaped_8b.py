@@ -10,6 +10,9 @@ its put-back cases).
 * ``finish_after(calls)``: the sampler's one host read per step replaced for a shape-only run,
   which has no counts to read: each image finishes after ``calls`` denoiser calls, so a queue
   rolls through the images in flight as it would on a card.
+* ``within_grant(emu, grant)``: the allocation that takes the live bytes more than ``grant``
+  beyond those at entry raises, naming the pack's lines that asked (the memory plan checked
+  against allocated bytes, which a card's fragmentation does not blur).
 """
 
 from __future__ import annotations
@@ -25,10 +28,12 @@ import torch
 from ladr_core import sampling  # reaches in: the step loop's host read (_Run.sync_counts)
 from ladr_core.dimoo import DiMOOIds, DiMOOPipeline, LLaDAConfig, LLaDAModel, LoadedCheckpoint
 
+from .cuda_emu.where import trail
 from .real_repo import LLADA_8B
 from .vq_8b import VQ_CONFIG
 
-__all__ = ["WIDTH_8B", "config_8b", "finish_after", "pipeline_8b"]
+__all__ = ["MemoryGrantError", "WIDTH_8B", "config_8b", "finish_after", "pipeline_8b",
+           "within_grant"]
 
 WIDTH_8B = 134656  # the DiMOO head: 126,464 text rows and 8,192 image codes, padded to 128
 
@@ -94,3 +99,29 @@ def finish_after(calls: int) -> Iterator[None]:
 
     with mock.patch.object(sampling._Run, "sync_counts", sync_counts):
         yield
+
+
+class MemoryGrantError(RuntimeError):
+    """A run held more device memory than the plan granted it."""
+
+
+@contextlib.contextmanager
+def within_grant(emu: Any, grant: int) -> Iterator[None]:
+    """Inside the block, an allocation past ``grant`` bytes beyond the entry's raises
+    MemoryGrantError("[cuda-emulation:memory] ... at file:line (function) <- ...")."""
+    memory = emu.memory
+    malloc, start = memory.malloc, memory.allocated
+
+    def counted(nbytes: int) -> int:
+        handle = malloc(nbytes)
+        if memory.allocated - start > grant:
+            raise MemoryGrantError(
+                f"[cuda-emulation:memory] {(memory.allocated - start) / 2 ** 30:.2f} GiB held "
+                f"past the {grant / 2 ** 30:.2f} GiB the plan granted, at {trail()}")
+        return handle
+
+    memory.malloc = counted
+    try:
+        yield
+    finally:
+        del memory.malloc
