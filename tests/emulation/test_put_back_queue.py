@@ -8,8 +8,9 @@ or past the memory the plan grants (``shaped_8b.within_grant``):
 3. the preview table built inside the first step (pipeline.py, images.py, vq.py): 256 codes
    per decoder call, beside the step's memory, and not in ``run_memory``, so a card sized by
    the plan runs out in the build;
-4. the float32 RoPE of q and k out of place (transformer.py), where a pass peaks: four images
-   at 1024 px run out of a card with room for the weights and what the plan grants them.
+4. the float32 RoPE of q and k out of place (transformer.py), where a pass peaks, or a layer's
+   q, k, v kept alive through its MLP (packed.py): four images at 1024 px hold more than the
+   plan grants them.
 
 The same scenarios on the code as it is pass (the last test), so each failure is the defect's.
 """
@@ -80,6 +81,10 @@ CASES = {
         PutBack(3, "ladr_core/dimoo/pipeline.py", ", self.preview_bytes())", ")", PREVIEW),
         PutBack(3, "ladr_core/dimoo/model/vq.py", "PREVIEW_CHUNK = 32 ",
                 "PREVIEW_CHUNK = 256 ", PREVIEW)],
+    "qkv-alive-through-the-mlp": [PutBack(
+        4, "ladr_core/dimoo/model/packed.py",
+        "        del q, k, v  # not alive through the MLP nor the next layer's projections\n", "",
+        GRANT, ("ladr_core/dimoo/model/transformer.py", "gate = self.act(self.ff_proj(y))"))],
     "rope-out-of-place": [PutBack(
         4, "ladr_core/dimoo/model/transformer.py", ROPE,
         "    return (xf * cos + rotated * sin).to(x.dtype)  # out of place, as before",

@@ -150,7 +150,7 @@ class LLaDABlock(nn.Module):
         # peak instead of three (about 0.2 GiB at 1024 px on the 8B model); the same numbers.
         out = self.ff_out(gate.mul_(self.up_proj(y)))
         del gate, y
-        return out.add_(x)
+        return out.add_(x) if out.dtype == x.dtype else x + out  # x + out, bit for bit
 
 
 class _Backbone(nn.Module):
