@@ -20,6 +20,8 @@ import torch
 from ..devices import to_device
 from .model.memory import decode_memory
 from .model.vq import (
+    PREVIEW_CHUNK,
+    PREVIEW_CONTEXT,
     build_preview_table,
     decode_codes,
     encode_images,
@@ -61,6 +63,18 @@ class PipelineImages:
         to decode."""
         one = decode_memory(self.vq.config, height, width, next(self.vq.parameters()).dtype)
         return one + (images if images > 1 else 0) * height * width * 3 * 4
+
+    def preview_bytes(self) -> int:
+        """Device memory building the preview table takes beyond the VQ's weights (0 once
+        there is a table): ``build_preview_table`` decodes PREVIEW_CHUNK codes at a time, each
+        a grid of PREVIEW_CONTEXT x PREVIEW_CONTEXT tokens (model/memory.py ``decode_memory``
+        of each). A run with a callback builds it before its first step (``DiMOOPipeline.run``)
+        and ``run_memory`` counts it, so a card that fits a run also fits its first preview."""
+        if self.vq is None or getattr(self.vq, PREVIEW_BUFFER, None) is not None:
+            return 0
+        side = PREVIEW_CONTEXT * self.vq_factor
+        one = decode_memory(self.vq.config, side, side, next(self.vq.parameters()).dtype)
+        return PREVIEW_CHUNK * one
 
     def use_preview_table(self, path: str | Path) -> None:
         """Use a fitted table file (vq.py ``load_preview_table``); CheckpointError if it does

@@ -172,16 +172,17 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
 
     def run_memory(self, job: Job, images: int = 1, cache: MLCacheConfig | None = None) -> int:
         """Device memory beyond the weights of a run of ``job``, ``images`` in flight: its
-        sampling (``working_memory`` at the job's rows) or the decode of its images (one at a
-        time, the decoded ones kept), the larger (the decode follows): what a host keeps free
-        when loading the weights."""
+        sampling (``working_memory`` at the job's rows), the decode of its images (one at a
+        time, the decoded ones kept) or, while the pipeline has no preview table, building it
+        (``preview_bytes``: before the first step), the largest (they do not overlap): what a
+        host keeps free when loading the weights."""
         branches, length = job.rows(self.encode)
         grid = job.layout
         sampling = working_memory(self.config, images, length, grid.n_codes,
                                   self.ids.codebook_size, branches=branches,
                                   cache=cache is not None, dtype=self._compute_dtype())
         return max(sampling, self.decode_bytes(grid.w * self.vq_factor, grid.h * self.vq_factor,
-                                               len(job.items)))
+                                               len(job.items)), self.preview_bytes())
 
     def _compute_dtype(self) -> torch.dtype:
         """The dtype activations are computed in: the load's ``dtype`` (``load_dimoo``), else
@@ -337,6 +338,8 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         if start > 0:
             job, strategy = self._from_step(job, strategy, start, steps, seed)  # type: ignore
             steps -= start
+        if callback is not None and self.vq is not None:  # a callback may draw previews:
+            self.preview_table()  # the table is made now, not in the first step beside sampling
         built = job.build(self.runtime(), steps, cache)
         if max_batch is None:
             grid = built.denoiser.layout

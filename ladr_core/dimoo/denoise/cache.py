@@ -247,9 +247,10 @@ class BranchCache:
         return self.logits
 
     def plan_next(self, logits: torch.Tensor) -> torch.Tensor:
-        """Pick the lowest-max-logit code slots of each row for the next cached step: [R, M]."""
+        """Pick the lowest-max-logit code slots of each row for the next cached step: [R, M]
+        (``logits`` [R, N, K] in the model dtype or float32)."""
         m = self.config.n_recompute(logits.shape[1])
-        max_logit = logits.amax(dim=-1)
+        max_logit = logits.amax(dim=-1).float()  # the model dtype's maxima, exactly
         self.next_index = max_logit.topk(m, dim=1, largest=False).indices
         if self.config.tracks_codes:
             self.max_logit = max_logit

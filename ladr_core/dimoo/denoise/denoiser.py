@@ -236,6 +236,7 @@ class DiMOODenoiser:
         call's counts (itemcache.py), and this call posts its own."""
         caches = self.caches
         assert caches is not None
+        caches.release_others(items)  # finished items' caches go before new ones are made
         previous = caches.previous()
         refresh, cached = caches.plan(items, previous)
         where = {item: a for a, item in enumerate(items)}
@@ -263,7 +264,7 @@ class DiMOODenoiser:
         caches.post(items, masked.to(self.device), skipped)
         self.stats.host_waits = caches.waits
         logits = torch.stack([parts[item][b] for b in range(self.table.branches)
-                              for item in items]).float()
+                              for item in items])  # model dtype: _guide makes the float32
         for a, item in enumerate(items):
             caches[item].plan_next(logits[a::len(items)])
         return logits
@@ -276,19 +277,30 @@ class DiMOODenoiser:
         with torch.no_grad():
             codes = self._codes(tokens, masked, chosen)
             if self.caches is None:
-                logits = self._full(chosen, codes, keep=False).float()
+                logits = self._full(chosen, codes, keep=False)
             else:
                 logits = self._cache_call(chosen, codes, masked)
             self.stats.nfe += 1
             self.stats.token_forwards_full += self.pack(chosen).real_tokens
-            a = len(chosen)
-            if self.table.branches == 1:
-                return logits
-            if self.image_cfg is not None:  # official image-to-image guidance
-                cond, text, image = logits[:a], logits[a:2 * a], logits[2 * a:]
-                return cond + self.cfg * (cond - text) + self.image_cfg * (cond - image)
-            cond, uncond = logits[:a], logits[a:]
-            return (1.0 + self.cfg) * cond - self.cfg * uncond
+            return self._guide(logits, len(chosen))
+
+    def _guide(self, logits: torch.Tensor, a: int) -> torch.Tensor:
+        """The rows' logits [R * A, N, K] (a tensor of this call's own, model dtype or
+        float32) -> guided float32 logits [A, N, K]: the official ``(1 + s) * cond - s *
+        uncond`` (editing: ``cond + s * (cond - text) + s_img * (cond - image)``) in float32.
+        Each branch is made float32 on its own and combined in place, so the call holds the
+        rows' logits and one float32 copy of each branch, never a float32 copy of all rows
+        beside three new [A, N, K] results; the same operations in the same order, so the
+        same values bit for bit."""
+        if self.table.branches == 1:
+            return logits.float()
+        cond = logits[:a].float()
+        if self.image_cfg is not None:  # official image-to-image guidance
+            text = logits[a:2 * a].float().neg_().add_(cond).mul_(self.cfg)  # s * (cond - text)
+            image = logits[2 * a:].float().neg_().add_(cond).mul_(self.image_cfg)
+            return cond.add_(text).add_(image)
+        uncond = logits[a:].float().mul_(self.cfg)
+        return cond.mul_(1.0 + self.cfg).sub_(uncond)
 
     def masked_logits(self, tokens: torch.Tensor, masked: torch.Tensor
                       ) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -1,4 +1,6 @@
-"""The ML-Cache of a batch, item by item: each item keeps its own cache and refresh schedule.
+"""The ML-Cache of a batch, item by item: each item keeps its own cache and refresh schedule,
+and gives its memory back when it leaves the batch (a queue longer than the images in flight
+rolls through them with the caches of those in flight only).
 
 How and why: docs/ARCHITECTURE.md section 8, dimoo/denoise/itemcache.py.
 """
@@ -30,6 +32,14 @@ class ItemCaches:
             self.entries[item] = (BranchCache(self.config),
                                   CacheSchedule(self.config, self.steps, self.counts[item]))
         return self.entries[item]
+
+    def release_others(self, items: tuple[int, ...]) -> None:
+        """Drop the cache of every item a call does not run: the sampler sends only the items
+        still running, and a finished item never comes back (its slot goes to the next image of
+        a rolling batch), so its K/V and logits are freed before a joining item's first refresh
+        makes its own. An item sent again later would start a new cache (a refresh first)."""
+        for item in [i for i in self.entries if i not in items]:
+            del self.entries[item]
 
     def previous(self) -> dict[int, int]:
         """Each item's masked count at the previous call (items it did not run are absent).

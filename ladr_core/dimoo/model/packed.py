@@ -67,13 +67,13 @@ def _qkv(block: LLaDABlock, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tenso
          ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """x [T, D] -> q [T, H, hd], k/v [T, Hkv, hd] (RoPE on q and k; cos/sin [T, 1, hd])."""
     cfg = block.cfg
-    t = x.shape[0]
+    t, full = x.shape[0], cfg.rope_full_precision
     n = block.attn_norm(x)
-    q = block.q_proj(n).view(t, cfg.n_heads, cfg.head_dim)
-    k = block.k_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
-    v = block.v_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
-    full = cfg.rope_full_precision
-    return apply_rope(q, cos, sin, full), apply_rope(k, cos, sin, full), v
+    # each projection rotated as soon as it is made: the unrotated q is gone before k exists
+    q = apply_rope(block.q_proj(n).view(t, cfg.n_heads, cfg.head_dim), cos, sin, full)
+    k = apply_rope(block.k_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim), cos, sin,
+                   full)
+    return q, k, block.v_proj(n).view(t, cfg.effective_n_kv_heads, cfg.head_dim)
 
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
@@ -95,10 +95,6 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
     return outs[0] if len(outs) == 1 else torch.cat(outs)
 
 
-def _mlp_residual(block: LLaDABlock, x: torch.Tensor, att: torch.Tensor) -> torch.Tensor:
-    x = x + block.attn_out(att)
-    y = block.ff_norm(x)
-    return x + block.ff_out(block.act(block.ff_proj(y)) * block.up_proj(y))
 
 
 KVSink = Callable[[int, torch.Tensor, torch.Tensor], None]
@@ -118,7 +114,11 @@ def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
         q, k, v = _qkv(block, x, cos, sin)
         if kv_sink is not None:
             kv_sink(i, k, v)
-        x = _mlp_residual(block, x, attend(q, k, v, rows, None))
+        att = attend(q, k, v, rows, None)
+        del q, k, v  # not alive through the MLP nor the next layer's projections
+        x = x + block.attn_out(att)
+        del att
+        x = block.feed_forward(x)
     return x
 
 
@@ -150,5 +150,10 @@ def partial_pass(model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
                                                  k_all.transpose(0, 1)[None],
                                                  v_all.transpose(0, 1)[None], enable_gqa=gqa)
             outs.append(att[0].transpose(0, 1).reshape(qr.shape[0], -1))
-        x = _mlp_residual(block, x, outs[0] if len(outs) == 1 else torch.cat(outs))
+        del q, k, v, qr, kr, vr, att, k_all, v_all
+        att = outs[0] if len(outs) == 1 else torch.cat(outs)
+        del outs
+        x = x + block.attn_out(att)
+        del att
+        x = block.feed_forward(x)
     return x

@@ -90,7 +90,13 @@ def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
         xf, cos, sin = x, cos.to(x.dtype), sin.to(x.dtype)
     x1, x2 = xf.chunk(2, dim=-1)
     rotated = torch.cat((-x2, x1), dim=-1)
-    return (xf * cos + rotated * sin).to(x.dtype)
+    if torch.is_grad_enabled():  # training: autograd keeps the factors as they were
+        return (xf * cos + rotated * sin).to(x.dtype)
+    # Inference: the same three roundings in place, so two [.., hd] temporaries are alive
+    # beside x instead of four (the float32 RoPE of q and k is where a pass peaks)
+    del x1, x2
+    xf = xf.mul(cos) if xf is x else xf.mul_(cos)
+    return xf.add_(rotated.mul_(sin)).to(x.dtype)
 
 
 class LLaDABlock(nn.Module):
@@ -130,13 +136,21 @@ class LLaDABlock(nn.Module):
         gqa = self.cfg.n_heads != self.cfg.effective_n_kv_heads  # SDPA groups heads, no K/V copy
         att = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask, enable_gqa=gqa)
         x = x + self.attn_out(att.transpose(1, 2).reshape(b, m, d))
+        del att
+        return self.feed_forward(x)
+
+    def feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The gated MLP with its residual: x + ff_out(act(ff_proj(n)) * up_proj(n)), n =
+        ff_norm(x); x [..., D] (the padded passes' [B, M, D], the packed passes' [T, D])."""
         y = self.ff_norm(x)
         gate = self.act(self.ff_proj(y))
         if torch.is_grad_enabled():  # training: autograd needs the gate as it was
             return x + self.ff_out(gate * self.up_proj(y))
         # Inference: the product in place, so two [M, hidden] buffers are alive at the MLP's
         # peak instead of three (about 0.2 GiB at 1024 px on the 8B model); the same numbers.
-        return x + self.ff_out(gate.mul_(self.up_proj(y)))
+        out = self.ff_out(gate.mul_(self.up_proj(y)))
+        del gate, y
+        return out.add_(x) if out.dtype == x.dtype else x + out  # x + out, bit for bit
 
 
 class _Backbone(nn.Module):
