@@ -206,9 +206,27 @@ def jobs(rule_list: list[str], steps: list[int], shard: tuple[int, int]) -> list
     return order[shard[0]::shard[1]]
 
 
+def throughput(bed: Testbed, rule_list: list[str], steps: list[int], n: int,
+               log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Images per second and seconds per image-forward of each rule at each steps on the first
+    `n` prompts, one core (the judge's time included, as in a run); nothing stored."""
+    pipe, out = bed.load(), []
+    run_chunk(pipe, bed, "baseline", 2, 0, min(n, 2))   # warm-up
+    for rule in rule_list:
+        for s in steps:
+            run = run_chunk(pipe, bed, rule, s, 0, n)
+            row = {"model": bed.name, "rule": rule, "steps": s, "prompts": n,
+                   "forwards_mean": float(run["nfe"].mean()),
+                   "images_per_s": round(n / run["wall_s"], 3),
+                   "s_per_image_forward": round(run["wall_s"] / float(run["nfe"].sum()), 5)}
+            out.append(row)
+            log(json.dumps(row))
+    return out
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=("run", "rules", "report"))
+    ap.add_argument("command", choices=("run", "rules", "report", "throughput"))
     ap.add_argument("--model", choices=tuple(TESTBEDS), default="nano", help="run: the testbed")
     ap.add_argument("--rules", default="all", help="comma list of rules() names, or 'all'")
     ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="comma list of steps")
@@ -248,6 +266,12 @@ def main(argv: list[str] | None = None) -> None:
         report([])
         return
     torch.set_num_threads(a.threads)
+    if a.command == "throughput":  # --prompts: per measurement (default 8)
+        n = a.prompts if a.prompts != DEFAULT_PROMPTS[a.model] else 8
+        rows = throughput(TESTBEDS[a.model](n), a.rules, a.steps, n)
+        path = ROOT / "lab" / "results" / f"quality_per_forward_throughput_{a.model}.json"
+        path.write_text(json.dumps({"env": env_info(), "rows": rows}, indent=1) + "\n")
+        return
     bed, runs = TESTBEDS[a.model](a.prompts), Path(a.runs)
     pipe = bed.load()
     todo = jobs(a.rules, a.steps, a.shard)
