@@ -25,13 +25,15 @@ Store (resumable, splittable): one job = (testbed, rule, steps); its prompts run
 (``--chunk``), each appended to ``<runs>/<testbed>/<rule>-s<steps>.npz`` (``run_store``: verdicts,
 forwards, tokens) with a sidecar ``.json`` recording each chunk's commit, machine and time. A
 re-run skips the stored chunks; processes given disjoint ``--rules`` / ``--steps`` or ``--shard
-k/n`` (job k, k + n, ...) write disjoint files. ``--matched`` also runs, after the grid, the
-official sampler at each finished rule's forwards (``matched_steps``) that is not run yet.
+k/n`` (job k, k + n, ...) write disjoint files. ``--matched`` also runs the
+official sampler at each finished rule's forwards (``matched_steps``) right after the rule, when
+not run yet (give ``--matched`` to one process per testbed: two could write the same file).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import time
@@ -200,9 +202,11 @@ def matched_steps(nfe_mean: float) -> int:
 
 
 def jobs(rule_list: list[str], steps: list[int], shard: tuple[int, int]) -> list[tuple[str, int]]:
-    """(rule, steps) in the order they run: the cheapest steps first, so a cut-off run leaves
-    whole curves' low ends; job k, k + n, ... of shard k/n."""
-    order = [(r, s) for s in sorted(steps) for r in rule_list]
+    """(rule, steps) in the order they run: the official sampler at 64 steps first (every
+    row's reference), then the cheapest steps first, so a cut-off run leaves whole curves' low
+    ends; job k, k + n, ... of shard k/n."""
+    order = sorted(((r, s) for s in steps for r in rule_list),
+                   key=lambda j: (j != ("baseline", REFERENCE_STEPS), j[1]))
     return order[shard[0]::shard[1]]
 
 
@@ -275,15 +279,13 @@ def main(argv: list[str] | None = None) -> None:
     bed, runs = TESTBEDS[a.model](a.prompts), Path(a.runs)
     pipe = bed.load()
     todo = jobs(a.rules, a.steps, a.shard)
+    log = functools.partial(print, flush=True)
     for rule, steps in todo:
-        run_job(pipe, bed, rule, steps, runs, a.chunk, lambda s: print(s, flush=True))
-    if a.matched:
-        for rule, steps in todo:
-            done = finished(runs, bed, rule, steps, a.chunk, pipe.default_cfg)
-            if rule != "baseline" and done is not None:
-                run_job(pipe, bed, "baseline", matched_steps(float(done["nfe"].mean())), runs,
-                        a.chunk, lambda s: print(s, flush=True))
-
+        run_job(pipe, bed, rule, steps, runs, a.chunk, log)
+        done = finished(runs, bed, rule, steps, a.chunk, pipe.default_cfg)
+        if a.matched and rule != "baseline" and done is not None:  # its same-forwards reference
+            run_job(pipe, bed, "baseline", matched_steps(float(done["nfe"].mean())), runs,
+                    a.chunk, log)
 
 if __name__ == "__main__":
     main()

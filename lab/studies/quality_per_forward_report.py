@@ -90,6 +90,16 @@ def rows_of(bed: Q.Testbed, runs: Path, chunk: int, cfg: float) -> tuple[list[di
     return rows, pending
 
 
+def _judge_sha() -> str | None:
+    """sha256 of the emoji judge's weights (trained by lab.emoji.judge_eval, in the cache)."""
+    import hashlib
+
+    from lab.emoji.judge_eval import judge_dir
+
+    path = judge_dir() / "judge.safetensors"
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
 def collect(beds: list[Q.Testbed], runs: Path, cfgs: dict[str, float]) -> dict[str, Any]:
     """The results document (module docstring)."""
     rows, pending = [], []
@@ -102,6 +112,8 @@ def collect(beds: list[Q.Testbed], runs: Path, cfgs: dict[str, float]) -> dict[s
                      "testbeds": {b.name: {"prompts": b.prompts, "n": len(b.captions),
                                            "seed0": b.seed0, "cfg": cfgs[b.name],
                                            "chunk": CHUNK[b.name]} for b in beds},
+                     "judges": {"nano": "lab.nano.evaluator", "emoji": {
+                         "code": "lab.emoji.judge", "weights_sha256": _judge_sha()}},
                      "score": "mean over the categories of the share of prompts passed",
                      "intervals": "paired, stratified 95 % bootstrap (lab.studies.paired_stats"
                      ", 4000 resamples); score_ci: the score's own (paired against zero)"},
