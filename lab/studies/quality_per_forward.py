@@ -127,6 +127,12 @@ def rules() -> tuple[str, ...]:
     return ("baseline", *ladr, *recipes)
 
 
+def own_steps(rule: str) -> int | None:
+    """The schedule length a rule carries of its own, which overrules the user's `steps` (its
+    rows would not be at the steps they name), else None."""
+    return getattr(resolve_strategy(rule), "steps", None)
+
+
 def store_path(runs: Path, bed: str, rule: str, steps: int) -> Path:
     return runs / bed / f"{rule}-s{steps:02d}.npz"
 
@@ -240,6 +246,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--matched", action="store_true",
                     help="then run the official sampler at each finished rule's forwards")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--own-steps", action="store_true",
+                    help="run: also rules that carry their own schedule length (see own_steps)")
     ap.add_argument("--runs", default=str(RUNS), help="the run store's folder")
     a = ap.parse_args(argv)
     known = rules()
@@ -255,6 +263,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if not a.steps or min(a.steps) < 1 or not 0 <= k < n or a.chunk < 1:
         ap.error("--steps >= 1, --chunk >= 1, --shard k/n with 0 <= k < n")
     a.shard = (k, n)
+    own = {r: own_steps(r) for r in a.rules if own_steps(r) is not None}
+    if a.command == "run" and own and not a.own_steps:
+        ap.error(f"--rules: {', '.join(f'{r} (T={t})' for r, t in own.items())} overrule the "
+                 "user's steps in this code, so their rows would not be at the steps they "
+                 "name; leave them out, or give --own-steps to run them anyway")
     a.prompts = a.prompts or DEFAULT_PROMPTS[a.model]
     return a
 
