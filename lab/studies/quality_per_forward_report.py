@@ -50,7 +50,10 @@ def _provenance(path: Path) -> dict[str, Any]:
     return {"commit": ",".join(sorted({c["commit"] for c in chunks})),
             "device": ",".join(sorted({c["device"] for c in chunks})),
             "torch_threads": max(c["torch_threads"] for c in chunks),
-            "wall_s": round(sum(c["wall_s"] for c in chunks), 1), "setting": side["setting"]}
+            "wall_s": round(sum(c["wall_s"] for c in chunks), 1),
+            "cpu_s": round(sum(c["cpu_s"] for c in chunks), 1)
+            if all("cpu_s" in c for c in chunks) else None,  # chunks before it was recorded
+            "setting": side["setting"]}
 
 
 def rows_of(bed: Q.Testbed, runs: Path, chunk: int, cfg: float) -> tuple[list[dict], list[dict]]:
