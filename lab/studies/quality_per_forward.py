@@ -111,6 +111,8 @@ def emoji_testbed(n: int = 250) -> Testbed:
 
 TESTBEDS: dict[str, Callable[..., Testbed]] = {"nano": nano_testbed, "emoji": emoji_testbed}
 DEFAULT_PROMPTS = {"nano": 490, "emoji": 250}
+CHUNK = {"nano": 35, "emoji": 25}
+"""Prompts per stored chunk (the report reads the store with these)."""
 
 
 def _changed_fields(policy: LADRPolicy, paper: LADRPolicy) -> int:
@@ -244,7 +246,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--rules", default="all", help="comma list of rules() names, or 'all'")
     ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="comma list of steps")
     ap.add_argument("--prompts", type=int, default=None, help="default: 490 nano, 250 emoji")
-    ap.add_argument("--chunk", type=int, default=35, help="prompts per stored chunk")
+    ap.add_argument("--chunk", type=int, default=None,
+                    help="prompts per stored chunk (default CHUNK: 35 nano, 25 emoji)")
     ap.add_argument("--shard", default="0/1", help="k/n: run jobs k, k + n, ... of the list")
     ap.add_argument("--matched", action="store_true",
                     help="then run the official sampler at each finished rule's forwards")
@@ -263,6 +266,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         k, n = (int(x) for x in a.shard.split("/"))
     except ValueError:
         ap.error("--steps: comma-separated integers; --shard: k/n with 0 <= k < n")
+    a.chunk = a.chunk or CHUNK[a.model]
     if not a.steps or min(a.steps) < 1 or not 0 <= k < n or a.chunk < 1:
         ap.error("--steps >= 1, --chunk >= 1, --shard k/n with 0 <= k < n")
     a.shard = (k, n)

@@ -35,7 +35,6 @@ FIGURE = RESULTS.with_suffix(".png")
 REPORT = Q.ROOT / "docs" / "reports" / "QUALITY_PER_FORWARD.md"
 README = Q.ROOT / "README.md"
 BLOCK = r"(<!-- quality_per_forward:begin -->\n)(.*?)(<!-- quality_per_forward:end -->)"
-CHUNK = {"nano": 35, "emoji": 25}
 
 
 def interval(a: np.ndarray, b: np.ndarray, gidx: np.ndarray) -> dict[str, float]:
@@ -107,14 +106,14 @@ def collect(beds: list[Q.Testbed], runs: Path, cfgs: dict[str, float]) -> dict[s
     """The results document (module docstring)."""
     rows, pending = [], []
     for bed in beds:
-        r, p = rows_of(bed, runs, CHUNK[bed.name], cfgs[bed.name])
+        r, p = rows_of(bed, runs, Q.CHUNK[bed.name], cfgs[bed.name])
         rows += r
         pending += p
     return {"env": env_info(), "command": "python -m lab.studies.quality_per_forward_report",
             "meta": {"rules": list(Q.rules()), "steps": list(Q.STEPS), "rounding": Q.ROUNDING,
                      "testbeds": {b.name: {"prompts": b.prompts, "n": len(b.captions),
                                            "seed0": b.seed0, "cfg": cfgs[b.name],
-                                           "chunk": CHUNK[b.name]} for b in beds},
+                                           "chunk": Q.CHUNK[b.name]} for b in beds},
                      "judges": {"nano": "lab.nano.evaluator", "emoji": {
                          "code": "lab.emoji.judge", "weights_sha256": _judge_sha()}},
                      "score": "mean over the categories of the share of prompts passed",
