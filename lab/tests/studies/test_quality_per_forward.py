@@ -94,7 +94,7 @@ def test_a_rerun_skips_the_stored_chunks_and_redoes_only_a_missing_one(tiny_nano
 
 def _store(runs, bed, rule, steps, passed, nfe):
     path = Q.store_path(runs, bed.name, rule, steps)
-    run = {"passed": np.array(passed, bool), "nfe": np.array(nfe), "wall_s": 1.0,
+    run = {"passed": np.array(passed, bool), "nfe": np.array(nfe), "wall_s": 1.0, "cpu_s": 0.9,
            "token_forwards": np.zeros(len(nfe)), "images": np.zeros((len(nfe), 2, 2, 3))}
     save_chunk(path, f"{rule}@{steps}", 0, Q._key(rule, steps, 1.0, bed.seed0, 0, len(nfe)), run)
     Q._note(path, 0, len(nfe), run, rule)
