@@ -17,7 +17,7 @@ import torch
 from .devices import index, to_device
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
-from .schedules import Schedule
+from .schedules import Schedule, StepSchedule
 from .slots import Slots
 from .stats import item_rows, item_stats, masked_first, stack_rows, to_positions
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
@@ -27,7 +27,7 @@ from .validation import KnownTokens, SampleArgs, check_logits, validate_argument
 # move or modify it; it decides itself what to sync.
 STEP_RECORD_KEYS: tuple[str, ...] = (
     "step",  # int, 0-based
-    "steps",  # int T
+    "steps",  # int T (at a late start, T - s0: the steps this run plans)
     "strategy",  # str
     "tokens",  # LongTensor [B, N]; masked positions hold the current prediction
     "masked",  # BoolTensor [B, N] after the step
@@ -99,14 +99,16 @@ class _Run:
         generate = to_device(args.known.generate, args.device)
         known = to_device(args.known.tokens, args.device).long().masked_fill(generate, 0)
         counts = generate.sum(dim=1)
+        region = args.known.region  # a late start: the schedule counts over the whole region
+        totals = counts if region is None else to_device(region, args.device).sum(dim=1)
         values = torch.cat([counts, known.amin().view(1), known.amax().view(1)]).tolist()
         if values[-2] < 0:
             raise ValueError(f"known.tokens must be codes >= 0 at the known positions; got "
                              f"{values[-2]}")
         run = cls(args, args.strategy.needs(), n, (h, w), known[:width].clone(),
                   generate[:width].clone(), Slots.start(values[:-2], width),
-                  counts[:width].clone(), out, values[-1])
-        run.buffers["known"], run.buffers["generate"] = known, generate
+                  totals[:width].clone(), out, values[-1])
+        run.buffers.update(known=known, generate=generate, totals=totals)
         return run
 
     def bind_device(self, device: torch.device) -> None:
@@ -117,20 +119,19 @@ class _Run:
         for name in ("tokens", "masked", "total", "out"):
             value = getattr(self, name)
             setattr(self, name, None if value is None else value.to(device))
-        for name in ("known", "generate"):
+        for name in ("known", "generate", "totals"):
             if name in self.buffers:
                 self.buffers[name] = self.buffers[name].to(device)
         a = self.args
-        item = index(self.slots.item, device) if self.slots.rolling else None
-        self.buffers["item"] = item  # type: ignore[assignment]
-        self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
-                                             a.temperature, device, self.total, item))
+        self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.plan.steps, a.schedule,
+                                             a.temperature, device, self.total))
         self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
-        self.item_step = torch.zeros(self.tokens.shape[0], dtype=torch.long, device=device)
+        self.item_step = torch.full((self.tokens.shape[0],), a.plan.start, dtype=torch.long,
+                                    device=device)
 
     def turnover(self) -> None:
         """Finished items leave their slots (their tokens kept in `out` in a rolling batch) and
-        waiting items take them at their own step 0. Every write is in place, so the rule's
+        waiting items take them at their own first step (the schedule's start). Every write is in place, so the rule's
         RunInfo and a captured graph see it; no host sync."""
         for slot, done, joining in self.slots.turnover():
             if self.out is not None:
@@ -140,14 +141,12 @@ class _Run:
             if "known" in self.buffers:
                 self.tokens[slot].copy_(self.buffers["known"][joining])
                 self.masked[slot].copy_(self.buffers["generate"][joining])
-                self.total[slot].fill_(self.slots.item_counts[joining])  # type: ignore[index]
+                self.total[slot].copy_(self.buffers["totals"][joining])  # type: ignore[index]
             else:
                 self.tokens[slot].zero_()
                 self.masked[slot].fill_(True)
             if self.item_step is not None:
-                self.item_step[slot].zero_()
-            if self.buffers.get("item") is not None:
-                self.buffers["item"][slot].fill_(joining)
+                self.item_step[slot].fill_(self.args.plan.start)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -171,11 +170,11 @@ class _Run:
         self.slots.counts = values[:-1]
         if values[-1]:
             self.raise_nonfinite()
-        stuck = [self.slots.item[s] for s in self.slots.active()
-                 if self.slots.ran[s] >= self.args.steps]
+        plan = self.args.plan
+        stuck = [self.slots.item[s] for s in self.slots.active() if self.slots.ran[s] >= plan.left]
         if stuck:
             raise RuntimeError(f"strategy {self.args.strategy.name!r} left tokens masked after "
-                               f"its last step (T={self.args.steps}) for item(s) {stuck}; a "
+                               f"its last step (T={plan.steps}) for item(s) {stuck}; a "
                                "strategy must unmask everything on an item's step T - 1")
         self.turnover()
         return bool(self.slots.active())
@@ -273,7 +272,7 @@ class _Run:
             return None
         return {
             "step": step,
-            "steps": a.steps,
+            "steps": a.plan.left,
             "strategy": a.strategy.name,
             "tokens": torch.where(commit.masked, stats.sampled, self.tokens),
             "masked": commit.masked.clone(),
@@ -295,7 +294,7 @@ class _Run:
 def sample(
     denoise: Callable[..., torch.Tensor],
     shape: Sequence[int],
-    steps: int | None = None,
+    steps: int | StepSchedule | None = None,
     strategy: str | Strategy = "ladr",
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
@@ -308,8 +307,9 @@ def sample(
 ) -> SampleResult:
     """Generate B token grids of H x W: the contract, every argument included, is
     docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
-    an LADR preset name, resolved once, here (ladr_core.registry); steps: T for a strategy
-    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i's tokens
+    an LADR preset name, resolved once, here (ladr_core.registry); steps: the schedule, T (None:
+    DiMOO's 64) or a StepSchedule (T and a late start for a denoise strength < 1, which needs
+    `known`), read by every strategy, none of which runs more than its steps. Item i's tokens
     equal its own B = 1 run with its own generator, whatever the batch, `known` or
     `max_batch`.
     """
@@ -325,7 +325,7 @@ def sample(
         step += 1
         if callback is not None:
             callback(record)
-        if run.slots.last_step(args.steps):  # everyone's last step: no count to read
+        if run.slots.last_step(args.plan.left):  # everyone's last step: no count to read
             break
         if not run.sync_counts():  # the loop's single host synchronisation per step
             break

@@ -94,7 +94,7 @@ def test_known_tokens_never_change(pipe: DiMOOPipeline, strategy: str, cache: st
                       rectangle(32, 32, 0.5, 1.0, "outpainting")])
     plan = plan_painting([PROMPT], image, mask, None, 1, pipe.vq_factor)
     plan = plan.with_codes(pipe.encode_image(plan.source))
-    res = pipe.paint(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy].at_steps(12),
+    res = pipe.paint(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy],
                         cache=CACHES[cache], image=image, mask=mask, decode=False,
                         max_batch=max_batch)
     known = ~plan.region

@@ -33,7 +33,8 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from ...strength import check_denoise, remask_count, remask_positions
+from ...schedules import check_denoise
+from ...strength import remask_count, remask_positions
 from ...validation import KnownTokens
 from ..denoise.prompt import size_error
 
@@ -275,7 +276,8 @@ class PaintPlan:
             return None
         if self.codes is None:
             raise RuntimeError("PaintPlan.known needs the images' codes: call with_codes first")
-        return KnownTokens(self.codes, masked)
+        region = None if self.generate is None else self.region  # a late start counts it all
+        return KnownTokens(self.codes, masked, region)
 
     @property
     def nothing_to_do(self) -> bool:
