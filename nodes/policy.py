@@ -288,7 +288,9 @@ class LADRPolicyNode(io.ComfyNode):
         """Names only `preset`, so its message shows once, on it (nodes/validate.py)."""
         if preset is ABSENT or preset in PRESET_OPTIONS:
             return True
-        return f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}"
+        return (f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}; choose one of "
+                "them (a workflow saved with a preset this version no longer has keeps its "
+                "other widgets)")
 
     @classmethod
     def execute(cls, preset: str, exploration_end: float, refinement_start: float,
