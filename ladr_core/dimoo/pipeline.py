@@ -335,7 +335,7 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         check_job(job, cache)
         if job.nothing_to_do or plan.left == 0:  # nothing to regenerate: the input, unchanged
             return self._unchanged(job, decode, plan)  # type: ignore[arg-type]
-        if plan.start > 0:
+        if plan.start > 0 and job.plan.generate is None:  # a plan given its re-mask keeps it
             job = self._from_step(job, plan, seed)  # type: ignore[arg-type]
         built = job.build(self.runtime(), plan.left, cache)
         if max_batch is None:
