@@ -164,7 +164,7 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
     }
 
 
-def stats_dict(result: Any, strategy: str, planned: StepSchedule | None = None) -> dict:
+def stats_dict(result: Any, strategy: str, planned: StepSchedule = run_stats.PLANNED) -> dict:
     """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports; planned:
     the schedule the run was given (nodes/run_stats.py adds the official sampler's passes for
     the same job)."""

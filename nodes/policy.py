@@ -255,11 +255,10 @@ def _rescue_inputs() -> list:
 
 
 def _preset_tooltip() -> str:
-    lines = [f"{name}: {p.summary}" for name, p in PRESETS.items()]
     return ("A preset sets every field below (greyed out, showing its values; fields it does "
-            "not use are hidden); it runs the sampler's steps and never costs more forward "
-            "passes than the official sampler. custom: use the fields. " + "; ".join(lines)
-            + ".")
+            "not use are hidden) and runs the sampler's steps, never costing more forward passes "
+            "than the official sampler. custom: use the fields. "
+            + "; ".join(f"{name}: {p.summary}" for name, p in PRESETS.items()) + ".")
 
 
 class LADRPolicyNode(io.ComfyNode):

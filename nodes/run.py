@@ -2,9 +2,8 @@
 job -> image tokens + stats, with the host's memory load, progress bar, previews and events
 (what each step shows: docs/ARCHITECTURE.md section 7).
 
-The schedule (steps and denoise, one `StepSchedule` built by the node from its widgets) is the
-price: no preset or rule overrules it (`schedule_note` tells a saved workflow whose preset
-used to).
+The schedule (steps and denoise: one `StepSchedule` from the node's widgets) is the price: no
+preset or rule overrules it.
 """
 
 from __future__ import annotations
@@ -23,10 +22,11 @@ Job = TextJob | PaintJob | EditJob
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
 
 
-FORMER_T = {"nano": 128, "adaptive": 64, "ladr-global": 256, "halton-ladr": 128, "halton": 18,
-             "threshold": 32, "threshold-frontier": 32, "entropy": 32}
-"""The schedule length each LADR preset or rule brought before the cost contract (issue 60),
-overruling the steps widget; a saved workflow that names one now runs its steps instead."""
+FORMER_T = {"preset nano": 128, "preset adaptive": 64, "rule ladr-global": 256, "rule entropy": 32,
+            "rule halton-ladr": 128, "rule halton": 18, "rule threshold": 32,
+            "rule threshold-frontier": 32}
+"""The T each LADR preset or rule brought, overruling the steps widget, before the cost
+contract; a saved workflow naming one now runs its steps."""
 
 
 def node_schedule(node: str, steps: int, denoise: float = 1.0) -> StepSchedule:
@@ -39,17 +39,13 @@ def node_schedule(node: str, steps: int, denoise: float = 1.0) -> StepSchedule:
 
 
 def schedule_note(strategy: Strategy, steps: StepSchedule) -> str:
-    """The one note for a preset or rule that used to bring its own T (FORMER_T) run at other
-    steps: what changed and why; "" otherwise."""
-    policy = getattr(strategy, "policy", None)
-    presets = [n for n, p in PRESETS.items() if type(strategy) is LADR and p.policy == policy]
-    name = presets[0] if presets else strategy.name
-    former = FORMER_T.get(name)
-    if former is None or former == steps.steps or (not presets and strategy.name == "ladr"):
-        return ""
-    what = f"preset {name}" if presets else f"rule {name}"
-    return (f"; {what} no longer brings its own T={former}: it runs steps={steps.steps}, "
-            "never more forward passes than the official sampler")
+    """The one note for a preset or rule that used to bring another T (FORMER_T); else ""."""
+    name = next((f"preset {n}" for n, p in PRESETS.items()
+                 if type(strategy) is LADR and p.policy == strategy.policy), f"rule {strategy.name}")
+    former = FORMER_T.get(name, steps.steps)
+    return "" if former == steps.steps else (
+        f"; {name} no longer brings its own T={former}: it runs steps={steps.steps}, never more "
+        "forward passes than the official sampler")
 
 
 def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progress,

@@ -13,6 +13,7 @@ from typing import Any
 from ladr_core import DEFAULT_STEPS, StepSchedule, official_passes
 
 OFFICIAL = "baseline"
+PLANNED = StepSchedule()  # a result reported without its schedule: DiMOO's 64 steps
 
 
 def tokens_generated(result: Any) -> list[int]:
@@ -25,15 +26,14 @@ def tokens_generated(result: Any) -> list[int]:
     return [int(h * w)] * int(result.tokens.shape[0])
 
 
-def work_fields(result: Any, planned: StepSchedule | None) -> dict:
+def work_fields(result: Any, planned: StepSchedule = PLANNED) -> dict:
     """images, steps_planned (T; at a denoise d < 1 the steps the run plans, round(T * d), with
     schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps and
     official_nfe_per_image (the official sampler's passes for the same images at the same
     strength, mean)."""
     counts = tokens_generated(result)
     turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
-    denoise = 1.0 if planned is None else planned.denoise
-    reference = StepSchedule(DEFAULT_STEPS, denoise)
+    reference = StepSchedule(DEFAULT_STEPS, planned.denoise)
     official = [turns * official_passes(n, reference) for n in counts]
     out: dict = {
         "images": len(counts),
@@ -42,12 +42,11 @@ def work_fields(result: Any, planned: StepSchedule | None) -> dict:
         "official_steps": DEFAULT_STEPS,
         "official_nfe_per_image": round(sum(official) / len(official), 2) if official else 0.0,
     }
-    if planned is not None:
-        out["steps_planned"] = planned.left * turns
+    out["steps_planned"] = planned.left * turns
     if turns > 1:
         out["turns"] = turns
-    if denoise < 1.0:
-        out.update(denoise=denoise, schedule_steps=planned.steps)  # type: ignore[union-attr]
+    if planned.denoise < 1.0:
+        out.update(denoise=planned.denoise, schedule_steps=planned.steps)
     return out
 
 
