@@ -39,7 +39,7 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
     "grid",  # (H, W)
     "total",  # LongTensor [B], tokens each item generates (N; fewer with known tokens)
     "items",  # list[int] [B]: the item each slot runs (-1 = free); slot i = item i unless rolling
-    "item_step",  # LongTensor [B]: each slot's own step index in this step
+    "item_step",  # LongTensor [B]: each slot's own step in the schedule (from s0 if late)
     "done",  # int, items finished before this step
     "batch",  # int, items in the whole run (more than the slots in a rolling batch)
 )
