@@ -21,6 +21,9 @@ __all__ = ["TAU_GRID", "Candidate", "default_candidates", "matched_baseline", "s
            "strategy_spec", "tau_policy"]
 
 TAU_GRID = (0.5, 0.7, 0.9)
+TUNED_STEPS = {"nano": 128, "halton-ladr": 128, "ladr-global": 256}
+"""The steps these candidates were tuned at on nano's validation prompts, where the calibration
+runs them (a strategy has no step count of its own; the candidate names the schedule)."""
 
 
 @dataclass(frozen=True)
@@ -46,9 +49,9 @@ def default_candidates(steps: int = 64) -> list[Candidate]:
            Candidate("paper", LADR(paper), steps),
            Candidate("paper-gumbel", LADR(replace(paper, selection="gumbel")), steps)]
     for preset in ("adaptive", "nano"):
-        out.append(Candidate(preset, LADR.preset(preset), steps))
+        out.append(Candidate(preset, LADR.preset(preset), TUNED_STEPS.get(preset, steps)))
     out += [Candidate(f"tau{t:g}", LADR(tau_policy(t)), steps) for t in TAU_GRID]
-    out += [Candidate(s.name, s, steps) for s in (HaltonLADR(), LADRGlobal())]
+    out += [Candidate(s.name, s, TUNED_STEPS[s.name]) for s in (HaltonLADR(), LADRGlobal())]
     return out
 
 
