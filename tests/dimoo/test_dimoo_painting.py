@@ -205,7 +205,7 @@ def test_bad_painting_input_gets_one_clear_error(pipe: DiMOOPipeline) -> None:
         ({"image": image * 2}, r"image has values outside \[0, 1\]"),
         ({"image": torch.rand(1, 32, 32, 4)}, r"image has 4 channels \(RGBA\).*alpha"),
         ({"image": None}, "image is missing, but a mask needs the image it masks"),
-        ({"denoise": 1.5}, r"denoise is 1.5; give a number from 0 \(keep the picture\) to 1"),
+        ({"denoise": 1.5}, r"denoise is 1.5; give a number above 0 and at most 1"),
         ({"prompt": ["a", "b"], "image": image.expand(3, -1, -1, -1)},
          "prompt has 2 prompts for a batch of 3 images"),
     ]
