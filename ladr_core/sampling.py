@@ -71,7 +71,8 @@ class _Run:
     tokens: torch.Tensor  # LongTensor [S, N]
     masked: torch.Tensor  # BoolTensor [S, N]
     slots: Slots
-    total: torch.Tensor | None = None  # [S] tokens to generate per slot (None: N, no known)
+    total: torch.Tensor | None = None  # [S] tokens each slot's schedule counts over (None: N)
+    generated: torch.Tensor | None = None  # [S] masked at the start, when fewer than `total`
     out: torch.Tensor | None = None  # [B, N] finished items' tokens (rolling batches only)
     known_max: int = -1  # largest known code, checked against K at the first call
     k: int | None = None  # codebook size, fixed by the first denoise call
@@ -107,8 +108,9 @@ class _Run:
                              f"{values[-2]}")
         run = cls(args, args.strategy.needs(), n, (h, w), known[:width].clone(),
                   generate[:width].clone(), Slots.start(values[:-2], width),
-                  totals[:width].clone(), out, values[-1])
-        run.buffers.update(known=known, generate=generate, totals=totals)
+                  totals[:width].clone(), None if region is None else counts[:width].clone(),
+                  out, values[-1])
+        run.buffers.update(known=known, generate=generate, totals=totals, counts=counts)
         return run
 
     def bind_device(self, device: torch.device) -> None:
@@ -116,10 +118,10 @@ class _Run:
         if self.known_max >= (self.k or 0):
             raise ValueError(f"known.tokens hold code {self.known_max} but the denoiser's "
                              f"logits have K={self.k} classes: known codes must be in [0, K)")
-        for name in ("tokens", "masked", "total", "out"):
+        for name in ("tokens", "masked", "total", "generated", "out"):
             value = getattr(self, name)
             setattr(self, name, None if value is None else value.to(device))
-        for name in ("known", "generate", "totals"):
+        for name in ("known", "generate", "totals", "counts"):
             if name in self.buffers:
                 self.buffers[name] = self.buffers[name].to(device)
         a = self.args
@@ -142,6 +144,8 @@ class _Run:
                 self.tokens[slot].copy_(self.buffers["known"][joining])
                 self.masked[slot].copy_(self.buffers["generate"][joining])
                 self.total[slot].copy_(self.buffers["totals"][joining])  # type: ignore[index]
+                if self.generated is not None:
+                    self.generated[slot].copy_(self.buffers["counts"][joining])
             else:
                 self.tokens[slot].zero_()
                 self.masked[slot].fill_(True)
@@ -283,7 +287,7 @@ class _Run:
             "phase": commit.phase,
             "grid": self.grid,
             "total": (torch.full_like(commit.phase, self.n) if self.total is None
-                      else self.total.clone()),
+                      else (self.total if self.generated is None else self.generated).clone()),
             "items": list(self.slots.item),
             "item_step": item_step,
             "done": self.slots.done,
