@@ -112,7 +112,7 @@ def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(fake_model, see
 def test_a_bad_denoise_is_one_message_naming_it(fake_model, seen, bad: float) -> None:
     for canvas in (None, picture_canvas()):
         with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is .*; give a number "
-                                             r"from 0 \(keep the picture\) to 1"):
+                                             r"above 0 and at most 1"):
             sample(fake_model, canvas, denoise=bad)
     assert seen == []
 
