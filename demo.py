@@ -5,8 +5,8 @@
 Generates the prompt with LADR and, side by side in the same run, with the official baseline
 sampler (same seed, T = 64), writes the LADR image to --out (and the baseline image next to it
 unless --no-baseline), and prints NFE, wall time and the speedup of LADR over the baseline.
-The LADR policy defaults to the "nano" preset (tuned on nano's validation prompts, at T = 128
-nominal steps) for the shipped model and to the paper's for any other checkpoint. Uses only
+The LADR policy defaults to the "nano" preset (tuned on nano's validation prompts; it runs
+--steps like any rule, never more forward passes than the baseline at them) for the shipped model and to the paper's for any other checkpoint. Uses only
 names ``ladr_core`` exports (``load_dimoo``, ``LADR.preset``, ``DiMOOPipeline.generate``); the
 DiMOO Sampler node makes the same ``generate`` call.
 """
@@ -29,8 +29,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--model", default=None, help="checkpoint folder (default: shipped nano)")
     p.add_argument("--policy", default=None, help="LADR policy preset (default: nano for the "
                    "shipped model, else paper)")
-    p.add_argument("--steps", type=int, default=None,
-                   help="LADR schedule steps T (default: the preset's, else 64)")
+    p.add_argument("--steps", type=int, default=64,
+                   help="LADR schedule steps T, the price (default 64)")
     p.add_argument("--baseline-steps", type=int, default=64, help="baseline T (default 64)")
     p.add_argument("--cfg", type=float, default=None,
                    help="CFG scale s: (1+s)*cond - s*uncond (default: the model's default_cfg)")
@@ -63,9 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"--policy: {preset!r} is not a preset; choose one of "
                          f"{sorted(ladr_core.PRESETS)}")
     strategy = ladr_core.LADR.preset(preset)
-    if args.steps is not None:  # --steps replaces the preset's own T, which would win over it
-        strategy = strategy.at_steps(args.steps)
-    steps = strategy.run_steps()
+    steps = args.steps
     common = dict(width=size, height=size, cfg=cfg, temperature=args.temperature, seed=args.seed)
 
     # One untimed step first: the first forward pays torch's one-time set-up (~4 s on this CPU),

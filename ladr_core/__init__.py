@@ -15,9 +15,9 @@ _EXPORTS = by_module({
     # the sampler
     ".sampling": "sample SampleResult STEP_RECORD_KEYS",
     ".validation": "KnownTokens",
-    ".schedules": "get_schedule",
+    ".schedules": "get_schedule StepSchedule DEFAULT_STEPS MAX_STEPS check_denoise",
     # strategies and how a name becomes one
-    ".step": "Strategy DEFAULT_STEPS Commit Needs RunInfo Stats StepRule",
+    ".step": "Strategy Commit Needs RunInfo Stats StepRule",
     ".strategies.baseline": "Baseline",
     ".strategies.ladr": "LADR",
     ".strategies.prophet": "Prophet ProphetPolicy",
@@ -26,11 +26,10 @@ _EXPORTS = by_module({
     ".strategies.halton": "Halton",
     ".strategies.halton_ladr": "HaltonLADR",
     ".strategies.ladr_global": "LADRGlobal",
-    ".strategies.from_step": "FromStep",
     ".registry": "resolve_strategy register_strategy strategy_names preset_names strategy_class "
                  "unregister_strategy",
     # LADR's policy as data
-    ".strategies.policy": "LADRPolicy AdaptiveRescue ADAPTIVE_REPLACES PACE_RANGE Preset PRESETS "
+    ".strategies.policy": "LADRPolicy AdaptiveRescue ADAPTIVE_REPLACES PACE_RANGE PACE_UNIT Preset PRESETS "
                           "PHASE_NAMES NO_TAU METRICS CANDIDATES SELECTIONS RESCUE_TOKENS "
                           "tau_from_number",
     # the Lumina-DiMOO runtime
@@ -38,7 +37,7 @@ _EXPORTS = by_module({
     ".doctor": "diagnose",
     ".official_cost": "official_passes",
     # image to image by a denoise strength
-    ".strength": "check_denoise start_step remask_count remask_positions",
+    ".strength": "remask_count remask_positions",
     ".dimoo": "load_dimoo save_dimoo DiMOOPipeline GenerationResult MLCacheConfig SIZE_STEP "
               "size_problem COMPILE_BACKENDS COMPILE_MODES AnswerResult AnswerRule "
               "answer_rule_names resolve_answer_rule",

@@ -12,8 +12,8 @@ probability zero.
     official_passes(144)       -> 64   (nano text-to-image: 12 x 12 tokens, T = 64)
     official_passes(36)        -> 36   (a 6 x 6 hole: one token per step at the end)
 
-At a denoise strength d < 1 (image to image, ladr_core.strength) the official sampler starts at
-step s0 = T - round(T * d) with ``remask_count`` tokens masked and runs the rest of its schedule:
+On a StepSchedule of strength d < 1 (image to image, ladr_core.strength) the official sampler
+starts at step s0 = T - round(T * d) with ``remask_count`` tokens masked and runs the rest of its schedule:
 about round(T * d) passes.
 """
 
@@ -23,10 +23,9 @@ from functools import lru_cache
 
 import torch
 
-from .schedules import Schedule, get_schedule
-from .step import DEFAULT_STEPS
+from .schedules import DEFAULT_STEPS, Schedule, StepSchedule, get_schedule
 from .strategies.baseline import baseline_keep
-from .strength import check_denoise, remask_count, start_step
+from .strength import remask_count
 
 
 @lru_cache(maxsize=4096)
@@ -42,20 +41,16 @@ def _passes(to_generate: int, steps: int, schedule: Schedule, start: int) -> int
     return steps - start
 
 
-def official_passes(to_generate: int, steps: int = DEFAULT_STEPS,
-                    schedule: str | Schedule = "cosine", denoise: float = 1.0) -> int:
+def official_passes(to_generate: int, steps: int | StepSchedule = DEFAULT_STEPS,
+                    schedule: str | Schedule = "cosine") -> int:
     """Denoiser calls (forward passes, CFG branches counted once) the official sampler makes
-    to generate ``to_generate`` tokens of one image with a schedule of ``steps`` (T), started
-    at the denoise strength ``denoise`` (1 = from the first step). 0 tokens: 0 passes."""
+    to generate ``to_generate`` tokens of one image on the schedule ``steps``: T, or a
+    StepSchedule (T started at its denoise strength's step). 0 tokens: 0 passes. The price
+    every strategy stays within on the same schedule."""
     if isinstance(to_generate, bool) or not isinstance(to_generate, int) or to_generate < 0:
         raise ValueError(f"to_generate must be an int >= 0 (tokens to generate); got "
                          f"{to_generate!r}")
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1 (the schedule length T); got {steps!r}")
+    plan = StepSchedule.of(steps)
     if to_generate == 0:
         return 0
-    start = start_step(steps, check_denoise(denoise))
-    return _passes(to_generate, steps, get_schedule(schedule), start)
-
-
-__all__ = ["official_passes"]
+    return _passes(to_generate, plan.steps, get_schedule(schedule), plan.start)

@@ -17,7 +17,7 @@ import torch
 from .devices import index, to_device
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
-from .schedules import Schedule
+from .schedules import Schedule, StepSchedule
 from .slots import Slots
 from .stats import item_rows, item_stats, masked_first, stack_rows, to_positions
 from .step import STAT_NAMES, Needs, RunInfo, Stats, StepRule, Strategy
@@ -27,7 +27,7 @@ from .validation import KnownTokens, SampleArgs, check_logits, validate_argument
 # move or modify it; it decides itself what to sync.
 STEP_RECORD_KEYS: tuple[str, ...] = (
     "step",  # int, 0-based
-    "steps",  # int T
+    "steps",  # int T (at a late start, T - s0: the steps this run plans)
     "strategy",  # str
     "tokens",  # LongTensor [B, N]; masked positions hold the current prediction
     "masked",  # BoolTensor [B, N] after the step
@@ -39,7 +39,7 @@ STEP_RECORD_KEYS: tuple[str, ...] = (
     "grid",  # (H, W)
     "total",  # LongTensor [B], tokens each item generates (N; fewer with known tokens)
     "items",  # list[int] [B]: the item each slot runs (-1 = free); slot i = item i unless rolling
-    "item_step",  # LongTensor [B]: each slot's own step index in this step
+    "item_step",  # LongTensor [B]: each slot's own step in the schedule (from s0 if late)
     "done",  # int, items finished before this step
     "batch",  # int, items in the whole run (more than the slots in a rolling batch)
 )
@@ -71,7 +71,8 @@ class _Run:
     tokens: torch.Tensor  # LongTensor [S, N]
     masked: torch.Tensor  # BoolTensor [S, N]
     slots: Slots
-    total: torch.Tensor | None = None  # [S] tokens to generate per slot (None: N, no known)
+    total: torch.Tensor | None = None  # [S] tokens each slot's schedule counts over (None: N)
+    generated: torch.Tensor | None = None  # [S] masked at the start, when fewer than `total`
     out: torch.Tensor | None = None  # [B, N] finished items' tokens (rolling batches only)
     known_max: int = -1  # largest known code, checked against K at the first call
     k: int | None = None  # codebook size, fixed by the first denoise call
@@ -99,14 +100,17 @@ class _Run:
         generate = to_device(args.known.generate, args.device)
         known = to_device(args.known.tokens, args.device).long().masked_fill(generate, 0)
         counts = generate.sum(dim=1)
+        region = args.known.region  # a late start: the schedule counts over the whole region
+        totals = counts if region is None else to_device(region, args.device).sum(dim=1)
         values = torch.cat([counts, known.amin().view(1), known.amax().view(1)]).tolist()
         if values[-2] < 0:
             raise ValueError(f"known.tokens must be codes >= 0 at the known positions; got "
                              f"{values[-2]}")
         run = cls(args, args.strategy.needs(), n, (h, w), known[:width].clone(),
                   generate[:width].clone(), Slots.start(values[:-2], width),
-                  counts[:width].clone(), out, values[-1])
-        run.buffers["known"], run.buffers["generate"] = known, generate
+                  totals[:width].clone(), None if region is None else counts[:width].clone(),
+                  out, values[-1])
+        run.buffers.update(known=known, generate=generate, totals=totals, counts=counts)
         return run
 
     def bind_device(self, device: torch.device) -> None:
@@ -114,23 +118,22 @@ class _Run:
         if self.known_max >= (self.k or 0):
             raise ValueError(f"known.tokens hold code {self.known_max} but the denoiser's "
                              f"logits have K={self.k} classes: known codes must be in [0, K)")
-        for name in ("tokens", "masked", "total", "out"):
+        for name in ("tokens", "masked", "total", "generated", "out"):
             value = getattr(self, name)
             setattr(self, name, None if value is None else value.to(device))
-        for name in ("known", "generate"):
+        for name in ("known", "generate", "totals", "counts"):
             if name in self.buffers:
                 self.buffers[name] = self.buffers[name].to(device)
         a = self.args
-        item = index(self.slots.item, device) if self.slots.rolling else None
-        self.buffers["item"] = item  # type: ignore[assignment]
-        self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.steps, a.schedule,
-                                             a.temperature, device, self.total, item))
+        self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.plan.steps, a.schedule,
+                                             a.temperature, device, self.total))
         self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
-        self.item_step = torch.zeros(self.tokens.shape[0], dtype=torch.long, device=device)
+        self.item_step = torch.full((self.tokens.shape[0],), a.plan.start, dtype=torch.long,
+                                    device=device)
 
     def turnover(self) -> None:
         """Finished items leave their slots (their tokens kept in `out` in a rolling batch) and
-        waiting items take them at their own step 0. Every write is in place, so the rule's
+        waiting items take them at their own first step (the schedule's start). Every write is in place, so the rule's
         RunInfo and a captured graph see it; no host sync."""
         for slot, done, joining in self.slots.turnover():
             if self.out is not None:
@@ -140,14 +143,14 @@ class _Run:
             if "known" in self.buffers:
                 self.tokens[slot].copy_(self.buffers["known"][joining])
                 self.masked[slot].copy_(self.buffers["generate"][joining])
-                self.total[slot].fill_(self.slots.item_counts[joining])  # type: ignore[index]
+                self.total[slot].copy_(self.buffers["totals"][joining])  # type: ignore[index]
+                if self.generated is not None:
+                    self.generated[slot].copy_(self.buffers["counts"][joining])
             else:
                 self.tokens[slot].zero_()
                 self.masked[slot].fill_(True)
             if self.item_step is not None:
-                self.item_step[slot].zero_()
-            if self.buffers.get("item") is not None:
-                self.buffers["item"][slot].fill_(joining)
+                self.item_step[slot].fill_(self.args.plan.start)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).
@@ -171,11 +174,11 @@ class _Run:
         self.slots.counts = values[:-1]
         if values[-1]:
             self.raise_nonfinite()
-        stuck = [self.slots.item[s] for s in self.slots.active()
-                 if self.slots.ran[s] >= self.args.steps]
+        plan = self.args.plan
+        stuck = [self.slots.item[s] for s in self.slots.active() if self.slots.ran[s] >= plan.left]
         if stuck:
             raise RuntimeError(f"strategy {self.args.strategy.name!r} left tokens masked after "
-                               f"its last step (T={self.args.steps}) for item(s) {stuck}; a "
+                               f"its last step (T={plan.steps}) for item(s) {stuck}; a "
                                "strategy must unmask everything on an item's step T - 1")
         self.turnover()
         return bool(self.slots.active())
@@ -273,7 +276,7 @@ class _Run:
             return None
         return {
             "step": step,
-            "steps": a.steps,
+            "steps": a.plan.left,
             "strategy": a.strategy.name,
             "tokens": torch.where(commit.masked, stats.sampled, self.tokens),
             "masked": commit.masked.clone(),
@@ -284,7 +287,7 @@ class _Run:
             "phase": commit.phase,
             "grid": self.grid,
             "total": (torch.full_like(commit.phase, self.n) if self.total is None
-                      else self.total.clone()),
+                      else (self.total if self.generated is None else self.generated).clone()),
             "items": list(self.slots.item),
             "item_step": item_step,
             "done": self.slots.done,
@@ -295,7 +298,7 @@ class _Run:
 def sample(
     denoise: Callable[..., torch.Tensor],
     shape: Sequence[int],
-    steps: int | None = None,
+    steps: int | StepSchedule | None = None,
     strategy: str | Strategy = "ladr",
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
@@ -308,8 +311,9 @@ def sample(
 ) -> SampleResult:
     """Generate B token grids of H x W: the contract, every argument included, is
     docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
-    an LADR preset name, resolved once, here (ladr_core.registry); steps: T for a strategy
-    not tuned at its own T (a tuned T wins), None: 64 (`Strategy.run_steps`). Item i draws
+    an LADR preset name, resolved once, here (ladr_core.registry); steps: the schedule, T (None:
+    DiMOO's 64) or a StepSchedule (T and a late start for a denoise strength < 1, which needs
+    `known`), read by every strategy, none of which runs more than its steps. Item i draws
     from its own generator whatever the batch, `known` or `max_batch`: its tokens equal its own
     B = 1 run when the denoiser's logits for it do not depend on the batch (float32 on a CPU;
     on a GPU the kernels chosen for another row count can move the last bits and flip a near
@@ -327,7 +331,7 @@ def sample(
         step += 1
         if callback is not None:
             callback(record)
-        if run.slots.last_step(args.steps):  # everyone's last step: no count to read
+        if run.slots.last_step(args.plan.left):  # everyone's last step: no count to read
             break
         if not run.sync_counts():  # the loop's single host synchronisation per step
             break

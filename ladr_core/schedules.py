@@ -9,6 +9,9 @@ Both functions accept a float or a tensor (any shape, any floating dtype, any de
 their input to [0, 1] first, so rounding slop just outside the range is harmless. Tensor in gives
 tensor out on the same device and dtype: the sampler evaluates the schedule on the denoiser's
 device, exactly as the official DiMOO loop does (cos on the model's device, float32).
+
+`StepSchedule` is the run's schedule as one value: the step count T (the price: the official
+sampler's forward passes) and the start step of a denoise strength d < 1, checked once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
+
+from .errors import InputError
 
 Value = TypeVar("Value", float, torch.Tensor)
 
@@ -102,3 +107,64 @@ def count_at(schedule: Schedule, n: int | torch.Tensor, t: torch.Tensor) -> torc
         count = n.to(t.dtype)
         return (count * schedule.gamma(t) + count * eps).floor().long()
     return (float(n) * schedule.gamma(t) + n * eps).floor().long()
+
+
+DEFAULT_STEPS = 64
+"""DiMOO's default schedule length T (the official `generate_image` default)."""
+MAX_STEPS = 1000
+"""The largest T accepted (the sampler node's steps widget stops there)."""
+STEPS_FIX = f"give a whole number of steps from 1 to {MAX_STEPS} (the official sampler's " \
+            f"forward passes; DiMOO's default is {DEFAULT_STEPS})"
+DENOISE_FIX = ("give a number above 0 and at most 1 (1 redraws everything: text to image; "
+               "e.g. 0.6 keeps part of the picture)")
+
+
+def check_denoise(value: object, no_picture: tuple[str, str] | None = None) -> float:
+    """The denoise strength d as a float in (0, 1]; one InputError naming ``denoise`` otherwise
+    (not a number, NaN, infinite, 0 or below, above 1). ``no_picture`` = (what is missing, the
+    fix): a job without a picture, which refuses d < 1 (there is nothing to keep)."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(float(value)) or not 0.0 < float(value) <= 1.0:
+        raise InputError("denoise", f"is {value!r}", DENOISE_FIX)
+    denoise = float(value)
+    if no_picture is not None and denoise < 1.0:
+        raise InputError("denoise", f"is {denoise:g} but {no_picture[0]}", no_picture[1])
+    return denoise
+
+
+@dataclass(frozen=True)
+class StepSchedule:
+    """The schedule a run follows, one value read by the loop, the strategies, painting and the
+    stats (as ComfyUI's SIGMAS or k-diffusion's ``sigmas``): ``steps`` = T, the schedule
+    length, which is the official sampler's price in forward passes, and ``denoise`` = d in
+    (0, 1], the strength of an image to image run (ComfyUI's KSampler ``denoise``, diffusers'
+    aMUSEd img2img ``strength``). Checked on construction: one InputError naming ``steps`` or
+    ``denoise``. No strategy has a T of its own: every one plans within this schedule and can
+    only finish sooner."""
+
+    steps: int = DEFAULT_STEPS
+    denoise: float = 1.0
+
+    def __post_init__(self) -> None:
+        t = self.steps
+        if not isinstance(t, int) or isinstance(t, bool) or not 1 <= t <= MAX_STEPS:
+            raise InputError("steps", f"is {t!r}", STEPS_FIX)
+        object.__setattr__(self, "denoise", check_denoise(self.denoise))
+
+    @classmethod
+    def of(cls, steps: int | StepSchedule | None, denoise: float = 1.0) -> StepSchedule:
+        """``steps`` as a schedule: a StepSchedule as is, None = DiMOO's 64, an int = T."""
+        if isinstance(steps, StepSchedule):
+            return steps
+        return cls(DEFAULT_STEPS if steps is None else steps, denoise)  # type: ignore[arg-type]
+
+    @property
+    def start(self) -> int:
+        """The step s0 = T - round(T * d) a run starts from (halves round up): 0 at d = 1,
+        T for a d too small to redraw a step (nothing to run)."""
+        return self.steps - math.floor(self.steps * self.denoise + 0.5)
+
+    @property
+    def left(self) -> int:
+        """Steps the run takes at most: T - s0 (the official sampler's forward passes)."""
+        return self.steps - self.start

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from numbers import Real
 from typing import ClassVar
 
@@ -47,17 +47,15 @@ class RunInfo:
 
     n: int  # tokens per item, H * W
     grid: tuple[int, int]  # (H, W)
-    steps: int  # schedule length T
+    steps: int  # schedule length T (the whole schedule, also when the run starts late)
     schedule: Schedule
     temperature: float
     device: torch.device
-    # tokens each item generates, LongTensor [B] on `device`: its masked count at the start
-    # (N_total of Algorithm 1, the official painting mode's `vq_len`); None = N for every item
-    # (text-to-image). Schedules run over this count, not over N.
+    # tokens each item's schedule counts over, LongTensor [B] on `device` (updated in place as
+    # items join a rolling batch): the region it generates (N_total of Algorithm 1, the
+    # official painting mode's `vq_len`; more than its masked count at a late start); None = N
+    # for every item (text-to-image). Schedules run over this count, not over N.
     total: torch.Tensor | None = None
-    # the item each slot runs, LongTensor [S] on `device`, updated in place as items join a
-    # rolling batch (None: slot s runs item s all along)
-    item: torch.Tensor | None = None
 
     def generated(self) -> int | torch.Tensor:
         """N_total per item: `total` (clamped >= 1: a division never meets 0), else N."""
@@ -105,46 +103,24 @@ class Commit:
 
 StepRule = Callable[[torch.Tensor, torch.Tensor, Stats, StepNoise], Commit]
 """(step LongTensor [B], masked [B, N], stats, noise) -> Commit: a strategy bound to one run.
-`step[b]` is item b's own step index (0-based): items of one pass may be at different steps
+`step[b]` is item b's own step index in the schedule (0-based; a run started late at s0 by a
+denoise strength begins at s0, not 0): items of one pass may be at different steps
 (a rolling batch admits new items while others finish), so a rule reads it per item, as a
 tensor, never as a host value."""
 
 
-DEFAULT_STEPS = 64
-"""DiMOO's default schedule length T (the official `generate_image` default)."""
-
-
 class Strategy(ABC):
-    """Base of every strategy. `steps`: the schedule length T the strategy was tuned at (None =
-    the caller's T); `name`: the string accepted for it at the public boundary (a registered
-    strategy, ladr_core.registry)."""
+    """Base of every strategy. `name`: the string accepted for it at the public boundary (a
+    registered strategy, ladr_core.registry). A strategy has no step count of its own: it reads
+    the run's T from `RunInfo.steps` (the caller's schedule, ladr_core.schedules.StepSchedule)
+    and must unmask everything by its step T - 1, so it never costs more forwards than the
+    official sampler on the same schedule."""
 
     name: ClassVar[str]
-    steps: int | None
     # True when the rule's kernels do not depend on host values that change from step to step
     # (it reads `step` only as the tensor it is given): on a GPU the rule is then captured once
     # as a CUDA graph and replayed (ladr_core.graphs).
     step_invariant: ClassVar[bool] = False
-
-    def run_steps(self, requested: int | None = None) -> int:
-        """The T a run uses, settled here and nowhere else (sample, DiMOOPipeline.run, so
-        generate / paint / edit, and the sampler nodes through nodes.run.settle_steps call it):
-        the T this strategy was tuned at when it has one (a preset's, a rule's: T belongs to the
-        recipe, as its thresholds do), else `requested`, else DiMOO's 64. So `steps` is the T
-        of a strategy that brings none; to run a tuned strategy at another T, give it that T
-        (`strategy.at_steps(t)`). A requested T that is not an int >= 1 is a ValueError, used
-        or not."""
-        if requested is not None and (not isinstance(requested, int)
-                                      or isinstance(requested, bool) or requested < 1):
-            raise ValueError(f"steps must be an int >= 1 (the schedule length T) or None (the "
-                             f"strategy's own T); got {requested!r}")
-        if self.steps is not None:
-            return self.steps
-        return DEFAULT_STEPS if requested is None else requested
-
-    def at_steps(self, steps: int | None) -> Strategy:
-        """This strategy tuned at T = `steps` instead (None: the caller's T, see run_steps)."""
-        return replace(self, steps=steps)  # type: ignore[type-var]
 
     @abstractmethod
     def needs(self) -> Needs:
@@ -154,13 +130,6 @@ class Strategy(ABC):
     def begin(self, run: RunInfo) -> StepRule:
         """The per-step rule for one run (called once, after the first denoise call): which
         masked tokens each step commits and what they receive."""
-
-
-def check_steps(owner: str, steps: object) -> None:
-    """A strategy's tuned T: None or an int >= 1 (ValueError naming the strategy otherwise)."""
-    if steps is not None and (not isinstance(steps, int) or isinstance(steps, bool) or steps < 1):
-        raise ValueError(f"{owner}(steps=...): steps must be None (the caller's T) or an int "
-                         f">= 1; got {steps!r}")
 
 
 def check_number(owner: str, name: str, value: object, low: float, high: float, *,
@@ -186,5 +155,5 @@ def check_choice(owner: str, name: str, value: object, options: Sequence[str]) -
                          f"{value!r}")
 
 
-__all__ = ["DEFAULT_STEPS", "STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule",
-           "Strategy", "check_choice", "check_number", "check_steps"]
+__all__ = ["STAT_NAMES", "Commit", "Needs", "RunInfo", "Stats", "StepRule", "Strategy",
+           "check_choice", "check_number"]

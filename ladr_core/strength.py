@@ -1,55 +1,25 @@
-"""Image to image by a denoise strength: where in the schedule a redraw starts and which of the
-picture's tokens it re-masks.
+"""Image to image by a denoise strength: which of the picture's tokens a redraw re-masks.
 
 ComfyUI's KSampler `denoise` and diffusers' ``AmusedImg2ImgPipeline`` (start = T * (1 -
-strength)): a strength d in [0, 1] over a schedule of T steps starts at step
-s0 = T - round(T * d) (halves round up), so the run takes the last T - s0 steps. The picture's
-VQ codes go in as known tokens with the share the official schedule still has masked at s0
-re-masked (``remask_count``: ``baseline_keep``'s formula, so the official sampler started at s0
+strength)): a strength d in (0, 1] over a schedule of T steps starts at step
+s0 = T - round(T * d) (``schedules.StepSchedule.start``), so the run takes the last T - s0
+steps. The picture's VQ codes go in as known tokens with the share the official schedule still
+has masked at s0 re-masked (``remask_count``: ``baseline_keep``'s formula, so the official sampler started at s0
 continues its own schedule), chosen at random as aMUSEd does, from a CPU generator of its own
-per item (``remask_positions``). ``strategies.from_step.FromStep`` then runs any strategy from
-s0. d = 1: s0 = 0, everything masked (text to image); d = 0: s0 = T, nothing to redraw.
+per item (``remask_positions``). The sampling loop then runs any strategy from s0 (its rule
+sees its step index in the whole schedule). d = 1: s0 = 0, everything masked (text to image).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
 
-from .errors import InputError
 from .schedules import Schedule, get_schedule
 from .strategies.baseline import baseline_keep
-from .strategies.policy import is_real
 
-__all__ = ["DENOISE_FIX", "check_denoise", "remask_count", "remask_positions", "start_step"]
-
-DENOISE_FIX = ("give a number from 0 (keep the picture) to 1 (redraw everything: text to "
-               "image), e.g. 0.6")
-
-
-def check_denoise(value: object, no_picture: tuple[str, str] | None = None) -> float:
-    """The denoise strength as a float in [0, 1]; one InputError naming ``denoise`` otherwise
-    (not a number, NaN, infinite or out of range). The one check of a strength, made once per
-    job where the job is planned (``plan_painting``, ``plan_tokens``; a job without a picture:
-    its entry, with ``no_picture`` = (what is missing, the fix), which refuses a strength below
-    1, as there is nothing to keep). Downstream (``start_step``, the run, the stats) reads the
-    checked float."""
-    if not is_real(value) or not 0.0 <= float(value) <= 1.0:  # type: ignore[arg-type]
-        raise InputError("denoise", f"is {value!r}", DENOISE_FIX)
-    denoise = float(value)  # type: ignore[arg-type]
-    if no_picture is not None and denoise < 1.0:
-        raise InputError("denoise", f"is {denoise:g} but {no_picture[0]}", no_picture[1])
-    return denoise
-
-
-def start_step(steps: int, denoise: float) -> int:
-    """The step s0 = T - round(T * d) a run of strength ``denoise`` (checked:
-    ``check_denoise``) starts from (halves round up): 0 at d = 1 (the whole schedule), T at
-    d = 0 (nothing to run). A run computes it once (``DiMOOPipeline.run``) and carries it in
-    its result (``GenerationResult.start_step``) for the stats."""
-    return steps - math.floor(steps * denoise + 0.5)
+__all__ = ["remask_count", "remask_positions"]
 
 
 def remask_count(total: int, start: int, steps: int,

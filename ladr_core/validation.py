@@ -13,7 +13,7 @@ import torch
 
 from .noise import generators_for
 from .registry import resolve_strategy
-from .schedules import Schedule, get_schedule
+from .schedules import Schedule, StepSchedule, get_schedule
 from .step import Strategy
 
 Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -27,10 +27,14 @@ class KnownTokens:
     is True are ignored); generate: BoolTensor [B, N], True = a position the sampler generates
     (it starts masked), False = known (never changed, by any strategy). The official painting
     mode starts its loop the same way: known codes in the sequence, MASK where it generates.
+    region: BoolTensor [B, N], the tokens each item's schedule counts over when a run starts
+    late (a denoise strength re-masks only part of its region, ladr_core.strength); None = the
+    `generate` positions.
     """
 
     tokens: torch.Tensor
     generate: torch.Tensor
+    region: torch.Tensor | None = None
 
 
 def check_known(known: object, batch: int, n: int) -> KnownTokens | None:
@@ -40,16 +44,18 @@ def check_known(known: object, batch: int, n: int) -> KnownTokens | None:
     if not isinstance(known, KnownTokens):
         raise ValueError(f"known must be None or a ladr_core.KnownTokens(tokens, generate); got "
                          f"{type(known).__name__}")
-    for name, value in (("tokens", known.tokens), ("generate", known.generate)):
+    parts = [("tokens", known.tokens), ("generate", known.generate)]
+    for name, value in parts + ([("region", known.region)] if known.region is not None else []):
         if not isinstance(value, torch.Tensor) or tuple(value.shape) != (batch, n):
             got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
             raise ValueError(f"known.{name} must be a tensor [B={batch}, N={n}]; got {got}")
     if known.tokens.is_floating_point() or known.tokens.is_complex() \
             or known.tokens.dtype == torch.bool:
         raise ValueError(f"known.tokens must hold integer codes; got dtype {known.tokens.dtype}")
-    if known.generate.dtype != torch.bool:
-        raise ValueError(f"known.generate must be a BoolTensor (True = generate); got dtype "
-                         f"{known.generate.dtype}")
+    for name, value in parts[1:] + [("region", known.region)]:
+        if value is not None and value.dtype != torch.bool:
+            raise ValueError(f"known.{name} must be a BoolTensor (True = generate); got dtype "
+                             f"{value.dtype}")
     return known
 
 
@@ -59,7 +65,7 @@ class SampleArgs:
 
     denoiser: Denoise
     shape: tuple[int, int, int]  # (B, H, W)
-    steps: int  # T
+    plan: StepSchedule  # T and the step the run starts from
     strategy: Strategy
     temperature: float
     generators: list[torch.Generator | None]  # one per item (None = the default generator)
@@ -137,7 +143,7 @@ def _default_device(device: object, generator: object) -> torch.device:
 def validate_arguments(
     denoiser: Denoise,
     shape: Sequence[int],
-    steps: int | None,
+    steps: int | StepSchedule | None,
     strategy: str | Strategy,
     temperature: float,
     generator: object,
@@ -156,7 +162,7 @@ def validate_arguments(
             "denoise must be callable: denoise(tokens [B, N], masked [B, N]) -> [B, N, K]"
         )
     shape = _check_shape(shape)
-    steps = chosen.run_steps(steps)
+    plan = StepSchedule.of(steps)
     ok = isinstance(temperature, Real) and not isinstance(temperature, bool)
     if not ok or not math.isfinite(float(temperature)) or float(temperature) < 0:
         raise ValueError(
@@ -168,9 +174,13 @@ def validate_arguments(
     if not isinstance(cuda_graph, bool):
         raise ValueError(f"cuda_graph must be True or False; got {cuda_graph!r}")
     known = check_known(known, shape[0], shape[1] * shape[2])
+    if plan.start and (known is None or plan.left == 0):
+        raise ValueError(f"steps: a schedule started at step {plan.start} of {plan.steps} "
+                         f"(denoise {plan.denoise:g}) needs known tokens (the picture's codes) "
+                         "and at least one step to run; pass known=, or a larger denoise")
     items = takes_items(denoiser)
     width = check_max_batch(max_batch, shape[0], items)
-    return SampleArgs(denoiser, shape, steps, chosen, float(temperature),
+    return SampleArgs(denoiser, shape, plan, chosen, float(temperature),
                       generators_for(generator, shape[0]), get_schedule(schedule),
                       _default_device(device, generator), cuda_graph, known, width, items)
 

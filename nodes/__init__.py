@@ -17,7 +17,7 @@ _EXPORTS = by_module({
     ".edit": "DiMOOEdit",
     ".policy": "LADRPolicyNode PolicyFields build_strategy",
     ".rules": "AUTO RuleFields build_rule",
-    ".run": "make_callback settle_steps",
+    ".run": "make_callback node_schedule schedule_note",
     ".decode": "decode_tokens",
     ".understand": "CAPTION_QUESTION one_line",
 })

@@ -197,12 +197,14 @@ def _text(report: dict[str, Any], where: str) -> str:
     from ladr_core.calibrate import report_text
 
     rec = next(c for c in report["candidates"] if c["name"] == report["recommended"])
-    kind = rec["strategy"]["kind"]
-    hint = ("" if kind == "ladr" else
-            f"\nThe recommendation is the official sampler at {rec['strategy']['steps']} steps: "
-            "set DiMOO Sampling Rule's strategy to 'baseline' to use it." if kind == "baseline" else
-            f"\nThe recommendation is strategy {kind!r}: set DiMOO Sampling Rule's strategy to "
-            f"{kind!r} to use it.")
+    kind, steps = rec["strategy"]["kind"], rec["strategy"]["steps"]
+    hint = (f"\nThe recommendation ran at {steps} steps: set the sampler's steps to {steps}."
+            if kind == "ladr" else
+            f"\nThe recommendation is the official sampler at {steps} steps: set DiMOO Sampling "
+            f"Rule's strategy to 'baseline' and the sampler's steps to {steps} to use it."
+            if kind == "baseline" else
+            f"\nThe recommendation is strategy {kind!r} at {steps} steps: set DiMOO Sampling "
+            f"Rule's strategy to {kind!r} and the sampler's steps to {steps} to use it.")
     return report_text(report) + hint + f"\n({where})"
 
 

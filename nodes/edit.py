@@ -23,7 +23,7 @@ from .handles import (
     SamplingRule,
 )
 from .rules import STRATEGIES, build_rule
-from .run import generate_tokens
+from .run import generate_tokens, node_schedule
 from .sampler import SEED_MAX, check_cache
 from .validate import check_socket, input_error, node_error
 
@@ -124,12 +124,13 @@ class DiMOOEdit(io.ComfyNode):
                 cache: MLCacheConfig | None = None, style_image: torch.Tensor | None = None,
                 size: str = OFFICIAL_SIZE, rule: SamplingRule | None = None) -> io.NodeOutput:
         check_cache(cache)
+        plan = node_schedule(NODE, steps)
         rule = edit_rule(strategy, policy, rule)
         job = prepare_job(model, image, instruction, edit_type, cfg, image_cfg, cache,
                           style_image, size)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
         host.load_to_device(model.patcher, model.pipe.run_memory(job, len(job.items)))
-        tokens, stats, note = generate_tokens(model, node_id, job, rule=rule, steps=steps,
+        tokens, stats, note = generate_tokens(model, node_id, job, rule=rule, steps=plan,
                                               temperature=temperature, seed=seed, cache=None,
                                               max_batch=len(job.items))
         note += f"; {job.note}" if job.note else ""

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ladr_core import PHASE_NAMES, get_schedule
+from ladr_core import PHASE_NAMES, StepSchedule, get_schedule
 
 from . import run_stats
 
@@ -164,10 +164,10 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
     }
 
 
-def stats_dict(result: Any, strategy: str, planned: int | None = None) -> dict:
+def stats_dict(result: Any, strategy: str, planned: StepSchedule = run_stats.PLANNED) -> dict:
     """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports; planned:
-    the schedule's T the run was given (nodes/run_stats.py adds the official sampler's passes
-    for the same job)."""
+    the schedule the run was given (nodes/run_stats.py adds the official sampler's passes for
+    the same job)."""
     full = int(getattr(result, "token_forwards_full", 0) or 0)
     items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)

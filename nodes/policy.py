@@ -1,6 +1,6 @@
 """LADR Policy and Prophet Policy nodes -> the LADR_POLICY socket, which carries a strategy object.
 
-LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`, with the T it was tuned at) or,
+LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`; it runs the sampler's steps) or,
 with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
 (web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy/en.md. Prophet Policy:
 Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
@@ -81,8 +81,8 @@ def policy_fields(policy: LADRPolicy) -> dict[str, object]:
 
 
 def preset_table() -> dict[str, dict[str, object]]:
-    """What each preset sets, for the web extension: its field values and its T (or None)."""
-    return {name: {"fields": policy_fields(p.policy), "steps": p.steps, "summary": p.summary}
+    """What each preset sets, for the web extension: its field values and its summary."""
+    return {name: {"fields": policy_fields(p.policy), "summary": p.summary}
             for name, p in PRESETS.items()}
 
 
@@ -139,7 +139,7 @@ def build_policy(preset: str, fields: PolicyFields) -> LADRPolicy:
 
 
 def build_strategy(preset: str, fields: PolicyFields) -> LADR:
-    """The socket value: a preset with its tuned T (`LADR.preset`), or LADR(custom policy)."""
+    """The socket value: a preset's policy (`LADR.preset`), or LADR(custom policy)."""
     if preset in PRESETS:
         return LADR.preset(preset)
     return LADR(build_policy(preset, fields))
@@ -245,8 +245,9 @@ def _rescue_inputs() -> list:
         io.Float.Input("pace", **expert("pace"),
                        default=_A.pace, min=PACE_RANGE[0], max=PACE_RANGE[1], step=0.5,
                        optional=True,
-                       tooltip="custom with adaptive only. Schedule steps one forward pass may "
-                       "skip by rescue; 0 = no rescue. Default 3."),
+                       tooltip="custom with adaptive only. How far past the schedule one "
+                       "forward pass may reach by rescue, in 64ths of the schedule (steps of a "
+                       "64-step schedule, the same share at any steps); 0 = no rescue. Default 3."),
         _float("anchor_quantile", _A.anchor_quantile, "custom with adaptive only. A frontier "
                "token is rescued when its margin is at least this quantile of the margins of "
                "the tokens the schedule itself commits this step (0.5 = their median).",
@@ -255,12 +256,10 @@ def _rescue_inputs() -> list:
 
 
 def _preset_tooltip() -> str:
-    lines = [f"{name}: {p.summary}" + (f" (brings its T = {p.steps})" if p.steps else "")
-             for name, p in PRESETS.items()]
     return ("A preset sets every field below (greyed out, showing its values; fields it does "
-            "not use are hidden) and, where it "
-            "was tuned at its own schedule length T, that T too (the sampler's steps are then "
-            "not used). custom: use the fields. " + "; ".join(lines) + ".")
+            "not use are hidden) and runs the sampler's steps, never costing more forward passes "
+            "than the official sampler. custom: use the fields. "
+            + "; ".join(f"{name}: {p.summary}" for name, p in PRESETS.items()) + ".")
 
 
 class LADRPolicyNode(io.ComfyNode):
@@ -274,15 +273,14 @@ class LADRPolicyNode(io.ComfyNode):
             category="LADR",
             search_aliases=["rescue", "ladr settings"],
             description="Phase-aware rescue policy of LADR (paper Sec. 3.3). A preset sets "
-            "every field (and the nano preset its T = 128); choose 'custom' to edit them.",
+            "every field; choose 'custom' to edit them. The sampler's steps set the price.",
             inputs=[io.Combo.Input("preset", options=PRESET_OPTIONS, default="paper",
                                    tooltip=_preset_tooltip(),
                                    extra_dict={"ladr_presets": preset_table(),
                                                "ladr_switch": switch_table()}),
                     *field_inputs()],
             outputs=[io.Custom(POLICY_TYPE).Output(
-                "policy", tooltip="LADR strategy (policy + the preset's T) for DiMOO Sampling "
-                "Rule.")],
+                "policy", tooltip="LADR strategy (its policy) for DiMOO Sampling Rule.")],
         )
 
     @classmethod
@@ -290,7 +288,9 @@ class LADRPolicyNode(io.ComfyNode):
         """Names only `preset`, so its message shows once, on it (nodes/validate.py)."""
         if preset is ABSENT or preset in PRESET_OPTIONS:
             return True
-        return f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}"
+        return (f"LADR Policy: preset {preset!r} is not one of {PRESET_OPTIONS}; choose one of "
+                "them (a workflow saved with a preset this version no longer has keeps its "
+                "other widgets)")
 
     @classmethod
     def execute(cls, preset: str, exploration_end: float, refinement_start: float,

@@ -5,7 +5,7 @@ SamplerCustomAdvanced. A strategy name becomes an object here, once per run.
 What each strategy reads (ladr, prophet: the `policy` socket; the `RULES`: the tau / gamma / token
 widgets that are fields of their strategy, `applies`) is described in
 web/docs/LADR_SamplingRule/en.md; the web extension (web/ladr_rules.js) greys out the others. `AUTO`
-(-1) keeps the tuned value; a rule runs at the T it was tuned at (Strategy.run_steps).
+(-1) keeps the tuned value; a rule runs the sampler's steps (the official sampler's price).
 """
 
 from __future__ import annotations

@@ -2,47 +2,50 @@
 job -> image tokens + stats, with the host's memory load, progress bar, previews and events
 (what each step shows: docs/ARCHITECTURE.md section 7).
 
-The schedule length T is settled by the core (`Strategy.run_steps`, through `settle_steps`,
-which adds the note when the node's steps was not used): the T a policy preset or a rule was
-tuned at, else the node's steps; the pipeline then receives the strategy object and that T.
+The schedule (steps and denoise: one `StepSchedule` from the node's widgets) is the price: no
+preset or rule overrules it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ladr_core import PRESETS, DiMOOPipeline, Strategy
+from ladr_core import LADR, PRESETS, DiMOOPipeline, InputError, StepSchedule, Strategy
 from ladr_core.dimoo import EditJob, MLCacheConfig, PaintJob, TextJob
 
-from . import batching, events, host, rules, threads
+from . import batching, events, host, threads
 from . import preview as preview_module
 from .handles import DiMOOModel, DiMOOTokens, SamplingRule
+from .validate import node_error
 
 Job = TextJob | PaintJob | EditJob
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the payload's `progress`
 
 
-def settle_steps(strategy: Strategy, steps: int) -> tuple[int, str]:
-    """(the T the run uses, a note): T as the core settles it (``Strategy.run_steps``: the T
-    `strategy` was tuned at, an LADR preset such as nano's 128 or a rule's tuned setting, else
-    `steps`); the note says when `steps` was not used."""
-    settled = strategy.run_steps(steps)
-    if settled == steps:
-        return steps, ""
-    return settled, f"; T={settled} from {planned_by(strategy)} (steps={steps} not used)"
+FORMER_T = {"preset nano": 128, "preset adaptive": 64, "rule ladr-global": 256, "rule entropy": 32,
+            "rule halton-ladr": 128, "rule halton": 18, "rule threshold": 32,
+            "rule threshold-frontier": 32}
+"""The T each LADR preset or rule brought, overruling the steps widget, before the cost
+contract; a saved workflow naming one now runs its steps."""
 
 
-def planned_by(strategy: Strategy) -> str | None:
-    """Where the run's T came from when it is not the steps widget's: "preset nano" (an LADR
-    preset's policy and T), "the policy preset" (another policy tuned at a T) or "<rule>'s tuned
-    setting"; None when the strategy has no T of its own."""
-    if strategy.steps is None:
-        return None
-    if strategy.name in rules.RULES:
-        return f"{strategy.name}'s tuned setting"
-    policy = getattr(strategy, "policy", None)
-    named = [name for name, p in PRESETS.items() if p.policy == policy and p.steps == strategy.steps]
-    return f"preset {named[0]}" if named else "the policy preset"
+def node_schedule(node: str, steps: int, denoise: float = 1.0) -> StepSchedule:
+    """The run's schedule from a node's steps and denoise widgets, checked once: a bad value
+    (a saved workflow edited by hand, a linked input) is one error on that input."""
+    try:
+        return StepSchedule(steps, denoise)
+    except InputError as err:
+        raise node_error(node, err) from None
+
+
+def schedule_note(strategy: Strategy, steps: StepSchedule) -> str:
+    """The one note for a preset or rule that used to bring another T (FORMER_T); else ""."""
+    name = next((f"preset {n}" for n, p in PRESETS.items()
+                 if type(strategy) is LADR and p.policy == strategy.policy), f"rule {strategy.name}")
+    former = FORMER_T.get(name, steps.steps)
+    return "" if former == steps.steps else (
+        f"; {name} no longer brings its own T={former}: it runs steps={steps.steps}, never more "
+        "forward passes than the official sampler")
 
 
 def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progress,
@@ -73,7 +76,7 @@ def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progr
 
 
 def load_and_run(model: DiMOOModel, job: Job, node_id: str | None, *, rule: SamplingRule,
-                 steps: int, temperature: float, seed: int, cache: MLCacheConfig | None,
+                 steps: StepSchedule, temperature: float, seed: int, cache: MLCacheConfig | None,
                  max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict, str]:
     """Host-aware run of a checked job: memory load (the images asked for, or one: the
     automatic choice then fills what is free after loading), images in flight (max_batch,
@@ -89,14 +92,14 @@ def load_and_run(model: DiMOOModel, job: Job, node_id: str | None, *, rule: Samp
 
 
 def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: SamplingRule,
-                    steps: int, temperature: float, seed: int, cache: MLCacheConfig | None,
+                    steps: StepSchedule, temperature: float, seed: int, cache: MLCacheConfig | None,
                     max_batch: int) -> tuple[DiMOOTokens, dict, str]:
     """``pipe.run(job)`` without decoding (VQ Decode is its own node), with the host's progress
     bar and previews (the job's known pixels under them), the per-step and final events:
-    (tokens, stats, note: the rule's and T's). The last preview is the real decode of the image
+    (tokens, stats, note: the rule's and the schedule's). The last preview is the real decode of the image
     the previews showed."""
     pipe, strategy = model.pipe, rule.strategy
-    steps, note = settle_steps(strategy, steps)
+    note = schedule_note(strategy, steps)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     run_map = events.RunMap()
@@ -111,8 +114,6 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
     progress.update(progress.total, final)
     stats = events.stats_dict(res, strategy.name, steps)
     stats.update({"in_flight": res.in_flight, **({"note": res.note} if res.note else {})})
-    if note:  # the T is not the steps widget's: the stats line says where it came from
-        stats["planned_by"] = planned_by(strategy)
     ended = events.final_payload(node_id, stats, last[0] if last else None, run_map)
     host.send_event(events.EVENT, ended)
     kept = host.save_temp_image(final) if final is not None else None

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core import DEFAULT_STEPS, official_passes
+from ladr_core import DEFAULT_STEPS, StepSchedule, official_passes
 
 OFFICIAL = "baseline"
+PLANNED = StepSchedule()  # a result reported without its schedule: DiMOO's 64 steps
 
 
 def tokens_generated(result: Any) -> list[int]:
@@ -25,15 +26,15 @@ def tokens_generated(result: Any) -> list[int]:
     return [int(h * w)] * int(result.tokens.shape[0])
 
 
-def work_fields(result: Any, planned: int | None) -> dict:
+def work_fields(result: Any, planned: StepSchedule = PLANNED) -> dict:
     """images, steps_planned (T; at a denoise d < 1 the steps the run plans, round(T * d), with
     schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps and
     official_nfe_per_image (the official sampler's passes for the same images at the same
     strength, mean)."""
     counts = tokens_generated(result)
     turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
-    denoise = float(getattr(getattr(result, "paint", None), "denoise", 1.0))
-    official = [turns * official_passes(n, DEFAULT_STEPS, denoise=denoise) for n in counts]
+    reference = StepSchedule(DEFAULT_STEPS, planned.denoise)
+    official = [turns * official_passes(n, reference) for n in counts]
     out: dict = {
         "images": len(counts),
         "tokens_per_image": round(sum(counts) / len(counts), 2) if counts else 0.0,
@@ -41,15 +42,11 @@ def work_fields(result: Any, planned: int | None) -> dict:
         "official_steps": DEFAULT_STEPS,
         "official_nfe_per_image": round(sum(official) / len(official), 2) if official else 0.0,
     }
-    if planned is not None:
-        out["steps_planned"] = int(planned) * turns
+    out["steps_planned"] = planned.left * turns
     if turns > 1:
         out["turns"] = turns
-    if denoise < 1.0:
-        out["denoise"] = denoise
-        if planned is not None:
-            out.update(schedule_steps=int(planned),
-                       steps_planned=int(planned) - int(getattr(result, "start_step", 0)))
+    if planned.denoise < 1.0:
+        out.update(denoise=planned.denoise, schedule_steps=planned.steps)
     return out
 
 
@@ -108,9 +105,6 @@ def stats_text(stats: dict) -> str:
     steps = int(stats["steps"])
     if stats.get("tokens_per_image", 1) == 0:
         run = "nothing to generate"
-    elif planned and "planned_by" in stats:  # T from a preset or a rule, not the widget
-        run = (f"{'done after ' if steps < planned else ''}{steps} of {planned} steps planned "
-               f"by {stats['planned_by']}")
     elif planned:
         run = (f"{'done after ' if steps < planned else ''}{steps} of {planned} planned "
                f"{plural(planned, 'step', 'steps')}")

@@ -11,7 +11,7 @@ itself (T, progress, previews, events) is nodes/run.py.
 from __future__ import annotations
 
 import ladr_core
-from ladr_core import LADR, MLCacheConfig
+from ladr_core import DEFAULT_STEPS, LADR, MAX_STEPS, MLCacheConfig
 
 from . import batching, events, run
 from .canvas import FIT_FIX, IMG2IMG, VARIATIONS, prepare_job
@@ -80,6 +80,7 @@ def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prom
     (`canvas.prepare_job`, `names`: its arguments -> the node's inputs; `denoise`: the
     strength a picture is redrawn at), then `run.load_and_run`: (tokens, the stats line with
     every note; `note`: the node's own, before the run's)."""
+    plan = run.node_schedule(NODE, steps, denoise)
     prompts, skipped = split_prompts(prompt, one_prompt_per_line)
     made = canvas.tokens.model_key[:2] if canvas.tokens is not None else model.key[:2]
     if tuple(made) != tuple(model.key[:2]):  # (checkpoint, mtime): another codebook
@@ -88,8 +89,8 @@ def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prom
                           "DiMOO Model")
     job = prepare_job(model.pipe, prompts, canvas, negative_prompt=negative_prompt or None,
                       cfg=resolve_cfg(cfg), node=NODE, names=names, fit_fix=fit_fix,
-                      denoise=denoise)
-    tokens, stats, told = run.load_and_run(model, job, node_id, rule=rule, steps=steps,
+                      denoise=plan.denoise)
+    tokens, stats, told = run.load_and_run(model, job, node_id, rule=rule, steps=plan,
                                            temperature=temperature, seed=seed, cache=cache,
                                            max_batch=max_batch)
     if skipped:
@@ -174,7 +175,7 @@ def prompt_inputs() -> list:
 def run_inputs(steps_tip: str) -> list:
     """steps, cfg, temperature and seed (both sampler nodes)."""
     return [
-        io.Int.Input("steps", default=64, min=1, max=1000, tooltip=steps_tip),
+        io.Int.Input("steps", default=DEFAULT_STEPS, min=1, max=MAX_STEPS, tooltip=steps_tip),
         # step 0.05: the frontend shows -floor(log10(step)) decimals, so 0.75 stays 0.75
         io.Float.Input("cfg", default=CFG_AUTO, min=CFG_AUTO, max=30.0, step=0.05, round=0.01,
                        tooltip="Classifier-free guidance scale s: (1+s)*cond - s*uncond "
@@ -211,8 +212,8 @@ def sampler_inputs() -> list:
     return [
         io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model."),
         *prompt_inputs(),
-        *run_inputs("Schedule length T. LADR usually finishes in far fewer steps. A rule tuned "
-                    "at its own T (the nano LADR preset: 128) uses that T instead."),
+        *run_inputs("Schedule length T, the price: the official sampler's forward passes per "
+                    "image. No rule or preset runs more; LADR usually finishes in fewer."),
         lines_input(),
         max_batch_input(optional=False),
         io.Custom(RULE_TYPE).Input("rule", optional=True,

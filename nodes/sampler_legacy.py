@@ -107,8 +107,8 @@ def legacy_inputs() -> list:
         io.Custom(MODEL_TYPE).Input("model", tooltip="From Load DiMOO Model."),
         *prompt_inputs(),
         *size_inputs(),
-        *run_inputs("Schedule length T. A policy preset tuned at its own T (nano: 128) uses "
-                    "that T instead."),
+        *run_inputs("Schedule length T, the price: no rule or preset runs more forward passes "
+                    "than the official sampler at these steps."),
         batch_input(),
         rules.strategy_input(),
         lines_input(),

@@ -121,8 +121,7 @@ export function statsLines(s, scheduleSteps) {
     ? ` (official ${shown(Number(official))})` : "";
   const saved = Number(s.forwards_saved_pct ?? 0);
   const cache = saved > 0 ? ` · cache saved ${saved.toFixed(0)}%` : "";
-  const steps = !planned ? plural(s.steps, "step", "steps")
-    : s.planned_by ? `${s.steps}${of} steps planned by ${s.planned_by}` : `${s.steps}${of} steps`;
+  const steps = !planned ? plural(s.steps, "step", "steps") : `${s.steps}${of} steps`;
   return [`done: ${steps}`, `${plural(shown(passes), "pass", "passes")}${versus} · ` +
     `${Number(s.seconds).toFixed(2)} s${cache}`];
 }

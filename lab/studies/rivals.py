@@ -4,13 +4,14 @@ A setting string names a registered strategy and its options (lab/studies/sample
 them on nano's validation prompts; lab/studies/quality.py and lab/studies/painting.py run the
 picks by their table names):
 
-    threshold:tau=0.9,token=argmax,steps=32     Threshold(tau=0.9, token="argmax", steps=32)
-    entropy:gamma=1.5,steps=32                  EntropyBound(gamma=1.5, steps=32)
-    halton:steps=12                             Halton(steps=12)
-    baseline:steps=18                           Baseline(steps=18)
-    ladr:preset=nano,tau=0.8,steps=64           LADR(nano policy with tau 0.8 in every phase, T 64)
+    threshold:tau=0.9,token=argmax,steps=32     Threshold(tau=0.9, token="argmax") at T 32
+    entropy:gamma=1.5,steps=32                  EntropyBound(gamma=1.5) at T 32
+    halton:steps=12                             Halton() at T 12
+    baseline:steps=18                           Baseline() at T 18
+    ladr:preset=nano,tau=0.8,steps=64           LADR(nano policy with tau 0.8 in every phase) at T 64
 
-For LADR and its variants (ladr, ladr-global, halton-ladr) `preset` picks the base policy
+`steps` is the run's schedule (the price; 64 when absent), never a field of the strategy. For
+LADR and its variants (ladr, ladr-global, halton-ladr) `preset` picks the base policy
 (ladr_core.PRESETS, default nano) and `tau` sets its threshold in every phase; other keys are
 the strategy's own fields. Values are read as int, then float, else kept as text.
 
@@ -78,11 +79,13 @@ def parse_setting(spec: str) -> dict[str, Any]:
 
 
 def build(spec: str) -> Any:
-    """The strategy object of a setting string (ValueError naming a bad key)."""
+    """The strategy object of a setting string (ValueError naming a bad key); its `steps` is
+    the run's schedule, not a field of the strategy (`table_entry`)."""
     from ladr_core import PRESETS, strategy_class, strategy_names
 
     opts = parse_setting(spec)
     name = opts.pop("name")
+    opts.pop("steps", None)
     if name not in strategy_names():
         raise ValueError(f"setting {spec!r}: {name!r} is not a strategy {strategy_names()}")
     cls = strategy_class(name)
@@ -102,9 +105,12 @@ def build(spec: str) -> Any:
 
 
 def table_entry(spec: str) -> dict[str, Any]:
-    """A lab/studies/quality.py table entry: {"strategy": object, "steps": its T}."""
-    strategy = build(spec)
-    return {"strategy": strategy, "steps": strategy.run_steps()}
+    """A lab/studies/quality.py table entry: {"strategy": object, "steps": the setting's T
+    (64 when it names none)}."""
+    steps = parse_setting(spec).get("steps", 64)
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise ValueError(f"setting {spec!r}: steps must be an int >= 1; got {steps!r}")
+    return {"strategy": build(spec), "steps": steps}
 
 
 def ablation_pairs(results: Any) -> list[tuple[str, str]]:

@@ -105,28 +105,27 @@ def run_i2i(pipe: Any, captions: list[str], pixels: torch.Tensor, strength: floa
     """One image-to-image run over every picture: images uint8, tokens [B, N], forwards per
     image. ``remask``: BoolTensor [B, N] of the tokens to re-mask (None: the product's
     choice, at random). The product's path either way: ``prepare_paint`` without a mask (what
-    ``generate(image=, denoise=)`` builds) and the strategy continued from the start step
-    (``FromStep``); a given ``remask`` replaces only the random draw."""
-    from ladr_core import FromStep, start_step
+    ``generate(image=, denoise=)`` builds) run from the schedule's start step; a given
+    ``remask`` replaces only the random draw."""
+    from ladr_core import StepSchedule
 
     if remask is None:
         res = pipe.generate(captions, image=pixels, denoise=strength, steps=steps,
                             strategy=strategy, seed=seed0, max_batch=max_batch)
     else:
-        t = strategy.run_steps(steps)
-        s0 = start_step(t, strength)
         job = pipe.prepare_paint(captions, pixels, None, denoise=strength)
-        job = replace(job, plan=replace(job.plan, denoise=1.0, generate=remask))
-        res = pipe.run(job, FromStep(strategy, s0, t), seed=seed0, max_batch=max_batch)
+        job = replace(job, plan=replace(job.plan, generate=remask))
+        res = pipe.run(job, strategy, StepSchedule.of(steps, strength), seed=seed0,
+                       max_batch=max_batch)
     return {"images": as_uint8(res.images), "tokens": res.tokens.cpu(), "nfe": res.item_nfe}
 
 
 def remask_counts(steps: int, strength: float, shape: tuple[int, int]) -> list[int]:
     """Tokens the product re-masks in each picture at this strength (the official schedule's
     masked count at the start step of T = ``steps``)."""
-    from ladr_core import remask_count, start_step
+    from ladr_core import StepSchedule, remask_count
 
-    return [remask_count(shape[1], start_step(steps, strength), steps)] * shape[0]
+    return [remask_count(shape[1], StepSchedule(steps, strength).start, steps)] * shape[0]
 
 
 # ---- scores ------------------------------------------------------------------------------------
@@ -193,7 +192,7 @@ def run_setting(pipe: Any, ctx: dict[str, Any], strength: float, strategy: Any,
                       None if remask is None else remask[kind])
         per[kind] = verdicts(ctx["specs"][kind], run, ctx["src"], extra_forwards, codes)
         images[kind] = run["images"]
-    return per, strategy.run_steps(steps), time.perf_counter() - start, images
+    return per, 64 if steps is None else steps, time.perf_counter() - start, images
 
 
 def sampled_codes(pipe: Any, tokens: torch.Tensor) -> Any:

@@ -33,13 +33,13 @@ from lab.workflows.graph import nano_templates, verdicts
 ROOT = Path(__file__).resolve().parents[2]
 
 CANDIDATES = {
-    "ladr (nano preset)": {"strategy": "ladr", "policy": "nano"},
-    "ladr-global": {"strategy": "ladr-global", "tau": -1.0},
-    "halton-ladr": {"strategy": "halton-ladr", "tau": -1.0},
+    "ladr (nano preset)": {"strategy": "ladr", "policy": "nano", "steps": 128},
+    "ladr-global": {"strategy": "ladr-global", "tau": -1.0, "steps": 256},
+    "halton-ladr": {"strategy": "halton-ladr", "tau": -1.0, "steps": 128},
     "baseline-64": {"strategy": "baseline", "steps": 64},
 }
-"""The nano-tuned picks of each LADR kind (the preset; the rules at their tuned setting,
-lab/results/samplers_validation.json) and the official schedule at 64 steps."""
+"""The nano-tuned picks of each LADR kind (the preset; the rules at their tuned setting and
+steps, lab/results/samplers_validation.json) and the official schedule at 64 steps."""
 
 VALIDATION = {"ladr (nano preset)": "ladr:tau=0.9,steps=128",
               "ladr-global": "ladr-global:tau=0.95,steps=256",

@@ -32,7 +32,6 @@ if "comfy_api" not in sys.modules and importlib.util.find_spec("comfy_api") is N
     comfy_stand_in.install()
 
 from lab.workflows import template_extras as extras
-from ladr_core import resolve_strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG
 from nodes import EMOJI, TOKENS_TYPE, node_classes
 
@@ -314,9 +313,14 @@ def nano_rule(id: int, pos: tuple[int, int], name: str) -> Node:
     return rule(id, pos, NANO_STRATEGY[name])
 
 
+NANO_T = {"ladr-global": 256}
+"""The steps a nano template's strategy was tuned at (docs/reports/SAMPLERS.md), which its steps
+widget shows: a strategy has no step count of its own, the run's steps are the price."""
+
+
 def nano_t(name: str) -> int:
-    """The T a nano template's strategy runs at (its steps widget shows it)."""
-    return resolve_strategy(NANO_STRATEGY[name]).steps or 64
+    """The steps a nano template's sampler runs (its steps widget)."""
+    return NANO_T.get(NANO_STRATEGY[name], 64)
 
 
 def workflows() -> dict[str, list[Node]]:

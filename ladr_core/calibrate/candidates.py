@@ -21,23 +21,19 @@ __all__ = ["TAU_GRID", "Candidate", "default_candidates", "matched_baseline", "s
            "strategy_spec", "tau_policy"]
 
 TAU_GRID = (0.5, 0.7, 0.9)
+TUNED_STEPS = {"nano": 128, "halton-ladr": 128, "ladr-global": 256}
+"""The steps these candidates were tuned at on nano's validation prompts, where the calibration
+runs them (a strategy has no step count of its own; the candidate names the schedule)."""
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """A named setting to measure: ``strategy`` run at ``steps`` (its T)."""
+    """A named setting to measure: ``strategy`` run at ``steps`` (its T, the price)."""
 
     name: str
     strategy: Strategy
     steps: int
     role: str = "candidate"  # "reference" | "candidate" | "matched"
-
-    def __post_init__(self) -> None:
-        # a strategy tuned at another T runs at this one: a tuned T would win over generate's
-        # steps (Strategy.run_steps), and the candidate is measured at `steps`
-        tuned = getattr(self.strategy, "steps", None)
-        if tuned is not None and tuned != self.steps:
-            object.__setattr__(self, "strategy", self.strategy.at_steps(self.steps))
 
 
 def tau_policy(tau: float) -> LADRPolicy:
@@ -53,9 +49,9 @@ def default_candidates(steps: int = 64) -> list[Candidate]:
            Candidate("paper", LADR(paper), steps),
            Candidate("paper-gumbel", LADR(replace(paper, selection="gumbel")), steps)]
     for preset in ("adaptive", "nano"):
-        out.append(Candidate(preset, LADR.preset(preset), PRESETS[preset].steps or steps))
+        out.append(Candidate(preset, LADR.preset(preset), TUNED_STEPS.get(preset, steps)))
     out += [Candidate(f"tau{t:g}", LADR(tau_policy(t)), steps) for t in TAU_GRID]
-    out += [Candidate(s.name, s, s.run_steps()) for s in (HaltonLADR(), LADRGlobal())]
+    out += [Candidate(s.name, s, TUNED_STEPS[s.name]) for s in (HaltonLADR(), LADRGlobal())]
     return out
 
 
@@ -84,7 +80,7 @@ def strategy_spec(candidate: Candidate) -> dict[str, Any]:
         raise ValueError(f"cannot describe a {type(s).__name__} candidate: only a registered "
                          "dataclass strategy (ladr_core.register_strategy) has a JSON form")
     out: dict[str, Any] = {"kind": s.name, "steps": candidate.steps}
-    out.update({f.name: _to_json(getattr(s, f.name)) for f in fields(s) if f.name != "steps"})
+    out.update({f.name: _to_json(getattr(s, f.name)) for f in fields(s)})
     return out
 
 
@@ -107,18 +103,18 @@ def _from_json(value: Any, hint: Any, where: str) -> Any:
     return value
 
 
-def _build(cls: type, data: dict[str, Any], where: str, **extra: Any) -> Any:
-    """cls(**fields from data, **extra): a field missing from data takes its default (a file
-    written before the field existed stays readable); an unknown field or a refused value
-    raises ValueError naming `where`."""
-    names = {f.name for f in fields(cls) if f.init} - set(extra)
+def _build(cls: type, data: dict[str, Any], where: str) -> Any:
+    """cls(**fields from data): a field missing from data takes its default (a file written
+    before the field existed stays readable); an unknown field or a refused value raises
+    ValueError naming `where`."""
+    names = {f.name for f in fields(cls) if f.init}
     unknown = sorted(set(data) - names)
     if unknown:
         raise ValueError(f"{where} has unknown fields {unknown} (known: {sorted(names)})")
     hints = get_type_hints(cls)
     args = {k: _from_json(v, hints.get(k), f"{where}.{k}") for k, v in data.items()}
     try:
-        return cls(**args, **extra)
+        return cls(**args)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{where}: {exc}") from None
 
@@ -138,4 +134,4 @@ def strategy_from_spec(spec: Any, where: str = "strategy") -> tuple[Strategy, in
         raise ValueError(f"{where}.kind {kind!r} is not a dataclass strategy; it has no JSON "
                          "form")
     data = {k: v for k, v in spec.items() if k not in ("kind", "steps")}
-    return _build(cls, data, where, steps=steps), steps
+    return _build(cls, data, where), steps

@@ -21,9 +21,8 @@ import torch
 
 from ..errors import InputError
 from ..registry import resolve_strategy
+from ..schedules import StepSchedule, check_denoise
 from ..step import Strategy
-from ..strategies.from_step import FromStep
-from ..strength import check_denoise, start_step
 from .denoise.cache import MLCacheConfig
 from .denoise.denoiser import DiMOODenoiser, valid_cfg
 from .denoise.prompt import SIZE_STEP, ImageLayout, check_image_size, cond_text, uncond_text
@@ -313,15 +312,16 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
                        _guidance("image_cfg", image_cfg, DEFAULT_IMAGE_CFG))
 
     # ---- the one run routine -----------------------------------------------------------------
-    def run(self, job: Job, strategy: Strategy, steps: int | None = None,
+    def run(self, job: Job, strategy: Strategy, steps: int | StepSchedule | None = None,
             temperature: float = 1.0, seed: int = 0, cache: MLCacheConfig | None = None,
             callback: Callable[[dict[str, Any]], None] | None = None, decode: bool = True,
             max_batch: int | None = None) -> GenerationResult:
         """Sample a checked job (``prepare_*``) with a Strategy object (``LADR(policy)``,
         ``LADR.preset("nano")``, ``Baseline()``, ...; a name is resolved once by the entry that
         received it: ``generate`` / ``paint`` / ``edit``, or ``ladr_core.resolve_strategy``).
-        ``steps``: T for a strategy without a tuned T of its own (the nano preset carries 128,
-        which wins), None = DiMOO's 64 (``Strategy.run_steps``, settled here once). ``decode=False``
+        ``steps``: the schedule, T (None = DiMOO's 64; a painting job's denoise sets its start)
+        or a StepSchedule with the job's denoise; no strategy runs more than its steps.
+        ``decode=False``
         skips the VQ decoder (images None). ``max_batch``: images in flight at once (None =
         ``runs.images_in_flight``, the sampler node's automatic choice: 4 on a CPU, what the
         GPU's free memory holds up to 8); the rest roll in as images finish. Image i is the same
@@ -329,56 +329,50 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         if not isinstance(strategy, Strategy):
             raise ValueError(f"strategy must be a Strategy object (run takes the object; resolve "
                              f"a name with ladr_core.resolve_strategy); got {strategy!r}")
-        steps = strategy.run_steps(steps)
+        denoise = job.plan.denoise if isinstance(job, PaintJob) else 1.0
+        plan = StepSchedule.of(steps, denoise)
+        if plan.denoise != denoise:
+            raise ValueError(f"steps: the schedule's denoise {plan.denoise:g} is not the job's "
+                             f"{denoise:g}; build the job and the StepSchedule with one denoise")
         check_job(job, cache)
-        start = start_step(steps, job.plan.denoise) if isinstance(job, PaintJob) else 0
-        if job.nothing_to_do or start == steps:  # nothing to regenerate: the input, unchanged
-            return self._unchanged(job, decode, steps if start == steps else 0,  # type: ignore
-                                   start)
-        if start > 0:
-            job, strategy = self._from_step(job, strategy, start, steps, seed)  # type: ignore
-            steps -= start
+        if job.nothing_to_do or plan.left == 0:  # nothing to regenerate: the input, unchanged
+            return self._unchanged(job, decode, plan)  # type: ignore[arg-type]
+        if plan.start > 0 and job.plan.generate is None:  # a plan given its re-mask keeps it
+            job = self._from_step(job, plan, seed)  # type: ignore[arg-type]
         if callback is not None and self.vq is not None:  # a callback may draw previews:
             self.preview_table()  # the table is made now, not in the first step beside sampling
-        built = job.build(self.runtime(), steps, cache)
+        built = job.build(self.runtime(), plan.left, cache)
         if max_batch is None:
             grid = built.denoiser.layout
             max_batch = images_in_flight(self.device, built.denoiser.batch, self.image_bytes(
                 grid.w * self.vq_factor, grid.h * self.vq_factor, cache is not None))
-        options = RunOptions(strategy, steps, temperature, seed, callback, bool(decode), max_batch)
+        options = RunOptions(strategy, plan, temperature, seed, callback, bool(decode), max_batch)
         res = run_turns(job, built, options, self.vq, self.device, self.runtime())
-        return replace(res, start_step=start) if start else res
+        return replace(res, start_step=plan.start) if plan.start else res
 
-    def _unchanged(self, job: PaintJob, decode: bool, steps: int = 0, start: int = 0
-                   ) -> GenerationResult:
-        """A painting whose mask regenerates nothing (or whose denoise redraws no step of a
-        schedule of ``steps``): the images' codes and the images; ``start``: the run's start
-        step (kept in the result for the stats)."""
+    def _unchanged(self, job: PaintJob, decode: bool, steps: StepSchedule) -> GenerationResult:
+        """A painting whose mask regenerates nothing (or whose denoise redraws no step of the
+        schedule ``steps``): the images' codes and the images."""
         plan = job.plan.encoded(self.encode_image)
         images = plan.images if plan.source is not None or not decode else \
             self.decode(plan.codes, plan.grid)
         note = plan.note
-        if steps and not job.nothing_to_do:
+        if not job.nothing_to_do:
             note = "; ".join(n for n in (note, f"denoise {plan.denoise:g} redraws no step of the "
-                                         f"{steps}-step schedule: the picture returned "
+                                         f"{steps.steps}-step schedule: the picture returned "
                                          "unchanged") if n)
         return GenerationResult(plan.codes, images if decode else None, 0, 0, 0.0, 0, 0,
-                                plan.grid, note=note, paint=plan, start_step=start)
+                                plan.grid, note=note, paint=plan, start_step=steps.start)
 
     @staticmethod
-    def _from_step(job: PaintJob, strategy: Strategy, start: int, steps: int, seed: int
-                   ) -> tuple[PaintJob, FromStep]:
-        """Image to image from step ``start`` of T = ``steps``: the re-masked share of each
-        item's region drawn with a CPU generator of its own (seed + i, apart from the
-        sampling's), and ``strategy`` continued from ``start`` over the region's count."""
+    def _from_step(job: PaintJob, steps: StepSchedule, seed: int) -> PaintJob:
+        """Image to image from the schedule's start: the re-masked share of each item's region
+        drawn with a CPU generator of its own (seed + i, apart from the sampling's)."""
         plan = job.plan
         check_seed(seed, plan.region.shape[0])
         cpu = torch.device("cpu")
         gens = [item_generator(seed + i, cpu) for i in range(plan.region.shape[0])]
-        counts = tuple(int(c) for c in plan.region.sum(dim=1).tolist())
-        region = None if all(c == plan.region.shape[1] for c in counts) else counts
-        job = PaintJob(job.text, plan.from_step(start, steps, gens))
-        return job, FromStep(strategy, start, steps, region)
+        return PaintJob(job.text, plan.from_step(steps.start, steps.steps, gens))
 
     # ---- one entry point per task ------------------------------------------------------------
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
@@ -396,10 +390,12 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         whole picture redrawn at strength d (``prepare_paint`` without a mask; the image sets
         the size, width / height stay None; at d = 1.0 it only sets the size). d = 0 returns
         the picture's own codes. ``tokens`` instead of ``image``: the same from image tokens
-        (a run's ``res.tokens``: variations of a picture the model drew; ``prepare_tokens``)."""
+        (a run's ``res.tokens``: variations of a picture the model drew; ``prepare_tokens``).
+        ``steps`` and ``denoise`` become one StepSchedule, checked first."""
+        plan = StepSchedule.of(steps, denoise)
         job = self._text_or_image(prompt, negative_prompt, width, height, cfg, batch_size,
-                                  image, denoise, tokens)
-        res = self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache, callback,
+                                  image, plan.denoise, tokens)
+        res = self.run(job, resolve_strategy(strategy), plan, temperature, seed, cache, callback,
                        decode, max_batch)
         if self_score is not None:
             w, h = job.layout.w * self.vq_factor, job.layout.h * self.vq_factor
@@ -442,9 +438,10 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         ``res.paint`` is the plan a later decode pastes the original pixels back with.
         ``denoise`` < 1: the masked part redrawn at that strength from the picture's codes
         (mask None: the whole picture, as ``generate(image=...)``)."""
+        plan = StepSchedule.of(steps, denoise)
         job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size,
-                                 denoise=denoise)
-        return self.run(job, resolve_strategy(strategy), steps, temperature, seed, cache,
+                                 denoise=plan.denoise)
+        return self.run(job, resolve_strategy(strategy), plan, temperature, seed, cache,
                         callback, decode, max_batch)
 
     def edit(self, instruction: str | Sequence[str], image: Any, edit_type: str = "edit",
@@ -455,6 +452,7 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
              decode: bool = True, max_batch: int | None = None) -> GenerationResult:
         """Edit an image by instruction (the official image-to-image path): ``prepare_edit``
         then ``run``. No ML-Cache."""
+        steps = StepSchedule.of(steps)
         job = self.prepare_edit(instruction, image, edit_type, style, size, cfg, image_cfg,
                                 batch_size)
         return self.run(job, resolve_strategy(strategy), steps, temperature, seed, None,

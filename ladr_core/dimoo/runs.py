@@ -18,6 +18,7 @@ import torch
 
 from ..devices import synchronize
 from ..sampling import sample
+from ..schedules import StepSchedule
 from ..step import Strategy
 from .jobs import Built, EditJob
 from .model.vq import decode_codes
@@ -55,8 +56,8 @@ class GenerationResult:
     paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
     in_flight: int = 0  # images in one pass at most (a longer list rolls through)
     turns: int = 1  # edits run one after the other (a multi-turn edit), their counts summed
-    # the step of the schedule (T) the run started from: denoise's s0 (strength.start_step,
-    # computed once, in DiMOOPipeline.run), 0 from the first step; the stats read it
+    # the step of the schedule (T) the run started from: denoise's s0 (StepSchedule.start),
+    # 0 from the first step; the stats read it
     start_step: int = 0
 
     def then(self, later: GenerationResult) -> GenerationResult:
@@ -128,11 +129,11 @@ def images_in_flight(device: torch.device, images: int, per_image_bytes: int,
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a run samples (``DiMOOPipeline.run`` checks them): the strategy and its T, the
+    """How a run samples (``DiMOOPipeline.run`` checks them): the strategy, the schedule, the
     temperature, the first seed, the step callback, whether to decode, images in flight."""
 
     strategy: Strategy
-    steps: int
+    steps: StepSchedule
     temperature: float
     seed: int
     callback: Callable[[dict[str, Any]], None] | None
@@ -182,7 +183,7 @@ def run_turns(job: object, built: Built, options: RunOptions, vq: Any, device: t
         pixels = res.images if res.images is not None else decode_codes(
             vq, res.tokens, res.grid, check_range=False)
         job = job.next_turn(pixels.mul(255.0).round().div(255.0))
-        res = res.then(run_job(job.build(runtime, options.steps, None),
+        res = res.then(run_job(job.build(runtime, options.steps.left, None),
                                turn_options(options, turns - job.turns, turns), vq, device))
     return res
 

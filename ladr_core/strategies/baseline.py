@@ -17,7 +17,7 @@ import torch
 from ..noise import StepNoise
 from ..registry import register_strategy
 from ..schedules import Schedule
-from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
+from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy
 from .select import effective_time, no_phase, noisy_confidence
 
 
@@ -74,14 +74,10 @@ def official_step(run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats:
 @dataclass(frozen=True)
 class Baseline(Strategy):
     """The official Lumina-DiMOO `generate_image` loop: the cosine schedule's keep count, the
-    noisy-confidence ranking of `mask_by_random_topk`. steps: a T of its own (None = the
-    caller's, DiMOO's 64 by default)."""
+    noisy-confidence ranking of `mask_by_random_topk`: one forward per step of the run's
+    schedule, the price every other strategy stays within."""
 
     name: ClassVar[str] = "baseline"
-    steps: int | None = None
-
-    def __post_init__(self) -> None:
-        check_steps("Baseline", self.steps)
 
     def needs(self) -> Needs:
         return Needs(frozenset({"log_conf"}), remask=True)

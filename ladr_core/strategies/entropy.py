@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from ..registry import register_strategy
-from ..step import Commit, Needs, Strategy, check_choice, check_number, check_steps
+from ..step import Commit, Needs, Strategy, check_choice, check_number
 from .policy import RESCUE_TOKENS
 from .select import commit_tokens, finish_last_step, plain_commit
 
@@ -48,7 +48,6 @@ class EntropyBound(Strategy):
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor
     gamma: float = 0.7
     token: str = "sample"
-    steps: int | None = 32
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -56,7 +55,6 @@ class EntropyBound(Strategy):
             owner, "gamma", self.gamma, 0.0, math.inf, high_open=True,
             fix="gamma bounds the summed entropy (nats) of the tokens one step commits"))
         check_choice(owner, "token", self.token, RESCUE_TOKENS)
-        check_steps(owner, self.steps)
 
     def needs(self) -> Needs:
         want = {"entropy", "argmax"} if self.token == "argmax" else {"entropy"}

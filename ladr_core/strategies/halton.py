@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from ..registry import register_strategy
-from ..step import Commit, Needs, Strategy, check_steps
+from ..step import Commit, Needs, Strategy
 from .baseline import baseline_keep, baseline_remask
 from .select import plain_commit
 
@@ -92,16 +92,11 @@ def halton_score(grid: tuple[int, int], device: torch.device) -> torch.Tensor:
 class Halton(Strategy):
     """The official keep count per step (`baseline_keep`: cosine schedule over the count to
     generate, at least one token per step, all on the last) with positions taken in Halton
-    order; committed tokens are the temperature sample, as the official loop. steps: T (one
-    forward per step, as the official sampler); default tuned on nano's validation prompts
-    (docs/reports/SAMPLERS.md)."""
+    order; committed tokens are the temperature sample, as the official loop: one forward per
+    step, as the official sampler (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "halton"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor
-    steps: int | None = 18
-
-    def __post_init__(self) -> None:
-        check_steps(type(self).__name__, self.steps)
 
     def needs(self) -> Needs:
         return Needs(frozenset())

@@ -28,13 +28,12 @@ if TYPE_CHECKING:  # annotations only
 @dataclass(frozen=True)
 class HaltonLADR(LADR):
     """LADR with Halton-ordered standard selection. policy: the rescue's settings (the
-    policy's `selection` is not used: the order ranks); steps: T. Defaults tuned on nano's
+    policy's `selection` is not used: the order ranks). Defaults tuned on nano's
     validation prompts (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "halton-ladr"
     policy: LADRPolicy = field(default_factory=lambda: replace(PRESETS["nano"].policy,
                                                                tau=(0.95, 0.95, 0.95)))
-    steps: int | None = 128
 
     def needs(self) -> Needs:
         """LADR's, without the noisy confidence of its "gumbel" ranking (the order ranks)."""

@@ -18,7 +18,7 @@ import torch
 
 from ..registry import register_strategy
 from ..schedules import count_at
-from ..step import Commit, Needs, Strategy, check_steps
+from ..step import Commit, Needs, Strategy
 from .policy import PRESETS, LADRPolicy
 from .rescue import adaptive_rescue, paper_rescue
 from .select import effective_time, keep_lowest, noisy_confidence, phase_table
@@ -32,26 +32,25 @@ if TYPE_CHECKING:  # annotations only
 @register_strategy
 @dataclass(frozen=True)
 class LADR(Strategy):
-    """LADR with `policy` (default: the paper's). steps: the T the policy was tuned at, or None
-    (the caller's T); `LADR.preset(name)` takes both from policy.PRESETS."""
+    """LADR with `policy` (default: the paper's); `LADR.preset(name)` takes it from
+    policy.PRESETS. It plans within the run's schedule (T = RunInfo.steps) and can only
+    finish sooner."""
 
     name: ClassVar[str] = "ladr"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor (keep_count)
     policy: LADRPolicy = field(default_factory=LADRPolicy)
-    steps: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, LADRPolicy):
             raise ValueError(f"LADR(policy): policy must be a LADRPolicy; got "
                              f"{type(self.policy).__name__}")
-        check_steps("LADR", self.steps)
 
     @classmethod
     def preset(cls, name: str) -> LADR:
-        """The preset's policy with the T it was tuned at (policy.PRESETS)."""
+        """The preset's policy (policy.PRESETS)."""
         if name not in PRESETS:
             raise ValueError(f"LADR preset must be one of {sorted(PRESETS)}; got {name!r}")
-        return cls(PRESETS[name].policy, PRESETS[name].steps)
+        return cls(PRESETS[name].policy)
 
     def needs(self) -> Needs:
         """Top-1 and margin always (lines 16, 18); the argmax token for rescue_token "argmax";

@@ -21,13 +21,12 @@ from .policy import PRESETS, LADRPolicy
 @register_strategy
 @dataclass(frozen=True)
 class LADRGlobal(LADR):
-    """LADR whose rescue considers every still-masked token (no frontier). policy / steps as
+    """LADR whose rescue considers every still-masked token (no frontier). policy as
     LADR's; defaults tuned on nano's validation prompts (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "ladr-global"
     policy: LADRPolicy = field(default_factory=lambda: replace(PRESETS["nano"].policy,
                                                                tau=(0.95, 0.95, 0.95)))
-    steps: int | None = 256
 
     def rescue_pool(self, m_std: torch.Tensor) -> torch.Tensor | None:
         return m_std

@@ -4,8 +4,8 @@ named presets.
 `LADRPolicy` is the phase-aware policy Pi(t) = (alpha_t, tau_t) of paper Sec. 3.3.2 together
 with the frontier kernel of Eq. 9 and the ablation switches of Sec. 4.3 (Table 5 / Figs. 5-6).
 `AdaptiveRescue` holds the settings of the self-calibrating rescue (rescue.py).
-`PRESETS` names every recipe (policy + the T it was tuned at). Prophet's policy lives beside
-Prophet (prophet.py).
+`PRESETS` names every recipe (a policy; the run's steps set its schedule, which no preset
+overrules). Prophet's policy lives beside Prophet (prophet.py).
 """
 
 from __future__ import annotations
@@ -25,6 +25,9 @@ NO_TAU = -1.0
 """Where a number must stand for tau = None (no threshold): widgets, device tables. Margins are
 >= 0, so Delta > -1 keeps every candidate."""
 PACE_RANGE = (0.0, 1024.0)
+PACE_UNIT = 64
+"""`AdaptiveRescue.pace` counts in 1/64ths of the schedule (a step of DiMOO's default 64-step
+schedule), so the rescue's reach is the same share of the schedule at any steps."""
 ADAPTIVE_REPLACES = ("tau", "alpha", "delayed")
 """LADRPolicy fields the adaptive rescue does not read (its threshold and budget replace them)."""
 
@@ -69,8 +72,10 @@ def _number_in(name: str, value: object, lo: float, hi: float) -> float:
 class AdaptiveRescue:
     """Settings of the self-calibrating rescue (rescue.adaptive_rescue).
 
-    pace: schedule steps one forward pass may skip by rescue, in [0, 1024]; 0 = no rescue.
-        The rescue never brings the masked count below floor(N * gamma(t_eff + (1 + pace) / T)).
+    pace: how far past standard selection one forward pass may reach by rescue, in 1/64ths of
+        the schedule (steps of DiMOO's default 64-step schedule, whatever the run's T), in
+        [0, 1024]; 0 = no rescue. The rescue never brings the masked count below
+        floor(N * gamma(t_eff + 1 / T + pace / 64)).
     anchor_quantile: in [0, 1]. A frontier candidate is valid when its margin is >= this
         quantile (lower interpolation) of the margins of the tokens standard selection commits
         in the same step: 0 = the least certain of them, 0.5 = their median, 1 = the most
@@ -181,20 +186,16 @@ def tau_from_number(name: str, value: float) -> float | None:
 
 @dataclass(frozen=True)
 class Preset:
-    """A named LADR recipe: the policy and the schedule length T it was tuned at.
-
-    LADR's inverse schedule advances t by 1 / T per step, so T sets the standard selection's
-    pace and belongs to the recipe: whoever runs a preset gets its T without typing it.
-    steps None: not tuned to a T of its own (the caller's T applies, DiMOO's 64 by default).
-    """
+    """A named LADR recipe: its policy and a one-line summary. A preset brings no schedule
+    length: it runs the caller's steps (the price), planning within them."""
 
     policy: LADRPolicy
-    steps: int | None = None
     summary: str = ""
 
 
 PRESETS: dict[str, Preset] = {
-    "paper": Preset(LADRPolicy(), summary="the published settings (~4x fewer forward passes)"),
+    "paper": Preset(LADRPolicy(), summary="the published settings, tuned for the 8B model's "
+                    "1024-token images (~4x fewer forward passes there)"),
     "delayed": Preset(LADRPolicy(delayed=True),
                       summary="no rescue in the exploration phase (paper Table 5; ~2.5x)"),
     "off": Preset(LADRPolicy(alpha=(0.0, 0.0, 0.0)),
@@ -208,17 +209,19 @@ PRESETS: dict[str, Preset] = {
     "ablation_random_metric": Preset(LADRPolicy(metric="random"),
                                      summary="paper Fig. 6 ablation: random ranking"),
     # Picked for the shipped DiMOO-nano by `python -m lab.nano.tune_policy` on validation prompts
-    # (best score at <= 64 / 3.5 mean NFE; lab/results/nano_policy_sweep.json). The
-    # paper's policy is set for the 8B model's 1024-token images and breaks nano's shapes.
+    # (best score at <= 64 / 3.5 mean NFE; lab/results/nano_policy_sweep.json), then at T = 128;
+    # its thresholds are per token, so they hold at any steps. The paper's policy is set for the
+    # 8B model's 1024-token images and breaks nano's shapes.
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
-                              rescue_token="argmax", seen_only=True), steps=128,
-                   summary="tuned for the built-in DiMOO-nano (~16 forward passes)"),
+                              rescue_token="argmax", seen_only=True),
+                   summary="rescue tuned for the built-in DiMOO-nano"),
     # Self-calibrating rescue (rescue.adaptive_rescue): no per-model constant. Standard selection
     # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
     # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
-    # the schedule itself commits this step; one forward pass skips at most `pace` schedule steps.
+    # the schedule itself commits this step; one forward pass reaches at most 3/64 of the
+    # schedule past standard selection (tuned at T = 64, where it is 3 steps).
     "adaptive": Preset(LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
                                   adaptive=AdaptiveRescue(pace=3.0, anchor_quantile=0.5)),
-                       steps=64, summary="self-calibrating rescue, no per-model tuning"),
+                       summary="self-calibrating rescue, no per-model tuning"),
 }
 """The one definition of every preset (``LADR.preset(name)``, ``resolve_strategy(name)``)."""

@@ -16,7 +16,7 @@ import torch
 
 from ..noise import StepNoise
 from ..registry import register_strategy
-from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy, check_steps
+from ..step import Commit, Needs, RunInfo, Stats, StepRule, Strategy
 from .baseline import official_step
 from .policy import check_bounds, check_triple, is_real
 from .select import phase_table
@@ -82,13 +82,11 @@ class Prophet(Strategy):
 
     name: ClassVar[str] = "prophet"
     policy: ProphetPolicy = field(default_factory=ProphetPolicy)
-    steps: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.policy, ProphetPolicy):
             raise ValueError(f"Prophet(policy): policy must be a ProphetPolicy; got "
                              f"{type(self.policy).__name__}")
-        check_steps("Prophet", self.steps)
 
     def needs(self) -> Needs:
         return Needs(frozenset({"log_conf", "logit_gap"}), remask=True)

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..schedules import Schedule, count_at
-from .policy import NO_TAU, LADRPolicy
+from .policy import NO_TAU, PACE_UNIT, LADRPolicy
 from .select import phase_table, take_highest
 
 
@@ -140,12 +140,13 @@ def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
              schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
     """Most tokens the rescue may add this step: LongTensor [B].
 
-    |M_std| - floor(N_total * gamma(clamp(t_eff + (1 + pace) / T, 0, 1))), at least 0 (t_eff:
+    |M_std| - floor(N_total * gamma(clamp(t_eff + 1 / T + pace / 64, 0, 1))), at least 0: one
+    step of standard selection plus `pace` 64ths of the schedule, whatever T (t_eff:
     [B] in schedule precision, at the start of the step; the guarded floor of
     `schedules.count_at`; total: N_total, int or [B], None = N).
     """
     total = m_std.shape[1] if total is None else total
-    t_far = (t_eff + (1.0 + pace) / steps).clamp(0.0, 1.0)
+    t_far = (t_eff + (1.0 / steps + pace / PACE_UNIT)).clamp(0.0, 1.0)
     return (m_std.sum(dim=1) - count_at(schedule, total, t_far)).clamp_min(0)
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 import torch
 
 from ..registry import register_strategy
-from ..step import Commit, Needs, Strategy, check_choice, check_number, check_steps
+from ..step import Commit, Needs, Strategy, check_choice, check_number
 from .policy import RESCUE_TOKENS
 from .rescue import frontier
 from .select import commit_tokens, finish_last_step, plain_commit, with_most_confident
@@ -43,7 +43,6 @@ class Threshold(Strategy):
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor
     tau: float = 0.94
     token: str = "sample"
-    steps: int | None = 32
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
@@ -51,7 +50,6 @@ class Threshold(Strategy):
             owner, "tau", self.tau, 0.0, 1.0, low_open=True,
             fix="tau is the top-1 probability a token needs to be committed"))
         check_choice(owner, "token", self.token, RESCUE_TOKENS)
-        check_steps(owner, self.steps)
 
     def needs(self) -> Needs:
         return Needs(frozenset({"top1", "argmax"} if self.token == "argmax" else {"top1"}))
@@ -80,7 +78,6 @@ class ThresholdFrontier(Threshold):
     name: ClassVar[str] = "threshold-frontier"
     tau: float = 0.8
     token: str = "sample"
-    steps: int | None = 32
 
     def pool(self, masked: torch.Tensor, grid: tuple[int, int]) -> torch.Tensor | None:
         return frontier(masked, grid)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import partial
 from pathlib import Path
 from typing import ClassVar
@@ -15,11 +15,13 @@ import pytest
 import torch
 
 from ladr_core import (
+    DEFAULT_STEPS,
     LADR,
     PRESETS,
     Baseline,
     DiMOOPipeline,
     Prophet,
+    preset_names,
     resolve_strategy,
     sample,
     strategy_class,
@@ -48,7 +50,6 @@ class Raster(Strategy):
     """A strategy defined outside the package: raster order, a fixed count per step."""
 
     name: ClassVar[str] = "raster-test"
-    steps: int | None = 4
 
     def needs(self) -> Needs:
         return Needs(frozenset())
@@ -69,9 +70,9 @@ def test_a_registered_strategy_is_selected_by_name_with_no_other_edit(raster) ->
     assert resolve_strategy("raster-test") == Raster()
     den = LocalityDenoiser(make_table(1, 16, 8), (4, 4))
     records: list[dict] = []
-    res = sample(den, (1, 4, 4), strategy="raster-test", temperature=0.0,
+    res = sample(den, (1, 4, 4), 4, strategy="raster-test", temperature=0.0,
                  callback=records.append)
-    assert res.steps == 4 and records[0]["strategy"] == "raster-test"  # its own T = 4
+    assert res.steps == 4 and records[0]["strategy"] == "raster-test"
     # raster order: the first 4 positions unmask at step 0, the next 4 at step 1, ...
     assert records[0]["unmasked"][0].tolist() == [True] * 4 + [False] * 12
     assert not records[-1]["masked"].any()
@@ -81,7 +82,7 @@ def test_a_registered_strategy_runs_through_generate(raster, dimoo_checkpoint: P
     from ladr_core import load_dimoo
 
     pipe: DiMOOPipeline = load_dimoo(dimoo_checkpoint, dtype=torch.float32)
-    res = pipe.generate("a red circle", width=16, height=16, strategy="raster-test",
+    res = pipe.generate("a red circle", width=16, height=16, steps=4, strategy="raster-test",
                         decode=False)
     assert res.steps == 4 and res.nfe == 4
 
@@ -114,13 +115,16 @@ def test_names_and_presets_resolve_to_their_objects(spec: str, expected: Strateg
     assert resolve_strategy(obj) is obj  # an object passes through unchanged
 
 
-def test_one_place_chooses_the_default_t() -> None:
-    assert Baseline().run_steps() == 64 and Baseline().run_steps(12) == 12
-    assert LADR.preset("nano").run_steps() == 128 == LADR.preset("nano").run_steps(20)
-    assert LADR.preset("nano").at_steps(20).run_steps() == 20  # a tuned T wins over steps
-    for bad in (0, 2.5, True, "64"):
-        with pytest.raises(ValueError, match=r"steps must be an int >= 1 .*got"):
-            Baseline().run_steps(bad)
+def test_no_strategy_brings_a_step_count_of_its_own() -> None:
+    """The schedule is the caller's: sample's default is DiMOO's 64 for every strategy and
+    preset, and no strategy class has a steps field that could overrule it."""
+    den = LocalityDenoiser(make_table(1, 16, 8), (4, 4))
+    for spec in (*strategy_names(), *preset_names()):
+        chosen = resolve_strategy(spec)
+        assert "steps" not in {f.name for f in fields(chosen)}, spec
+        records: list[dict] = []
+        sample(den, (1, 4, 4), strategy=chosen, callback=records.append)
+        assert records[0]["steps"] == DEFAULT_STEPS, spec
 
 
 def test_run_takes_the_object_a_name_is_resolved_by_the_entry(dimoo_checkpoint: Path) -> None:

@@ -48,7 +48,7 @@ def test_known_tokens_never_change_and_the_rest_is_generated(name: str, temperat
     den = LocalityDenoiser(make_table(2, N, K, seed=4), GRID)
     records: list[dict] = []
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
-    res = sample(den, (2, *GRID), 16, strategy=STRATEGIES[name].at_steps(16),
+    res = sample(den, (2, *GRID), 16, strategy=STRATEGIES[name],
                  temperature=temperature,
                  generator=gens, callback=records.append, known=known)
     keep = ~known.generate
@@ -97,11 +97,11 @@ def test_baseline_keeps_the_official_count_of_the_hole_masked() -> None:
 def test_batch_item_equals_its_single_run(name: str) -> None:
     known = _known(2, seed=8, holes=HOLES)
     den = LocalityDenoiser(make_table(2, N, K, seed=9), GRID)
-    batch = sample(den, (2, *GRID), 12, strategy=STRATEGIES[name].at_steps(12),
+    batch = sample(den, (2, *GRID), 12, strategy=STRATEGIES[name],
                    generator=[torch.Generator().manual_seed(i) for i in range(2)], known=known)
     for i in range(2):
         one = KnownTokens(known.tokens[i:i + 1], known.generate[i:i + 1])
-        single = sample(den.item(i), (1, *GRID), 12, strategy=STRATEGIES[name].at_steps(12),
+        single = sample(den.item(i), (1, *GRID), 12, strategy=STRATEGIES[name],
                         generator=torch.Generator().manual_seed(i), known=one)
         assert torch.equal(single.tokens[0], batch.tokens[i])
 
@@ -114,7 +114,7 @@ def test_full_mask_is_text_to_image(name: str) -> None:
     for known in (None, full):
         gens = [torch.Generator().manual_seed(i) for i in range(2)]
         runs.append(sample(LocalityDenoiser(table, GRID), (2, *GRID), 12,
-                           strategy=STRATEGIES[name].at_steps(12), generator=gens,
+                           strategy=STRATEGIES[name], generator=gens,
                            known=known))
     assert torch.equal(runs[0].tokens, runs[1].tokens) and runs[0].nfe == runs[1].nfe
 

@@ -37,7 +37,7 @@ def test_at_most_one_host_sync_per_step(strategy, policy, temperature) -> None:
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     with SyncCounter() as syncs:
-        res = sample(den, (2, 8, 8), 12, strategy=strategy_from(strategy, policy).at_steps(12),
+        res = sample(den, (2, 8, 8), 12, strategy=strategy_from(strategy, policy),
                      temperature=temperature, generator=gens, callback=lambda r: None)
     assert res.steps >= 2
     assert syncs.total <= res.steps, syncs.counts
@@ -100,5 +100,5 @@ def test_sample_copies_no_host_data_to_the_device(strategy) -> None:
     den = LocalityDenoiser(make_table(2, 64, 12, seed=1), (8, 8))
     gens = [torch.Generator().manual_seed(i) for i in range(2)]
     with HostData() as made:
-        sample(den, (2, 8, 8), 12, strategy=chosen.at_steps(12), temperature=1.0, generator=gens)
+        sample(den, (2, 8, 8), 12, strategy=chosen, temperature=1.0, generator=gens)
     assert made.made == []

@@ -44,7 +44,7 @@ def _cases() -> dict[str, Strategy]:
     looser one (so steps commit many tokens and the rules' batching is exercised)."""
     out: dict[str, Strategy] = {}
     for name in OTHERS:
-        default = replace(resolve_strategy(name), steps=12)
+        default = resolve_strategy(name)
         out[name] = default
         if hasattr(default, "tau"):
             out[name + "-loose"] = replace(default, tau=0.3)
@@ -90,10 +90,10 @@ def test_the_registry_holds_the_rivals() -> None:
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 def test_batch_item_equals_its_single_run(name: str, temperature: float) -> None:
     den = LocalityDenoiser(make_table(3, N, K, seed=7), GRID)
-    batch = sample(den, (3, *GRID), None, CASES[name], temperature=temperature,
+    batch = sample(den, (3, *GRID), 12, CASES[name], temperature=temperature,
                    generator=_gens([10, 11, 12]))
     for i in range(3):
-        single = sample(den.item(i), (1, *GRID), None, CASES[name], temperature=temperature,
+        single = sample(den.item(i), (1, *GRID), 12, CASES[name], temperature=temperature,
                         generator=_gens([10 + i])[0])
         assert torch.equal(batch.tokens[i:i + 1], single.tokens), f"item {i}"
         assert batch.item_nfe[i] == single.nfe
@@ -106,11 +106,11 @@ def test_a_rolling_batch_equals_the_single_runs(name: str, max_batch: int) -> No
     b = 5
     table = make_table(b, N, K, seed=11, scale=1.5)
     gens = _gens(range(100, 100 + b))
-    res = sample(ItemDenoiser(table, GRID), (b, *GRID), None, CASES[name], generator=gens,
+    res = sample(ItemDenoiser(table, GRID), (b, *GRID), 12, CASES[name], generator=gens,
                  max_batch=max_batch)
     for i in range(b):
         g = torch.Generator().manual_seed(100 + i)
-        one = sample(LocalityDenoiser(table[i:i + 1], GRID), (1, *GRID), None, CASES[name],
+        one = sample(LocalityDenoiser(table[i:i + 1], GRID), (1, *GRID), 12, CASES[name],
                      generator=g)
         assert torch.equal(res.tokens[i], one.tokens[0]), f"item {i}"
         assert torch.equal(gens[i].get_state(), g.get_state()), f"item {i}'s draws"
@@ -123,7 +123,7 @@ def test_known_tokens_never_change(name: str, max_batch: int | None) -> None:
     known = _known(3, seed=3)
     table = make_table(3, N, K, seed=4)
     records: list[dict] = []
-    res = sample(ItemDenoiser(table, GRID), (3, *GRID), None, CASES[name], generator=_gens(
+    res = sample(ItemDenoiser(table, GRID), (3, *GRID), 12, CASES[name], generator=_gens(
         range(3)), known=known, max_batch=max_batch, callback=records.append)
     keep = ~known.generate
     assert torch.equal(res.tokens[keep], known.tokens[keep])
@@ -131,7 +131,7 @@ def test_known_tokens_never_change(name: str, max_batch: int | None) -> None:
         slots = [i for i in r["items"] if i >= 0]
         assert not (r["unmasked"][: len(slots)] & keep[slots]).any()
     for i in range(3):  # and each item equals its own single painting run
-        one = sample(LocalityDenoiser(table[i:i + 1], GRID), (1, *GRID), None, CASES[name],
+        one = sample(LocalityDenoiser(table[i:i + 1], GRID), (1, *GRID), 12, CASES[name],
                      generator=_gens([i])[0],
                      known=KnownTokens(known.tokens[i:i + 1], known.generate[i:i + 1]))
         assert torch.equal(res.tokens[i], one.tokens[0]), f"item {i}"
@@ -146,8 +146,6 @@ def test_known_tokens_never_change(name: str, max_batch: int | None) -> None:
       for v in (-0.5, -1, math.nan, math.inf, "1", True, None)],
     *[(lambda v=v, c=c: c(token=v), r"token must be one of \('sample', 'argmax'\); got ")
       for c in (Threshold, ThresholdFrontier, EntropyBound) for v in ("max", None, 1)],
-    *[(lambda v=v, c=c: c(steps=v), r"steps must be None \(the caller's T\) or an int >= 1")
-      for c in (Threshold, EntropyBound, Halton, HaltonLADR, LADRGlobal) for v in (0, 2.5)],
     (lambda: HaltonLADR(policy="nano"), r"policy must be a LADRPolicy"),
     (lambda: resolve_strategy("maskgit"), r"a strategy name \[.*'halton'.*\].*got 'maskgit'"),
     *[(lambda g=g: halton_order(g), r"halton: grid must be \(H, W\), two ints >= 1")
@@ -177,7 +175,7 @@ def _probs(logits: torch.Tensor) -> torch.Tensor:
 def test_threshold_commits_exactly_the_tokens_at_or_above_tau(tau: float, cls) -> None:
     den = LocalityDenoiser(make_table(2, N, K, seed=5, scale=1.2), GRID, coupling=1.0)
     records: list[dict] = []
-    res = sample(den, (2, *GRID), 24, cls(tau=tau, token="argmax", steps=24), temperature=0.0,
+    res = sample(den, (2, *GRID), 24, cls(tau=tau, token="argmax"), temperature=0.0,
                  generator=_gens([0, 1]),
                  callback=records.append)
     committed_many = False
@@ -251,7 +249,7 @@ def test_halton_commits_the_baseline_count_in_halton_order() -> None:
 
     den = LocalityDenoiser(make_table(1, N, K, seed=2), GRID)
     records: list[dict] = []
-    sample(den, (1, *GRID), 8, Halton(steps=8), generator=_gens([3])[0], callback=records.append)
+    sample(den, (1, *GRID), 8, Halton(), generator=_gens([3])[0], callback=records.append)
     order = halton_order(GRID).tolist()
     done = 0
     for r in records:
@@ -265,7 +263,7 @@ def test_halton_commits_the_baseline_count_in_halton_order() -> None:
 def test_halton_skips_known_positions() -> None:
     known = _known(1, seed=9)
     records: list[dict] = []
-    sample(LocalityDenoiser(make_table(1, N, K, seed=1), GRID), (1, *GRID), 6, Halton(steps=6),
+    sample(LocalityDenoiser(make_table(1, N, K, seed=1), GRID), (1, *GRID), 6, Halton(),
            known=known, generator=_gens([0])[0], callback=records.append)
     hole = set(torch.nonzero(known.generate[0]).flatten().tolist())
     seen = [p for p in halton_order(GRID).tolist() if p in hole]
@@ -347,7 +345,7 @@ def test_ladr_global_rescues_off_the_frontier_and_ladr_does_not() -> None:
     for cls in (LADR, LADRGlobal):
         den = LocalityDenoiser(make_table(2, N, K, seed=8, scale=3.0), GRID, coupling=0.5)
         records: list[dict] = []
-        sample(den, (2, *GRID), 16, cls(policy, 16), temperature=0.0, callback=records.append)
+        sample(den, (2, *GRID), 16, cls(policy), temperature=0.0, callback=records.append)
         far = 0
         for r in records:
             std = r["unmasked"] & ~r["rescued"]
@@ -364,7 +362,7 @@ def test_halton_ladr_standard_selection_follows_the_order() -> None:
     policy = replace(PRESETS["nano"].policy, tau=(0.9999,) * 3)
     den = LocalityDenoiser(make_table(1, N, K, seed=3, scale=0.1), GRID, coupling=0.0)
     records: list[dict] = []
-    sample(den, (1, *GRID), 10, HaltonLADR(policy, 10), temperature=0.0, callback=records.append)
+    sample(den, (1, *GRID), 10, HaltonLADR(policy), temperature=0.0, callback=records.append)
     order = halton_order(GRID).tolist()
     done = 0
     for r in records:

@@ -99,7 +99,7 @@ STRATEGIES = {"baseline": Baseline(), "ladr": LADR(), "ladr-nano": LADR.preset("
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
 def test_every_strategy_edits(pipe: DiMOOPipeline, strategy: str) -> None:
-    kw = dict(steps=12, strategy=STRATEGIES[strategy].at_steps(12), image=_float(_image(6)), decode=False,
+    kw = dict(steps=12, strategy=STRATEGIES[strategy], image=_float(_image(6)), decode=False,
               size="as is")
     res = pipe.edit(INSTRUCTION, seed=2, **kw)
     assert res.tokens.shape == (1, 64) and 1 <= res.nfe <= 12

@@ -1,10 +1,10 @@
 """Image to image by a denoise strength on the tiny official-layout checkpoint (float32, CPU):
 ``pipe.generate(image=, denoise=)`` and ``pipe.paint(..., denoise=)``.
 
-denoise 1.0 is text to image token for token (every registered strategy); 0 returns the
-picture's own codes; in between the run starts from the picture's codes with the official
-share re-masked (the keep formula), keeps everything else, and costs the official sampler what
-official_passes(denoise=) says; a rolling batch's item equals its own run; bad input gets one
+denoise 1.0 is text to image token for token (every registered strategy); a strength below
+half a step returns the picture's own codes; in between the run starts from the picture's codes
+with the official share re-masked (the keep formula), keeps everything else, and costs the
+official sampler what official_passes(StepSchedule(T, denoise)) says; a rolling batch's item equals its own run; bad input gets one
 error naming it.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core import InputError, MLCacheConfig, official_passes, remask_count, start_step
+from ladr_core import InputError, MLCacheConfig, StepSchedule, official_passes, remask_count
 from ladr_core.dimoo import DiMOOPipeline, PaintOptions
 from ladr_core.registry import resolve_strategy, strategy_names
 
@@ -32,8 +32,7 @@ def _hole(size: int = 32) -> torch.Tensor:
 
 @pytest.mark.parametrize("name", strategy_names())
 def test_denoise_1_with_a_picture_is_text_to_image(pipe: DiMOOPipeline, name: str) -> None:
-    steps = min(resolve_strategy(name).run_steps(None), 12)
-    strategy = resolve_strategy(name).at_steps(steps)  # a tuned T would win over steps
+    steps, strategy = 12, resolve_strategy(name)
     text = pipe.generate(PROMPT, width=32, height=32, steps=steps, seed=3, strategy=strategy,
                          decode=False)
     image = pipe.generate(PROMPT, image=_picture(), denoise=1.0, steps=steps, seed=3,
@@ -42,10 +41,11 @@ def test_denoise_1_with_a_picture_is_text_to_image(pipe: DiMOOPipeline, name: st
     assert "the image only sets the size" in image.note
 
 
-def test_denoise_0_returns_the_pictures_own_codes(pipe: DiMOOPipeline) -> None:
+def test_a_denoise_below_half_a_step_returns_the_pictures_own_codes(pipe: DiMOOPipeline
+                                                                    ) -> None:
     picture = _picture(1)
     codes = pipe.encode_image(picture)
-    for denoise, steps in ((0.0, 64), (0.007, 64)):  # 0.007 x 64 < half a step
+    for denoise, steps in ((0.007, 64), (0.05, 8)):  # 0.007 x 64 < half a step
         res = pipe.generate(PROMPT, image=picture, denoise=denoise, steps=steps, seed=0)
         assert torch.equal(res.tokens, codes) and res.nfe == 0
         assert torch.equal(res.images, picture)  # the input itself, no VQ round trip
@@ -58,11 +58,11 @@ def test_the_picture_keeps_all_but_the_official_share(pipe: DiMOOPipeline, denoi
                                                       name: str) -> None:
     picture = _picture(2)
     codes = pipe.encode_image(picture)
-    steps = resolve_strategy(name).run_steps(None)
+    steps = 64
     records: list[dict] = []
     res = pipe.generate(PROMPT, image=picture, denoise=denoise, seed=5, strategy=name,
                         decode=False, callback=records.append)
-    start, n = start_step(steps, denoise), codes.shape[1]
+    start, n = StepSchedule(steps, denoise).start, codes.shape[1]
     masked = res.paint.generate
     assert int(masked.sum()) == remask_count(n, start, steps)
     assert int(records[0]["total"][0]) == remask_count(n, start, steps)
@@ -78,7 +78,7 @@ def test_the_official_sampler_costs_what_official_passes_says(pipe: DiMOOPipelin
         res = pipe.paint(PROMPT, _picture(3), mask, denoise=denoise, steps=64, seed=1,
                          strategy="baseline", decode=False)
         n = int(res.paint.region.sum())
-        assert res.nfe == official_passes(n, 64, denoise=denoise)
+        assert res.nfe == official_passes(n, StepSchedule(64, denoise))
 
 
 @pytest.mark.parametrize("name", ["baseline", "ladr", "halton", "threshold", "prophet"])
@@ -86,7 +86,7 @@ def test_a_mask_with_denoise_keeps_every_token_outside_it(pipe: DiMOOPipeline,
                                                           name: str) -> None:
     picture = _picture(4)
     codes = pipe.encode_image(picture)
-    strategy = resolve_strategy(name).at_steps(16)
+    strategy = resolve_strategy(name)
     res = pipe.paint(PROMPT, picture, _hole(), denoise=0.5, steps=16, seed=2, strategy=strategy)
     plan = res.paint
     region = plan.region[0]
@@ -118,12 +118,12 @@ def test_either_ml_cache_preset_redraws_a_picture(pipe: DiMOOPipeline, cache: ML
                                                   name: str) -> None:
     picture = _picture(6)
     codes = pipe.encode_image(picture)
-    steps = resolve_strategy(name).run_steps(None)
+    steps = 64
     res = pipe.generate(PROMPT, image=picture, denoise=0.6, seed=4, strategy=name, cache=cache,
                         decode=False)
     kept = ~res.paint.generate
     assert torch.equal(res.tokens[kept], codes[kept])
-    assert 0 < res.nfe <= steps - start_step(steps, 0.6)
+    assert 0 < res.nfe <= steps - StepSchedule(steps, 0.6).start
     assert res.token_forwards < res.token_forwards_full  # the cache reused K/V
 
 
@@ -143,8 +143,12 @@ def test_bad_input_is_one_error_naming_it(pipe: DiMOOPipeline) -> None:
     for kw, message in cases:
         with pytest.raises(InputError, match=message):
             pipe.generate(PROMPT, steps=2, **kw)
-    with pytest.raises(InputError, match=r"^denoise is -0.1; give a number"):
-        pipe.paint(PROMPT, picture, _hole(), denoise=-0.1, steps=2)
+    for bad in (-0.1, 0.0, 1.5):
+        with pytest.raises(InputError, match=rf"^denoise is {bad}; give a number above 0"):
+            pipe.paint(PROMPT, picture, _hole(), denoise=bad, steps=2)
+    for bad in (0, 1001):
+        with pytest.raises(InputError, match=rf"^steps is {bad}; give a whole number of steps"):
+            pipe.generate(PROMPT, image=picture, denoise=0.5, steps=bad)
     fitted = pipe.paint(PROMPT, torch.rand(1, 30, 32, 3), None, PaintOptions(fit="crop"),
                         denoise=0.5, steps=2, decode=False)
     assert fitted.grid == (7, 8) and "cropped" in fitted.note
@@ -177,14 +181,15 @@ def test_a_runs_own_tokens_redrawn_keep_all_but_the_official_share(pipe: DiMOOPi
     first = pipe.generate(PROMPT, width=32, height=32, steps=12, seed=1, decode=False)
     res = pipe.generate(PROMPT, tokens=first.tokens, denoise=0.5, steps=12, seed=2)
     masked = res.paint.generate
-    assert int(masked.sum()) == remask_count(first.tokens.shape[1], start_step(12, 0.5), 12)
+    start = StepSchedule(12, 0.5).start
+    assert int(masked.sum()) == remask_count(first.tokens.shape[1], start, 12)
     assert torch.equal(res.tokens[~masked], first.tokens[~masked])
     assert res.images.shape == (1, 32, 32, 3)  # a square grid: the size from the count
 
 
-def test_tokens_at_denoise_0_are_returned_and_decoded(pipe: DiMOOPipeline) -> None:
+def test_tokens_below_half_a_step_are_returned_and_decoded(pipe: DiMOOPipeline) -> None:
     codes = pipe.encode_image(_picture(8))
-    res = pipe.generate(PROMPT, tokens=codes, denoise=0.0, steps=8)
+    res = pipe.generate(PROMPT, tokens=codes, denoise=0.05, steps=8)
     assert torch.equal(res.tokens, codes) and res.nfe == 0
     assert torch.equal(res.images, pipe.decode(codes, res.grid))
 

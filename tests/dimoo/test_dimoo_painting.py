@@ -94,7 +94,7 @@ def test_known_tokens_never_change(pipe: DiMOOPipeline, strategy: str, cache: st
                       rectangle(32, 32, 0.5, 1.0, "outpainting")])
     plan = plan_painting([PROMPT], image, mask, None, 1, pipe.vq_factor)
     plan = plan.with_codes(pipe.encode_image(plan.source))
-    res = pipe.paint(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy].at_steps(12),
+    res = pipe.paint(PROMPT, steps=12, seed=2, strategy=STRATEGIES[strategy],
                         cache=CACHES[cache], image=image, mask=mask, decode=False,
                         max_batch=max_batch)
     known = ~plan.region
@@ -205,7 +205,7 @@ def test_bad_painting_input_gets_one_clear_error(pipe: DiMOOPipeline) -> None:
         ({"image": image * 2}, r"image has values outside \[0, 1\]"),
         ({"image": torch.rand(1, 32, 32, 4)}, r"image has 4 channels \(RGBA\).*alpha"),
         ({"image": None}, "image is missing, but a mask needs the image it masks"),
-        ({"denoise": 1.5}, r"denoise is 1.5; give a number from 0 \(keep the picture\) to 1"),
+        ({"denoise": 1.5}, r"denoise is 1.5; give a number above 0 and at most 1"),
         ({"prompt": ["a", "b"], "image": image.expand(3, -1, -1, -1)},
          "prompt has 2 prompts for a batch of 3 images"),
     ]

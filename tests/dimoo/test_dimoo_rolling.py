@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 import torch
 
@@ -23,13 +21,13 @@ PROMPTS = ["a red circle", "two blue squares left of a green circle", "the circl
            "a red square on the left", "blue"]
 CASES = {
     "baseline": (Baseline(), None),
-    "ladr-nano": (LADR(PRESETS["nano"].policy, 24), None),
-    "ladr-adaptive": (LADR(PRESETS["adaptive"].policy, 24), None),
+    "ladr-nano": (LADR(PRESETS["nano"].policy), None),
+    "ladr-adaptive": (LADR(PRESETS["adaptive"].policy), None),
     "prophet": (Prophet(), None),
-    "ladr-nano+cache": (LADR(PRESETS["nano"].policy, 24), MLCacheConfig.ladr()),
+    "ladr-nano+cache": (LADR(PRESETS["nano"].policy), MLCacheConfig.ladr()),
     "baseline+cache": (Baseline(), MLCacheConfig(warmup_ratio=0.2, refresh_interval=3)),
     # every other registered strategy, alone and with each cache (a new one joins by registering)
-    **{f"{name}{tag}": (replace(resolve_strategy(name), steps=16), cache)
+    **{f"{name}{tag}": (resolve_strategy(name), cache)
        for name in strategy_names() if name not in ("baseline", "ladr", "prophet")
        for tag, cache in (("", None), ("+cache", MLCacheConfig.ladr()),
                           ("+official-cache", MLCacheConfig(warmup_ratio=0.2,
@@ -42,7 +40,7 @@ CASES = {
 def test_each_image_equals_its_single_run(pipe: DiMOOPipeline, name: str,
                                           max_batch: int | None) -> None:
     strategy, cache = CASES[name]
-    kw = dict(width=16, height=16, cfg=2.0, steps=strategy.run_steps(16), strategy=strategy,
+    kw = dict(width=16, height=16, cfg=2.0, steps=16, strategy=strategy,
               cache=cache, decode=False)
     batch = pipe.generate(PROMPTS, seed=40, max_batch=max_batch, **kw)
     singles = [pipe.generate(p, seed=40 + i, **kw) for i, p in enumerate(PROMPTS)]
@@ -55,11 +53,11 @@ def test_each_image_equals_its_single_run(pipe: DiMOOPipeline, name: str,
 
 
 def test_a_rolling_batch_reports_per_image_costs_in_prompt_order(pipe: DiMOOPipeline) -> None:
-    res = pipe.generate(PROMPTS, width=16, height=16, cfg=2.0, seed=3, decode=False,
-                        strategy=LADR(PRESETS["nano"].policy, 24), max_batch=2, batch_size=2)
+    res = pipe.generate(PROMPTS, width=16, height=16, cfg=2.0, seed=3, decode=False, steps=24,
+                        strategy=LADR(PRESETS["nano"].policy), max_batch=2, batch_size=2)
     assert res.tokens.shape[0] == 2 * len(PROMPTS)
     assert len(res.item_nfe) == len(res.item_token_forwards) == 2 * len(PROMPTS)
     assert res.nfe < sum(res.item_nfe)  # two images in flight share each call
     one = pipe.generate(PROMPTS[1], width=16, height=16, cfg=2.0, seed=3 + 3, decode=False,
-                        strategy=LADR(PRESETS["nano"].policy, 24))
+                        steps=24, strategy=LADR(PRESETS["nano"].policy))
     assert torch.equal(res.tokens[3], one.tokens[0])  # prompt 1, second image: seed + 3

@@ -15,7 +15,7 @@ import pytest
 from support import ROOT
 from support.comfy_server import NANO_READY, http, run_workflow
 
-from ladr_core import official_passes, start_step
+from ladr_core import StepSchedule, official_passes
 
 pytestmark = [pytest.mark.comfyui,
               pytest.mark.skipif(not os.environ.get("COMFYUI_PATH"),
@@ -54,8 +54,8 @@ def _redraws_run(port: int, wf: dict) -> None:
     for key, kw in redraws.items():
         st, d = finals[key], kw["denoise"]
         t = st["schedule_steps"]
-        assert st["denoise"] == d and st["steps_planned"] == t - start_step(t, d)
-        assert st["official_nfe_per_image"] == official_passes(144, 64, denoise=d)
+        assert st["denoise"] == d and st["steps_planned"] == t - StepSchedule(t, d).start
+        assert st["official_nfe_per_image"] == official_passes(144, StepSchedule(64, d))
 
 
 def test_the_three_strengths_template_runs_as_shipped(server) -> None:

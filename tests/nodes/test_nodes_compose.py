@@ -14,7 +14,7 @@ import pytest
 import torch
 from support.nodes import SAMPLER_DEFAULTS, policy_fields
 
-from ladr_core import LADR, PRESETS, Strategy, resolve_strategy
+from ladr_core import LADR, StepSchedule, Strategy, resolve_strategy
 from nodes import node_classes
 from nodes.canvas import CanvasNode, PaintCanvasNode
 from nodes.handles import Canvas, SamplingRule
@@ -111,21 +111,26 @@ def test_painting_through_the_paint_canvas_equals_the_legacy_image_mask_and_pain
 def test_without_rule_or_canvas_ladr_draws_one_image_at_the_default_size(fake_model, sent,
                                                                          seen) -> None:
     tokens, text = new(fake_model)
-    assert seen[-1]["strategy"] == LADR() and seen[-1]["steps"] == SAMPLER_DEFAULTS["steps"]
+    assert seen[-1]["strategy"] == LADR()
+    assert seen[-1]["steps"] == StepSchedule(SAMPLER_DEFAULTS["steps"])
     assert tokens.tokens.shape == (1, 144) and (tokens.width, tokens.height) == (48, 48)
     assert text.startswith("ladr: ")
 
 
-def test_the_rule_object_runs_as_built_at_the_t_settled_once(fake_model, sent, seen) -> None:
+def test_the_rule_object_runs_as_built_at_the_nodes_steps(fake_model, sent, seen) -> None:
     """The strategy the rule node built is the object the pipeline receives (no name to
-    resolve again), with the T its preset was tuned at."""
+    resolve again), on the schedule of the node's steps; a preset that used to bring its own T
+    (a saved workflow's nano) says so once, in the stats line."""
     nano = LADRPolicyNode.execute(preset="nano", **policy_fields()).args[0]
     built = rule(policy=nano)
-    _, text = new(fake_model, rule=built, steps=64)
-    assert seen[-1]["strategy"] is built.strategy
-    assert seen[-1]["steps"] == PRESETS["nano"].steps != 64
-    assert text.endswith(f"; T={PRESETS['nano'].steps} from preset nano (steps=64 not "
-                         "used)")
+    tokens, text = new(fake_model, rule=built, steps=64)
+    assert seen[-1]["strategy"] is built.strategy and seen[-1]["steps"] == StepSchedule(64)
+    assert tokens.stats["steps_planned"] == 64 and tokens.stats["nfe"] <= 64
+    note = "preset nano no longer brings its own T=128: it runs steps=64"
+    assert text.count(note) == 1 and text.endswith(
+        f"; {note}, never more forward passes than the official sampler")
+    _, text = new(fake_model, rule=built, steps=128)  # the T it used to bring: nothing changed
+    assert seen[-1]["steps"] == StepSchedule(128) and "no longer brings" not in text
 
 
 def test_a_policy_of_another_kind_is_not_used_and_the_stats_line_says_so(fake_model, sent,

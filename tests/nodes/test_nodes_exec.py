@@ -52,14 +52,13 @@ def test_ladr_runs_fewer_steps_than_baseline_and_rescues(fake_model, sent) -> No
     assert base_text.startswith("baseline: 64 of 64 planned steps · 64 forward passes (the "
                                 "official sampler) · ")
     fewer = 64 / ladr.stats["nfe"]
-    assert f"of 128 steps planned by preset nano · {ladr.stats['nfe']} forward passes vs 64 " \
-        "for the official " \
+    assert f"of 64 planned steps · {ladr.stats['nfe']} forward passes vs 64 for the official " \
         f"sampler (64 steps, 144 tokens): {fewer:.1f}x fewer · " in text
     assert ladr.stats["steps"] < base.stats["steps"]
     assert sum(p["rescued"] for _, p in sent if not p["done"]) > 0
-    assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 128
-    assert text.endswith("; T=128 from preset nano (steps=64 not used)")
-    assert ladr.stats["planned_by"] == "preset nano" and "planned_by" not in base.stats
+    assert [p["steps"] for _, p in sent if p.get("strategy") == "ladr"][0] == 64
+    assert text.endswith("; preset nano no longer brings its own T=128: it runs steps=64, never "
+                         "more forward passes than the official sampler")
 
 
 def test_policy_preset_reaches_the_core(fake_model, sent, seen) -> None:
@@ -176,9 +175,9 @@ def test_policy_node_custom_fields_and_invalid_combos() -> None:
     assert p.policy == ladr_core.LADRPolicy(alpha=(0.1, 0.5, 1.0))
     assert LADRPolicyNode.execute(preset="custom", **policy_fields()).args[0] == ladr_core.LADR()
     (off,) = LADRPolicyNode.execute(preset="off", **policy_fields()).args
-    assert off.policy.alpha == (0.0, 0.0, 0.0) and off.steps is None
+    assert off.policy.alpha == (0.0, 0.0, 0.0)
     (nano,) = LADRPolicyNode.execute(preset="nano", **policy_fields()).args
-    assert nano == ladr_core.LADR(ladr_core.PRESETS["nano"].policy, steps=128)
+    assert nano == ladr_core.LADR(ladr_core.PRESETS["nano"].policy)
     with pytest.raises(ValueError, match="LADR Policy: .*phase_bounds"):
         LADRPolicyNode.execute(preset="custom", **policy_fields(exploration_end=0.9))
     with pytest.raises(ValueError, match="kernel_size"):
@@ -297,7 +296,7 @@ def test_sampler_returns_its_run_map_as_ui_output_that_a_cached_run_sends_again(
 
 
 def test_stats_line_counts_read_right_in_the_singular() -> None:
-    """The stats line says "1 pass" and "1 step", never "1 passes"; a T from a preset says so."""
+    """The stats line says "1 pass" and "1 step", never "1 passes"."""
     from nodes.run_stats import stats_text
 
     one = {"strategy": "ladr", "steps": 1, "nfe": 1, "nfe_per_image": 1.0, "seconds": 0.5,
@@ -305,6 +304,6 @@ def test_stats_line_counts_read_right_in_the_singular() -> None:
            "official_steps": 64}
     text = stats_text(one)
     assert text.startswith("ladr: 1 step · 1 forward pass vs 4 for the official sampler"), text
-    planned = stats_text({**one, "steps_planned": 256, "planned_by": "preset nano"})
-    assert planned.startswith("ladr: done after 1 of 256 steps planned by preset nano · "), planned
+    planned = stats_text({**one, "steps_planned": 256})
+    assert planned.startswith("ladr: done after 1 of 256 planned steps · "), planned
     assert stats_text({**one, "steps_planned": 1}).startswith("ladr: 1 of 1 planned step · ")

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ladr_core import official_passes, start_step
+from ladr_core import StepSchedule, official_passes
 from nodes.canvas import IMG2IMG, VARIATIONS, CanvasNode, PaintCanvasNode, TokenCanvasNode
 from nodes.sampler import DiMOOSampler
 
@@ -64,10 +64,10 @@ def test_below_1_the_picture_is_redrawn_and_set_against_the_official_sampler(
     tokens, line = sample(fake_model, picture_canvas(), denoise=denoise, steps=64,
                           cfg=0.75)
     st = tokens.stats
-    planned = 64 - start_step(64, denoise)
+    planned = 64 - StepSchedule(64, denoise).start
     assert st["denoise"] == denoise and st["schedule_steps"] == 64
     assert st["steps_planned"] == planned and st["steps"] <= planned
-    assert st["official_nfe_per_image"] == official_passes(144, 64, denoise=denoise)
+    assert st["official_nfe_per_image"] == official_passes(144, StepSchedule(64, denoise))
     assert f"(denoise {denoise:g}: the last {planned} of 64)" in line
     assert f"144 tokens, denoise {denoise:g})" in line
     assert tokens.paint is not None and not tokens.paint.options.paste
@@ -85,11 +85,19 @@ def test_a_mask_with_denoise_redraws_inside_it_only(fake_model, sent) -> None:
     assert torch.equal(tokens.tokens[0, kept], codes[0, kept])
 
 
-def test_denoise_0_returns_the_pictures_codes(fake_model, sent) -> None:
+def test_a_denoise_below_half_a_step_returns_the_pictures_codes(fake_model, sent) -> None:
     canvas = picture_canvas()
-    tokens, line = sample(fake_model, canvas, denoise=0.0)
+    tokens, line = sample(fake_model, canvas, denoise=0.005)  # 0.005 x 16 < half a step
     assert torch.equal(tokens.tokens, fake_model.pipe.encode_image(canvas.image))
     assert tokens.stats["nfe"] == 0 and "redraws nothing" in line
+
+
+def test_denoise_0_is_refused_naming_it(fake_model, seen) -> None:
+    """The widget reaches 0 (ComfyUI's range), a strength that redraws nothing: one message."""
+    with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is 0.0; give a number above "
+                                         r"0 and at most 1"):
+        sample(fake_model, picture_canvas(), denoise=0.0)
+    assert seen == []
 
 
 def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(fake_model, seen) -> None:
@@ -106,7 +114,7 @@ def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(fake_model, see
 def test_a_bad_denoise_is_one_message_naming_it(fake_model, seen, bad: float) -> None:
     for canvas in (None, picture_canvas()):
         with pytest.raises(ValueError, match=r"^DiMOO Sampler: denoise is .*; give a number "
-                                             r"from 0 \(keep the picture\) to 1"):
+                                             r"above 0 and at most 1"):
             sample(fake_model, canvas, denoise=bad)
     assert seen == []
 

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from support.nodes import SAMPLER_DEFAULTS
 
-from ladr_core import resolve_strategy, strategy_names
+from ladr_core import StepSchedule, resolve_strategy, strategy_names
 from nodes.rules import AUTO, RULES, STRATEGIES, WIDGETS, RuleFields, applies
+from nodes.run import FORMER_T
 from nodes.sampler_legacy import LegacyDiMOOSampler
 
 HELP = (Path(__file__).resolve().parents[2] / "web" / "docs" / "LADR_SamplingRule" / "en.md").read_text()
@@ -43,14 +44,16 @@ def test_a_rule_reads_the_widgets_that_are_its_fields(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", RULES)
-def test_a_rule_reaches_the_core_with_its_widgets_at_its_tuned_t(fake_model, sent, seen,
-                                                                   name: str) -> None:
+def test_a_rule_reaches_the_core_with_its_widgets_at_the_nodes_steps(fake_model, sent, seen,
+                                                                      name: str) -> None:
     default = resolve_strategy(name)
     tokens, text = run(fake_model, strategy=name)
-    assert seen[-1]["strategy"] == default and seen[-1]["steps"] == default.steps
-    assert tokens.stats["nfe"] <= default.steps
+    assert seen[-1]["strategy"] == default and seen[-1]["steps"] == StepSchedule(12)
+    assert tokens.stats["nfe"] <= 12
     assert text.startswith(f"{name}: ")
-    assert text.endswith(f"; T={default.steps} from {name}'s tuned setting (steps=12 not used)")
+    former = FORMER_T[f"rule {name}"]
+    assert text.endswith(f"; rule {name} no longer brings its own T={former}: it runs steps=12, "
+                         "never more forward passes than the official sampler")
     read = applies(name)
     values = {"tau": 0.5, "gamma": 2.0, "token": "argmax"}
     run(fake_model, strategy=name, **values)
@@ -87,7 +90,7 @@ def test_the_help_page_describes_every_strategy_with_its_tuned_values(name: str)
         return
     line = next(x for x in entry.splitlines() if x.startswith(f"  - `{name}`:"))
     default = resolve_strategy(name)
-    assert re.search(rf"\bT {default.steps}\b", line), line
+    assert not re.search(r"\bT \d", line), line  # no rule brings a step count of its own
     for widget in ("tau", "gamma"):
         if widget not in applies(name):
             continue

@@ -152,7 +152,7 @@ def test_a_restored_run_draws_its_final_frame_and_says_when_it_ran(tmp_path) -> 
     first = events.step_payload(widget_record(False), "7")  # step 5: tokens 5, 6 rescued
     run_map.update(first)
     stats = {"strategy": "ladr", "steps": 1, "nfe": 1, "seconds": 1.0, "nfe_per_image": 1.0,
-             "steps_planned": 256, "planned_by": "preset nano", "official_steps": 64,
+             "steps_planned": 256, "official_steps": 64,
              "official_nfe_per_image": 64.0}
     final = events.final_payload("7", stats, events.step_payload(widget_record(True), "7"),
                                  run_map)
@@ -164,6 +164,6 @@ def test_a_restored_run_draws_its_final_frame_and_says_when_it_ran(tmp_path) -> 
     assert not any("from the run at" in t for t in texts[0])
     assert texts[1][0].startswith("from the run at ") and texts[2][0].startswith(
         "cached: from the run at "), texts
-    assert texts[1][-2:] == ["done: 1 of 256 steps planned by preset nano",
+    assert texts[1][-2:] == ["done: 1 of 256 steps",
                              "1 pass (official 64) · 1.00 s"], texts[1]
     assert "2 of 12 tokens decoded by rescue (light cells)" in texts[1]

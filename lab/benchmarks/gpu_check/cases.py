@@ -59,24 +59,17 @@ class Case:
 
 def _text(strategy: Any, steps: int, cache: MLCacheConfig | None = None,
           prompt: str | list[str] = PROMPT, max_batch: int | None = None) -> Run:
-    at = _at(strategy, steps)
+    from ladr_core import resolve_strategy
+
+    at = resolve_strategy(strategy)
     return lambda pipe: pipe.generate(prompt, steps=steps, temperature=0.0, seed=0,
                                       strategy=at, cache=cache, decode=False,
                                       max_batch=max_batch)
 
 
-def _at(strategy: Any, steps: int) -> Any:
-    """The strategy run at T = ``steps`` (a tuned T would win over generate's steps)."""
-    from ladr_core import resolve_strategy
-
-    return resolve_strategy(strategy).at_steps(steps)
-
-
 def _steps(strategy: Any, cap: int | None) -> int:
-    from ladr_core import resolve_strategy
-
-    t = resolve_strategy(strategy).run_steps()
-    return t if cap is None else min(t, cap)
+    """64 (no strategy brings a step count of its own), or ``cap`` below it."""
+    return 64 if cap is None else min(64, cap)
 
 
 def _masks(size: tuple[int, int], factor: int) -> dict[str, torch.Tensor]:
@@ -144,7 +137,6 @@ def build_cases(ref: CodesPipeline, dev: CodesPipeline, device: torch.device, ca
 def _image_cases(ref: CodesPipeline, nano: Any, steps: int) -> list[Case]:
     """Inpaint and outpaint a palette image of the checkpoint's own text-to-image codes; edit
     one (when the checkpoint can edit)."""
-    nano = _at(nano, steps)
     base = ref.generate(PROMPT, steps=steps, temperature=0.0, strategy=nano, decode=False)
     size = ref.default_size
     image = palette_image(base.tokens, base.grid, ref.vq_factor, ref.ids.codebook_size)

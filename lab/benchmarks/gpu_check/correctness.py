@@ -147,8 +147,7 @@ def checkpoint_rows(name: str, folder: Path, device: torch.device, cap: int | No
     dev = ref.with_transformer(to_device(ref.transformer, device))
     rows = [run_case(c, ref, dev, device) for c in build_cases(ref, dev, device, cap, backend)]
     nano = resolve_strategy("nano")
-    states = trajectory_states(ref, nano.at_steps(cap) if cap else nano,
-                               cap or nano.run_steps())
+    states = trajectory_states(ref, nano, cap or 64)
     tokens = ref.generate(PROMPT, steps=cap or 64, temperature=0.0, strategy="baseline",
                           decode=False).tokens
     return {"status": "measured", "folder": str(folder) if name == "nano" else "tiny",

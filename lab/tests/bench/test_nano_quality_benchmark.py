@@ -23,13 +23,15 @@ def test_strategy_table_covers_the_issue_list():
 
 @pytest.mark.committed_result("lab/results/nano_policy_sweep.json")
 def test_nano_preset_is_the_committed_sweeps_pick():
-    """PRESETS["nano"].policy and its T are what lab.nano.tune_policy picked and published."""
+    """PRESETS["nano"].policy is what lab.nano.tune_policy picked and published (at T 128, the
+    steps lab.studies.quality runs it at)."""
+    from lab.studies.quality import STEPS
     from ladr_core import PRESETS
 
     sweep = json.loads((ROOT / "lab" / "results" / "nano_policy_sweep.json").read_text())
     pick = sweep["rows"][sweep["pick"]]
     assert pick["policy"] == repr(PRESETS["nano"].policy)
-    assert pick["steps"] == PRESETS["nano"].steps
+    assert pick["steps"] == STEPS["nano"]
     assert pick["nfe_mean"] <= sweep["max_nfe"]
     ladr = [r for r in sweep["rows"].values() if r["strategy"] == "ladr"
             and r["nfe_mean"] <= sweep["max_nfe"]]

@@ -69,10 +69,10 @@ def test_writes_rows_comparisons_and_keeps_the_unmasked_tokens(tmp_path: Path) -
     rows = doc["strengths"]["0.5"]
     assert list(rows) == ["baseline-64", "ladr-nano", "baseline@ladr-nano",
                           "baseline-64+least-likely-p1", "baseline-64+sampled-codes"]
-    from ladr_core import remask_count, start_step
+    from ladr_core import StepSchedule, remask_count
 
     n = 144  # nano's 12 x 12 tokens
-    unmasked = 1 - remask_count(n, start_step(64, 0.5), 64) / n
+    unmasked = 1 - remask_count(n, StepSchedule(64, 0.5).start, 64) / n
     for r in rows.values():
         for kind in st.PROMPTS:
             assert len(r[kind]["passed"]) == len(r[kind]["kept"]) == 2

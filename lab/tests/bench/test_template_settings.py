@@ -56,7 +56,7 @@ def test_a_variant_runs_the_candidate_on_many_seeds_and_nothing_else(candidate: 
 def test_each_candidate_is_the_setting_the_validation_results_name(candidate: str) -> None:
     """What the sampler node runs for the candidate is the setting samplers_validation.json
     measured (rivals.build of its setting string)."""
-    from nodes import AUTO, PolicyFields, RuleFields, build_rule, build_strategy, settle_steps
+    from nodes import AUTO, PolicyFields, RuleFields, build_rule, build_strategy
 
     setting = ts.CANDIDATES[candidate]
     policy = None
@@ -67,7 +67,7 @@ def test_each_candidate_is_the_setting_the_validation_results_name(candidate: st
     chosen = build_rule(setting["strategy"], policy,
                         RuleFields(tau=setting.get("tau", AUTO))).strategy
     assert chosen == rivals.build(ts.VALIDATION[candidate])
-    assert settle_steps(chosen, setting.get("steps", 64))[0] == chosen.steps
+    assert setting.get("steps", 64) == rivals.table_entry(ts.VALIDATION[candidate])["steps"]
     assert ts.VALIDATION[candidate] in json.loads(
         (RESULTS / "samplers_validation.json").read_text())["settings"]
 

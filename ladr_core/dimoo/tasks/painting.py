@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import InputError
-from ...strength import check_denoise, remask_count, remask_positions
+from ...strength import remask_count, remask_positions
 from ...validation import KnownTokens
 from ..denoise.prompt import size_error
 
@@ -275,7 +275,8 @@ class PaintPlan:
             return None
         if self.codes is None:
             raise RuntimeError("PaintPlan.known needs the images' codes: call with_codes first")
-        return KnownTokens(self.codes, masked)
+        region = None if self.generate is None else self.region  # a late start counts it all
+        return KnownTokens(self.codes, masked, region)
 
     @property
     def nothing_to_do(self) -> bool:
@@ -346,12 +347,12 @@ def plan_painting(prompts: list[str], image: object, mask: object,
     for all pairs or one per pair; each pair runs ``batch_size`` items (seed + i as usual).
     ``fit_fix``: what an off-grid image's message tells the user to do. ``mask`` None: the
     whole picture (image to image; paste-back off; at ``denoise`` 1.0 the image only sets the
-    size, and the note says so)."""
+    size, and the note says so). ``denoise`` is checked with the run's schedule
+    (``StepSchedule``), once, before any work."""
     options = PaintOptions() if options is None else options
     if not isinstance(options, PaintOptions):
         raise InputError("options", f"is a {type(options).__name__}",
                          "give a PaintOptions or None")
-    denoise = check_denoise(denoise)
     if image is None:
         raise InputError("image", "is missing, but a mask needs the image it masks",
                          "give the image (float [B, H, W, 3] in [0, 1])")
@@ -429,8 +430,7 @@ def plan_tokens(prompts: list[str], tokens: object, grid: tuple[int, int], codeb
     grid is the region, the codes are ``tokens`` (B or 1 rows, paired with the prompts as
     ``plan_painting`` pairs images) and no VQ encoding or paste-back happens, so a run equals
     the picture route on a picture whose encoding is these codes. At ``denoise`` 1.0 the tokens
-    only set the size."""
-    denoise = check_denoise(denoise)
+    only set the size (``denoise``: checked with the run's schedule)."""
     codes = check_tokens(tokens, grid, codebook)
     pairs = _pairs(codes.shape[0], 1, prompts)
     codes = _spread(codes, pairs, batch_size)
