@@ -125,8 +125,10 @@ class _Run:
             if name in self.buffers:
                 self.buffers[name] = self.buffers[name].to(device)
         a = self.args
+        item = index(self.slots.item, device) if self.slots.rolling else None
+        self.buffers["item"] = item  # type: ignore[assignment]
         self.rule = a.strategy.begin(RunInfo(self.n, self.grid, a.plan.steps, a.schedule,
-                                             a.temperature, device, self.total))
+                                             a.temperature, device, self.total, item))
         self.graph = step_graph(self.rule, device, a.strategy.step_invariant, a.cuda_graph)
         self.item_step = torch.full((self.tokens.shape[0],), a.plan.start, dtype=torch.long,
                                     device=device)
@@ -151,6 +153,8 @@ class _Run:
                 self.masked[slot].fill_(True)
             if self.item_step is not None:
                 self.item_step[slot].fill_(self.args.plan.start)
+            if self.buffers.get("item") is not None:
+                self.buffers["item"][slot].fill_(joining)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
         """A [N, K] work buffer kept for the whole run (allocated on first use).

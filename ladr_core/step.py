@@ -56,6 +56,9 @@ class RunInfo:
     # official painting mode's `vq_len`; more than its masked count at a late start); None = N
     # for every item (text-to-image). Schedules run over this count, not over N.
     total: torch.Tensor | None = None
+    # the item each slot runs, LongTensor [S] on `device`, updated in place as items join a
+    # rolling batch (None: slot s runs item s all along)
+    item: torch.Tensor | None = None
 
     def generated(self) -> int | torch.Tensor:
         """N_total per item: `total` (clamped >= 1: a division never meets 0), else N."""

@@ -13,8 +13,7 @@ export function fieldState(presets, preset) {
     return { editable: true, values: {}, label: "preset" };
   }
   const entry = presets[preset];
-  const label = entry.steps ? `preset (brings T = ${entry.steps})` : "preset";
-  return { editable: false, values: { ...entry.fields }, label };
+  return { editable: false, values: { ...entry.fields }, label: "preset" };
 }
 
 /** A preset's field value as a label shows it: tau's "no threshold" (-1) as "-1 (none)", so

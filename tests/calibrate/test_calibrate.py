@@ -99,7 +99,7 @@ def test_recommendation_follows_the_stated_rule(finished) -> None:
 def test_calibrated_strategy_rebuilds_the_recommendation(folder, finished) -> None:
     strategy, steps, data = calibrated_strategy(folder)
     entry = next(c for c in data["candidates"] if c["name"] == data["recommended"])
-    assert steps == entry["strategy"]["steps"] and strategy.steps == steps
+    assert steps == entry["strategy"]["steps"]  # the T it was measured at (no strategy carries one)
     assert strategy.name == entry["strategy"]["kind"]
 
 

@@ -115,8 +115,8 @@ def _gen(**over: Any) -> Callable[[dict[str, Any]], Any]:
 _FIX_DOWNLOAD = r"download"
 CASES: list[Case] = [
     # ---- sampler (ladr_core.sample) ---------------------------------------------------------
-    Case("steps_zero", lambda e: _sample(steps=0), ValueError, (r"steps", r">= 1")),
-    Case("steps_negative", lambda e: _sample(steps=-1), ValueError, (r"steps", r">= 1")),
+    Case("steps_zero", lambda e: _sample(steps=0), ValueError, (r"steps", r"from 1 to")),
+    Case("steps_negative", lambda e: _sample(steps=-1), ValueError, (r"steps", r"from 1 to")),
     Case("temperature_negative", lambda e: _sample(temperature=-0.5), ValueError,
          (r"temperature", r">= 0", r"greedy")),
     Case("temperature_nan", lambda e: _sample(temperature=float("nan")), ValueError,
@@ -194,7 +194,7 @@ CASES: list[Case] = [
     Case("prompt_over_context", _gen(prompt="red " * 300), ValueError,
          (r"context", r"shorten the prompt")),
     Case("prompt_list_empty", _gen(prompt=[]), ValueError, (r"prompt", r"non-empty list")),
-    Case("gen_steps_zero", _gen(steps=0), ValueError, (r"steps", r">= 1")),
+    Case("gen_steps_zero", _gen(steps=0), ValueError, (r"steps", r"from 1 to")),
     Case("gen_batch_zero", _gen(batch_size=0), ValueError, (r"batch_size", r">= 1")),
     Case("gen_cfg_negative", _gen(cfg=-1.0), ValueError, (r"cfg", r">= 0", r"disables")),
     Case("gen_seed_negative", _gen(seed=-3), ValueError, (r"seed", r">= 0")),

@@ -213,8 +213,8 @@ def test_vq_encode_node_round_trips_through_vq_decode(fake_model, monkeypatch) -
 
 def test_stats_line_sets_the_run_against_the_official_sampler_on_the_same_hole(fake_model,
                                                                                sent) -> None:
-    """An inpaint with the nano preset (T = 128) says how many of the 128 planned steps ran
-    and sets its forward passes against the official sampler's for the same hole (its 64 steps
+    """An inpaint with the nano preset at the sampler's 64 steps says how many of the 64
+    planned steps ran (a preset brings no T of its own) and sets its forward passes against the official sampler's for the same hole (its 64 steps
     over the tokens to regenerate); with no ML-Cache there is no "0.0% saved"."""
     from support.nodes import policy_fields
 
@@ -227,9 +227,9 @@ def test_stats_line_sets_the_run_against_the_official_sampler_on_the_same_hole(f
     tokens, text = run(fake_model, image=image, mask=mask, policy=nano, steps=64)
     st = tokens.stats
     official = official_passes(36)
-    assert st["steps_planned"] == 128 and st["tokens_per_image"] == 36 and st["painting"]
+    assert st["steps_planned"] == 64 and st["tokens_per_image"] == 36 and st["painting"]
     assert st["official_nfe_per_image"] == official == 36
-    assert text.startswith(f"ladr: done after {st['steps']} of 128 steps planned by preset nano · "
+    assert text.startswith(f"ladr: done after {st['steps']} of 64 planned steps · "
                            f"{st['nfe']} forward passes vs {official} for the official sampler "
                            "(64 steps, 36 tokens to regenerate): ")
     assert f"{official / st['nfe']:.1f}x fewer" in text and "saved" not in text

@@ -60,7 +60,7 @@ def test_fields_follow_the_preset() -> None:
     out = _apply(preset_table(), names, ["nano", "paper", "custom", "paper>custom"],
                  switch_table())
     nano = {w["name"]: w for w in out["nano"]}
-    assert nano["preset"]["label"] == "preset (brings T = 128)"
+    assert nano["preset"]["label"] == "preset"  # a preset brings no T: the sampler's steps run
     assert nano["tau_structure"]["value"] == 0.9 and nano["seen_only"]["value"] is True
     assert all(w["disabled"] for n, w in nano.items() if n != "preset")
     paper = {w["name"]: w for w in out["paper"]}
@@ -102,7 +102,7 @@ def test_adaptive_preset_shows_its_own_fields_not_tau_alpha() -> None:
     assert adaptive["pace"]["value"] == preset.pace
     assert adaptive["anchor_quantile"]["label"] == f"anchor_quantile = {preset.anchor_quantile:g}"
     assert adaptive["adaptive"]["value"] is True and adaptive["pace"]["disabled"]
-    assert adaptive["preset"]["label"] == "preset (brings T = 64)"
+    assert adaptive["preset"]["label"] == "preset"
     for name in ("paper", "nano"):
         shown = _shown(out[name])
         assert not {"pace", "anchor_quantile"} & set(shown), name

@@ -83,33 +83,22 @@ def answer_memory(config: LLaDAConfig, rows: int, seq_len: int, window: int, *,
     the whole vocabulary and sampled in float64, ``chunk`` rows at a time (the uniform noise of
     a window drawn whole with ``noise``, i.e. temperature > 0). Float64 temporaries alive at
     once per chunk row: 4 with noise or entropy (logits, their exp, the noise's power and the
-    quotient; or logits, softmax, log-softmax and their product), else 2. The packed pass
+    quotient; or logits, softmax, log-softmax and their product), else 2, and one float64
+    vocabulary row more (measured, not yet traced to its line, at the 8B head by
+    lab/benchmarks/answer_memory.py --layout q4_k_m --layers 1 --images 1). The packed pass
     (model/packed.py) holds the residual stream twice over beside the widest layer (2 d per
     token more than the padded pass working_memory counts). ``head``: what the projection holds
     for a quantized head's weights (``head_memory``)."""
     e = max(dtype.itemsize, 2)
     d, vocab = config.d_model, config.n_embeddings
     tokens = rows * seq_len
-    packed = _answer_pass_memory(config, tokens, e)
+    packed = pass_memory(config, tokens, e) + tokens * 2 * d * e
     project = tokens * d * e + rows * window * (d + vocab) * e + head
     wide = 4 if noise or entropy else 2
     step = rows * window * 96  # per position: _step's tables and sample_window's results, 12 x 8 B
     sample = (rows * window * vocab * e + (window * vocab * 8 if noise else 0)
-              + min(window, chunk) * vocab * 8 * wide + step)
+              + (min(window, chunk) * wide + 1) * vocab * 8 + step)
     return int(max(packed, project, sample))
-
-
-def _answer_pass_memory(config: LLaDAConfig, tokens: int, e: int) -> int:
-    """The answer loop's packed pass as counted before issue 61's in-place RoPE and MLP (the
-    pass peaks lower now, pass_memory): kept for the answers' grant, whose sampling phase is
-    not traced to the byte (at the 8B head it held about one float64 vocabulary row more than
-    its term, lab/benchmarks/answer_memory.py --layout q4_k_m --layers 1 --images 1), so the
-    answers in flight stay as they were until it is."""
-    d, hidden, hd = config.d_model, config.hidden_size, config.head_dim
-    kv = config.effective_n_kv_heads * hd
-    mlp = e * (3 * hidden + 5 * d + 2 * kv)
-    rope = e * (5 * d + 4 * kv) + F32 * 5 * d
-    return tokens * (max(mlp, rope) + 2 * F32 * hd + 2 * d * e)
 
 
 def answers_in_flight(items: int, budget: int, per_pass: Any) -> int:
