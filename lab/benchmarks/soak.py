@@ -1,6 +1,7 @@
 """Soak: many consecutive generations must not grow memory (RSS) or leak live tensors.
 
-After ``--warmup`` generations, ``--gens`` more run on one pipeline, cycling through every
+After ``--warmup`` generations (the last one interrupted from its callback, so the preview
+table a run with a callback builds once exists before counting), ``--gens`` more run on one pipeline, cycling through every
 strategy with and without ML-Cache, and every 10th run is interrupted from its step callback
 (a BaseException, like ComfyUI's interrupt). After each run the script records the resident set
 (``VmRSS``) and the number of live ``torch.Tensor`` objects (``gc``, every 10th run). Figures: RSS growth from the
@@ -49,8 +50,12 @@ def live_tensors() -> int:
         return sum(1 for o in gc.get_objects() if isinstance(o, torch.Tensor))
 
 
-def one_run(pipe: Any, i: int, steps: int) -> None:
+def one_run(pipe: Any, i: int, steps: int, interrupt: bool | None = None) -> None:
+    """Run ``i`` of the plan; interrupted from its callback every 10th run (or as ``interrupt``
+    says)."""
     strategy, cache = PLAN[i % len(PLAN)]
+    if interrupt is None:
+        interrupt = i % 10 == 9
 
     def stop(record: dict[str, Any]) -> None:
         if record["step"] == 1:
@@ -58,7 +63,7 @@ def one_run(pipe: Any, i: int, steps: int) -> None:
 
     kwargs = dict(steps=steps, strategy=strategy, seed=i, batch_size=2,
                   cache=ladr_core.MLCacheConfig() if cache else None,
-                  callback=stop if i % 10 == 9 else None)
+                  callback=stop if interrupt else None)
     with contextlib.suppress(Interrupted):
         pipe.generate(["a red circle", "a blue square"], **kwargs)
 
@@ -92,8 +97,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         folder, label = (args.model, "given") if args.model else model_for_bench(Path(tmp))
         pipe = ladr_core.load_dimoo(folder, dtype=torch.float32)
-        for i in range(args.warmup):
-            one_run(pipe, i, steps)
+        for i in range(args.warmup):  # the last one with a callback: a run with a callback
+            # builds the pipeline's preview table once (DiMOOPipeline.run), a cache kept like
+            # the weights, which the live-tensor count must not read as a leak
+            one_run(pipe, i, steps, interrupt=i % 10 == 9 or i == args.warmup - 1)
         rss, tensors = [], []
         t0 = time.perf_counter()
         for i in range(args.gens):

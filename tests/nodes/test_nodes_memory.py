@@ -81,16 +81,21 @@ def test_vq_encode_asks_for_one_images_worth(fake_model, sent, loads) -> None:
 
 
 def test_calibrate_asks_for_its_runs_memory(model, three_candidates, loads) -> None:
-    """The calibration samples `batch` images of its prompts at its size at once."""
+    """The calibration samples `batch` images of its prompts at its size at once. Its runs have
+    a callback (progress), so the first builds the preview table before its first step: the
+    request counts that build while no table exists (``run_memory``), not after."""
     from nodes.calibrate import LADRCalibrate
 
     args = {"prompts": "a red circle\na blue square", "seeds": 1, "size": 32, "steps": 4,
             "budget_minutes": 0.0, "batch": 2}
-    LADRCalibrate.execute(model=model, mode="run", **args)
     pipe = model.pipe
     job = pipe.prepare_text(args["prompts"].splitlines(), width=32, height=32)
-    assert loads == [(pipe.run_memory(job, 2), False)]
-    assert loads[0][0] > 0
+    before = pipe.run_memory(job, 2)  # no preview table yet
+    assert pipe.preview_bytes() > 0
+    LADRCalibrate.execute(model=model, mode="run", **args)
+    assert loads == [(before, False)]
+    assert pipe.preview_bytes() == 0  # the table was built by the first run, and is kept
+    assert loads[0][0] >= pipe.run_memory(job, 2) > 0
 
 
 @pytest.mark.parametrize("node", ["caption", "ask"])
