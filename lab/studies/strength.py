@@ -25,7 +25,7 @@ palette colour) and the forwards per image (the denoiser calls the image took pa
 any re-mask scoring passes).
 
 Settings at each strength: ``baseline-64`` (the official sampler, 64 steps), ``ladr-nano`` (the
-LADR nano preset, its T = 128), ``ladr-global`` (its registry T), each re-masking at random
+LADR nano preset at T = 128), ``ladr-global`` (at T = 256; ``SETTINGS``), each re-masking at random
 (the product's default, as aMUSEd); ``baseline@<setting>``: the official sampler with T chosen
 so that its forwards at that strength match the setting's mean (round(F / d)); and re-mask
 variants of the official sampler at ``--remask-strengths``: ``baseline-64+least-likely-p<P>``
@@ -73,9 +73,11 @@ from ladr_core import load_dimoo, nano_model_path, resolve_strategy
 ROOT = Path(__file__).resolve().parents[2]
 
 STRENGTHS = (0.25, 0.5, 0.75)
-SETTINGS = {"baseline-64": ("baseline", 64), "ladr-nano": ("nano", None),
-            "ladr-global": ("ladr-global", None)}
-"""Row name -> (strategy name or preset, T; None = the strategy's own)."""
+SETTINGS = {"baseline-64": ("baseline", 64), "ladr-nano": ("nano", 128),
+            "ladr-global": ("ladr-global", 256)}
+"""Row name -> (strategy name or preset, T). A preset brings no T of its own (the run's steps
+are its price), so each LADR row names the T it was tuned at and the committed results
+(lab/results/strength*.json) ran it at: nano 128, ladr-global 256."""
 PROMPTS = ("own", "changed")
 
 

@@ -62,7 +62,9 @@ def test_bad_strategy_is_named():
 def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     """An ML-Cache refresh schedule is shared by a batch, so the benchmark generates a cached
     strategy one prompt at a time: every stored image equals its own single run with the
-    preset's cache (LADR nano + MLCacheConfig.ladr(), test item i with seed TEST_IMAGE_SEED + i)."""
+    preset's cache (LADR nano + MLCacheConfig.ladr(), test item i with seed TEST_IMAGE_SEED + i)
+    at the steps the script runs the preset at (STEPS["nano"]: a preset brings no T of its own)."""
+    from lab.studies.quality import STEPS
     out = tmp_path / "c.json"
     run_script("lab.studies.quality", "--prompts", "2", "--batch", "2", "--strategies",
                "ladr-nano+mlcache", "--threads", "1", "--json", str(out))
@@ -76,7 +78,7 @@ def test_cached_strategy_runs_each_prompt_as_a_user_would(tmp_path):
     try:
         singles = [pipe.generate(scenes.caption_for(spec), cfg=pipe.default_cfg, temperature=1.0,
                                  seed=scenes.TEST_IMAGE_SEED + i, strategy=LADR.preset("nano"),
-                                 cache=MLCacheConfig.ladr())
+                                 steps=STEPS["nano"], cache=MLCacheConfig.ladr())
                    for i, spec in enumerate(scenes.quality_test_specs(2))]
     finally:
         torch.set_num_threads(threads)
