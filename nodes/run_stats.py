@@ -1,6 +1,7 @@
 """The sampler's and DiMOO Edit's stats line (docs/ARCHITECTURE.md section 7): steps run of the
-steps planned, forward passes against the official sampler's 64 steps over the tokens this job
-generates (``ladr_core.official_cost.official_passes``) and, with an ML-Cache, the share of
+steps planned, forward passes against the official sampler's at the same steps over the tokens
+this job generates (``ladr_core.official_cost.official_passes``: what the same `steps` cost with
+the official sampler, the price no rule exceeds) and, with an ML-Cache, the share of
 tokens it recomputed; image to image at a denoise strength d < 1 counts against the official
 sampler started at the same strength. ``work_fields`` adds the numbers to the stats dict (keys added, never
 renamed: saved analyses read them); ``stats_text`` writes the line the STRING output carries.
@@ -28,18 +29,17 @@ def tokens_generated(result: Any) -> list[int]:
 
 def work_fields(result: Any, planned: StepSchedule = PLANNED) -> dict:
     """images, steps_planned (T; at a denoise d < 1 the steps the run plans, round(T * d), with
-    schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps and
-    official_nfe_per_image (the official sampler's passes for the same images at the same
-    strength, mean)."""
+    schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps (T) and
+    official_nfe_per_image (the official sampler's passes for the same images on the same
+    schedule and strength, mean)."""
     counts = tokens_generated(result)
     turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
-    reference = StepSchedule(DEFAULT_STEPS, planned.denoise)
-    official = [turns * official_passes(n, reference) for n in counts]
+    official = [turns * official_passes(n, planned) for n in counts]
     out: dict = {
         "images": len(counts),
         "tokens_per_image": round(sum(counts) / len(counts), 2) if counts else 0.0,
         "painting": getattr(result, "paint", None) is not None,
-        "official_steps": DEFAULT_STEPS,
+        "official_steps": planned.steps,
         "official_nfe_per_image": round(sum(official) / len(official), 2) if official else 0.0,
     }
     out["steps_planned"] = planned.left * turns
@@ -72,8 +72,8 @@ def _versus(used: float, official: float) -> str:
 
 def _passes(stats: dict) -> str:
     """"13 forward passes vs 36 for the official sampler (64 steps, 36 tokens to regenerate):
-    2.8x fewer", per image for a batch; the comparison is left out for the official sampler
-    itself at its own 64 steps."""
+    2.8x fewer", per image for a batch, against the official sampler at the run's own steps;
+    the comparison is left out for the official sampler itself."""
     images = int(stats.get("images", 1))
     used = float(stats["nfe_per_image"])
     shown = _num(used)
@@ -99,7 +99,7 @@ def _passes(stats: dict) -> str:
 
 def stats_text(stats: dict) -> str:
     """One line for the STRING output (e.g. a Preview-as-Text node), for example
-    "ladr: done after 13 of 128 planned steps · 13 forward passes vs 36 for the official
+    "ladr: done after 13 of 64 planned steps · 13 forward passes vs 36 for the official
     sampler (64 steps, 36 tokens to regenerate): 2.8x fewer · 1.74 s"."""
     planned = stats.get("steps_planned")
     steps = int(stats["steps"])

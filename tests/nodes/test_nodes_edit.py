@@ -43,7 +43,7 @@ def test_edit_node_equals_the_python_api_and_decodes(tiny: DiMOOModel) -> None:
     ref = tiny.pipe.edit(ARGS["instruction"], steps=8, seed=3, strategy="ladr",
                              image=image, batch_size=2, decode=False, size="as is")
     assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (8, 8)
-    assert "forward passes per image vs 64 for the official sampler" in stats
+    assert f"forward passes per image vs {ARGS['steps']} for the official sampler" in stats
     assert "; 2 images" in stats
     (out,) = DiMOOVQDecode.execute(model=tiny, tokens=tokens).args
     assert out.shape == (2, 32, 32, 3)
@@ -173,9 +173,10 @@ def test_multi_view_and_multiturn_through_the_node_equal_the_python_api(
     ref = tiny.pipe.edit(text, _image(2), edit_type=edit_type, steps=8, seed=3, strategy="ladr",
                          batch_size=2, decode=False, size="as is")
     assert torch.equal(tokens.tokens, ref.tokens) and tokens.grid == (8, 8)
+    steps = ARGS["steps"]
     if edit_type == "multiturn":  # both turns counted, against the official sampler's two runs
-        assert ref.turns == 2 and "vs 128 for the official sampler (64 steps, 2 turns of 64 " \
-            "tokens)" in stats and "of 16 planned steps" in stats
+        assert ref.turns == 2 and f"vs {2 * steps} for the official sampler ({steps} steps, 2 " \
+            f"turns of 64 tokens)" in stats and f"of {2 * steps} planned steps" in stats
 
 
 @pytest.mark.parametrize("turns", [1, 3])
