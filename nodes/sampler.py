@@ -34,6 +34,7 @@ io, _ = v3()
 
 CFG_AUTO = -1.0  # cfg widget value meaning "the checkpoint's default_cfg"
 SEED_MAX = 2**53 - 1  # exact in the browser's JS numbers
+DENOISE_MIN = 0.01  # the widget's smallest strength: the core takes d in (0, 1], 0 would redraw nothing
 NODE = "DiMOO Sampler"
 EMPTY_PROMPT = "prompt is empty: write what the image should show"
 CANVAS_NAMES = {n: f"canvas's {n}" for n in ("width", "height", "width and height", "batch_size",
@@ -228,10 +229,11 @@ def sampler_inputs() -> list:
                                      "checkpoint's default size."),
         cache_input(),
         # last and optional: API prompts and UI workflows saved before it load unchanged (1.0)
-        io.Float.Input("denoise", default=1.0, min=0.0, max=1.0, step=0.01, optional=True,
+        io.Float.Input("denoise", default=1.0, min=DENOISE_MIN, max=1.0, step=0.01,
+                       optional=True,
                        tooltip="How much of the canvas's picture to redraw (KSampler's "
                        "denoise): 1.0 = all of it (text to image; a picture then only sets "
-                       "the size); lower keeps more of the picture, 0 = the picture itself. "
+                       "the size); lower keeps more of the picture (above 0: 0 would redraw nothing). "
                        "With a mask it applies inside the mask. Image to image: "
                        f"{IMG2IMG}; variations of a drawn picture: {VARIATIONS}."),
     ]

@@ -388,8 +388,8 @@ class DiMOOPipeline(PipelineImages, PipelineUnderstanding):
         ``self_score.passes`` extra denoiser passes per image; None (default) = no score.
         ``image`` (float [B, H, W, 3] in [0, 1]) with ``denoise`` d < 1: image to image, the
         whole picture redrawn at strength d (``prepare_paint`` without a mask; the image sets
-        the size, width / height stay None; at d = 1.0 it only sets the size). d = 0 returns
-        the picture's own codes. ``tokens`` instead of ``image``: the same from image tokens
+        the size, width / height stay None; at d = 1.0 it only sets the size); d must be in
+        (0, 1]. ``tokens`` instead of ``image``: the same from image tokens
         (a run's ``res.tokens``: variations of a picture the model drew; ``prepare_tokens``).
         ``steps`` and ``denoise`` become one StepSchedule, checked first."""
         plan = StepSchedule.of(steps, denoise)

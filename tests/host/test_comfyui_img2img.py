@@ -55,7 +55,7 @@ def _redraws_run(port: int, wf: dict) -> None:
         st, d = finals[key], kw["denoise"]
         t = st["schedule_steps"]
         assert st["denoise"] == d and st["steps_planned"] == t - StepSchedule(t, d).start
-        assert st["official_nfe_per_image"] == official_passes(144, StepSchedule(64, d))
+        assert st["official_nfe_per_image"] == official_passes(144, StepSchedule(t, d))
 
 
 def test_the_three_strengths_template_runs_as_shipped(server) -> None:
@@ -101,6 +101,8 @@ def test_a_text_canvas_below_denoise_1_is_refused_naming_denoise(server) -> None
     assert message.startswith("DiMOO Sampler: denoise is 0.5 but the canvas has no picture")
     assert "DiMOO Paint Canvas (no mask)" in message
     assert not [m for m in msgs if m["type"] == "ladr.step"]  # nothing ran
-    sampler["inputs"]["denoise"] = 1.5  # out of the widget's range: the host's own check
-    status, body = http(port, "/prompt", {"prompt": wf})
-    assert status == 400 and "denoise" in json.dumps(body["node_errors"])
+    for bad in (1.5, 0.0):  # out of the widget's range (0, 1]: the host's own check, on denoise
+        sampler["inputs"]["denoise"] = bad
+        status, body = http(port, "/prompt", {"prompt": wf})
+        errors = [e for n in body.get("node_errors", {}).values() for e in n["errors"]]
+        assert status == 400 and [e["extra_info"]["input_name"] for e in errors] == ["denoise"]

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 import torch
 
-from ladr_core import StepSchedule, official_passes
+from ladr_core import InputError, StepSchedule, official_passes
 from nodes.canvas import IMG2IMG, VARIATIONS, CanvasNode, PaintCanvasNode, TokenCanvasNode
 from nodes.sampler import DiMOOSampler
 
@@ -40,11 +40,17 @@ def picture_canvas(mask=None, batch_size: int = 1) -> object:
                                    **PAINT).args[0]
 
 
-def test_denoise_is_an_optional_last_widget_from_0_to_1() -> None:
+def test_denoise_is_an_optional_last_widget_within_what_the_core_takes() -> None:
+    """The widget offers only strengths the run accepts: the host refuses the rest on the
+    denoise input itself, before anything runs (0 would redraw nothing)."""
+    from ladr_core.schedules import check_denoise
+
     inputs = DiMOOSampler.define_schema().inputs
     spec = inputs[-1]
     assert spec.id == "denoise" and spec.optional and spec.default == 1.0
-    assert (spec.min, spec.max) == (0.0, 1.0)
+    assert check_denoise(spec.min) == spec.min and check_denoise(spec.max) == spec.max == 1.0
+    with pytest.raises(InputError, match="denoise"):
+        check_denoise(spec.min - spec.step)
     mask = next(i for i in PaintCanvasNode.define_schema().inputs if i.id == "mask")
     assert mask.optional and "denoise" in mask.tooltip
     assert IMG2IMG in spec.tooltip
