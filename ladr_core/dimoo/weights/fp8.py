@@ -23,6 +23,14 @@ gets a copy of the scale on the compute device, made once and kept until the buf
 instead of a blocking copy from pageable memory in every call. The embedding, the norms and the output head stay
 in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
 Measured quality on the nano model: docs/reports/FP8.md.
+
+Loading (``load_dimoo(..., weight_dtype="fp8_e4m3fn" | "fp8_e5m2", fp8_scale="channel" |
+"tensor")``) converts per tensor while reading; a folder saved in fp8 (``save_dimoo``; its
+config.json gains ``ladr_weight_dtype``) loads as stored. Errors, raised before anything is
+assigned: an unknown weight dtype or scale kind is a ValueError listing the choices; fp8 the
+torch or device cannot hold a RuntimeError naming the dtype, the torch version and the device;
+a missing, mis-shaped, non-positive or orphan scale a CheckpointError naming the shard; a
+folder in one fp8 format asked for the other a ValueError.
 """
 
 from __future__ import annotations
