@@ -4,7 +4,9 @@ Every draw takes a `torch.Generator` (docs/CONVENTIONS.md, "Explicit randomness"
 from its own generator, so item i of a batch equals a B=1 run with the same generator. The draw
 order per step and item (official DiMOO `generate_image`: Gumbel [L_i, K] for sampling, Gumbel
 [L_i] for re-masking, uniform [L_i] for LADR's random ablations; row j = the item's j-th masked
-position) is docs/ARCHITECTURE.md section 1 (`generator`). At temperature 0 nothing is drawn
+position; an item with nothing masked draws nothing). `generator` is None, one
+`torch.Generator` or a list of B; one generator shared by B > 1 items serves item 0, then item
+1, ... each step. Noise is drawn on the generator's device. At temperature 0 nothing is drawn
 unless a random ablation needs it (the official loop draws the re-mask noise there too and
 multiplies it by 0; we skip that draw). The ablations read their scores only at masked
 positions, so their uniforms are drawn for the masked rows as well.

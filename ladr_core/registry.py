@@ -12,7 +12,10 @@ A strategy class joins with the `register_strategy` decorator and is then select
     sample(denoise, shape, strategy="mine")
 
 The built-in strategies register themselves the same way, imported the first time a name is
-looked up (docs/ARCHITECTURE.md, "Strategies"), so importing this module imports none.
+looked up (every module of ladr_core/strategies/, found with pkgutil: a module dropped there
+needs no list), so importing this module imports none. An unknown name is a ValueError listing
+the known names. Called once per run by the outermost entry that received a name (sample(),
+generate / paint / edit, the DiMOO Sampling Rule node); everything below takes the object.
 """
 
 from __future__ import annotations

@@ -1,9 +1,21 @@
 """sample(): the one masked-diffusion sampling loop, its result and its step record.
 
-Contract: docs/ARCHITECTURE.md section 1; what the loop computes per step and its one host
-synchronisation (the per-item masked counts [B]): docs/SAMPLING.md, "Randomness". The denoiser
-is a callable `denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits
-FloatTensor[B, N, K]` (CFG already applied); the loop never sees the network.
+What the loop computes per step: docs/SAMPLING.md, "Randomness". The denoiser is a callable
+`denoise(tokens LongTensor[B, N], masked BoolTensor[B, N]) -> logits FloatTensor[B, N, K]`
+(N = H*W, row-major; CFG already applied; masked positions of `tokens` hold 0); the loop never
+sees the network. K comes from the first call; every call's shape is checked.
+
+Host synchronisation: at most one per step, the transfer of the per-item masked counts [B]
+(early exit; it sizes the next step's masked-row gather and draws). No host data is copied to
+the device inside sample() (per-phase tau / alpha enter kernels as Python scalars, the baseline
+keep table is built with arange on the device), so on an accelerator there is no other fixed
+sync here. The step record (STEP_RECORD_KEYS below: keys are added, never renamed) is built only
+when there is a callback; its tensors live on the denoiser's device.
+
+Per-item steps: every item runs its own schedule (a step counter LongTensor [B] handed to the
+rule). A denoiser that accepts `items=` is sent only the items still running, so a finished item
+leaves the pass; `max_batch` < B rolls the batch (slots.py). Item i draws from its own generator
+either way (noise.py).
 """
 
 from __future__ import annotations
@@ -313,8 +325,8 @@ def sample(
     known: KnownTokens | None = None,
     max_batch: int | None = None,
 ) -> SampleResult:
-    """Generate B token grids of H x W: the contract, every argument included, is
-    docs/ARCHITECTURE.md section 1. strategy: a Strategy object, a registered strategy name or
+    """Generate B token grids of H x W (the contract: this module's docstring, noise.py for
+    `generator`, validation.py for `known` and `device`). strategy: a Strategy object, a registered strategy name or
     an LADR preset name, resolved once, here (ladr_core.registry); steps: the schedule, T (None:
     DiMOO's 64) or a StepSchedule (T and a late start for a denoise strength < 1, which needs
     `known`), read by every strategy, none of which runs more than its steps. Item i draws

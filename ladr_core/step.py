@@ -6,6 +6,12 @@ per-step rule, a `StepRule`). The loop in sampling.py never asks which strategy 
 The strategies and the selection primitives they share: the package ladr_core.strategies; how
 a name becomes a strategy: ladr_core.registry.
 
+A strategy has no step count: it reads T from `RunInfo.steps` (the run's one `StepSchedule`,
+schedules.py), plans within it and can only finish sooner, so it never runs more forward passes
+than the official sampler on the same schedule (tests/dimoo/test_cost_contract.py). A strategy
+whose rule reads `step` only to tell the last step sets `step_invariant = True`; on a CUDA device
+its rule is then captured once per run and replayed (graphs.py).
+
 A rule is batched tensor work on the inputs' device with no host synchronisation and no
 host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor
 [B, N] (True = still masked); scores are FloatTensors [B, N].

@@ -7,7 +7,14 @@ steps. The picture's VQ codes go in as known tokens with the share the official 
 has masked at s0 re-masked (``remask_count``: ``baseline_keep``'s formula, so the official sampler started at s0
 continues its own schedule), chosen at random as aMUSEd does, from a CPU generator of its own
 per item (``remask_positions``). The sampling loop then runs any strategy from s0 (its rule
-sees its step index in the whole schedule). d = 1: s0 = 0, everything masked (text to image).
+sees its step index in the whole schedule). d = 1: s0 = 0, everything masked (text to image;
+with an image and no mask the image only sets the size); d under half a step: the picture's
+codes, unchanged; d = 0 or outside (0, 1]: one InputError naming ``denoise``. An ML-Cache's
+schedule runs over the T - s0 steps and the re-masked count; ``official_passes(n,
+StepSchedule(64, d))`` is the official sampler's cost at the same strength. From tokens instead
+of a picture (``generate(tokens=, denoise=)``): the same plan and late start on the codes as
+given, no VQ round trip and no paste-back, so a picture's codes give the picture route's tokens
+(on nano the route that works: docs/reports/STRENGTH.md).
 """
 
 from __future__ import annotations

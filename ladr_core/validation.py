@@ -1,5 +1,19 @@
 """Argument and denoiser-output validation for sample(): every bad input is a ValueError that
-names the argument, the allowed range and (where useful) the fix."""
+names the argument, the allowed range and (where useful) the fix.
+
+`device`: the device of the first `tokens` / `masked` handed to `denoise` (default: the
+generator's, else the CPU); afterwards all state lives on the device of the returned logits.
+
+`known` (inpainting, outpainting, a late start; `KnownTokens(tokens [B, N], generate [B, N],
+region [B, N] | None)`): the loop starts from the known codes with only the `generate`
+positions masked (Algorithm 1 lines 1-2 with a starting state, as the official painting mode
+starts from a prompt holding the known codes and MASK elsewhere). Known positions never change:
+no strategy can commit or re-mask a position that is not masked. Every schedule runs over each
+item's count to generate (`RunInfo.total`; `region` at a late start), not over N, as the
+official keep counts use the MASK count of its prompt. A full mask is text to image (same
+tokens); with nothing to generate anywhere the loop makes no call; an item with nothing to
+generate rides along unchanged. Checked: tensors [B, N], integer codes >= 0, a bool mask; codes
+< K at the first call (K comes from the logits), with one host transfer before the loop."""
 
 from __future__ import annotations
 

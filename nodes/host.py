@@ -5,7 +5,17 @@ function, so importing this module probes nothing. Without ComfyUI's runtime (`c
 imported) each device, memory, progress and event function falls back to CPU / a no-op, which
 is what lets the nodes' classmethods run under pytest.
 
-V3 API version: `comfy_api.v0_0_2`, pinned (why: docs/ARCHITECTURE.md section 6).
+V3 API version: `comfy_api.v0_0_2`, pinned: the newest numbered API ComfyUI 0.33 ships
+(`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
+`ComfyExtension` as `comfy_api.latest`, but unlike `latest` (documented as moving) a numbered
+version is kept as an adapter when the API evolves, so saved workflows keep their schema.
+
+Memory: the loader builds the transformer from `model_operations(fp8)` (`comfy.ops.manual_cast`
+for fp8 weights, else `disable_weight_init`); `wrap_for_memory(transformer, vq)` gives two
+ModelPatchers (`Patchers`); `load_to_device(patchers, memory_required)` loads the VQ whole, then
+the transformer without forcing a full load (partial loading, `--lowvram`, `--novram`,
+`--reserve-vram`), keeping `memory_required` free (the sampler and DiMOO Edit pass
+`pipe.run_memory` for their job); `load_to_device(..., vq_only=True)` before decoding.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Load DiMOO Model: a checkpoint folder (official layout) or a GGUF file -> LADR_DIMOO_MODEL
-(inputs and formats: web/docs/LADR_LoadDiMOOModel/en.md; memory: docs/ARCHITECTURE.md section 6).
+(inputs and formats: web/docs/LADR_LoadDiMOOModel/en.md; memory: nodes/host.py).
 
 Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
 knows (or that folder itself when a checkpoint was placed straight into it), the `.gguf` files

@@ -4,7 +4,10 @@ LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`; it runs the sample
 with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
 (web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy/en.md. Prophet Policy:
 Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
-field. Input names are those of saved workflows and never change.
+field. Input names are those of saved workflows and never change: the three adaptive widgets
+were appended after `seen_only`, optional, and ComfyUI's DynamicCombo was not used for the
+preset because it renames the nested inputs (`preset.tau_structure`), which would break every
+saved workflow. The expert fields (`EXPERT_FIELDS`) are V3 `advanced=True` inputs.
 """
 
 from __future__ import annotations

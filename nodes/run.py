@@ -1,6 +1,8 @@
 """The one run routine of the sampler nodes (DiMOO Sampler, its legacy twin, DiMOO Edit): a checked
 job -> image tokens + stats, with the host's memory load, progress bar, previews and events
-(what each step shows: docs/ARCHITECTURE.md section 7).
+(what each step shows: docs/ARCHITECTURE.md section 7). The bar advances by the payload's
+`progress` = gamma^-1(masked share) after each step of the slowest item: monotone, 1.0 exactly
+when the run ends, so an LADR run that stops at step 16 of T = 128 still fills it step by step.
 
 The schedule (steps and denoise: one `StepSchedule` from the node's widgets) is the price: no
 preset or rule overrules it.

@@ -1,6 +1,19 @@
 """Calibration: measure LADR against the official sampler on the checkpoint you run, judged by
 the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it
-(docs/ARCHITECTURE.md section 4; the submodules: its Layout).
+(docs/ARCHITECTURE.md section 4).
+
+A calibration runs the official sampler at T (the reference), each candidate setting
+(candidates.py) and the official sampler at each candidate's measured NFE, on the same
+(prompt, seed) images, self-scored; paired bootstrap intervals against the reference and the
+matched baseline (stats.py); the recommendation by non-inferiority: a setting qualifies when the
+lower end of its paired 95 % interval against the reference is above -margin (margin.py holds
+the default margin and where it was fitted), with a text table and plot (report.py) and an A/B
+contact sheet (sheet.py). The run is resumable (a partial state file beside the report, runner.py),
+stops starting settings a ``budget_minutes`` cannot fit, and calls ``check()`` at every step
+(ComfyUI's interrupt). The report is written beside the checkpoint (``ladr_calibration.json``,
+keyed to the weights' fingerprint, state.py), where ``calibrated_strategy`` and the LADR
+Calibrate node read it back. Bad arguments are ``CalibrationInputError`` (an ``InputError``): the
+command line names its flag, the node its widget.
 
     python -m ladr_core.calibrate MODEL_FOLDER [--prompts FILE] [--json OUT] ...
 

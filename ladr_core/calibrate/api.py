@@ -1,7 +1,21 @@
 """``calibrate()``: measure LADR against the official sampler on the model you run, and keep the
 verdict beside the checkpoint; ``calibrated_strategy()``: read it back for those weights.
 
-How and why: docs/ARCHITECTURE.md section 8, calibrate/api.py.
+Files written by a finished calibration (all atomically, state.py):
+
+    OUT                         the report (JSON): `candidates` (name, nfe, token_forwards,
+                                wall_s, self_score, paired intervals), `recommended`, the rule,
+                                the conditions and the checkpoint's fingerprint;
+    OUT with suffix .png        the Pareto plot (report.py);
+    OUT's stem + .sheet.png     the A/B contact sheet (sheet.py): the same prompts and seeds under
+                                the reference, the recommendation and the next cheaper settings;
+                                the report names it in `sheet` (None and `sheet_error` saying
+                                why when it could not be written; the report is written anyway);
+    <checkpoint>/ladr_calibration.json   the same report, keyed to the checkpoint's fingerprint
+                                (`calibration_file` overrides the place; a read-only folder is
+                                reported in `calibration_file_error`, the run still succeeds).
+
+While it runs, `OUT.partial.json` holds the finished chunks; it is removed at the end.
 """
 
 from __future__ import annotations
@@ -106,8 +120,8 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
               prompt_source: str = "given",
               candidates: list[Candidate] | None = None,
               margin: float | None = None) -> dict[str, Any]:
-    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (docs/ARCHITECTURE.md
-    section 8).
+    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module
+    docstring).
 
     prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
     every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state

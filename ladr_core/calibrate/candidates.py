@@ -1,6 +1,31 @@
 """What a calibration runs: named candidates (a strategy object and its T) and their JSON form.
 
-How and why: docs/ARCHITECTURE.md section 8, calibrate/candidates.py.
+The list (`default_candidates`), in the order they run:
+
+    baseline-<T>   the official sampler at the official T (the reference, default 64);
+    paper          LADR with the paper's policy as printed (Algorithm 1, top-1 ranking);
+    paper-gumbel   the same policy ranking like the official sampler: log p(sampled) + Gumbel
+                   noise (`selection="gumbel"`); the paper does not say which its authors ran;
+    adaptive       the self-calibrating rescue (`PRESETS["adaptive"]`);
+    nano           the preset tuned on DiMOO-nano (tau 0.9), at the 128 steps it was tuned at;
+    tau<x>         a small grid over the rescue's own threshold: tau = x in every phase, alpha
+                   1, gumbel ranking, argmax rescue token, seen-only frontier (the nano preset's
+                   rule at DiMOO's T = 64), x in `TAU_GRID`;
+    halton-ladr    LADR's rescue on a Halton-ordered baseline (`HaltonLADR()`, 128 steps) and
+    ladr-global    LADR's rescue over every masked token (`LADRGlobal()`, 256 steps): the
+                   training-free settings that did best on nano's test set at about 12 and 18
+                   forwards per image (docs/reports/SAMPLERS.md), at their tuned defaults
+                   (the steps each candidate runs: `candidates.TUNED_STEPS`, else `steps`);
+
+and, after them, the baseline at each candidate's measured NFE (rounded; one run per distinct
+T), against which every candidate is also compared.
+
+A candidate is stored as {"kind": its registered strategy name, "steps": T, and every other field
+of the strategy dataclass} with nested dataclasses as objects and tuples as lists
+(`strategy_spec`): {"kind": "baseline", "steps": T}, {"kind": "ladr", "steps": T, "policy":
+{field: value}}, {"kind": "threshold", "steps": T, "tau": 0.9, "token": "argmax"}, ...;
+`strategy_from_spec` rebuilds any registered dataclass strategy and refuses a damaged entry
+with a message naming the field.
 """
 
 from __future__ import annotations
@@ -43,7 +68,7 @@ def tau_policy(tau: float) -> LADRPolicy:
 
 
 def default_candidates(steps: int = 64) -> list[Candidate]:
-    """The reference and the LADR candidates (docs/ARCHITECTURE.md section 8), in run order."""
+    """The reference and the LADR candidates (module docstring), in run order."""
     paper = PRESETS["paper"].policy
     out = [Candidate(f"baseline-{steps}", Baseline(), steps, "reference"),
            Candidate("paper", LADR(paper), steps),
@@ -72,7 +97,7 @@ def _to_json(value: Any) -> Any:
 
 def strategy_spec(candidate: Candidate) -> dict[str, Any]:
     """JSON-ready description of a candidate's strategy: {"kind": its registered name, "steps":
-    T, and every other field of the strategy dataclass} (docs/ARCHITECTURE.md section 8). A
+    T, and every other field of the strategy dataclass} (module docstring). A
     strategy that is not a registered dataclass cannot be described (ValueError)."""
     s = candidate.strategy
     registered = s.name in strategy_names() and strategy_class(s.name) is type(s)

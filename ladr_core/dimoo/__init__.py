@@ -1,6 +1,6 @@
 """Lumina-DiMOO runtime (docs/ARCHITECTURE.md section 2), in layers that import downward only
 (model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; jobs, runs, pipeline,
-save and input_ranges on top: docs/ARCHITECTURE.md, Layout).
+save and input_ranges on top).
 
 Everything nodes, tests and benchmarks use is exported here and imported from here. Names are
 resolved on first use, so ``import ladr_core.dimoo`` stays cheap.

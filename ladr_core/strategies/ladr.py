@@ -3,9 +3,27 @@
 `LADR(policy).begin(run)` gives the rule for one step; `LADR.commit` is Algorithm 1 lines 7-34
 for one step of a batch, with the paper's line numbers in comments; the rescue it calls (lines
 21-31: frontier, filter, budget, pick, and the self-calibrating variant) is rescue.py. Where the
-other lines are (the loop, the denoiser, the statistics, the policy as data): the table in
-docs/ARCHITECTURE.md, "Algorithm 1, line by line". Every operation is batched over items with no
-host synchronisation and no host -> device copy.
+other lines are (the loop, the denoiser, the statistics, the policy as data):
+
+  lines  what                                   where
+  1-2    z <- [MASK]^N, M <- 1^N                sampling._Run.start
+  3-6    for step < T; break when sum(M) = 0    sampling.sample (the one host sync)
+  7-9    rho, t_eff = gamma^-1(rho)             LADR.commit (select.effective_time)
+  10-11  t_next, n_mask                         LADR.keep_count
+  13     L = p_theta(z)                         the denoiser (dimoo/denoise/denoiser.py)
+  14-16  P, z_pred, Delta                       stats.item_stats + noise.gumbel_max (LADR.needs)
+  17-20  standard selection (*)                 LADR.commit -> select.keep_lowest
+  21-24  M_grid, frontier C (Eq. 9)             rescue.paper_rescue -> rescue_candidates, frontier
+  25-28  alpha, tau by phase; C_valid; k_res    LADR.phase, rescue.paper_rescue (policy.LADRPolicy;
+                                                adaptive variant: rescue.adaptive_rescue)
+  29-30  S_res, M_std[S_res] <- 0               rescue.pick_rescued (both rescues)
+  32-34  M <- M_std; z <- z_pred where unmasked LADR.commit (Commit) + sampling._Run.step
+
+(*) Line 20 sorts I_rank descending and unmasks I_rank[n_mask:N], which would unmask the LEAST
+confident tokens; its own comment ("unmask most confident") and the DiMOO baseline say the
+opposite. We follow the comment and the baseline: the n_mask least confident stay masked.
+
+Every operation is batched over items with no host synchronisation and no host -> device copy.
 """
 
 from __future__ import annotations

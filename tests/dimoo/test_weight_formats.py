@@ -1,12 +1,12 @@
 """Weight formats as objects (ladr_core.dimoo.weights.formats): the loader's choices, the save
 command's choices and the files each format recognises come from the registry; each format's
-memory estimate is what a load of it holds; a format registered elsewhere (the recipe of
-docs/ARCHITECTURE.md, "Weight formats", run here) appears in Load DiMOO Model's choices and loads
+memory estimate is what a load of it holds; a format registered elsewhere (the recipe in
+ladr_core.dimoo.weights.formats' docstring, run here) appears in Load DiMOO Model's choices and loads
 through the node's path, with no other edit."""
 
 from __future__ import annotations
 
-import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -17,7 +17,6 @@ from ladr_core.dimoo import Conversion, convert_folder, fp8, read_config, save, 
 from ladr_core.dimoo.weights import formats
 from nodes import loader
 
-ROOT = Path(__file__).resolve().parents[2]
 RECIPE_FORMAT = "fp8-per-tensor"
 
 
@@ -95,20 +94,19 @@ def test_a_second_owner_of_a_choice_is_refused() -> None:
 
 
 def _recipe() -> str:
-    arch = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
-    section = arch[arch.index("### Weight formats"):arch.index("## 3. Images in flight")]
-    return re.search(r"```python\n(.*?)```", section, flags=re.S).group(1)
+    """The example of the formats package's docstring, where a reader adding a format finds it."""
+    return textwrap.dedent(formats.__doc__.split("while loading::\n", 1)[1])
 
 
 @pytest.fixture
 def recipe_format():
-    exec(compile(_recipe(), "ARCHITECTURE.md recipe", "exec"), {"__name__": "recipe_test"})
+    exec(compile(_recipe(), "formats recipe", "exec"), {"__name__": "recipe_test"})
     yield formats.weight_formats()[-1]
     formats.unregister_format(RECIPE_FORMAT)
     loader._CACHE.clear()
 
 
-def test_the_architecture_recipe_adds_a_format_the_loader_offers_and_loads(recipe_format
+def test_the_documented_recipe_adds_a_format_the_loader_offers_and_loads(recipe_format
                                                                           ) -> None:
     """The documented format joins the loader's choices and tooltip, and Load DiMOO Model
     loads the built-in nano through it: its block linears in fp8 with one scale per matrix,

@@ -34,10 +34,16 @@ def test_relative_links_resolve(page):
     assert not missing, f"{page.relative_to(ROOT)} links to missing files: {missing}"
 
 
-def test_lab_reports_live_in_docs_reports():
-    guides = {"THREADS.md", "ARCHITECTURE.md", "SAMPLING.md", "CONVENTIONS.md", "USAGE.md",
-              "SECURITY.md"}
-    assert {p.name for p in (ROOT / "docs").glob("*.md")} <= guides
+def test_every_page_under_docs_is_linked_from_another_page():
+    """A reader reaches every guide and report by following links from the README (a page named
+    only in backticks, or only by its folder, is one nobody finds); a folder's README.md is
+    what its folder link shows."""
+    linked = {(page.parent / t).resolve() for page in markdown_files()
+              for t in relative_targets(page) if t}
+    pages = [p for p in (ROOT / "docs").rglob("*.md") if p.name != "README.md"]
+    assert pages, "no page under docs/"
+    orphans = [str(p.relative_to(ROOT)) for p in pages if p.resolve() not in linked]
+    assert not orphans, f"pages no other page links to: {orphans}"
 
 
 def test_readme_quick_start_holds_the_two_commands_ci_runs():

@@ -5,8 +5,27 @@ Official semantics (``generators/image_generation_generator.py`` + the caching c
 and the logits, per branch (cond / uncond); any other step recomputes only the code slots whose
 max logit was lowest at the previous step (a fraction ``1 - cache_ratio``), their fresh K/V
 overwriting the cached ones in place, and reuses the cached logits elsewhere. Which calls
-refresh (``CacheSchedule``, by progress rather than by call count, and LADR-aware) and where
-this differs from the official code: docs/ARCHITECTURE.md section 2, the ML-Cache item.
+refresh and where this differs from the official code:
+
+* ranking: the image code slots of each row (cond and uncond rows separately) by max codebook
+  logit, recomputing the lowest ceil((1 - cache_ratio) * N); the official code ranks every
+  sequence position (text included) by a quantile. The in-place K/V update is the official one.
+* refresh rule, by progress (``CacheSchedule``): a call's progress step is max(call index, 1 +
+  the first baseline call whose masked count <= the previous call's mean masked count), the
+  baseline's counts being its keep table with >= 1 token per step. Warm-up while the progress
+  step <= int(T * warmup_ratio); then a refresh every ``refresh_interval`` calls, and also when
+  the tokens committed since the last refresh reach ``refresh_commit`` * N (LADR's big rescues
+  rewrite many keys and values the cached steps would read stale; the default 0.3 never fires
+  for the official baseline at T = 64). The official code counts steps, which only works for a
+  sampler that takes exactly T steps; LADR leaves warm-up when its masked ratio does, so its
+  later calls are cached. Under the baseline the progress step is the call index, so at the
+  official defaults the refresh calls are the official ones (tested).
+* the counts reach the host one call late through an asynchronous copy into a pinned buffer
+  (hostlag.py), so a cache adds no host sync.
+* the cache keeps packed K/V [T, Hkv, hd] per layer and the code slots' logits in the model
+  dtype; later refreshes overwrite the first refresh's buffers in place (no old + new cache at
+  once; tested by data_ptr and by the bytes allocated). ``MLCacheConfig.ladr()`` is the preset
+  for LADR runs (docs/reports/ML_CACHE.md).
 """
 
 from __future__ import annotations
@@ -37,7 +56,7 @@ class MLCacheConfig:
     """ML-Cache knobs: the official ones (inference_t2i.py defaults) + ``refresh_commit``.
 
     ``refresh_commit``: refresh when the mean image tokens committed since the last refresh reach
-    this fraction of N (LADR-aware rule, docs/ARCHITECTURE.md section 2); 0 turns it off.
+    this fraction of N (LADR-aware rule, module docstring); 0 turns it off.
     ``recompute_changed``: on a cached call, recompute first the code slots whose input token
     changed since their K/V were computed (committed tokens), then the lowest max logits; off =
     the official choice (lowest max logits only).
@@ -97,7 +116,7 @@ class MLCacheConfig:
 
 
 class CacheSchedule:
-    """Refresh-or-cached decision per denoiser call, by progress (docs/ARCHITECTURE.md section 2).
+    """Refresh-or-cached decision per denoiser call, by progress (module docstring).
 
     ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
     N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table

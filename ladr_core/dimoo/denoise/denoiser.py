@@ -1,4 +1,4 @@
-"""The ``denoise`` callable handed to the core sampler (docs/ARCHITECTURE.md section 1).
+"""The ``denoise`` callable handed to the core sampler (ladr_core/sampling.py).
 
 ``denoise(tokens LongTensor[A, N], masked BoolTensor[A, N], items=None) -> logits [A, N, K]``
 (float32) for the items ``items`` (None: all B items in order). The sampler sends only the items
@@ -13,7 +13,7 @@ still running, so a finished item leaves the pass and, in a rolling batch, a new
    ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond rows only;
 4. with an ML-Cache config, each item follows its own refresh schedule (itemcache.py); the
    items due a refresh run one full pass together and the others one cached pass together
-   (packing and the cache: docs/ARCHITECTURE.md section 2).
+   (packing: model/packed.py; the cache: cache.py).
 
 Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
 ``token_forwards_full`` (what full passes would have pushed for the same calls),

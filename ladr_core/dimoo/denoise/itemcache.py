@@ -2,7 +2,19 @@
 and gives its memory back when it leaves the batch (a queue longer than the images in flight
 rolls through them with the caches of those in flight only).
 
-How and why: docs/ARCHITECTURE.md section 8, dimoo/denoise/itemcache.py.
+Items of one batch progress at their own pace (LADR finishes some in 10 steps and others in 28;
+in a rolling batch they even start at different times), so each item decides for itself whether
+a call is a refresh or a cached call (`CacheSchedule` over its own count to generate, fed by
+its own masked count), and keeps its own K/V and logits (`BranchCache`). An item then computes
+exactly what it would compute alone, whatever runs beside it. An item a call does not run has
+finished (the sampler never sends it again), so each call first releases those items' caches,
+before a joining item's first refresh makes its own: a queue of any length holds the caches of
+the images in flight only (tests/emulation/test_queue_memory.py, 24 prompts on an emulated
+24 GB card at the 8B shape).
+
+The counts come from the previous call without a host sync (hostlag.py): each call posts the
+masked count and the "stale slot" flag of every item it ran, in one small copy, and the next
+call reads them by item.
 """
 
 from __future__ import annotations

@@ -5,8 +5,18 @@
 ``ModelConfig`` defaults, then the result is checked against what the native model implements
 (the LLaDA-8B / Lumina-DiMOO combination: llama blocks, RoPE, RMSNorm, SiLU-gated MLP).
 
-`DiMOOIds` holds the special token ids. Rule (docs/ARCHITECTURE.md section 2): config.json may
-carry each id key; every missing key takes the DiMOO default below.
+`DiMOOIds` holds the special token ids. One rule, for the real model and the shipped ones
+alike: config.json may carry `mask_token_id`, `newline_token_id`, `image_token_offset`,
+`codebook_size`, `boi_token_id`, `eoi_token_id`, `boa_token_id`, `eoa_token_id`,
+`uncondition_token_id`; every missing key takes the DiMOO default below, `image_token_offset`
+too (126356, which the official image utilities hard-code) when its codebook fits the head
+(126356 + `codebook_size` <= the logits width; the real head is padded past 134548); a
+checkpoint with its own special ids and a narrower head gets the width minus `codebook_size`.
+`image_token_offset + codebook_size` must not exceed the logits width (`embedding_size or
+vocab_size`); rows above the codebook are padding, never read; a head too narrow is one
+`CheckpointError` naming `image_token_offset` and the fix. Sizes must fit `max_sequence_length`
+(prompt + h*(w+1) + 4 tokens); a RoPE model with DiMOO's special ids gets at least
+`DIMOO_ROPE_CONTEXT` (8192), as the official RoPE is computed for any length.
 """
 
 from __future__ import annotations
@@ -245,7 +255,7 @@ class DiMOOIds:
     uncondition: int = 126351
     codebook_size: int = 8192
 
-    #: config.json key for each field (docs/ARCHITECTURE.md section 2).
+    #: config.json key for each field (the rule: module docstring).
     CONFIG_KEYS = {
         "mask": "mask_token_id", "newline": "newline_token_id", "image_offset": "image_token_offset",
         "codebook_size": "codebook_size", "boi": "boi_token_id", "eoi": "eoi_token_id",

@@ -10,7 +10,17 @@ is built ONCE by decoding every code as a uniform ``context x context`` token gr
 area-pooling its centre token's patch to p x p; a per-step preview is then a gather + reshape,
 masked tokens drawn neutral grey (0.5). The VQ decoder never runs per step.
 
-How and why: docs/ARCHITECTURE.md section 8, dimoo/model/vq.py.
+A code's decoded colour depends on its neighbours (the decoder's GroupNorm statistics and
+receptive field span the whole image), so a code decoded on its own can come out in another
+colour: on DiMOO-nano the probe table drew red shapes green. The faithful table is FITTED on
+real decodes (`fit_preview_table`: the per-code mean of the decoded patches, the discrete
+twin of ComfyUI's fitted Latent2RGB factors). A checkpoint may ship one as
+`vqvae/preview_table.safetensors` (key `preview_table`, float [K, p, p, 3]); codes a fit never
+saw keep the probe value. Without one, the probe table is built on first use, or before the
+first step of a run with a callback, outside the sampling's memory (``pipe.preview_bytes()``).
+The table is the VQ's non-persistent buffer ``ladr_preview_table``, so it moves with the VQ (a
+host's load to the GPU, its offload); ``pipe.preview`` gathers on the tokens' device, never
+copying the tokens to the host.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Self-score: how plausible the model finds an image's final tokens, judged by the model itself.
 
 No outside model: random token blocks of each image are masked again and ONE packed pass per
-copy (``DiMOODenoiser.masked_logits``) predicts them (how, seeds, cost and chunking:
-docs/ARCHITECTURE.md section 4); at every re-masked position the TRUE token's log probability:
+copy (``DiMOODenoiser.masked_logits``) predicts them; at every re-masked position the TRUE
+token's log probability (below). Blocks are drawn from a CPU generator seeded seed + i for image
+i, so a score depends on the tokens, the prompt and the seed only, not on the batch, the
+chunking or the device. Cost: ``passes`` denoiser calls per image (as ``passes`` sampling
+steps); images are scored ``chunk`` at a time (``chunk * passes`` items per call):
 
   cond       mean log p(x_i | prompt, unmasked tokens)          (masked pseudo-log-likelihood)
   uncond     the same under the unconditional row (no prompt)

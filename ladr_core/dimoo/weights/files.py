@@ -73,7 +73,7 @@ def read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def read_config(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
-    """Parse config.json: LLaDA architecture + DiMOO ids (ARCHITECTURE.md section 2 rule)."""
+    """Parse config.json: LLaDA architecture + DiMOO ids (model/config.py's rule)."""
     path = folder / "config.json"
     raw = read_json(path, "the LLaDA model config")
     config, ids = parse_config(raw, str(path))

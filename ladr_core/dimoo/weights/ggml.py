@@ -5,7 +5,24 @@ reference dequantizers, which the tests compare against bit for bit). A row of `
 ``n / block`` blocks laid end to end; every function here works on a uint8 tensor ``[rows,
 row_bytes]`` and a float tensor ``[rows, n]``:
 
-How and why: docs/ARCHITECTURE.md section 8, dimoo/weights/ggml.py.
+* `Q8_0` (block 32, 34 bytes = 8.5 bits/weight): fp16 `d`, 32 x int8 `q`; `w = d q`.
+* `Q4_K` (super-block 256, 144 bytes = 4.5 bits/weight): fp16 `d`, fp16 `dmin`, 12 bytes of
+  eight 6-bit sub-block scales `sc` and mins `m`, 128 bytes of 4-bit `q`;
+  `w = d sc_j q - dmin m_j` over eight sub-blocks `j` of 32.
+* `Q5_K` (256, 176 bytes = 5.5 bits/weight): as Q4_K plus a fifth bit per weight in 32 `qh`
+  bytes (`q` in 0..31).
+* `Q6_K` (256, 210 bytes = 6.5625 bits/weight): 128 bytes low nibbles, 64 bytes high 2 bits,
+  16 int8 scales (one per 16 weights), fp16 `d`; `w = d s_g (q - 32)`.
+
+The quantizers are this project's own: Q8_0 rounds to nearest (as GGML does); the K formats take
+the sub-block range (min clamped to <= 0) and then refit scale and min by least squares on the
+chosen codes once, before the 6-bit scale codes are fixed. Dequantization is exact: it is the
+format's definition, rounded once to the requested dtype. Q8_0 into float16 is computed in
+float16 (`d` is fp16 and `q` int8, so the product is the exact one rounded once, the values of
+the float32 route without its 4 bytes per weight); every other type and dtype goes through
+float32, kept on purpose: bf16 cannot hold the fp16 scales exactly and the K formats take
+several operations, each of which would round in a 16-bit dtype. A GGUF layer (gguf.py)
+dequantizes its whole matrix per call, as ComfyUI-GGUF does: the cost of keeping no float copy.
 """
 
 from __future__ import annotations
@@ -56,7 +73,7 @@ def _f16_bytes(x: torch.Tensor) -> torch.Tensor:
 # matrix of n weights needs n bytes of codes and 4n bytes of floats on top of its GGML bytes.
 def _deq_q8_0(b: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     q = b[:, 2:].contiguous().view(torch.int8)
-    if dtype == torch.float16:  # exact product rounded once (docs/ARCHITECTURE.md section 8)
+    if dtype == torch.float16:  # exact product rounded once (module docstring)
         return q.to(torch.float16).mul_(b[:, :2].contiguous().view(torch.float16))
     return q.float().mul_(_f16(b[:, :2])[:, None])
 

@@ -1,6 +1,43 @@
 """ComfyUI's quantized checkpoint format (comfy/quant_ops.py, QUANTIZATION.md of ComfyUI 0.33).
 
-How and why: docs/ARCHITECTURE.md section 8, dimoo/weights/quant.py.
+A quantized layer `L` (one of the seven block linears) is stored as
+
+* `L.weight`: `float8_e4m3fn` / `float8_e5m2` / `int8` [out, in];
+* `L.weight_scale`: float32, `W ~= weight * weight_scale`: a scalar for fp8 (the per-tensor
+  scale ComfyUI's `TensorCoreFP8Layout` and `torch._scaled_mm` take); for int8 `[out, 1]`
+  (one scale per output channel, which comfy-kitchen's `TensorWiseINT8Layout` and its
+  `int8_linear` accept) or a scalar;
+* `L.input_scale` (fp8 only, optional): float32 scalar; the fast path quantizes the layer's
+  input as `clamp(x / input_scale, -max, max)` to fp8 (absent: scale 1, clipping at 448);
+
+and every shard's safetensors metadata holds `_quantization_metadata` = JSON `{"format_version":
+"1.0", "layers": {L: {"format": F}}}`. ComfyUI turns that into per-layer `L.comfy_quant`
+tensors (uint8 JSON, `comfy.utils.convert_old_quants`) that `comfy.ops.mixed_precision_ops`
+consumes; this loader builds the same state dict, so ComfyUI's classes load it directly and
+`QuantLinear` (below) runs it without ComfyUI.
+
+Arithmetic of `QuantLinear` (what ComfyUI computes on the same device):
+
+* fp8 on a GPU with fp8 matmuls (CUDA capability >= 8.9, ComfyUI's `supports_fp8_compute`):
+  `y = e4m3(x / s_x) @ weight.T * s_x * s_w` through `torch._scaled_mm` (W8A8); elsewhere
+  the weight is dequantized and the input stays as is (W8A16), as ComfyUI's emulated fp8 does:
+  `weight.to(x.dtype) * weight_scale` with the float32 scale as ComfyUI passes it (torch
+  applies a 0-dim scale at float32 precision on the CPU; a CUDA kernel casts a device scale to
+  `x`'s dtype first, in ComfyUI too).
+  `quantize_input` (True / False / None = by device) overrides the choice; with True and no
+  fp8 matmul the W8A8 product is computed exactly from the same fp8 values in float32.
+  The activations are `float8_e4m3fn` for both weight formats: `_scaled_mm` (cuBLASLt)
+  refuses e5m2 x e5m2 but takes an e5m2 weight with e4m3 inputs, and e4m3 keeps one more
+  mantissa bit. `s_x` is `input_scale` for e4m3 weights (absent: 1, clipping at 448); for
+  e5m2 weights the stored `input_scale` (calibrated amax / 57344, e5m2's max) times
+  57344 / 448 = 128, i.e. the calibrated amax / 448 that an e4m3 layer stores, and, absent,
+  `max|x| / 448` of each call (computed on the device, no sync), so an uncalibrated e5m2
+  layer clips nothing as its e5m2 inputs did not.
+* int8: every row of `x` is quantized on the fly (`s_x = max|x_row| / 127`) and
+  `y = (x8 @ weight.T) * s_x * s_w` with `torch._int_mm` (W8A8, comfy-kitchen's
+  `int8_linear`), on every device; fewer than 17 rows (CUDA's `_int_mm` refuses them) are
+  padded with zero rows, and where the kernel refuses the shapes or the device the int32 sums
+  are computed exactly through float32 matmuls over chunks of `K` (`_int8_matmul`).
 """
 
 from __future__ import annotations
@@ -124,8 +161,8 @@ def _int8_matmul_float32(xq: torch.Tensor, wq: torch.Tensor) -> torch.Tensor:
 
 def fp8_input_scale(weight_dtype: torch.dtype, input_scale: torch.Tensor | None,
                     x: torch.Tensor) -> torch.Tensor:
-    """float32 scale ``s_x`` of a layer's ``float8_e4m3fn`` activations (docs/ARCHITECTURE.md
-    section 8): ``input_scale`` rescaled from the weight format's range to e4m3's (x128 for
+    """float32 scale ``s_x`` of a layer's ``float8_e4m3fn`` activations (module
+    docstring): ``input_scale`` rescaled from the weight format's range to e4m3's (x128 for
     e5m2, exact), 1 for an e4m3 layer without one, ``max|x| / 448`` for an e5m2 layer without
     one."""
     e4m3 = torch.float8_e4m3fn
@@ -149,8 +186,8 @@ def _scaled_mm(xq: torch.Tensor, w: torch.Tensor, s_x: torch.Tensor, s_w: torch.
 
 
 class QuantLinear(nn.Module):
-    """Linear layer of a ComfyUI-format folder outside ComfyUI (format: docs/ARCHITECTURE.md
-    section 8).
+    """Linear layer of a ComfyUI-format folder outside ComfyUI (format: the module
+    docstring).
 
     Like ComfyUI's ``MixedPrecisionOps.Linear``, it learns its format from the ``comfy_quant``
     entry of the state dict; without one it is a plain linear in the stored dtype, cast to the

@@ -10,8 +10,43 @@ transformer weights take (``weight_bytes``) and which ComfyUI layer classes run 
 (``operations``). ``load_checkpoint``, ``load_transformer``, the save command, Load DiMOO Model
 and the calibration command ask this registry and never name a format.
 
-Adding a format (docs/ARCHITECTURE.md, "Weight formats"): one module here with one decorated
-class, plus its tests.
+Built in: ``official`` (the folder as stored, the fallback reader), ``fp8`` (the pack's fp8),
+``comfy`` (ComfyUI's quantized folders), ``gguf`` (one ``.gguf`` file). ``weight_bytes`` is what
+``python -m ladr_core.doctor`` and the loader's refusal report for a folder as stored and with
+each conversion (tests/dimoo/test_weight_formats.py holds it to what a load holds).
+
+Adding a format: one module here with one decorated class, plus its tests; nothing else names
+it. This one (tests/dimoo/test_weight_formats.py runs it: the loader then offers
+``fp8_e4m3fn_tensor`` and loads through it) offers the pack's fp8 with one scale per matrix
+while loading::
+
+    from dataclasses import replace
+    from typing import ClassVar
+
+    from ladr_core.dimoo.weights.formats import register_format
+    from ladr_core.dimoo.weights.formats.pack_fp8 import PackFP8
+
+
+    @register_format
+    class PerTensorFP8(PackFP8):
+        # The pack's fp8 with one scale per matrix, converted while loading.
+        name: ClassVar[str] = "fp8-per-tensor"
+        rank: ClassVar[int] = 90
+        load_choices: ClassVar[tuple[str, ...]] = ("fp8_e4m3fn_tensor",)
+        save_choices: ClassVar[tuple[str, ...]] = ()
+
+        def load_transformer(self, folder, config, request):
+            asked = replace(request, weight_dtype="fp8_e4m3fn", fp8_scale="tensor")
+            return super().load_transformer(folder, config, asked)
+
+        def check_device(self, request):
+            super().check_device(replace(request, weight_dtype="fp8_e4m3fn"))
+
+        def operations(self, weight_dtype):
+            return "fp8"
+
+        def describe(self):
+            return "fp8_e4m3fn_tensor: as fp8_e4m3fn, with one scale per matrix."
 """
 
 from __future__ import annotations
