@@ -49,7 +49,7 @@ def register_node(menu: int) -> Callable[[type], type]:
         held = _REGISTERED.get(menu)
         if held is not None and (held.__module__, held.__qualname__) != (cls.__module__,
                                                                           cls.__qualname__):
-            raise ValueError(f"{cls.__qualname__}: menu position {menu} is already held by "
+            raise ValueError(f"{cls.__module__}.{cls.__qualname__}: menu position {menu} is already held by "
                              f"{held.__module__}.{held.__qualname__}; choose a free position")
         _REGISTERED[menu] = cls
         return cls
