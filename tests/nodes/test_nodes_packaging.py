@@ -63,9 +63,6 @@ def test_only_host_py_imports_comfyui_and_pins_one_api_version() -> None:
     assert touching == {"host.py"}
     host_imports = _imports(ROOT / "nodes" / "host.py")
     assert {m for m in host_imports if m.startswith("comfy_api")} == {"comfy_api.v0_0_2"}
-    for name in ("host.py", "sampler.py", "run.py"):
-        src = (ROOT / "nodes" / name).read_text()
-        assert not re.search(r"except\s*:|except\s+BaseException", src)  # never eat Cancel
 
 
 def test_node_surface_ids_categories_and_tooltips() -> None:
@@ -92,14 +89,6 @@ def test_nodes_import_the_packages_exports_only() -> None:
     for path in sorted((ROOT / "nodes").glob("*.py")):
         used = {m for m in _imports(path) if m.split(".")[0] == "ladr_core"}
         assert used <= PUBLIC, f"{path.name} imports {sorted(used - PUBLIC)}"
-
-
-def test_no_function_in_nodes_is_over_60_lines() -> None:
-    for path in sorted((ROOT / "nodes").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                size = node.end_lineno - node.lineno + 1
-                assert size <= 60, f"nodes/{path.name} {node.name}: {size} lines"
 
 
 def test_pyproject_tool_comfy_and_requirements() -> None:
