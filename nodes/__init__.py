@@ -47,9 +47,9 @@ def register_node(menu: int) -> Callable[[type], type]:
 
     def add(cls: type) -> type:
         held = _REGISTERED.get(menu)
-        if held is not None and (held.__module__, held.__qualname__) != (cls.__module__,
-                                                                          cls.__qualname__):
-            raise ValueError(f"{cls.__module__}.{cls.__qualname__}: menu position {menu} is already held by "
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        if held is not None and f"{held.__module__}.{held.__qualname__}" != name:
+            raise ValueError(f"{name}: menu position {menu} is already held by "
                              f"{held.__module__}.{held.__qualname__}; choose a free position")
         _REGISTERED[menu] = cls
         return cls

@@ -55,23 +55,22 @@ def test_the_menu_order_is_stable_and_the_entry_point_gives_it() -> None:
     assert [c.define_schema().node_id for c in asyncio.run(ext.get_node_list())] == first
 
 
-def test_a_taken_menu_position_is_refused_naming_both(monkeypatch) -> None:
-    monkeypatch.setattr(nodes, "_REGISTERED", dict(nodes._REGISTERED))
-    menu = next(m for m, c in nodes._REGISTERED.items() if c in node_classes())
-    held = nodes._REGISTERED[menu]
+def test_a_taken_menu_position_is_refused_naming_both() -> None:
+    loader = node_classes()[0]  # at menu position 10 (nodes/loader.py)
 
     class Scratch:
         pass
 
-    with pytest.raises(ValueError, match=rf"^{__name__}\..*Scratch: menu position {menu} is already held by "
-                                         rf"{held.__module__}\.{held.__qualname__}; choose"):
-        register_node(menu)(Scratch)
+    with pytest.raises(ValueError, match=rf"^{__name__}\..*Scratch: menu position 10 is "
+                                         rf"already held by nodes\.loader\.{loader.__name__}; "):
+        register_node(10)(Scratch)
+    assert node_classes()[0] is loader  # refused: nothing changed
 
 
 def test_two_nodes_under_one_node_id_are_refused(monkeypatch) -> None:
     """ComfyUI would silently keep one of them: the registry says so instead."""
-    monkeypatch.setattr(nodes, "_REGISTERED", dict(nodes._REGISTERED))
     loader = node_classes()[0]
+    monkeypatch.setattr(nodes, "_REGISTERED", dict(nodes._REGISTERED))  # forgets Copy after
 
     class Copy(loader):  # type: ignore[misc, valid-type]
         pass
@@ -85,7 +84,7 @@ def test_two_nodes_under_one_node_id_are_refused(monkeypatch) -> None:
 @pytest.mark.parametrize("node", node_classes(), ids=lambda c: c.define_schema().node_id)
 def test_every_node_has_a_help_page_and_a_readme_row(node: type) -> None:
     schema = node.define_schema()
-    page = web_directory() / "docs" / schema.node_id / "en.md"  # the address the frontend asks for first
+    page = web_directory() / "docs" / schema.node_id / "en.md"  # the frontend asks here first
     assert page.is_file() and page.read_text(encoding="utf-8").strip(), page
     section = README[README.index("## The nodes"):]
     section = section[:section.index("\n## ", 4)]
