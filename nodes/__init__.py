@@ -1,12 +1,20 @@
 """ComfyUI V3 nodes of the pack: a thin adapter over `ladr_core` (docs/CONVENTIONS.md, "Thin V3 nodes").
 
-Node modules are imported only by `node_classes()` (called from `comfy_entrypoint`), never at
-package import, so importing `nodes` is free. `nodes.host` is the only module touching ComfyUI.
-The names code outside the pack may use (the lab's graph runner and studies) are `__all__`,
-each imported from its module on first use (docs/CONVENTIONS.md, "Public names").
+A node joins the pack where it is written, with no list to edit: its class carries
+`@register_node(menu=<position>)`, and `node_classes()` imports every module of this package
+(the first time it is called, from `comfy_entrypoint`) and returns the registered classes in
+menu order. So importing `nodes` imports no node module. `nodes.host` is the only module
+touching ComfyUI. The names code outside the pack may use (the lab's graph runner and studies)
+are `__all__`, each imported from its module on first use (docs/CONVENTIONS.md, "Public
+names").
 """
 
 from __future__ import annotations
+
+import functools
+import importlib
+import pkgutil
+from collections.abc import Callable
 
 from ladr_core import by_module, lazy_exports
 
@@ -23,33 +31,53 @@ _EXPORTS = by_module({
 })
 _MODULES = {"host": ".host"}
 
-__all__ = sorted([*_EXPORTS, *_MODULES, "extension_class", "node_classes"])
+__all__ = sorted([*_EXPORTS, *_MODULES, "extension_class", "node_classes", "register_node"])
 
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS, _MODULES)
 
+_REGISTERED: dict[int, type] = {}
+"""Menu position -> the node class registered there."""
+
+
+def register_node(menu: int) -> Callable[[type], type]:
+    """Class decorator: the node is one of the pack's, shown at menu position `menu` (an int;
+    the shipped nodes use multiples of 10, so a new one fits between two). A position another
+    class already holds is refused (ValueError naming both); the same class registered again
+    (a module reloaded) takes its place back."""
+
+    def add(cls: type) -> type:
+        held = _REGISTERED.get(menu)
+        name = f"{cls.__module__}.{cls.__qualname__}"
+        if held is not None and f"{held.__module__}.{held.__qualname__}" != name:
+            raise ValueError(f"{name}: menu position {menu} is already held by "
+                             f"{held.__module__}.{held.__qualname__}; choose a free position")
+        _REGISTERED[menu] = cls
+        return cls
+
+    return add
+
+
+@functools.cache
+def _import_node_modules() -> None:
+    """Import every module of this package: their decorated node classes register."""
+    for module in pkgutil.iter_modules(__path__, f"{__name__}."):
+        importlib.import_module(module.name)
+
 
 def node_classes() -> list[type]:
-    """All node classes, in menu order. Their `node_id`s are stable forever."""
-    from .answer_rule import AnswerRuleNode
-    from .cache import MLCacheOptions
-    from .calibrate import LADRCalibrate
-    from .canvas import CanvasNode, PaintCanvasNode, TokenCanvasNode
-    from .compile import CompileDiMOO
-    from .decode import DiMOOVQDecode
-    from .edit import DiMOOEdit
-    from .encode import DiMOOVQEncode
-    from .loader import LoadDiMOOModel
-    from .paint import PaintOptionsNode
-    from .policy import LADRPolicyNode, ProphetPolicyNode
-    from .rules import SamplingRuleNode
-    from .sampler import DiMOOSampler
-    from .sampler_legacy import LegacyDiMOOSampler
-    from .understand import DiMOOAsk, DiMOOCaption
-
-    return [LoadDiMOOModel, DiMOOSampler, SamplingRuleNode, CanvasNode, PaintCanvasNode,
-            TokenCanvasNode, LADRPolicyNode, ProphetPolicyNode, MLCacheOptions, DiMOOVQDecode,
-            CompileDiMOO, LADRCalibrate, DiMOOEdit, DiMOOVQEncode, DiMOOCaption, DiMOOAsk,
-            AnswerRuleNode, LegacyDiMOOSampler, PaintOptionsNode]
+    """All node classes, in menu order. Their `node_id`s are stable forever; two classes under
+    one `node_id` are refused (ValueError naming both), since ComfyUI would keep only one."""
+    _import_node_modules()
+    classes = [_REGISTERED[menu] for menu in sorted(_REGISTERED)]
+    seen: dict[str, type] = {}
+    for cls in classes:
+        node_id = cls.define_schema().node_id
+        if node_id in seen:
+            raise ValueError(f"node_id {node_id!r} is registered by both "
+                             f"{seen[node_id].__qualname__} and {cls.__qualname__}; a node_id "
+                             "names one node: give the new node its own")
+        seen[node_id] = cls
+    return classes
 
 
 def extension_class() -> type:

@@ -14,7 +14,7 @@ from dataclasses import fields
 
 from ladr_core.dimoo import AnswerRule, answer_rule_classes
 
-from . import host
+from . import host, register_node
 from .handles import ANSWER_RULE_TYPE
 from .validate import check_numbers
 
@@ -58,6 +58,7 @@ def _tooltip(widget: str, text: str) -> str:
     return f"{text} Read by rule {users}; -1 = the rule's default."
 
 
+@register_node(menu=170)
 class AnswerRuleNode(io.ComfyNode):
     """The answer rule as one socket: a rule with its settings, for DiMOO Caption and Ask."""
 

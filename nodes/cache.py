@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ladr_core
 
-from . import host
+from . import host, register_node
 from .handles import CACHE_TYPE
 from .validate import check_numbers
 
@@ -44,6 +44,7 @@ def build_cache(cache_ratio: float, warmup_ratio: float, refresh_interval: int,
         raise ValueError(f"ML-Cache Options: {exc}") from exc
 
 
+@register_node(menu=90)
 class MLCacheOptions(io.ComfyNode):
     """Options of DiMOO's Max-Logit Cache; connect to the sampler's optional `cache` input."""
 

@@ -30,7 +30,7 @@ from ladr_core.calibrate import (
 )
 from ladr_core.dimoo import size_error
 
-from . import host, threads
+from . import host, register_node, threads
 from .handles import MODEL_TYPE, POLICY_TYPE, DiMOOModel
 from .validate import input_error, node_error
 
@@ -208,6 +208,7 @@ def _text(report: dict[str, Any], where: str) -> str:
     return report_text(report) + hint + f"\n({where})"
 
 
+@register_node(menu=120)
 class LADRCalibrate(io.ComfyNode):
     """Calibrate LADR on the connected checkpoint and output the recommended policy."""
 

@@ -15,7 +15,7 @@ import torch
 from ladr_core import SIZE_STEP, DiMOOPipeline, InputError, check_denoise, nano_vq_factor
 from ladr_core.dimoo import PaintJob, TextJob, nearest_multiples
 
-from . import host, paint
+from . import host, paint, register_node
 from .connected import connected_models
 from .handles import CANVAS_TYPE, TOKENS_TYPE, Canvas, DiMOOTokens
 from .loader import model_grid
@@ -137,6 +137,7 @@ def batch_input() -> object:
                         tooltip="Images per prompt.")
 
 
+@register_node(menu=40)
 class CanvasNode(io.ComfyNode):
     """An empty canvas: the image size and batch for DiMOO Sampler (text to image)."""
 
@@ -172,6 +173,7 @@ class CanvasNode(io.ComfyNode):
                                     batch_size=int(batch_size)))
 
 
+@register_node(menu=50)
 class PaintCanvasNode(io.ComfyNode):
     """A picture with its mask and paint options: DiMOO Sampler inpaints / outpaints it, or
     without a mask redraws the whole picture at its denoise (image to image)."""
@@ -218,6 +220,7 @@ class PaintCanvasNode(io.ComfyNode):
                                     paint=options))
 
 
+@register_node(menu=60)
 class TokenCanvasNode(io.ComfyNode):
     """Image tokens for DiMOO Sampler to redraw at its denoise (image to image from tokens)."""
 

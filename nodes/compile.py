@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ladr_core import COMPILE_BACKENDS, COMPILE_MODES
 
-from . import host
+from . import host, register_node
 from .handles import MODEL_TYPE, DiMOOModel
 
 io, _ = host.v3()
@@ -25,6 +25,7 @@ def compile_model(model: DiMOOModel, backend: str, mode: str) -> DiMOOModel:
                       patcher=model.patcher)
 
 
+@register_node(menu=110)
 class CompileDiMOO(io.ComfyNode):
     """Opt-in torch.compile of the DiMOO transformer; connect between loader and sampler."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from . import host, threads
+from . import host, register_node, threads
 from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 
 io, _ = host.v3()
@@ -51,6 +51,7 @@ def decode_tokens(model: DiMOOModel, tokens: DiMOOTokens) -> torch.Tensor:
     return images.contiguous()
 
 
+@register_node(menu=100)
 class DiMOOVQDecode(io.ComfyNode):
     """Decode DiMOO image tokens to pixels with the checkpoint's VQ decoder."""
 

@@ -12,7 +12,7 @@ import torch
 from ladr_core import InputError, MLCacheConfig, Strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, EditJob, check_job
 
-from . import events, host
+from . import events, host, register_node
 from .handles import (
     CACHE_TYPE,
     MODEL_TYPE,
@@ -95,6 +95,7 @@ def _fixable(err: InputError) -> bool:
     return err.name in ("model", "cache") or "not a multiple" in err.problem
 
 
+@register_node(menu=130)
 class DiMOOEdit(io.ComfyNode):
     """Image-to-image editing with Lumina-DiMOO, accelerated by LADR."""
 

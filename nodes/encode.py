@@ -12,7 +12,7 @@ import torch
 
 from ladr_core.dimoo import FIT_MODES, check_image, fit_image
 
-from . import host, threads
+from . import host, register_node, threads
 from .handles import MODEL_TYPE, TOKENS_TYPE, DiMOOModel, DiMOOTokens
 
 io, _ = host.v3()
@@ -45,6 +45,7 @@ def encode_image(model: DiMOOModel, image: object, fit: str = "exact") -> DiMOOT
                        model_key=model.key, stats={"encoded": int(codes.shape[0])})
 
 
+@register_node(menu=140)
 class DiMOOVQEncode(io.ComfyNode):
     """Encode an IMAGE to DiMOO image tokens with the checkpoint's VQ encoder."""
 

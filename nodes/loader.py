@@ -19,7 +19,7 @@ import torch
 import ladr_core
 from ladr_core.dimoo import INCOMPLETE_MARKER, CheckpointError, formats
 
-from . import host
+from . import host, register_node
 from .handles import MODEL_TYPE, DiMOOModel
 from .validate import ABSENT
 
@@ -211,6 +211,7 @@ def weight_dtype_tooltip() -> str:
     return " ".join(["Storage of the transformer blocks' linear weights.", *lines])
 
 
+@register_node(menu=10)
 class LoadDiMOOModel(io.ComfyNode):
     """Load a Lumina-DiMOO checkpoint (transformer + tokenizer + VQ) for LADR sampling."""
 

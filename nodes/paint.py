@@ -11,7 +11,7 @@ from typing import Any
 
 from ladr_core.dimoo import FIT_MODES, PaintOptions
 
-from . import host
+from . import host, register_node
 from .handles import PAINT_TYPE
 from .validate import check_socket
 
@@ -99,6 +99,7 @@ def option_inputs() -> list:
     ]
 
 
+@register_node(menu=190)
 class PaintOptionsNode(io.ComfyNode):
     """Deprecated (kept so saved workflows load): the legacy sampler's paint options; DiMOO
     Paint Canvas shows the same widgets beside its image and mask."""

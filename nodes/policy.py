@@ -34,7 +34,7 @@ from ladr_core import (
     tau_from_number,
 )
 
-from . import host
+from . import host, register_node
 from .handles import POLICY_TYPE
 from .validate import ABSENT, check_numbers
 
@@ -265,6 +265,7 @@ def _preset_tooltip() -> str:
             + "; ".join(f"{name}: {p.summary}" for name, p in PRESETS.items()) + ".")
 
 
+@register_node(menu=70)
 class LADRPolicyNode(io.ComfyNode):
     """LADR rescue policy: the paper's settings, delayed rescue, off, or every field by hand."""
 
@@ -317,6 +318,7 @@ class LADRPolicyNode(io.ComfyNode):
 _P = ProphetPolicy()
 
 
+@register_node(menu=80)
 class ProphetPolicyNode(io.ComfyNode):
     """Prophet's early-commit thresholds, for the sampler's 'prophet' strategy."""
 

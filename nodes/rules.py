@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 
 from ladr_core import RESCUE_TOKENS, Strategy, resolve_strategy, strategy_names
 
-from . import host
+from . import host, register_node
 from .handles import POLICY_TYPE, RULE_TYPE, SamplingRule
 from .policy import describe
 from .validate import check_numbers, check_socket
@@ -140,6 +140,7 @@ def rule_inputs(optional: bool = True) -> list:
     ]
 
 
+@register_node(menu=30)
 class SamplingRuleNode(io.ComfyNode):
     """The sampling rule as one socket: a strategy with its settings, for DiMOO Sampler."""
 

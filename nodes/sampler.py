@@ -13,7 +13,7 @@ from __future__ import annotations
 import ladr_core
 from ladr_core import DEFAULT_STEPS, LADR, MAX_STEPS, MLCacheConfig
 
-from . import batching, events, run
+from . import batching, events, register_node, run
 from .canvas import FIT_FIX, IMG2IMG, VARIATIONS, prepare_job
 from .handles import (
     CACHE_TYPE,
@@ -100,6 +100,7 @@ def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prom
     return tokens, events.stats_text(stats) + told
 
 
+@register_node(menu=20)
 class DiMOOSampler(io.ComfyNode):
     """Text-to-image (or inpaint) token sampling with Lumina-DiMOO, accelerated by LADR."""
 

@@ -14,7 +14,7 @@ import torch
 from ladr_core import MLCacheConfig, Strategy
 from ladr_core.dimoo import PaintOptions
 
-from . import batching, rules
+from . import batching, register_node, rules
 from . import paint as paint_module
 from .canvas import SIZE_AUTO, batch_input, size_inputs
 from .handles import MODEL_TYPE, PAINT_TYPE, TOKENS_TYPE, Canvas, DiMOOModel, step_map_ui
@@ -37,6 +37,7 @@ FIT_FIX = ("set fit to crop or resize in LADR Paint Options (connected to paint)
            "image first (Upscale Image)")
 
 
+@register_node(menu=180)
 class LegacyDiMOOSampler(io.ComfyNode):
     """Deprecated twin of DiMOO Sampler with the rule and canvas as widgets of its own."""
 

@@ -24,7 +24,7 @@ import torch
 import ladr_core
 from ladr_core import InputError
 
-from . import host, threads
+from . import host, register_node, threads
 from .handles import ANSWER_RULE_TYPE, MODEL_TYPE, DiMOOModel
 from .sampler import SEED_MAX
 from .validate import check_numbers, check_socket, input_error, node_error
@@ -173,6 +173,7 @@ def outputs(text: str, tip: str) -> list:
                              "official order's for a full answer, seconds.")]
 
 
+@register_node(menu=150)
 class DiMOOCaption(io.ComfyNode):
     """Describe an image in words with Lumina-DiMOO."""
 
@@ -200,6 +201,7 @@ class DiMOOCaption(io.ComfyNode):
                                      seed=seed, size=size))
 
 
+@register_node(menu=160)
 class DiMOOAsk(io.ComfyNode):
     """Answer a question about an image with Lumina-DiMOO."""
 

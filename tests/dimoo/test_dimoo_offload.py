@@ -1,5 +1,7 @@
 """Block streaming (ladr_core.dimoo.model.offload): the copy-ahead logic, run with device "cpu" (the
-copies are real clones, no CUDA stream), gives identical logits and keeps <= 2 blocks resident."""
+copies are real clones, no CUDA stream), gives identical logits and keeps <= 2 blocks resident;
+on the CUDA emulation (tests/kit/cuda_emu) with copies that land late, its copy stream and the
+compute stream wait for each other."""
 
 from __future__ import annotations
 
@@ -137,87 +139,36 @@ def test_arenas_are_powers_of_two_holding_whole_blocks_in_order() -> None:
     assert arena_plan([]) == [] and arena_plan([0]) == [(512, [0])]
 
 
-class _Log:
-    """Stand-ins for torch.cuda's Stream / Event / stream() / current_stream() that write what
-    the block stream asks of them into one list, in order, beside its own trace."""
+def _streamed_on_emulated_cuda(seed: int, copy_waits: bool = True) -> None:
+    """The streamed model on the CUDA emulation with copies that land late (its copy stream,
+    events and waits are the emulation's: tests/kit/cuda_emu/ordering.py) against the resident
+    model on the CPU, two passes (the second copies into slots the first one left);
+    ``copy_waits=False``: the copy stream skips its waits."""
+    from tests.kit.cuda_emu import emulated_cuda
 
-    def __init__(self) -> None:
-        self.entries: list[tuple] = []
-        self.events = 0
-        log = self
-
-        class Stream:
-            def __init__(self, device=None, name: str = "copy") -> None:  # noqa: ANN001
-                self.name = name
-
-            def wait_event(self, event) -> None:  # noqa: ANN001
-                log.entries.append(("wait", self.name, event.id))
-
-        class Event:
-            def __init__(self, *args, **kwargs) -> None:  # noqa: ANN002, ANN003
-                log.events += 1
-                self.id = log.events
-
-            def record(self, stream) -> None:  # noqa: ANN001
-                log.entries.append(("record", stream.name, self.id))
-
-        self.Stream, self.Event, self.compute = Stream, Event, Stream(name="compute")
-
-    def stream(self, stream):  # noqa: ANN001, ANN201
-        from contextlib import contextmanager
-
-        @contextmanager
-        def ctx():  # noqa: ANN202
-            self.entries.append(("copy on", stream.name))
-            yield
-
-        return ctx()
-
-
-def test_copies_wait_for_the_slot_and_compute_waits_for_the_copy(monkeypatch) -> None:
-    """The CUDA ordering, with stand-in streams and events on the CPU: block i + 1's copy is
-    issued after block i - 1 was freed and waits on the event recorded then; block i runs after
-    the compute stream waited on its copy's event; results equal the resident model."""
-    from ladr_core.dimoo.model.offload import BlockStream
-
-    log = _Log()
-    monkeypatch.setattr(torch.cuda, "Stream", log.Stream)
-    monkeypatch.setattr(torch.cuda, "Event", log.Event)
-    monkeypatch.setattr(torch.cuda, "stream", log.stream)
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: log.compute)
-    monkeypatch.setattr(torch.Tensor, "record_stream",
-                        lambda t, s: log.entries.append(("keep", s.name)))
-    ref, model = _pair(3)
-    t = model.model.transformer
-    stream = BlockStream(t.blocks, torch.device("cpu"), use_streams=True)
-    assert log.entries == [("keep", "copy")] * 2  # the slots outlive the copies into them
-    model._block_stream, model.device = stream, torch.device("cpu")
-    stream.trace = log.entries  # one list: the stream's load/run/free among the waits
+    ref, model = _pair(seed)
     ids = torch.randint(0, 96, (2, 7))
-    for _ in range(2):  # the second pass waits for the slots the first one left
-        freed_before = [e.id if e is not None else None for e in stream.freed]
-        with torch.no_grad():
-            torch.testing.assert_close(model(ids), ref(ids), rtol=0, atol=0)
-        _check_order(log.entries, CFG.n_layers, freed_before)
+    with torch.no_grad():
+        want = ref(ids)
+    with emulated_cuda(completion="late") as emu, torch.no_grad():
+        stream = stream_blocks(model, "cuda")
+        assert stream.stream is not None  # the CUDA path: a copy stream and events
+        if not copy_waits:
+            stream.stream.wait_event = lambda event: None
+        for _ in range(2):
+            torch.testing.assert_close(model(ids.cuda()).cpu(), want, rtol=0, atol=0)
+        assert _resident_max(stream.trace) == 2 and not emu.violations
 
 
-def _check_order(entries: list[tuple], n: int, freed_before: list) -> None:
-    at = {e: k for k, e in enumerate(entries) if e[0] in ("load", "run", "free")}
-    for i in range(n):
-        load, run = at[("load", i)], at[("run", i)]
-        waited = next(e[2] for e in entries[load:] if e[0] == "wait" and e[1] == "copy") \
-            if i >= 2 or freed_before[i % 2] is not None else None
-        if i >= 2:  # the slot's last block (i - 2) was freed, and the copy waits on that
-            freed = entries[at[("free", i - 2)] - 1]
-            assert at[("free", i - 2)] < load and freed[:2] == ("record", "compute")
-            assert waited == freed[2]
-        elif waited is not None:
-            assert waited == freed_before[i % 2]
-        copy_on = next(k for k in range(load, len(entries)) if entries[k] == ("copy on", "copy"))
-        copied = entries[copy_on + 1]
-        assert copied[:2] == ("record", "copy")  # the copy's event, on the side stream
-        assert ("wait", "compute", copied[2]) in entries[copy_on:run]
-        if i + 1 < n:
-            assert at[("load", i + 1)] < run  # one block ahead, never more
-        if i + 2 < n:
-            assert at[("load", i + 2)] > at[("free", i)]
+def test_copies_wait_for_their_slot_and_compute_waits_for_the_copy() -> None:
+    """On a GPU the copy of block i runs on a side stream: it must wait until block i - 2 (the
+    slot's last block) ran, and block i must wait for its copy. With copies that land late
+    the streamed model gives the resident model's logits, and a copy stream that waits for
+    nothing is named where it overwrites a slot still in use."""
+    from tests.kit.cuda_emu import CudaEmulationError
+
+    _streamed_on_emulated_cuda(3)
+    with pytest.raises(CudaEmulationError) as err:
+        _streamed_on_emulated_cuda(3, copy_waits=False)
+    assert err.value.kind == "order" and "overwrites" in str(err.value)
+    assert err.value.where.startswith("ladr_core/dimoo/model/offload.py:")

@@ -1,7 +1,9 @@
-"""The sampler's help page names the step map's colours as the drawing code draws them (issue
-55: it said "grey = still masked" over near-black cells). The colours come from
-web/ladr_preview_draw.js's COLORS, the names from their RGB values, the roles from the help
-page's step-map bullet; and the preview's masked tokens are the grey the help names
+"""The sampler's help page names the step map's colours as the step map draws them (issue 55: it
+said "grey = still masked" over near-black cells). The colours are those the drawing code
+(web/ladr_preview_draw.js, run in node) paints on the cells of a run's events, as the sampler
+sends them (nodes/events.py): a decoded, a still-masked and a rescued token mid-run, and a token
+the rescue decoded on the final frame; the names come from their RGB values, the roles from the
+help page's step-map bullet; and the preview's masked tokens are the grey the help names
 (ladr_core.dimoo.MASK_GREY)."""
 
 from __future__ import annotations
@@ -10,20 +12,15 @@ import colorsys
 import re
 
 from support import ROOT
+from support.browser import step_map_cells
 
 from ladr_core.dimoo import MASK_GREY
 
-DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
 HELP = (ROOT / "web" / "docs" / "LADR_DiMOOSampler2" / "en.md").read_text()
-# the help's words for each role -> the COLORS key the drawing code paints that role with
-ROLES = {"decoded": "decoded", "still masked": "masked", "rescued by": "rescued",
-         "every token the rescue decoded": "rescuedRun"}
-
-
-def colours() -> dict[str, str]:
-    """COLORS of the drawing code: key -> #rrggbb (the single-valued entries)."""
-    block = re.search(r"export const COLORS = \{(.*?)\n\};", DRAW, re.S).group(1)
-    return dict(re.findall(r"^\s*(\w+): \"(#[0-9a-fA-F]{6})\"", block, re.M))
+# widget_record's 3 x 4 grid: token 0 decoded, 8 still masked, 5 rescued this step; on the
+# final frame, token 5 is one the rescue decoded during the run
+ROLES = {"decoded": ("step", 0), "still masked": ("step", 8), "rescued by": ("step", 5),
+         "every token the rescue decoded": ("final", 5)}
 
 
 def name_of(hex_colour: str) -> str:
@@ -48,12 +45,13 @@ def step_map_bullet() -> str:
 
 
 def test_the_step_map_help_names_the_colours_the_code_draws() -> None:
-    palette, bullet = colours(), step_map_bullet()
-    assert set(ROLES.values()) <= set(palette), palette
-    for words, key in ROLES.items():
+    cells, bullet = step_map_cells(), step_map_bullet()
+    fills = {words: cells[frame][i] for words, (frame, i) in ROLES.items()}
+    assert len(set(fills.values())) == len(fills), fills  # four roles a user tells apart
+    for words, fill in fills.items():
         said = re.search(rf"(light \w+|dark \w+|[\w-]+) = {re.escape(words)}", bullet)
         assert said, f"the help does not say which colour is {words!r}: {bullet}"
-        assert said.group(1) == name_of(palette[key]), (words, said.group(1), palette[key])
+        assert said.group(1) == name_of(fill), (words, said.group(1), fill)
 
 
 def test_the_preview_help_names_the_masked_grey() -> None:

@@ -65,3 +65,27 @@ def test_a_pinned_host_buffer_holds_its_values_once_the_host_waits() -> None:
         assert not event.query() and host.tolist() != [0, 1, 2, 3]  # not landed yet
         event.synchronize()
         assert event.query() and host.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("wait", [None, "event", "stream", "host"])
+def test_a_copy_over_memory_another_stream_used_waits_for_that_stream(wait) -> None:  # noqa: ANN001
+    """A copy on a side stream may overwrite memory only once the stream that used it last is
+    waited for (an event recorded after the use, the stream itself, or the host); else it is
+    named at the copy (a block streamed over a slot its last block still reads)."""
+    with emulated_cuda(completion="late", raise_on_violation=False) as emu:
+        d = torch.zeros(4, device="cuda")
+        host = torch.ones(4).pin_memory()
+        (d * 2).sum()  # a use on the default stream
+        side = torch.cuda.Stream()
+        if wait == "event":
+            event = torch.cuda.Event()
+            event.record()
+            side.wait_event(event)
+        elif wait == "stream":
+            side.wait_stream(torch.cuda.current_stream())
+        elif wait == "host":
+            torch.cuda.synchronize()
+        with torch.cuda.stream(side):
+            d.copy_(host, non_blocking=True)
+    found = [(v.kind, v.where.split(":")[0]) for v in emu.violations]
+    assert found == ([] if wait else [("order", "tests/emulation/test_late_completion.py")])

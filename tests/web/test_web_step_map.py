@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 
 import numpy as np
 import pytest
 from PIL import Image
 from support import ROOT
-from support.browser import require_browser
+from support.browser import require_browser, step_map_cells
 from support.comfy_server import NANO_READY
 
 from tests.kit.templates import TEMPLATE_FILES
@@ -34,18 +33,16 @@ pytestmark = [pytest.mark.comfyui, pytest.mark.browser,
 WHEN = ("run", "tab", "reload", "cached")
 TEMPLATES = sorted((ROOT / "example_workflows").glob("*.json"))  # what the browser lists
 READABLE_PX = 8  # the frontend's own "no text below" size (MinFontSizeForLOD)
-DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
-# the finished map's cell colours, as the drawing code has them (COLORS)
-MAP_COLOURS = [re.search(rf'{key}: "(#[0-9a-f]{{6}})"', DRAW).group(1)
-               for key in ("decoded", "rescuedRun")]
 
 
 def map_pixels(shot) -> int:
-    """Pixels of a screenshot within 12 levels of a finished step map's cell colours."""
+    """Pixels of a screenshot within 12 levels of a finished step map's cell colours (a decoded
+    token's and one the rescue decoded, as the drawing code paints them)."""
+    final = step_map_cells()["final"]
     with Image.open(shot) as im:
         arr = np.asarray(im.convert("RGB")).astype(int)
     near = [np.abs(arr - [int(c[i:i + 2], 16) for i in (1, 3, 5)]).max(-1) <= 12
-            for c in MAP_COLOURS]
+            for c in (final[0], final[5])]
     return int(np.logical_or.reduce(near).sum())
 
 

@@ -75,7 +75,7 @@ def emulated_cuda(storage: str = "cpu", raise_on_violation: bool = True,
     if completion == "late":
         from .ordering import Ordering
 
-        state.ordering = Ordering(state.current_stream)
+        state.ordering = Ordering(state.current_stream, state.violate)
     saved = {name: getattr(torch.cuda, name, None) for name in replacements}
     saved_generator = torch.Generator
     saved_swap = torch.__future__.get_swap_module_params_on_conversion()

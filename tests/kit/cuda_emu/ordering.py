@@ -15,8 +15,13 @@ A pending copy lands when
 
 An op on another stream that uses a destination whose copy has not landed is a violation of
 kind ``order`` at its file and line (with raise_on_violation=False it computes on the poison,
-and the tokens come out wrong). Compute itself still runs when issued, so a block overwritten
-before its last use (a missing wait on the *consumer's* event) is not modelled.
+and the tokens come out wrong).
+
+Compute itself still runs when issued, so a copy that overwrites memory an op on another
+stream may still be reading cannot change a value here; it is a violation of kind ``order``
+too, named at the copy: an asynchronous copy on stream S into device memory whose last use was
+an op on stream C is in order only if S waited for an event C recorded after that use
+(``wait_event``), for C itself (``wait_stream``), or the host waited for the device since.
 """
 
 from __future__ import annotations
@@ -45,11 +50,18 @@ class _Copy:
 
 
 class Ordering:
-    """The copies issued and not yet landed, by destination storage."""
+    """The copies issued and not yet landed, by destination storage; and which op on which
+    stream last used each device storage, and what each stream waited for (the copies'
+    write-after-read check)."""
 
-    def __init__(self, current: Any) -> None:
+    def __init__(self, current: Any, violate: Any) -> None:
         self.current = current  # () -> the current stream
+        self.violate = violate  # (kind, message) -> None: EmulationState.violate
         self.pending: dict[int, list[_Copy]] = {}
+        self.ops = 0  # ops issued so far
+        self.last_use: dict[int, tuple[int, int]] = {}  # storage -> (id(stream), op number)
+        self.waited: dict[tuple[int, int], int] = {}  # (id(waiter), id(stream)) -> op number
+        self.synced = 0  # the op number the host last waited for the whole device at
 
     @staticmethod
     def key(t: torch.Tensor) -> int:
@@ -57,7 +69,14 @@ class Ordering:
 
     def defer(self, dst: torch.Tensor) -> None:
         """``dst`` (an inner or host tensor) was just written by an asynchronous copy on the
-        current stream: hold its values back until the copy is demanded."""
+        current stream: hold its values back until the copy is demanded. The copy is refused
+        (``order``) where an op on another stream used ``dst`` after the last wait for it."""
+        stream = id(self.current())
+        user, op = self.last_use.get(self.key(dst), (stream, 0))
+        if user != stream and op > max(self.synced, self.waited.get((stream, user), 0)):
+            self.violate("order", f"an asynchronous copy overwrites a {tuple(dst.shape)} "
+                                  "tensor that an op on another stream used and may still be "
+                                  "reading (wait_event on that stream's event missing)")
         self.pending.setdefault(self.key(dst), []).append(_Copy(dst, self.current()))
         _poison(dst)
 
@@ -75,6 +94,28 @@ class Ordering:
 
     def land_all(self) -> None:
         self._land(lambda c: False)
+        self.synced = self.ops
+
+    def mark(self, stream: Any) -> tuple[int, int]:
+        """What an event recorded now on ``stream`` stands for: the ops issued so far."""
+        return id(stream or self.current()), self.ops
+
+    def wait_for(self, waiter: Any, mark: tuple[int, int] | None) -> None:
+        """Stream ``waiter`` waits for an event's ``mark`` (its work runs after those ops)."""
+        if mark is not None:
+            key = (id(waiter or self.current()), mark[0])
+            self.waited[key] = max(self.waited.get(key, 0), mark[1])
+
+    def used(self, inners: list[torch.Tensor]) -> None:
+        """One op on the current stream used ``inners`` (after before_op and the op)."""
+        self.ops += 1
+        stream = id(self.current())
+        for t in inners:
+            self.last_use[self.key(t)] = (stream, self.ops)
+
+    def forget(self, key: int) -> None:
+        """A device storage was freed: its uses go with it (its address may come back)."""
+        self.last_use.pop(key, None)
 
     def land_stream(self, stream: Any) -> None:
         self._land(lambda c: c.stream is not stream)

@@ -190,6 +190,8 @@ class EmulationState:
         if entry[1] == 0:
             self.memory.free(entry[0])
             del self._live[key]
+            if self.ordering is not None:
+                self.ordering.forget(key)
 
     def summary(self) -> dict[str, Any]:
         m = self.memory

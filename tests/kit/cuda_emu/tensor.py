@@ -174,9 +174,19 @@ def _copy(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
 
 
 def dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
+    if state.ordering is None:
+        return _dispatch(state, func, args, kwargs)
+    inners = [x.inner for x in leaves((args, kwargs)) if isinstance(x, EmuTensor)]
+    if state.ordering.pending:  # completion="late" (ordering.py)
+        state.ordering.before_op(state, inners)
+    out = _dispatch(state, func, args, kwargs)
+    if not func.is_view and func.overloadpacket is not aten.record_stream:  # no data touched
+        state.ordering.used(inners)
+    return out
+
+
+def _dispatch(state: EmulationState, func: Any, args: tuple, kwargs: dict) -> Any:
     flat = leaves((args, kwargs))
-    if state.ordering is not None and state.ordering.pending:  # completion="late"
-        state.ordering.before_op(state, [x.inner for x in flat if isinstance(x, EmuTensor)])
     if func.overloadpacket is aten.record_stream:
         return None  # work runs in issue order here: nothing to keep alive
     if func.overloadpacket in _COPIES:

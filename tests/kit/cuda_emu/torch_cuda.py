@@ -54,16 +54,19 @@ class EmuEvent:
                  interprocess: bool = False) -> None:
         self.state, self.when = active(), None
         self.copies: set[int] = set()  # completion="late": the copies it stands for
+        self.mark: tuple[int, int] | None = None  # and the ops (Ordering.mark)
 
     def record(self, stream: Any = None) -> None:
         self.when = time.perf_counter()
         order = self.state.ordering
         if order is not None:
             self.copies = order.recorded(stream or order.current())
+            self.mark = order.mark(stream)
 
     def wait(self, stream: Any = None) -> None:
         if self.state.ordering is not None:  # a device-side wait: the copies land for it
             self.state.ordering.land_ids(self.copies)
+            self.state.ordering.wait_for(stream, self.mark)
 
     def query(self) -> bool:
         return self.state.ordering is None or self.state.ordering.done(self.copies)
@@ -96,6 +99,7 @@ class EmuStream(torch.Stream):
     def wait_stream(self, other: Any) -> None:
         if self.state.ordering is not None:
             self.state.ordering.land_stream(other)
+            self.state.ordering.wait_for(self, self.state.ordering.mark(other))
 
     def wait_event(self, event: Any) -> None:
         event.wait(self)
