@@ -42,16 +42,12 @@ from lab.benchmarks.common import write_result
 from lab.benchmarks.gpu_check.models import SHAPE_8B, random_model
 from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
 from lab.benchmarks.gpu_estimate.measure import peak_site
-from ladr_core.dimoo import (
-    AnswerShape,
-    DiMOOIds,
-    ImageLayout,
-    LLaDAConfig,
-    PipelineUnderstanding,
-    UnderstandJob,
-    decode_answers,
-    resolve_answer_rule,
-)
+from ladr_core.dimoo.denoise.prompt import ImageLayout
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule
+from ladr_core.dimoo.tasks.answering import AnswerShape, decode_answers
+from ladr_core.dimoo.tasks.understanding import UnderstandJob
+from ladr_core.dimoo.understand import PipelineUnderstanding
 from tests.kit.cuda_emu import emulated_cuda
 from tests.kit.cuda_emu.torch_cuda import GIB
 from tests.kit.variants import build_variant

@@ -12,8 +12,8 @@ import re
 import pytest
 from support import ROOT
 
-from ladr_core import STEP_RECORD_KEYS
 from ladr_core.dimoo import DiMOOPipeline
+from ladr_core.sampling import STEP_RECORD_KEYS
 from nodes import node_classes
 
 ARCH = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")

@@ -11,7 +11,7 @@ import re
 
 from support import ROOT
 
-from ladr_core.dimoo import MASK_GREY
+from ladr_core.dimoo.model.vq import MASK_GREY
 
 DRAW = (ROOT / "web" / "ladr_preview_draw.js").read_text()
 HELP = (ROOT / "web" / "docs" / "LADR_DiMOOSampler2" / "en.md").read_text()

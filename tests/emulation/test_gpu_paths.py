@@ -132,7 +132,7 @@ def test_block_streaming(cpu_pipe, dimoo_checkpoint, emu) -> None:
 
 
 def test_self_score(cpu_pipe, dimoo_checkpoint, emu) -> None:
-    from ladr_core.dimoo import SelfScoreConfig
+    from ladr_core.dimoo.tasks.selfscore import SelfScoreConfig
 
     kw = dict(width=32, height=32, steps=8, seed=8, strategy="ladr",
               self_score=SelfScoreConfig(passes=2, block=2))

@@ -39,7 +39,7 @@ from lab.benchmarks.common import REPO_ROOT
 from lab.benchmarks.gpu_check.models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, shaped_pipeline
 from lab.benchmarks.gpu_check.speed import LEAN, build_layout, prompt
 from ladr_core import sampling  # reaches in: stops sample() at its host read (_Run.sync_counts)
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
 from tests.kit.cuda_emu.state import active
 
 from .kernels import FLOP_FORMULAS
