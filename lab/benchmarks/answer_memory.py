@@ -95,7 +95,7 @@ def _estimator(model: Any, config: LLaDAConfig) -> Any:
     pipe = SimpleNamespace(config=config, transformer=model,
                            encode=lambda _text: [0] * QUESTION_TOKENS,
                            _compute_dtype=lambda: torch.bfloat16)
-    pipe._answering_bytes = lambda job, k: PipelineUnderstanding._answering_bytes(pipe, job, k)
+    pipe.answering_bytes = lambda job, k: PipelineUnderstanding.answering_bytes(pipe, job, k)
     return pipe
 
 
@@ -124,7 +124,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         free = total - emu.memory.reserved
         pipe, job = _estimator(model, config), _job(a.images)
         flying = a.in_flight or PipelineUnderstanding.answers_in_flight(pipe, job, free)
-        grant = pipe._answering_bytes(job, flying)
+        grant = pipe.answering_bytes(job, flying)
         emu.memory.reset_peak()
         where: dict[str, Any] = {}
         with peak_site(where, depth=4):

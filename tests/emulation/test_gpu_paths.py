@@ -2,7 +2,7 @@
 registered strategy for text to image, painting and editing, both ML-Cache presets, a rolling
 batch, block streaming and the self-score, each giving the CPU run's tokens (float32, same seed)
 with no violation: no host tensor meets a device tensor, no host read or blocking host-to-device
-copy in sample()'s step loop beyond its one documented read per step (_Run.sync_counts), no
+copy in sample()'s step loop beyond its one documented read per step (SampleRun.sync_counts), no
 float64 on the device. What is checked is derived from the registry and the code, not listed.
 """
 

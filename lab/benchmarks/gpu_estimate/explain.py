@@ -98,7 +98,7 @@ def _cache_residual(doc: dict[str, Any]) -> str:
             f"today's holds {held_now:.2f} GiB (cache, sampler state, prompt rows): the "
             "remaining difference lies there, in code older than the per-item cache, and is "
             "not pinned down further (that code cannot run here: the estimate stops a run at "
-            "`_Run.sync_counts`, which its sampler predates).")
+            "`SampleRun.sync_counts`, which its sampler predates).")
 
 
 def h100_section(doc: dict[str, Any]) -> str:

@@ -43,14 +43,6 @@ def product_imports(path: Path) -> list[tuple[int, str, str | None]]:
     return found
 
 
-WAIVER = "# reaches in: "  # after an import, with the reason (test_each_waiver_says_why...)
-
-
-def waived(path: Path) -> list[int]:
-    return [i for i, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-            if WAIVER in text and text.lstrip().startswith(("from ", "import "))]
-
-
 def underscore_uses(path: Path) -> list[tuple[int, str]]:
     """(line, what) of each underscore name of the product a file reaches: `from m import _x`,
     a module path with an `_` part, or `_x` read off a name bound to the product."""
@@ -71,9 +63,13 @@ def underscore_uses(path: Path) -> list[tuple[int, str]]:
                           if a.name.split(".")[0] in PRODUCT})
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") \
-                and not node.attr.startswith("__") and isinstance(node.value, ast.Name) \
-                and node.value.id in bound:
-            found.append((node.lineno, f"{bound[node.value.id]}.{node.attr}"))
+                and not node.attr.startswith("__"):
+            chain, base = [node.attr], node.value
+            while isinstance(base, ast.Attribute):
+                chain.insert(0, base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in bound:
+                found.append((node.lineno, ".".join([bound[base.id], *chain])))
     return found
 
 
@@ -81,14 +77,11 @@ def private_uses(path: Path) -> list[str]:
     packs = packages()
     bad = []
     for line, module, name in product_imports(path):
-        if line in waived(path):
-            continue
         if module in packs and name is not None and name not in public(module) \
                 and importlib.util.find_spec(f"{module}.{name}") is None:
             bad.append(f"line {line}: {module} does not export {name} (its __all__): import it "
                        f"from the module that owns it")
-    bad += [f"line {line}: {what} is an underscore name" for line, what in underscore_uses(path)
-            if line not in waived(path)]
+    bad += [f"line {line}: {what} is an underscore name" for line, what in underscore_uses(path)]
     return bad
 
 
@@ -104,23 +97,14 @@ def test_the_rule_sees_the_products_packages_and_their_exports(tmp_path: Path):
     probe.write_text("import ladr_core.sampling as s\nfrom ladr_core import sampling, sample\n"
                      "from ladr_core.dimoo.model.packed import full_pass\n"
                      "from ladr_core import gumbel_\nfrom ladr_core._lazy import by_module\n"
-                     "s._Run\nsampling._Run\n", encoding="utf-8")
+                     "s._Run\nsampling._Run\nimport ladr_core\nladr_core.sampling._Run\n",
+                     encoding="utf-8")
     assert private_uses(probe) == [
         "line 4: ladr_core does not export gumbel_ (its __all__): import it from the module "
         "that owns it", "line 5: ladr_core._lazy.by_module is an underscore name",
         "line 6: ladr_core.sampling._Run is an underscore name",
-        "line 7: ladr_core.sampling._Run is an underscore name"]
-
-
-def test_each_waiver_says_why_and_stays_rare():
-    """A waiver names what the lab needs that no public name gives (a seam the product should
-    grow); there are few, each on an import of the product."""
-    found = {(p, i) for p in LAB_FILES for i in waived(p)}
-    for path, line in found:
-        text = path.read_text(encoding="utf-8").splitlines()[line - 1]
-        assert any(at == line for at, _, _ in product_imports(path)), (path, line)
-        assert len(text.split(WAIVER, 1)[1].split()) >= 4, f"{path}:{line}: say why"
-    assert len(found) <= 1, sorted((str(p.relative_to(ROOT)), i) for p, i in found)
+        "line 7: ladr_core.sampling._Run is an underscore name",
+        "line 9: ladr_core.sampling._Run is an underscore name"]
 
 
 @pytest.mark.parametrize("path", LAB_FILES, ids=lambda p: str(p.relative_to(ROOT)))
