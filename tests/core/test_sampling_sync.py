@@ -57,7 +57,7 @@ HOST_CALLS = {"tolist", "item", "cpu", "numpy", "nonzero", "masked_select"}
 
 
 # The documented exceptions: the loop's one host sync per step (see sync_counts), and with known
-# tokens (inpainting) one transfer before the loop (their per-item counts and range, SampleRun.start).
+# tokens (inpainting) one transfer before the loop (their per-item counts and range, _Run.start).
 ALLOWED_HOST_CALLS = {"sampling.py": [("start", "tolist"), ("sync_counts", "tolist")]}
 
 
