@@ -70,7 +70,7 @@ class SampleResult:
 
 
 @dataclass
-class _Run:
+class SampleRun:
     """State of one sample() call: the slots' tokens / masks on the denoiser's device, which item
     each slot runs (`slots`, host side), the strategy's rule for this run (bound at the first
     step, once the logits' device is known) and the work buffers. Every field is declared here.
@@ -96,7 +96,7 @@ class _Run:
     buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # see workspace()
 
     @classmethod
-    def start(cls, args: SampleArgs) -> _Run:
+    def start(cls, args: SampleArgs) -> SampleRun:
         """Algorithm 1 lines 1-2 for the first S items: everything masked, or the known tokens
         unmasked and the rest masked (`args.known`; one host transfer: every item's count and
         the known codes' range, which must be >= 0 here and < K at the first call)."""
@@ -337,7 +337,7 @@ def sample(
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)
-    run = _Run.start(args)
+    run = SampleRun.start(args)
     run.turnover()  # items with nothing to generate finish before any call
     step = 0
     # Algorithm 1 lines 3-6, per item: at most T of its steps, and `break` once nothing is

@@ -42,16 +42,12 @@ from lab.benchmarks.common import write_result
 from lab.benchmarks.gpu_check.models import SHAPE_8B, random_model
 from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
 from lab.benchmarks.gpu_estimate.measure import peak_site
-from ladr_core.dimoo import (
-    AnswerShape,
-    DiMOOIds,
-    ImageLayout,
-    LLaDAConfig,
-    PipelineUnderstanding,
-    UnderstandJob,
-    decode_answers,
-    resolve_answer_rule,
-)
+from ladr_core.dimoo.denoise.prompt import ImageLayout
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule
+from ladr_core.dimoo.tasks.answering import AnswerShape, decode_answers
+from ladr_core.dimoo.tasks.understanding import UnderstandJob
+from ladr_core.dimoo.understand import PipelineUnderstanding
 from tests.kit.cuda_emu import emulated_cuda
 from tests.kit.cuda_emu.torch_cuda import GIB
 from tests.kit.variants import build_variant
@@ -99,7 +95,7 @@ def _estimator(model: Any, config: LLaDAConfig) -> Any:
     pipe = SimpleNamespace(config=config, transformer=model,
                            encode=lambda _text: [0] * QUESTION_TOKENS,
                            _compute_dtype=lambda: torch.bfloat16)
-    pipe._answering_bytes = lambda job, k: PipelineUnderstanding._answering_bytes(pipe, job, k)
+    pipe.answering_bytes = lambda job, k: PipelineUnderstanding.answering_bytes(pipe, job, k)
     return pipe
 
 
@@ -128,7 +124,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         free = total - emu.memory.reserved
         pipe, job = _estimator(model, config), _job(a.images)
         flying = a.in_flight or PipelineUnderstanding.answers_in_flight(pipe, job, free)
-        grant = pipe._answering_bytes(job, flying)
+        grant = pipe.answering_bytes(job, flying)
         emu.memory.reset_peak()
         where: dict[str, Any] = {}
         with peak_site(where, depth=4):

@@ -161,7 +161,7 @@ def prompt_lengths(items: int, seed: int) -> list[int]:
 
 
 def attention_rows(device: torch.device, tiny: bool, reps: int) -> list[dict[str, Any]]:
-    from ladr_core.dimoo import PackedRows, attend
+    from ladr_core.dimoo.model.packed import PackedRows, attend
 
     heads, hd = (4, 16) if tiny else (HEADS, HD)
     rows = []

@@ -37,7 +37,8 @@ from lab.benchmarks.common import (
     ratio,
     write_result,
 )
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 MID = dict(d_model=1024, n_heads=16, n_layers=8, mlp_hidden_size=2816, vocab_size=16384,
            max_sequence_length=2048, rope_theta=500000.0)

@@ -89,7 +89,7 @@ def best_of(reps: int, measure: Any) -> list[dict[str, Any]]:
 
 
 def _generators(pipe: Any, seed: int, first: int, count: int) -> list[torch.Generator]:
-    from ladr_core.dimoo import item_generator
+    from ladr_core.dimoo.runs import item_generator
 
     return [item_generator(seed + first + i, pipe.device) for i in range(count)]
 

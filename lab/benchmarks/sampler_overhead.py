@@ -111,7 +111,7 @@ def floor_op(logits: torch.Tensor) -> Callable[[], Any]:
 
 def gumbel_draw_op(logits: torch.Tensor) -> Callable[[], Any]:
     """Reference: only the official per-item Gumbel noise draw [N, K] (uniform + 2 logs)."""
-    from ladr_core import gumbel_
+    from ladr_core.noise import gumbel_
 
     gens = generators(logits.shape[0], logits.device)
     n, k = logits.shape[1:]

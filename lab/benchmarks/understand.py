@@ -91,14 +91,11 @@ def projected_8b(tiny: bool) -> dict[str, Any]:
 
     from lab.benchmarks.gpu_check.models import SHAPE_8B, SHAPE_TINY
     from lab.benchmarks.gpu_estimate.compute import H100_BF16_DENSE
-    from ladr_core.dimoo import (
-        SAMPLE_CHUNK,
-        LLaDAConfig,
-        LLaDAModel,
-        PackedRows,
-        answer_memory,
-        full_pass,
-    )
+    from ladr_core.dimoo.model.config import LLaDAConfig
+    from ladr_core.dimoo.model.memory import answer_memory
+    from ladr_core.dimoo.model.packed import PackedRows, full_pass
+    from ladr_core.dimoo.model.transformer import LLaDAModel
+    from ladr_core.dimoo.tasks.answering import SAMPLE_CHUNK
 
     shape = SHAPE_TINY if tiny else SHAPE_8B
     grid = OFFICIAL_PX // 16

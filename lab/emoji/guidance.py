@@ -27,7 +27,7 @@ from lab.benchmarks.common import json_text
 from lab.emoji import verdict_runs as R
 from lab.emoji.judge import Judge
 from lab.emoji.results import provenance
-from lab.emoji.scenes import Scene
+from lab.emoji.scenes import VAL_SEED, Scene, prompt_scenes
 from lab.studies.paired_stats import group_index, scores
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,7 +112,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from lab.emoji.judge_eval import judge_dir
-    from lab.emoji.verdicts import VAL_SEED, prompt_scenes
 
     a = parse(argv)
     torch.set_num_threads(a.threads)

@@ -183,6 +183,17 @@ def make_scene(rng: np.random.Generator, category: str, split: str = "train") ->
     return Scene(spec, caption_for(spec), layout(rng, spec))
 
 
+TEST_SEED, VAL_SEED = 9, 8
+"""The spec seeds of the emoji harness's prompts (lab.emoji.verdicts, guidance, ship):
+``prompt_scenes(n, "test", TEST_SEED)`` and ``prompt_scenes(n, "validation", VAL_SEED)``."""
+
+
+def prompt_scenes(n: int, split: str, seed: int) -> list[Scene]:
+    """`n` scenes of `split`, the categories in turn."""
+    rng = np.random.default_rng(seed)
+    return [make_scene(rng, CATEGORIES[i % len(CATEGORIES)], split) for i in range(n)]
+
+
 def render(bank: Bank, style: str, placed: tuple[Placed, ...]) -> np.ndarray:
     """uint8 [CANVAS, CANVAS, 3]: the style's sprites alpha-composited on the background."""
     s = bank.style_index(style)

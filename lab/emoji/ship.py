@@ -169,7 +169,7 @@ def preview_captions() -> list[str]:
 def fit_preview(folder: Path, seeds: int = PREVIEW_SEEDS, steps: int = PREVIEW_STEPS) -> dict:
     """The fitted preview table of the folder's model (module docstring) into its vqvae/."""
     from ladr_core import load_dimoo
-    from ladr_core.dimoo import PREVIEW_TABLE_FILE, fit_preview_table, save_preview_table
+    from ladr_core.dimoo.model.vq import PREVIEW_TABLE_FILE, fit_preview_table, save_preview_table
 
     pipe = load_dimoo(folder, dtype=torch.float32)
     table, texts = pipe.preview_table(), preview_captions()

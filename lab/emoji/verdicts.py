@@ -47,12 +47,20 @@ from lab.benchmarks.common import json_text, save_png
 from lab.emoji import verdict_runs as R
 from lab.emoji.judge import Judge
 from lab.emoji.results import provenance
-from lab.emoji.scenes import CATEGORIES, TEST_STYLE, Scene, make_scene, render
+from lab.emoji.scenes import (
+    CATEGORIES,
+    TEST_SEED,
+    TEST_STYLE,
+    VAL_SEED,
+    Scene,
+    prompt_scenes,
+    render,
+)
 from lab.studies import rivals
 from lab.studies.paired_stats import group_index, scores
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST_SEED, VAL_SEED, SEED0 = 9, 8, 100_000
+SEED0 = 100_000
 GATE = 0.6
 SHEET = 10
 STRENGTHS = (0.25, 0.5, 0.75)
@@ -61,12 +69,6 @@ SECTIONS = ("t2i", "i2i", "inpaint")
 ROUTES = ("picture", "token")
 SECTION_KEYS = ("tuned", "calibration", "t2i", "i2i", "inpaint")
 """What each section adds to the document (t2i brings the tuning and the calibration)."""
-
-
-def prompt_scenes(n: int, split: str, seed: int) -> list[Scene]:
-    """`n` scenes of `split`, the categories in turn."""
-    rng = np.random.default_rng(seed)
-    return [make_scene(rng, CATEGORIES[i % len(CATEGORIES)], split) for i in range(n)]
 
 
 def gate(first: dict[str, Any], scenes: list[Scene], threshold: float) -> dict[str, Any]:

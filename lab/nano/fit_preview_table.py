@@ -31,7 +31,7 @@ def captions(n_random: int, seed: int = 11) -> list[str]:
 
 def fit(model: Path, seeds: int, steps: int, n_random: int) -> dict:
     from ladr_core import load_dimoo
-    from ladr_core.dimoo import (
+    from ladr_core.dimoo.model.vq import (
         PREVIEW_TABLE_FILE,
         build_preview_table,
         fit_preview_table,

@@ -31,7 +31,8 @@ import torch.nn.functional as F
 from safetensors.torch import save_file
 
 from lab.nano.tokenizer import special_ids, t2i_prompts
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 UNCOND_PROB = 0.1
 

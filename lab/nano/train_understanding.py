@@ -57,7 +57,9 @@ from lab.nano.tokenizer import (
 from lab.nano.train_transformer import UNCOND_PROB, build_ids, make_batch, masked_loss
 from lab.nano.vq import CodeTable, build_code_table
 from ladr_core import load_dimoo, nano_mmu_model_path, nano_model_path
-from ladr_core.dimoo import SHARED_VQ_KEY, DiMOOIds, LLaDAModel
+from ladr_core.dimoo.model.config import DiMOOIds
+from ladr_core.dimoo.model.transformer import LLaDAModel
+from ladr_core.dimoo.weights.vqfiles import SHARED_VQ_KEY
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = ROOT / "runs" / "nano_mmu"

@@ -43,7 +43,7 @@ from lab.nano.evaluator import score_images
 from lab.studies.paired_stats import group_index, paired_bootstrap, scores
 from lab.studies.quality import generate, prompt_set, strategy_table
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import quant
+from ladr_core.dimoo.weights import quant
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("fp32", "fp8", "comfy_fp8", "comfy_fp8_w8a16", "comfy_int8", "Q8_0", "Q5_K_M",
@@ -56,7 +56,9 @@ MARGIN = 2.0
 
 def build(name: str, work: Path, calibration: list[str]) -> Any:
     """The nano pipeline of variant ``name`` (float32 compute), converted into ``work``."""
-    from ladr_core.dimoo import Conversion, convert_folder, measure_input_ranges, write_gguf
+    from ladr_core.dimoo.input_ranges import measure_input_ranges
+    from ladr_core.dimoo.weights.convert import Conversion, convert_folder
+    from ladr_core.dimoo.weights.gguf_write import write_gguf
 
     nano = Path(nano_model_path())
     if name == "fp32":

@@ -45,7 +45,7 @@ from lab.studies.self_score_runs import load_chunk, save_atomic, settings
 from lab.studies.self_score_study import BASE, BROKEN, DROP
 from ladr_core import load_dimoo, nano_model_path
 from ladr_core.calibrate import auroc, paired_mean_ci, spearman
-from ladr_core.dimoo import KINDS, SelfScoreConfig
+from ladr_core.dimoo.tasks.selfscore import KINDS, SelfScoreConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,7 +29,8 @@ from lab.nano import scenes
 from lab.studies.self_score import stored_runs
 from lab.studies.self_score_runs import load_chunk, save_atomic, settings
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import SelfScoreConfig, block_masks, item_generator
+from ladr_core.dimoo.runs import item_generator
+from ladr_core.dimoo.tasks.selfscore import SelfScoreConfig, block_masks
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -125,7 +125,8 @@ def run_i2i(pipe: Any, captions: list[str], pixels: torch.Tensor, strength: floa
 def remask_counts(steps: int, strength: float, shape: tuple[int, int]) -> list[int]:
     """Tokens the product re-masks in each picture at this strength (the official schedule's
     masked count at the start step of T = ``steps``)."""
-    from ladr_core import StepSchedule, remask_count
+    from ladr_core import StepSchedule
+    from ladr_core.strength import remask_count
 
     return [remask_count(shape[1], StepSchedule(steps, strength).start, steps)] * shape[0]
 

@@ -43,7 +43,8 @@ def token_scores(pipe: Any, captions: list[str], codes: torch.Tensor, passes: in
     token sets that cover the grid (``block_masks`` with 1-token blocks, fraction 1 / passes;
     drawn from seed0 + i); guided = log softmax of (1 + cfg) cond - cfg uncond, the sampler's
     own logits."""
-    from ladr_core.dimoo import SelfScoreConfig, block_masks, item_generator
+    from ladr_core.dimoo.runs import item_generator
+    from ladr_core.dimoo.tasks.selfscore import SelfScoreConfig, block_masks
 
     b, n = codes.shape
     side = pipe.default_size

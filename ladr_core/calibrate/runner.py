@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from ..devices import synchronize
-from ..dimoo import KINDS, SelfScoreConfig
+from ..dimoo.tasks.selfscore import KINDS, SelfScoreConfig
 from .candidates import Candidate, default_candidates, matched_baseline
 from .sheet import sheet_items
 from .state import CalibrationError, CalibrationInputError, load_partial, write_json_atomic

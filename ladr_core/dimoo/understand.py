@@ -140,7 +140,7 @@ class PipelineUnderstanding:
         if free_bytes is None:
             free_bytes = torch.cuda.mem_get_info(device)[0]
         return answers_in_flight(min(items, GPU_IN_FLIGHT), int(0.8 * free_bytes),
-                                 lambda k: self._answering_bytes(job, k))
+                                 lambda k: self.answering_bytes(job, k))
 
     def understand_memory(self, job: UnderstandJob, answers: int | None = None) -> int:
         """Device memory beyond the weights of answering ``job`` with ``answers`` in flight
@@ -151,9 +151,11 @@ class PipelineUnderstanding:
         rows = len(job.questions) if answers is None else max(1, min(answers, len(job.questions)))
         height, width = int(job.images.shape[1]), int(job.images.shape[2])
         image = 2 * height * width * 3 * 4
-        return max(self._answering_bytes(job, rows), self.decode_bytes(width, height) + image)
+        return max(self.answering_bytes(job, rows), self.decode_bytes(width, height) + image)
 
-    def _answering_bytes(self, job: UnderstandJob, rows: int) -> int:
+    def answering_bytes(self, job: UnderstandJob, rows: int) -> int:
+        """Device memory of one pass of the answer loop over ``job`` with ``rows`` answers in
+        flight: model/memory.py ``answer_memory`` at this model's config, dtype and head."""
         dtype = self._compute_dtype()
         return answer_memory(self.config, rows, job.row_length(self.encode), job.shape.length,
                              noise=job.temperature > 0, entropy=job.rule.needs_entropy,

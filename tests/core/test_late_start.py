@@ -15,18 +15,10 @@ import math
 import pytest
 import torch
 
-from ladr_core import (
-    InputError,
-    KnownTokens,
-    StepSchedule,
-    check_denoise,
-    remask_count,
-    remask_positions,
-    resolve_strategy,
-    sample,
-)
+from ladr_core import InputError, KnownTokens, StepSchedule, check_denoise, resolve_strategy, sample
 from ladr_core.registry import preset_names, strategy_names
 from ladr_core.schedules import get_schedule
+from ladr_core.strength import remask_count, remask_positions
 from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)

@@ -6,7 +6,8 @@ import pytest
 import torch
 from support import strategy_from
 
-from ladr_core import LADR, STEP_RECORD_KEYS, LADRPolicy, Prophet, SampleResult, sample
+from ladr_core import LADR, LADRPolicy, Prophet, sample
+from ladr_core.sampling import STEP_RECORD_KEYS, SampleResult
 from tests.kit.fakes import LocalityDenoiser, make_table
 
 GRID = (6, 6)

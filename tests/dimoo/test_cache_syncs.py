@@ -14,7 +14,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from ladr_core import LADR, sample
-from ladr_core.dimoo import DiMOOPipeline, HostLag, MLCacheConfig, load_dimoo
+from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo
+from ladr_core.dimoo.denoise.hostlag import HostLag
 from tests.kit.syncs import SyncCounter, sampler_reads
 
 PROMPTS = ["a red circle left of a blue square", "green"]

@@ -8,7 +8,9 @@ import pytest
 import torch
 
 from ladr_core import sample
-from ladr_core.dimoo import CacheSchedule, DiMOOPipeline, MLCacheConfig, PackedRows
+from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig
+from ladr_core.dimoo.denoise.cache import CacheSchedule
+from ladr_core.dimoo.model.packed import PackedRows
 from tests.kit.live_bytes import LiveBytes
 
 PROMPTS = ["a red circle left of a blue square", "green"]
@@ -110,7 +112,9 @@ def test_cache_costs_only_the_bytes_it_keeps(pipe: DiMOOPipeline) -> None:
 def test_packed_passes_equal_the_unpadded_rows_and_the_padded_cache_path() -> None:
     """full_pass == each row alone (fp32, <= 1e-5); partial_pass after changing tokens == the
     padded ``hidden_states_partial`` (the official ``to_compute_mask`` path, golden-tested)."""
-    from ladr_core.dimoo import LLaDAConfig, LLaDAModel, full_pass, partial_pass
+    from ladr_core.dimoo.model.config import LLaDAConfig
+    from ladr_core.dimoo.model.packed import full_pass, partial_pass
+    from ladr_core.dimoo.model.transformer import LLaDAModel
 
     torch.manual_seed(0)
     model = LLaDAModel(LLaDAConfig(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2,
@@ -191,12 +195,12 @@ class _Recorder:
         self.partial_index: list[list[torch.Tensor]] = []
 
     def full(self, model, *args):  # noqa: ANN001, ANN201
-        from ladr_core.dimoo import full_pass
+        from ladr_core.dimoo.model.packed import full_pass
 
         return full_pass(model, *args)
 
     def partial(self, model, ids, positions, counts, kv):  # noqa: ANN001, ANN201
-        from ladr_core.dimoo import partial_pass
+        from ladr_core.dimoo.model.packed import partial_pass
 
         self.partial_index.append(list(positions.clone().split(counts)))  # per row, in-row
         return partial_pass(model, ids, positions, counts, kv)
@@ -223,7 +227,7 @@ def test_recompute_masked_refreshes_every_slot_the_sampler_reads(pipe: DiMOOPipe
 
 
 def test_pick_rounds_the_cached_pass_size_to_buckets_for_compiled_passes() -> None:
-    from ladr_core.dimoo import BranchCache
+    from ladr_core.dimoo.denoise.cache import BranchCache
 
     br = BranchCache(MLCacheConfig(recompute_masked=True))
     br.plan_next(torch.randn(2, 16, 8))  # n_recompute(16) = 2

@@ -12,7 +12,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from ladr_core.dimoo import CheckpointError, load_checkpoint
+from ladr_core.dimoo import CheckpointError
+from ladr_core.dimoo.weights.checkpoint import load_checkpoint
 from tests.kit.tiny_checkpoint import MARKER
 
 

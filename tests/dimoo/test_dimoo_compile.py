@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo import (
-    CompiledPasses,
-    DiMOOPipeline,
-    LLaDAConfig,
-    LLaDAModel,
-    MLCacheConfig,
-    load_dimoo,
-)
+from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig, load_dimoo
+from ladr_core.dimoo.model.compile import CompiledPasses
+from ladr_core.dimoo.model.config import LLaDAConfig
 from ladr_core.dimoo.model.packed import PackedRows, full_pass, partial_pass
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 
 @pytest.fixture(scope="module")

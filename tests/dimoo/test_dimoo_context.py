@@ -2,13 +2,9 @@
 
 import pytest
 
-from ladr_core.dimoo import (
-    DIMOO_ROPE_CONTEXT,
-    DiMOOIds,
-    LLaDAConfig,
-    check_image_size,
-    context_length,
-)
+from ladr_core.dimoo import DIMOO_ROPE_CONTEXT
+from ladr_core.dimoo.denoise.prompt import check_image_size
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig, context_length
 
 LLADA_8B = LLaDAConfig(d_model=4096, n_heads=32, n_layers=32, vocab_size=126464,
                        max_sequence_length=4096, rope_theta=500000.0)

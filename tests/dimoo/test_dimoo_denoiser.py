@@ -7,13 +7,8 @@ import math
 import pytest
 import torch
 
-from ladr_core.dimoo import (
-    DiMOOPipeline,
-    ImageLayout,
-    MLCacheConfig,
-    cond_text,
-    uncond_text,
-)
+from ladr_core.dimoo import DiMOOPipeline, MLCacheConfig
+from ladr_core.dimoo.denoise.prompt import ImageLayout, cond_text, uncond_text
 
 PROMPTS = ["a red circle left of a blue square", "green"]  # different lengths -> padding
 

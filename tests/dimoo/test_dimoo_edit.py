@@ -17,7 +17,8 @@ from support.official_i2i import edit_generate, multiturn_generate, to_pil
 
 import ladr_core
 from ladr_core import LADR, Baseline, MLCacheConfig, Prophet, resolve_strategy, strategy_names
-from ladr_core.dimoo import EDIT_TYPES, MULTI_VIEWS, DiMOOPipeline, build_edit_batch, edit_texts
+from ladr_core.dimoo import EDIT_TYPES, DiMOOPipeline
+from ladr_core.dimoo.tasks.editing import MULTI_VIEWS, build_edit_batch, edit_texts
 
 INSTRUCTION = "make the circle green"
 # our edit type -> an official edit-type string that selects the same template

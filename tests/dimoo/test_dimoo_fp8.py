@@ -12,7 +12,8 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from ladr_core import load_dimoo, save_dimoo
-from ladr_core.dimoo import CheckpointError, fp8
+from ladr_core.dimoo import CheckpointError
+from ladr_core.dimoo.weights import fp8
 
 E4M3 = torch.float8_e4m3fn
 IDS = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1]])
@@ -173,7 +174,8 @@ def test_missing_or_mismatched_scales_name_the_file(saved: Path, tmp_path: Path,
 
 
 def test_biased_linears_stay_in_the_compute_dtype() -> None:
-    from ladr_core.dimoo import LLaDAConfig, LLaDAModel
+    from ladr_core.dimoo.model.config import LLaDAConfig
+    from ladr_core.dimoo.model.transformer import LLaDAModel
 
     cfg = LLaDAConfig(d_model=16, n_heads=2, n_layers=1, mlp_hidden_size=24, vocab_size=40,
                       max_sequence_length=32, include_bias=True)

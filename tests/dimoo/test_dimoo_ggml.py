@@ -8,7 +8,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType, quants
 
-from ladr_core.dimoo import ggml
+from ladr_core.dimoo.weights import ggml
 
 TYPES = ["Q8_0", "Q4_K", "Q5_K", "Q6_K", "F16", "BF16", "F32"]
 

@@ -11,7 +11,9 @@ import torch
 from gguf import GGUFReader
 
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import ARCH, KEYS, ggml, more_bits, tensor_type, write_gguf
+from ladr_core.dimoo.weights import ggml
+from ladr_core.dimoo.weights.gguf import ARCH, KEYS
+from ladr_core.dimoo.weights.gguf_write import more_bits, tensor_type, write_gguf
 
 IDS = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1]])
 RECIPES = ("Q8_0", "Q5_K_M", "Q4_K_M")

@@ -14,7 +14,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -10,7 +10,10 @@ import json
 import pytest
 
 from ladr_core import nano_model_path
-from ladr_core.dimoo import CheckpointError, ConfigError, DiMOOIds, load_checkpoint, read_config
+from ladr_core.dimoo import CheckpointError
+from ladr_core.dimoo.model.config import ConfigError, DiMOOIds
+from ladr_core.dimoo.weights.checkpoint import load_checkpoint
+from ladr_core.dimoo.weights.files import read_config
 from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 OFFICIAL = 126356

@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core import InputError, MLCacheConfig, StepSchedule, official_passes, remask_count
+from ladr_core import InputError, MLCacheConfig, StepSchedule, official_passes
 from ladr_core.dimoo import DiMOOPipeline, PaintOptions
 from ladr_core.registry import resolve_strategy, strategy_names
+from ladr_core.strength import remask_count
 
 PROMPT = "a red circle left of a blue square"
 

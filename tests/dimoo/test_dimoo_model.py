@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core.dimoo import ConfigError as DimooConfigError
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig, LLaDAModel, rope_tables
+from ladr_core.dimoo.model.config import ConfigError as DimooConfigError
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel, rope_tables
 
 TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
             max_sequence_length=64, rope_theta=500000.0, rms_norm_eps=1e-5)

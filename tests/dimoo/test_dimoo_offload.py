@@ -11,7 +11,9 @@ import pytest
 import torch
 
 from ladr_core import load_dimoo
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel, stream_blocks, unstream_blocks
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.offload import stream_blocks, unstream_blocks
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 CFG = LLaDAConfig(d_model=32, n_heads=4, n_kv_heads=2, n_layers=4, mlp_hidden_size=48,
                   vocab_size=96, max_sequence_length=64, rope_theta=500000.0)

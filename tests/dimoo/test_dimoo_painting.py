@@ -14,7 +14,8 @@ import torch
 from support.official_i2i import paint_generate, paint_tokens, to_pil
 
 from ladr_core import LADR, Baseline, InputError, MLCacheConfig, Prophet, sample
-from ladr_core.dimoo import DiMOOPipeline, PaintOptions, fit_image, plan_painting, token_mask
+from ladr_core.dimoo import DiMOOPipeline, PaintOptions, fit_image
+from ladr_core.dimoo.tasks.painting import plan_painting, token_mask
 from ladr_core.registry import preset_names, resolve_strategy, strategy_names
 
 PROMPT = "a red circle left of a blue square"

@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo import DIMOO_DEFAULT_IDS as IDS
-from ladr_core.dimoo import (
+from ladr_core.dimoo import load_dimoo
+from ladr_core.dimoo.denoise.prompt import (
     ImageLayout,
     build_prompt_batch,
     check_image_size,
     cond_text,
-    load_dimoo,
     uncond_text,
 )
+from ladr_core.dimoo.model.config import DIMOO_DEFAULT_IDS as IDS
 
 
 def test_template_text_is_official() -> None:

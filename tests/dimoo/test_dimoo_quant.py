@@ -12,13 +12,9 @@ import torch.nn.functional as F
 from safetensors import safe_open
 
 from ladr_core import load_dimoo, nano_model_path, save_dimoo
-from ladr_core.dimoo import (
-    Conversion,
-    convert_folder,
-    measure_input_ranges,
-    quant,
-    record_input_amax,
-)
+from ladr_core.dimoo.input_ranges import measure_input_ranges, record_input_amax
+from ladr_core.dimoo.weights import quant
+from ladr_core.dimoo.weights.convert import Conversion, convert_folder
 
 E4M3 = torch.float8_e4m3fn
 IDS = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1]])
@@ -162,7 +158,9 @@ def test_streaming_pack_fp8_conversion_equals_converting_while_loading(
 
 
 def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
-    from ladr_core.dimoo import DiMOODenoiser, ImageLayout, build_prompt_batch, range_items
+    from ladr_core.dimoo.denoise.denoiser import DiMOODenoiser
+    from ladr_core.dimoo.denoise.prompt import ImageLayout, build_prompt_batch
+    from ladr_core.dimoo.input_ranges import range_items
 
     prompts = ["a red circle", "two green squares"]
     lazy = measure_input_ranges(nano_model_path(), prompts)
@@ -179,7 +177,7 @@ def test_lazy_calibration_equals_recording_the_loaded_model() -> None:
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3fn", "comfy_fp8_e4m3fn", "comfy_int8"])
 def test_row_chunked_conversion_equals_converting_whole_matrices(fmt: str, monkeypatch) -> None:
-    from ladr_core.dimoo import staging
+    from ladr_core.dimoo.weights import staging
 
     g = torch.Generator().manual_seed(3)
     w = (torch.randn(50, 64, generator=g) * torch.logspace(-2, 0, 50)[:, None]).bfloat16()

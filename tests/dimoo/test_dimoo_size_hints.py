@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import ladr_core
-from ladr_core.dimoo import check_image_size, suggest_size
+from ladr_core.dimoo.denoise.prompt import check_image_size, suggest_size
 
 STEP = 16  # the sampler node's size step (nodes/sampler.py SIZE_MULTIPLE)
 

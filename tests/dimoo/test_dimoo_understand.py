@@ -14,7 +14,9 @@ import pytest
 import torch
 from support.official_mmu import official_answer, official_sequence
 
-from ladr_core.dimoo import ANSWER_RECORD_KEYS, DiMOOPipeline, answer_row, item_generator
+from ladr_core.dimoo import ANSWER_RECORD_KEYS, DiMOOPipeline
+from ladr_core.dimoo.runs import item_generator
+from ladr_core.dimoo.tasks.understanding import answer_row
 
 QUESTION = "a red circle left of the square"
 LENGTH, BLOCK = 32, 8

@@ -8,7 +8,8 @@ import pytest
 import torch
 from torch import nn
 
-from ladr_core.dimoo import MASK_GREY, DiMOOPipeline, build_preview_table, load_dimoo
+from ladr_core.dimoo import DiMOOPipeline, load_dimoo
+from ladr_core.dimoo.model.vq import MASK_GREY, build_preview_table
 
 
 class CountingDecoder(nn.Module):

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ladr_core.dimoo import load_checkpoint
+from ladr_core.dimoo.weights.checkpoint import load_checkpoint
 from ladr_core.doctor import CARD_TABLE_SOURCE, card_table, diagnose, main
 from tests.kit.tiny_checkpoint import MARKER
 

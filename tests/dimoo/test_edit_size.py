@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 from support.official_i2i import crop_size_list, var_crop_size
 
-from ladr_core.dimoo import buckets, official_edit_size, pick_bucket
+from ladr_core.dimoo import official_edit_size
+from ladr_core.dimoo.tasks.edit_size import buckets, pick_bucket
 
 
 def test_buckets_and_choice_equal_the_official_ones() -> None:

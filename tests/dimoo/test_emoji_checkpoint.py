@@ -15,7 +15,7 @@ from safetensors import safe_open
 import ladr_core
 from ladr_core import InputError, emoji_model_path, load_dimoo
 from ladr_core.calibrate import default_prompts
-from ladr_core.dimoo import LLaDAModel
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 EMOJI = emoji_model_path()
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",

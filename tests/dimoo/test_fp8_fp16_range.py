@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ladr_core.dimoo import fp8, quant
+from ladr_core.dimoo.weights import fp8, quant
 from tests.kit.cuda_emu import emulated_cuda
 from tests.kit.magnitudes import MASSIVE, ROWS, K, layer_data, reference
 

@@ -35,8 +35,9 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from ladr_core import load_dimoo, nano_model_path  # noqa: E402
-from ladr_core.dimoo import CheckpointError, gguf_write  # noqa: E402
+from ladr_core.dimoo import CheckpointError  # noqa: E402
 from ladr_core.dimoo.model.vq import decode_codes  # noqa: E402
+from ladr_core.dimoo.weights import gguf_write  # noqa: E402
 
 NANO = Path(nano_model_path())
 CASE_SECONDS = 20.0

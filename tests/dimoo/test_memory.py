@@ -90,7 +90,7 @@ def test_the_estimate_grows_with_what_a_run_holds(nano: DiMOOPipeline) -> None:
     """Images in flight, the ML-Cache and the size each raise it; the 8B model's shape at
     1024 px in bf16 needs about a gigabyte and its ML-Cache about 4.4 GiB more (the H100
     figures of docs/reports/GPU.md: 16.44 GiB, 20.82 GiB with the cache)."""
-    from ladr_core.dimoo import LLaDAConfig
+    from ladr_core.dimoo.model.config import LLaDAConfig
 
     job = nano.prepare_text(PROMPTS[:1], cfg=2.0)
     one, two = nano.run_memory(job, 1), nano.run_memory(job, 2)

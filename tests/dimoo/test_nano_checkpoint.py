@@ -9,7 +9,8 @@ import torch
 from safetensors import safe_open
 
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 NANO = nano_model_path()
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",

@@ -6,16 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core.dimoo import (
-    FADE,
-    MASK_GREY,
-    PaintOptions,
-    edit_base,
-    painting_base,
-    plan_painting,
-    pool_to_preview,
-    token_mask,
-)
+from ladr_core.dimoo import PaintOptions
+from ladr_core.dimoo.model.vq import MASK_GREY
+from ladr_core.dimoo.tasks.painting import plan_painting, token_mask
+from ladr_core.dimoo.tasks.preview import FADE, edit_base, painting_base, pool_to_preview
 
 F, GRID = 4, (3, 4)  # VQ factor 4, 3 x 4 tokens: 12 x 16 px
 

@@ -15,16 +15,9 @@ from safetensors import safe_open
 from safetensors.torch import save_file
 
 from ladr_core import load_dimoo, nano_model_path
-from ladr_core.dimoo import (
-    CheckpointError,
-    Conversion,
-    convert_folder,
-    gguf_write,
-    quant,
-    save,
-    staging,
-)
-from ladr_core.dimoo.weights import convert
+from ladr_core.dimoo import CheckpointError, save
+from ladr_core.dimoo.weights import convert, gguf_write, quant, staging
+from ladr_core.dimoo.weights.convert import Conversion, convert_folder
 from nodes import loader
 
 NANO = Path(nano_model_path())
@@ -102,7 +95,7 @@ def test_broken_quantized_folders_name_the_shard(int8_folder: Path, tmp_path: Pa
 def test_a_format_the_device_or_torch_cannot_run(int8_folder: Path, tmp_path: Path,
                                                  monkeypatch) -> None:
     fp8 = convert_folder(NANO, tmp_path / "fp8", Conversion("comfy_fp8_e4m3fn", torch.float32))
-    from ladr_core.dimoo import check_format_support
+    from ladr_core.dimoo.weights.quant_load import check_format_support
 
     with pytest.raises(RuntimeError, match=r"holds float8_e4m3fn weights, which device meta "
                        r"cannot store or cast .* or use a GGUF Q8_0 file"):

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladr_core.dimoo import CheckpointError, load_checkpoint, load_dimoo
+from ladr_core.dimoo import CheckpointError, load_dimoo
+from ladr_core.dimoo.weights.checkpoint import load_checkpoint
 from ladr_core.doctor import diagnose
 from tests.kit import real_repo
 from tests.kit.real_repo import Variant, copy_repo, write_repo, write_tokenizer, write_vq

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core.dimoo import generator_seed, item_generator
+from ladr_core.dimoo.runs import generator_seed, item_generator
 
 FAR_APART = [0, 1, 42, 2**31 - 1, 2**31, 2**32, 2**32 + 42, 2**53 - 1, 2**63 + 42, 2**64 - 2]
 

@@ -10,7 +10,7 @@ import torch
 
 import ladr_core
 from ladr_core import Baseline
-from ladr_core.dimoo import KINDS, SelfScoreConfig, block_masks
+from ladr_core.dimoo.tasks.selfscore import KINDS, SelfScoreConfig, block_masks
 
 PROMPTS = ["a red circle", "a blue square left of a green circle", "the square", "a circle"]
 

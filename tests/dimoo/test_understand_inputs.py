@@ -8,16 +8,10 @@ import torch
 
 from ladr_core import InputError
 from ladr_core.assets import nano_model_path
-from ladr_core.dimoo import (
-    DIMOO_ROPE_CONTEXT,
-    DiMOOIds,
-    DiMOOPipeline,
-    load_dimoo,
-    plan_understanding,
-    understand_context,
-    understanding_text,
-)
-from ladr_core.dimoo.understand import UNDERSTAND_CONTEXT
+from ladr_core.dimoo import DIMOO_ROPE_CONTEXT, DiMOOPipeline, load_dimoo
+from ladr_core.dimoo.model.config import DiMOOIds
+from ladr_core.dimoo.tasks.understanding import plan_understanding, understanding_text
+from ladr_core.dimoo.understand import UNDERSTAND_CONTEXT, understand_context
 from tests.kit.tiny_checkpoint import tiny_vocab
 
 IMAGE = torch.rand(1, 32, 32, 3, generator=torch.Generator().manual_seed(0))

@@ -21,9 +21,8 @@ from ladr_core.dimoo import (
     OfficialOrder,
     answer_rule,
     answer_rule_names,
-    resolve_answer_rule,
-    transfer_counts,
 )
+from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule, transfer_counts
 
 QUESTION = "a red circle left of the square"
 LENGTH, BLOCK = 32, 8

@@ -13,8 +13,12 @@ import pytest
 import torch
 
 import ladr_core
-from ladr_core.dimoo import Conversion, convert_folder, fp8, read_config, save, write_gguf
-from ladr_core.dimoo.weights import formats
+from ladr_core.dimoo import save
+from ladr_core.dimoo.weights import formats, fp8
+from ladr_core.dimoo.weights.checkpoint import load_checkpoint
+from ladr_core.dimoo.weights.convert import Conversion, convert_folder
+from ladr_core.dimoo.weights.files import read_config
+from ladr_core.dimoo.weights.gguf_write import write_gguf
 from nodes import loader
 
 RECIPE_FORMAT = "fp8-per-tensor"
@@ -78,7 +82,7 @@ def test_a_formats_estimate_is_what_its_load_holds(dimoo_checkpoint: Path, store
     else:
         path, weight_dtype = stored[choice], None
         fmt = formats.stored_format(path)
-    got = ladr_core.dimoo.load_checkpoint(path, dtype=torch.float32, weight_dtype=weight_dtype)
+    got = load_checkpoint(path, dtype=torch.float32, weight_dtype=weight_dtype)
     assert fmt.weight_bytes(got.config, choice, torch.float32) == _held_bytes(got.transformer)
 
 

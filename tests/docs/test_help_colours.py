@@ -14,7 +14,7 @@ import re
 from support import ROOT
 from support.browser import step_map_cells
 
-from ladr_core.dimoo import MASK_GREY
+from ladr_core.dimoo.model.vq import MASK_GREY
 
 HELP = (ROOT / "web" / "docs" / "LADR_DiMOOSampler2" / "en.md").read_text()
 # widget_record's 3 x 4 grid: token 0 decoded, 8 still masked, 5 rescued this step; on the

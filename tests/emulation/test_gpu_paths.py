@@ -2,7 +2,7 @@
 registered strategy for text to image, painting and editing, both ML-Cache presets, a rolling
 batch, block streaming and the self-score, each giving the CPU run's tokens (float32, same seed)
 with no violation: no host tensor meets a device tensor, no host read or blocking host-to-device
-copy in sample()'s step loop beyond its one documented read per step (_Run.sync_counts), no
+copy in sample()'s step loop beyond its one documented read per step (SampleRun.sync_counts), no
 float64 on the device. What is checked is derived from the registry and the code, not listed.
 """
 
@@ -132,7 +132,7 @@ def test_block_streaming(cpu_pipe, dimoo_checkpoint, emu) -> None:
 
 
 def test_self_score(cpu_pipe, dimoo_checkpoint, emu) -> None:
-    from ladr_core.dimoo import SelfScoreConfig
+    from ladr_core.dimoo.tasks.selfscore import SelfScoreConfig
 
     kw = dict(width=32, height=32, steps=8, seed=8, strategy="ladr",
               self_score=SelfScoreConfig(passes=2, block=2))

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from ladr_core.dimoo import preview_from_table
+from ladr_core.dimoo.model.vq import preview_from_table
 
 
 class LocalityDenoiser:

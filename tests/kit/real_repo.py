@@ -31,7 +31,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 from .tiny_checkpoint import EVIL_PY
 

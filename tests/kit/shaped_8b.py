@@ -25,8 +25,11 @@ from unittest import mock
 
 import torch
 
-from ladr_core import sampling  # reaches in: the step loop's host read (_Run.sync_counts)
-from ladr_core.dimoo import DiMOOIds, DiMOOPipeline, LLaDAConfig, LLaDAModel, LoadedCheckpoint
+from ladr_core import sampling
+from ladr_core.dimoo import DiMOOPipeline
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
+from ladr_core.dimoo.weights.files import LoadedCheckpoint
 
 from .cuda_emu.where import trail
 from .real_repo import LLADA_8B
@@ -97,7 +100,7 @@ def finish_after(calls: int) -> Iterator[None]:
         run.turnover()
         return bool(slots.active())
 
-    with mock.patch.object(sampling._Run, "sync_counts", sync_counts):
+    with mock.patch.object(sampling.SampleRun, "sync_counts", sync_counts):
         yield
 
 

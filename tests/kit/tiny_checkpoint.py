@@ -17,7 +17,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import save_file
 
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig, LLaDAModel
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
 
 WORDS = ["a", "red", "blue", "green", "circle", "square", "left", "of", "right", "the", "on",
          "Generate", "an", "image", "according", "to", "text", "prompt", "."]

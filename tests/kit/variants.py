@@ -25,8 +25,11 @@ from typing import Any
 
 import torch
 
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel, quant, stream_blocks
-from ladr_core.dimoo import fp8 as fp8_weights
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.offload import stream_blocks
+from ladr_core.dimoo.model.transformer import LLaDAModel
+from ladr_core.dimoo.weights import fp8 as fp8_weights
+from ladr_core.dimoo.weights import quant
 
 __all__ = ["VARIANTS", "build_variant"]
 
@@ -120,7 +123,8 @@ def _comfy_blocks(model: LLaDAModel, fmt: str, dtype: torch.dtype, device: torch
 def _gguf_layers(model: LLaDAModel, recipe: str, dtype: torch.dtype, device: torch.device,
                  generator: torch.Generator, source: Source = None) -> None:
     """Every linear / embedding quantized by ``recipe``'s type for its name, in row chunks."""
-    from ladr_core.dimoo import ggml, tensor_type
+    from ladr_core.dimoo.weights import ggml
+    from ladr_core.dimoo.weights.gguf_write import tensor_type
 
     n_layers = model.config.n_layers
     with torch.no_grad():
@@ -166,7 +170,7 @@ def _build_quantized(config: LLaDAConfig, device: torch.device, mode: str, dtype
                 source, "model.transformer.ff_out.weight", shape, dtype, device, generator,
                 slice(0, shape[0])).to(dtype), requires_grad=False)
     else:
-        from ladr_core.dimoo import gguf_ops
+        from ladr_core.dimoo.weights.gguf import gguf_ops
 
         model = _meta_model(config, dtype, gguf_ops(None, dtype))
         for name, p in list(model.named_parameters()):

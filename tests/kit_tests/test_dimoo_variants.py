@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from ladr_core.dimoo import LLaDAConfig, fp8
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.weights import fp8
 from tests.kit.variants import build_variant
 
 TINY = dict(d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, mlp_hidden_size=48, vocab_size=96,
@@ -31,7 +32,7 @@ def test_fp8_variant_stores_block_linears_in_fp8_and_runs() -> None:
 
 
 def test_low_vram_variant_streams_blocks_and_matches_the_same_weights_resident() -> None:
-    from ladr_core.dimoo import unstream_blocks
+    from ladr_core.dimoo.model.offload import unstream_blocks
 
     model = build_variant(_config(), "cpu", "low_vram", dtype=torch.float32, seed=3)
     assert model._block_stream is not None and model.device == torch.device("cpu")
@@ -79,7 +80,7 @@ def test_a_variant_from_a_source_holds_its_weights_whatever_the_compute_dtype(mo
     ones): the same stored bytes in float32 and in bf16 compute, and logits nearer the
     source's than those of the layout with random weights."""
     source = build_variant(LLaDAConfig(**WIDE), "cpu", "low_vram", dtype=torch.float32, seed=5)
-    from ladr_core.dimoo import unstream_blocks
+    from ladr_core.dimoo.model.offload import unstream_blocks
 
     unstream_blocks(source)
     state = source.state_dict()

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import torch
 
-from ladr_core.dimoo import load_tokenizer, load_transformer, read_config
+from ladr_core.dimoo.weights.checkpoint import load_transformer
+from ladr_core.dimoo.weights.files import read_config
+from ladr_core.dimoo.weights.tokenizer import load_tokenizer
 from tests.kit.tiny_checkpoint import write_tiny_checkpoint
 
 

@@ -123,7 +123,8 @@ def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeyp
     """size 'official 512 px area' (the default): any image size is accepted and the library
     brings each image to its official bucket (the tiny context cannot run those, so the check
     is stopped there), as pipe.edit(size="official") does from Python."""
-    from ladr_core.dimoo import pick_bucket, pipeline
+    from ladr_core.dimoo import pipeline
+    from ladr_core.dimoo.tasks.edit_size import pick_bucket
 
     seen: dict = {}
 

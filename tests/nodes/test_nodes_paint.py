@@ -9,7 +9,8 @@ import pytest
 import torch
 from support.nodes import SAMPLER_DEFAULTS, bits
 
-from ladr_core.dimoo import PaintOptions, token_mask
+from ladr_core.dimoo import PaintOptions
+from ladr_core.dimoo.tasks.painting import token_mask
 from nodes import events, host
 from nodes.decode import DiMOOVQDecode
 from nodes.paint import FEATHER_AUTO, PaintOptionsNode

@@ -15,6 +15,7 @@ import torch
 
 import ladr_core
 from ladr_core.dimoo import ANSWER_SIZES
+from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule
 from nodes import host, validate
 from nodes.handles import DiMOOModel
 from nodes.understand import (
@@ -47,7 +48,7 @@ def _widgets(node: type) -> dict:
 def test_the_choices_are_the_cores(node) -> None:
     w = _widgets(node)
     assert w["rule"].options == ladr_core.answer_rule_names()
-    assert ladr_core.resolve_answer_rule(w["rule"].default).label == "official"
+    assert resolve_answer_rule(w["rule"].default).label == "official"
     assert w["size"].options == list(ANSWER_SIZES) and w["size"].default == "official"
     assert validate.attached_inputs(node) == ([] if node is DiMOOCaption else ["question"])
 
@@ -219,7 +220,8 @@ def test_the_answer_rule_node_offers_the_registry_and_its_rule_runs(tiny) -> Non
     from dataclasses import dataclass
     from typing import ClassVar
 
-    from ladr_core.dimoo import ConfidenceThreshold, answer_rule, unregister_answer_rule
+    from ladr_core.dimoo import ConfidenceThreshold, answer_rule
+    from ladr_core.dimoo.tasks.answer_rules import unregister_answer_rule
     from nodes.answer_rule import AnswerRuleNode
 
     @answer_rule

@@ -32,7 +32,7 @@ from support import ROOT
 from support.browser import require_browser
 from support.comfy_server import NANO_READY, http
 
-from ladr_core.dimoo import token_mask
+from ladr_core.dimoo.tasks.painting import token_mask
 from nodes import node_classes
 from tests.kit.templates import TEMPLATE_FILES
 

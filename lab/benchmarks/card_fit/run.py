@@ -36,7 +36,7 @@ GIB = 2 ** 30
 
 def _decode(vq: Any, px: int) -> int:
     """One image decoded at ``px``; the decode's peak reserved bytes."""
-    from ladr_core.dimoo import decode_codes
+    from ladr_core.dimoo.model.vq import decode_codes
 
     factor = 2 ** (len(VQ_CONFIG["block_out_channels"]) - 1)
     grid = (px // factor, px // factor)

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from lab.benchmarks.common import RESULTS_DIR
+from lab.benchmarks.layouts import GROUPS, SHORT, estimated_cell, fits
 from lab.benchmarks.roofline.table import load as load_roofline
 from lab.benchmarks.roofline.table import readme_row
 
@@ -26,14 +27,12 @@ def load() -> dict[str, Any] | None:
 
 
 def _cell(fit: dict[str, Any], est: dict[str, Any], card: str, px: int) -> str:
-    from lab.benchmarks.gpu_estimate.explain import GROUPS, SHORT, _fits
-
     names = []
     for group, members in GROUPS:
         run = [m for m in members if f"{card}/{m}/{px}" in fit["cases"]]
         if not run:  # not run on the card (streamed): the estimate's answer, said so
             gb = fit["cards"][card]["gb"]
-            ok = [m for m in members if m in est["layouts"] and _fits(est, m, f"{px}/1/none", gb)]
+            ok = [m for m in members if m in est["layouts"] and fits(est, m, f"{px}/1/none", gb)]
             names += [f"{group} (est.)"] if ok else []
             continue
         ok = [m for m in run if fit["cases"][f"{card}/{m}/{px}"]["fits"]]
@@ -48,8 +47,6 @@ def _cell(fit: dict[str, Any], est: dict[str, Any], card: str, px: int) -> str:
 
 def readme_table(fit: dict[str, Any], est: dict[str, Any]) -> str:
     """The table at 1024 px (README holds four lines here; 512 px is in the results file)."""
-    from lab.benchmarks.gpu_estimate.explain import _cell as estimated_cell
-
     cards = [c for c, v in fit["cards"].items() if v["gb"] in est["cards_gb"]]
     head = " | ".join(f"{fit['cards'][c]['gb']} GB, sm "
                       f"{'.'.join(map(str, fit['cards'][c]['capability']))}" for c in cards)

@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 
-from ladr_core.dimoo import block_masks, item_generator
+from ladr_core.dimoo.runs import item_generator
+from ladr_core.dimoo.tasks.selfscore import block_masks
 
 from .cases import FORMATS, PROMPT, format_model
 from .models import CodesPipeline, to_device

@@ -22,7 +22,9 @@ from typing import Any
 import torch
 
 from ladr_core import LADR, MLCacheConfig, preset_names, strategy_names
-from ladr_core.dimoo import PaintOptions, quant, stream_blocks
+from ladr_core.dimoo import PaintOptions
+from ladr_core.dimoo.model.offload import stream_blocks
+from ladr_core.dimoo.weights import quant
 
 from .models import CodesPipeline, palette_image, to_device
 

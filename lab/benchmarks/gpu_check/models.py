@@ -28,18 +28,12 @@ from typing import Any
 
 import torch
 
-from ladr_core.dimoo import (
-    DiMOOIds,
-    DiMOOPipeline,
-    LLaDAConfig,
-    LLaDAModel,
-    LoadedCheckpoint,
-    check_image,
-    load_tokenizer,
-    load_transformer,
-    read_config,
-    read_json,
-)
+from ladr_core.dimoo import DiMOOPipeline, check_image
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.transformer import LLaDAModel
+from ladr_core.dimoo.weights.checkpoint import load_transformer
+from ladr_core.dimoo.weights.files import LoadedCheckpoint, read_config, read_json
+from ladr_core.dimoo.weights.tokenizer import load_tokenizer
 
 __all__ = ["IDS_8B", "SHAPE_8B", "SHAPE_TINY", "TINY_IDS", "CodesPipeline", "WordTokenizer",
            "model_only", "palette", "palette_image", "random_model", "shaped_pipeline",

@@ -14,7 +14,9 @@ from typing import Any, ClassVar
 
 import torch
 
-from ladr_core import Commit, Needs, RunInfo, Stats, StepRule, Strategy, effective_time, no_phase
+from ladr_core import Needs, Strategy
+from ladr_core.step import Commit, RunInfo, Stats, StepRule
+from ladr_core.strategies.select import effective_time, no_phase
 
 __all__ = ["Replay"]
 

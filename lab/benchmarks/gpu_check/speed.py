@@ -20,7 +20,9 @@ from typing import Any
 import torch
 
 from lab.benchmarks.common import RESULTS_DIR, median_ms, sync_device
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig, MLCacheConfig, stream_blocks
+from ladr_core.dimoo import MLCacheConfig
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.model.offload import stream_blocks
 
 from .models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, random_model, shaped_pipeline
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.benchmarks.card_fit.table import load as load_card_fit
+from lab.benchmarks.card_fit.table import readme_table as emulated
+from lab.benchmarks.layouts import estimated_cell
+
 __all__ = ["h100_section", "method", "readme_table"]
 
 GIB = 2 ** 30
-#: README's groups of layouts, best quality first (the 8-bit ones are close to bf16 on nano,
-#: docs/reports/FP8.md and QUANT.md; streaming is bf16 but pays a host-to-device copy per block)
-GROUPS = (("bf16", ("bf16",)), ("fp8 / int8 / Q8_0", ("fp8", "comfy_fp8", "int8", "q8_0")),
-          ("Q4_K_M", ("q4_k_m",)), ("bf16 streamed", ("low_vram",)))
-SHORT = {"fp8": "fp8", "comfy_fp8": "ComfyUI fp8", "int8": "int8", "q8_0": "Q8_0"}
 
 
 def _g(nbytes: float) -> str:
@@ -99,7 +98,7 @@ def _cache_residual(doc: dict[str, Any]) -> str:
             f"today's holds {held_now:.2f} GiB (cache, sampler state, prompt rows): the "
             "remaining difference lies there, in code older than the per-item cache, and is "
             "not pinned down further (that code cannot run here: the estimate stops a run at "
-            "`_Run.sync_counts`, which its sampler predates).")
+            "`SampleRun.sync_counts`, which its sampler predates).")
 
 
 def h100_section(doc: dict[str, Any]) -> str:
@@ -143,22 +142,6 @@ def _reasons(doc: dict[str, Any]) -> str:
         "compared: the old run recorded only allocated).")
 
 
-def _fits(doc: dict[str, Any], layout: str, key: str, card: int) -> bool:
-    entry = doc["cards"].get(f"{layout}/{key}")
-    return entry is not None and entry["card_gb"] is not None and entry["card_gb"] <= card
-
-
-def _cell(doc: dict[str, Any], key: str, card: int) -> str:
-    names = []
-    for group, members in GROUPS:
-        ok = [m for m in members if m in doc["layouts"] and _fits(doc, m, key, card)]
-        if not ok:
-            continue
-        present = [m for m in members if m in doc["layouts"]]
-        names.append(group if ok == present else " / ".join(SHORT.get(m, m) for m in ok))
-    return ", ".join(names) or "-"
-
-
 README_ROWS = (("1024/1/none", "1024 px, 1 image"), ("1024/1/ml-cache", "1024 px, + ML-Cache"))
 
 
@@ -166,10 +149,7 @@ def readme_table(doc: dict[str, Any]) -> str:
     """Per size / batch / cache (rows) and card (columns): the layouts whose node-path peak
     fits (cards.py), grouped; the run on the emulated cards instead where one is committed
     (lab/benchmarks/card_fit/table.py)."""
-    from lab.benchmarks.card_fit.table import load
-    from lab.benchmarks.card_fit.table import readme_table as emulated
-
-    fit = load()
+    fit = load_card_fit()
     if fit is not None:
         return emulated(fit, doc)
     rows = [(k, t) for k, t in README_ROWS if any(key.endswith("/" + k) for key in doc["cards"])]
@@ -179,5 +159,5 @@ def readme_table(doc: dict[str, Any]) -> str:
              "|---" * (len(doc["cards_gb"]) + 1) + "|"]
     for key, title in rows:
         lines.append(f"| {title} | "
-                     + " | ".join(_cell(doc, key, c) for c in doc["cards_gb"]) + " |")
+                     + " | ".join(estimated_cell(doc, key, c) for c in doc["cards_gb"]) + " |")
     return "\n".join(lines)

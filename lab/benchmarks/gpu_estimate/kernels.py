@@ -75,7 +75,7 @@ def _flash_eligible(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 @contextlib.contextmanager
 def fp8_probe_passes() -> Iterator[None]:
-    from ladr_core.dimoo import fp8
+    from ladr_core.dimoo.weights import fp8
 
     saved = fp8.round_trip_problem
     fp8.round_trip_problem = lambda *_args: None  # type: ignore[assignment]

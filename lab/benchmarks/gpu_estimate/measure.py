@@ -10,7 +10,7 @@ shapes only, device memory counted by a model of PyTorch's caching allocator):
 3. per size, batch and cache, ``pipe.generate(..., strategy="baseline", decode=False)`` runs its
    first step as on a GPU: the prompt rows, the denoiser's first call (a full call, or the
    ML-Cache's first refresh), the sampler's statistics and decision; it stops where the step
-   loop makes its one host read (``_Run.sync_counts``, replaced by a stop for the call), which a
+   loop makes its one host read (``SampleRun.sync_counts``, replaced by a stop for the call), which a
    shape-only run cannot make. The run's state is kept (the stopped frames), and the denoiser is
    called again with the sampler's tokens and masks while that state is alive: once more
    without a cache (two steps, as gpu_check and the H100 run measure), three more calls with
@@ -38,8 +38,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from lab.benchmarks.common import REPO_ROOT
 from lab.benchmarks.gpu_check.models import IDS_8B, SHAPE_8B, SHAPE_TINY, TINY_IDS, shaped_pipeline
 from lab.benchmarks.gpu_check.speed import LEAN, build_layout, prompt
-from ladr_core import sampling  # reaches in: stops sample() at its host read (_Run.sync_counts)
-from ladr_core.dimoo import DiMOOIds, LLaDAConfig
+from ladr_core import sampling
+from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
 from tests.kit.cuda_emu.state import active
 
 from .kernels import FLOP_FORMULAS
@@ -79,11 +79,11 @@ def _stop(run: Any) -> bool:
 
 def _first_step(pipe: Any, text: str, px: int, batch: int, steps: int, cache: Any
                 ) -> tuple[Any, _Stop]:
-    """generate() up to the step loop's host read (``_Run.sync_counts``, replaced by a stop
+    """generate() up to the step loop's host read (``SampleRun.sync_counts``, replaced by a stop
     for the call, so real and shape-only storage stop at the same point): (the run's state,
     the stop, whose frames keep that state alive)."""
     try:
-        with mock.patch.object(sampling._Run, "sync_counts", _stop):
+        with mock.patch.object(sampling.SampleRun, "sync_counts", _stop):
             pipe.generate(text, width=px, height=px, steps=steps, strategy="baseline",
                           cache=cache, decode=False, batch_size=batch, max_batch=batch)
     except _Stop as exc:

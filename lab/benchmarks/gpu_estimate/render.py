@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .explain import h100_section, method
+from lab.benchmarks.layouts import LAYOUT_NAMES
+from lab.benchmarks.roofline.table import gpu_section
+from lab.benchmarks.roofline.table import load as load_roofline
 
-__all__ = ["CACHE_NAMES", "LAYOUT_NAMES", "gpu_block", "readme_block", "roofline_block"]
+from .explain import h100_section, method, readme_table
+
+__all__ = ["CACHE_NAMES", "gpu_block", "readme_block", "roofline_block"]
 
 GIB = 2 ** 30
-LAYOUT_NAMES = {"bf16": "bf16", "fp8": "fp8 storage (per-channel scales)",
-                "low_vram": "bf16, blocks streamed (composed)", "comfy_fp8": "ComfyUI fp8",
-                "int8": "ComfyUI int8", "q8_0": "GGUF Q8_0", "q4_k_m": "GGUF Q4_K_M"}
 CACHE_NAMES = {"none": "", "ml-cache": " + ML-Cache"}
 
 
@@ -188,16 +189,12 @@ def _measured(doc: dict[str, Any]) -> str:
 
 def readme_block(doc: dict[str, Any]) -> str:
     """README's short 'Does it fit my card?' table: per card, what fits at 1024 px."""
-    from .explain import readme_table
-
     return readme_table(doc)
 
 
 def roofline_block(doc: dict[str, Any]) -> str:  # noqa: ARG001 (its own results file)
     """GPU.md's time per card, from lab/results/roofline.json (lab/benchmarks/roofline)."""
-    from lab.benchmarks.roofline.table import gpu_section, load
-
-    roof = load()
+    roof = load_roofline()
     if roof is None:
         return ("**Pending.** No `lab/results/roofline.json`: run "
                 "`python -m lab.benchmarks.roofline`.\n")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladr_core.dimoo import ALIGN, SLOTS
+from ladr_core.dimoo.model.offload import ALIGN, SLOTS
 from tests.kit.cuda_emu.memory import Allocator
 
 from .measure import CUBLAS_WORKSPACE

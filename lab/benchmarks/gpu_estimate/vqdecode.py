@@ -39,7 +39,7 @@ def _build() -> Any:
 
 def measure_vq(sizes: list[int], batches: list[int]) -> dict[str, Any]:
     """VQ weights on the device and, per size and batch, one decode's peaks and FLOPs."""
-    from ladr_core.dimoo import decode_codes
+    from ladr_core.dimoo.model.vq import decode_codes
 
     settle()
     base = (torch.cuda.memory_allocated(), torch.cuda.memory_reserved())

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from lab.benchmarks.layouts import LAYOUT_NAMES
+
 __all__ = ["card_table", "check_text", "method_text"]
 
 
@@ -36,7 +38,6 @@ def _s(x: float) -> str:
 
 
 def card_table(roof: dict[str, Any]) -> str:
-    from lab.benchmarks.gpu_estimate.render import LAYOUT_NAMES
 
     labels = list(roof["strategies"])
     sizes = roof["sizes"]

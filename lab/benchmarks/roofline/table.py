@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from lab.benchmarks.common import RESULTS_DIR
+from lab.benchmarks.layouts import LAYOUT_NAMES
+
+from .explain import card_table, check_text, method_text
 
 __all__ = ["README_LABELS", "RESULTS", "gpu_section", "load", "measured", "readme_row"]
 
@@ -61,7 +64,6 @@ def cell(roof: dict[str, Any], card: str, folder: Path = RESULTS_DIR) -> str:
     best = _fastest(roof, card, README_PX)
     if best is None:
         return "- (no layout fits)"
-    from lab.benchmarks.gpu_estimate.render import LAYOUT_NAMES
 
     layout, case = best
     said = " / ".join(f"{case['per_image_s'][label]:.1f}" for label in README_LABELS)
@@ -77,6 +79,4 @@ def readme_row(roof: dict[str, Any], cards: list[str], folder: Path = RESULTS_DI
 
 def gpu_section(roof: dict[str, Any]) -> str:
     """GPU.md's "Time per card" section (method, per-card table, the H100 check)."""
-    from .explain import card_table, check_text, method_text
-
     return "\n\n".join([method_text(roof), card_table(roof), check_text(roof)]) + "\n"

@@ -7,7 +7,8 @@ from __future__ import annotations
 from lab.benchmarks.gpu_check.models import IDS_8B, SHAPE_8B
 from lab.benchmarks.gpu_check.speed import shape
 from lab.benchmarks.gpu_estimate.measure import model_shape
-from ladr_core.dimoo import LLaDAConfig, context_length, parse_config
+from ladr_core.dimoo.model.config import LLaDAConfig, context_length
+from ladr_core.dimoo.weights.files import parse_config
 from tests.kit.real_repo import LLADA_8B
 
 

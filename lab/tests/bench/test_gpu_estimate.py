@@ -28,7 +28,10 @@ import torch
 from support import ROOT
 from support.scripts import run_script
 
-from ladr_core.dimoo import ALIGN, SLOTS, LLaDAConfig, LLaDAModel, MLCacheConfig
+from ladr_core.dimoo import MLCacheConfig
+from ladr_core.dimoo.model.config import LLaDAConfig
+from ladr_core.dimoo.model.offload import ALIGN, SLOTS
+from ladr_core.dimoo.model.transformer import LLaDAModel
 from tests.kit.variants import build_variant
 
 LAYOUTS = "bf16,fp8,int8,low_vram"  # the GGUF layouts take longest; the 8B run covers them

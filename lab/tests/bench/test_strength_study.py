@@ -69,7 +69,8 @@ def test_writes_rows_comparisons_and_keeps_the_unmasked_tokens(tmp_path: Path) -
     rows = doc["strengths"]["0.5"]
     assert list(rows) == ["baseline-64", "ladr-nano", "baseline@ladr-nano",
                           "baseline-64+least-likely-p1", "baseline-64+sampled-codes"]
-    from ladr_core import StepSchedule, remask_count
+    from ladr_core import StepSchedule
+    from ladr_core.strength import remask_count
 
     n = 144  # nano's 12 x 12 tokens
     for r in rows.values():  # each row re-masks by its own T (an odd T starts a step earlier)

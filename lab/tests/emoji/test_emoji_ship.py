@@ -19,7 +19,8 @@ from lab.emoji import train as T
 from lab.emoji.packages import PACKAGES
 from lab.emoji.verdicts import VAL_SEED, prompt_scenes
 from lab.nano import train_transformer as TT
-from ladr_core.dimoo import PREVIEW_TABLE_FILE, load_dimoo
+from ladr_core.dimoo import load_dimoo
+from ladr_core.dimoo.model.vq import PREVIEW_TABLE_FILE
 
 STEPS = 2
 

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 import ladr_core
 from lab.nano.scenes import BACKGROUND, COLORS
-from ladr_core.dimoo import build_preview_table, fit_preview_table, preview_from_table
+from ladr_core.dimoo.model.vq import build_preview_table, fit_preview_table, preview_from_table
 
 pytestmark = pytest.mark.skipif(
     not (ladr_core.nano_model_path() / "model.safetensors").is_file(),

@@ -6,7 +6,7 @@ import torch
 
 from lab.nano.tokenizer import build_tokenizer, t2i_prompts
 from lab.nano.train_transformer import build_ids, code_positions, image_part, make_batch
-from ladr_core.dimoo import ImageLayout, build_prompt_batch
+from ladr_core.dimoo.denoise.prompt import ImageLayout, build_prompt_batch
 
 
 def _setup():

@@ -25,7 +25,8 @@ from lab.nano.train_understanding import (
     widen,
 )
 from ladr_core import load_dimoo, nano_mmu_model_path, nano_model_path
-from ladr_core.dimoo import ImageLayout, answer_row
+from ladr_core.dimoo.denoise.prompt import ImageLayout
+from ladr_core.dimoo.tasks.understanding import answer_row
 
 
 @pytest.mark.parametrize("kind", questions.KINDS)

@@ -20,8 +20,8 @@ from ladr_core import (
     register_strategy,
     resolve_strategy,
     strategy_names,
-    unregister_strategy,
 )
+from ladr_core.registry import unregister_strategy
 
 
 def test_the_rules_are_the_registrys_ladr_rules_and_the_presets_of_their_own() -> None:

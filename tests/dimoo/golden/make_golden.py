@@ -31,7 +31,8 @@ from safetensors.torch import save_file
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[2]))
 
-from ladr_core.dimoo import LLaDAConfig, LLaDAModel  # noqa: E402
+from ladr_core.dimoo.model.config import LLaDAConfig  # noqa: E402
+from ladr_core.dimoo.model.transformer import LLaDAModel  # noqa: E402
 
 BASE = dict(
     model_type="llada", architectures=["LLaDAModelLM"], d_model=32, n_heads=4, n_kv_heads=2,

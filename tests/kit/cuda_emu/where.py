@@ -6,7 +6,7 @@ Those loops are ``sample()``'s step loop, the answer loop of understanding
 (``decode_answers``), and the VQ encode and decode loops (``encode_images``, ``decode_codes``),
 each the one ``while`` / ``for`` statement of its function (found in its source, so it follows
 the code). The documented host reads inside them are listed in DOCUMENTED: the sampler's
-``_Run.sync_counts``, the answer loop's ``_advance`` (once per block for the official order's
+``SampleRun.sync_counts``, the answer loop's ``_advance`` (once per block for the official order's
 stop, once per pass for rules whose steps depend on the tokens) and the node's ``step_update``;
 the VQ loops have none.
 """
@@ -60,7 +60,7 @@ LOOPS = (("ladr_core.sampling", "sample", ast.While, "sample()'s step loop"),
 #: the documented host reads inside those loops, (module, qualified name): the sampler's one per
 #: step, the answer loop's per block (per step for rules that read the tokens), the node's
 #: preview copy per step
-DOCUMENTED = (("ladr_core.sampling", "_Run.sync_counts"),
+DOCUMENTED = (("ladr_core.sampling", "SampleRun.sync_counts"),
               ("ladr_core.dimoo.tasks.answering", "_advance"),
               ("nodes.events", "step_update"))
 
