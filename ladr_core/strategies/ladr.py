@@ -6,7 +6,7 @@ for one step of a batch, with the paper's line numbers in comments; the rescue i
 other lines are (the loop, the denoiser, the statistics, the policy as data):
 
   lines  what                                   where
-  1-2    z <- [MASK]^N, M <- 1^N                sampling._Run.start
+  1-2    z <- [MASK]^N, M <- 1^N                sampling.SampleRun.start
   3-6    for step < T; break when sum(M) = 0    sampling.sample (the one host sync)
   7-9    rho, t_eff = gamma^-1(rho)             LADR.commit (select.effective_time)
   10-11  t_next, n_mask                         LADR.keep_count
@@ -17,7 +17,7 @@ other lines are (the loop, the denoiser, the statistics, the policy as data):
   25-28  alpha, tau by phase; C_valid; k_res    LADR.phase, rescue.paper_rescue (policy.LADRPolicy;
                                                 adaptive variant: rescue.adaptive_rescue)
   29-30  S_res, M_std[S_res] <- 0               rescue.pick_rescued (both rescues)
-  32-34  M <- M_std; z <- z_pred where unmasked LADR.commit (Commit) + sampling._Run.step
+  32-34  M <- M_std; z <- z_pred where unmasked LADR.commit (Commit) + sampling.SampleRun.step
 
 (*) Line 20 sorts I_rank descending and unmasks I_rank[n_mask:N], which would unmask the LEAST
 confident tokens; its own comment ("unmask most confident") and the DiMOO baseline say the
