@@ -3,7 +3,7 @@ spends, at each `steps` of a grid, paired with the official sampler.
 
     OMP_NUM_THREADS=1 nice -n 19 python -m lab.studies.quality_per_forward run --model nano \
         --rules baseline,ladr [--steps 8,12] [--shard 0/2]
-    python -m lab.studies.quality_per_forward report    # results file + figure (the report module)
+    python -m lab.studies.quality_per_forward_report    # results file + figure
     python -m lab.studies.quality_per_forward rules     # the rules, from the registry
 
 Testbeds (`TESTBEDS`): ``nano`` = DiMOO-nano on its 490 test prompts (``lab.nano.scenes``'
@@ -73,28 +73,30 @@ class Testbed:
     judge: Callable[[int, np.ndarray], np.ndarray]
 
 
-def nano_testbed(n: int = 490) -> Testbed:
+def nano_testbed(n: int = 490, split: str = "test") -> Testbed:
     from lab.nano.evaluator import score_images
     from lab.nano.scenes import caption_for, group_of, prompt_set
     from ladr_core import load_dimoo, nano_model_path
 
-    specs, seed0 = prompt_set("test", n)
+    specs, seed0 = prompt_set(split, n)
 
     def judge(lo: int, images: np.ndarray) -> np.ndarray:
         return np.array(score_images(specs[lo:lo + len(images)], list(images))["passed"], bool)
 
     return Testbed("nano", [caption_for(s) for s in specs], [group_of(s) for s in specs], seed0,
-                   f"{n} nano test prompts (lab.nano.scenes.quality_test_specs)",
+                   f"{n} nano test prompts (lab.nano.scenes.quality_test_specs)" if split == "test"
+                   else f"{n} nano validation prompts (lab.nano.scenes.validation_specs)",
                    lambda: load_dimoo(nano_model_path(), dtype=torch.float32), judge)
 
 
-def emoji_testbed(n: int = 250) -> Testbed:
+def emoji_testbed(n: int = 250, split: str = "test") -> Testbed:
     from lab.emoji.judge import Judge
     from lab.emoji.judge_eval import judge_dir
-    from lab.emoji.verdicts import TEST_SEED, prompt_scenes
+    from lab.emoji.verdicts import TEST_SEED, VAL_SEED, prompt_scenes
     from ladr_core import emoji_model_path, load_dimoo
 
-    scenes = prompt_scenes(n, "test", TEST_SEED)
+    spec_seed = TEST_SEED if split == "test" else VAL_SEED
+    scenes = prompt_scenes(n, split, spec_seed)
     held: list[Any] = []
 
     def judge(lo: int, images: np.ndarray) -> np.ndarray:
@@ -104,8 +106,8 @@ def emoji_testbed(n: int = 250) -> Testbed:
                          zip(scenes[lo:lo + len(images)], images, strict=True)], bool)
 
     return Testbed("emoji", [sc.caption for sc in scenes], [sc.spec.category for sc in scenes],
-                   SEED0, f"{n} emoji TEST-split prompts (lab.emoji.verdicts.prompt_scenes, "
-                   f"spec seed {TEST_SEED})",
+                   SEED0 if split == "test" else 0, f"{n} emoji {split.upper()}-split prompts "
+                   f"(lab.emoji.verdicts.prompt_scenes, spec seed {spec_seed})",
                    lambda: load_dimoo(emoji_model_path(), dtype=torch.float32), judge)
 
 
@@ -129,12 +131,6 @@ def rules() -> tuple[str, ...]:
     return ("baseline", *ladr, *recipes)
 
 
-def own_steps(rule: str) -> int | None:
-    """The schedule length a rule carries of its own, which overrules the user's `steps` (its
-    rows would not be at the steps they name), else None."""
-    return getattr(resolve_strategy(rule), "steps", None)
-
-
 def store_path(runs: Path, bed: str, rule: str, steps: int) -> Path:
     return runs / bed / f"{rule}-s{steps:02d}.npz"
 
@@ -143,10 +139,13 @@ def _key(rule: str, steps: int, cfg: float, seed0: int, lo: int, hi: int) -> str
     return repr((rule, steps, cfg, seed0, lo, hi))
 
 
-def run_chunk(pipe: Any, bed: Testbed, rule: str, steps: int, lo: int, hi: int) -> dict[str, Any]:
-    """Prompts lo..hi-1 under one rule: verdicts, forwards, tokens, first images, wall time."""
+def run_chunk(pipe: Any, bed: Testbed, rule: str, steps: int, lo: int, hi: int,
+              strategy: Any = None) -> dict[str, Any]:
+    """Prompts lo..hi-1 under one rule (or `strategy`, an object standing for it): verdicts,
+    forwards, tokens, first images, wall time."""
     start, cpu = time.perf_counter(), time.process_time()
-    res = pipe.generate(bed.captions[lo:hi], steps=steps, seed=bed.seed0 + lo, strategy=rule,
+    res = pipe.generate(bed.captions[lo:hi], steps=steps, seed=bed.seed0 + lo,
+                        strategy=rule if strategy is None else strategy,
                         temperature=1.0)
     images = (res.images.float().clamp(0, 1) * 255).round().to(torch.uint8).numpy()
     n = len(images)
@@ -241,7 +240,7 @@ def throughput(bed: Testbed, rule_list: list[str], steps: list[int], n: int,
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("command", choices=("run", "rules", "report", "throughput"))
+    ap.add_argument("command", choices=("run", "rules", "throughput"))
     ap.add_argument("--model", choices=tuple(TESTBEDS), default="nano", help="run: the testbed")
     ap.add_argument("--rules", default="all", help="comma list of rules() names, or 'all'")
     ap.add_argument("--steps", default=",".join(map(str, STEPS)), help="comma list of steps")
@@ -252,8 +251,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--matched", action="store_true",
                     help="then run the official sampler at each finished rule's forwards")
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--own-steps", action="store_true",
-                    help="run: also rules that carry their own schedule length (see own_steps)")
     ap.add_argument("--runs", default=str(RUNS), help="the run store's folder")
     a = ap.parse_args(argv)
     known = rules()
@@ -270,11 +267,6 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     if not a.steps or min(a.steps) < 1 or not 0 <= k < n or a.chunk < 1:
         ap.error("--steps >= 1, --chunk >= 1, --shard k/n with 0 <= k < n")
     a.shard = (k, n)
-    own = {r: own_steps(r) for r in a.rules if own_steps(r) is not None}
-    if a.command == "run" and own and not a.own_steps:
-        ap.error(f"--rules: {', '.join(f'{r} (T={t})' for r, t in own.items())} overrule the "
-                 "user's steps in this code, so their rows would not be at the steps they "
-                 "name; leave them out, or give --own-steps to run them anyway")
     a.prompts = a.prompts or DEFAULT_PROMPTS[a.model]
     return a
 
@@ -283,11 +275,6 @@ def main(argv: list[str] | None = None) -> None:
     a = parse(argv)
     if a.command == "rules":
         print("\n".join(rules()))
-        return
-    if a.command == "report":
-        from lab.studies.quality_per_forward_report import main as report
-
-        report([])
         return
     torch.set_num_threads(a.threads)
     if a.command == "throughput":  # --prompts: per measurement (default 8)

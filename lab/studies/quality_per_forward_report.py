@@ -131,8 +131,6 @@ def collect(beds: list[Q.Testbed], runs: Path, cfgs: dict[str, float]) -> dict[s
                      "judges": {"nano": "lab.nano.evaluator", "emoji": {
                          "code": "lab.emoji.judge", "weights_sha256": _judge_sha()}},
                      "score": "mean over the categories of the share of prompts passed",
-                     "own_steps": {r: Q.own_steps(r) for r in Q.rules()
-                                   if Q.own_steps(r) is not None},
                      "intervals": "paired, stratified 95 % bootstrap (lab.studies.paired_stats"
                      ", 4000 resamples); score_ci: the score's own (paired against zero)"},
             "rows": rows, "pending": pending,
@@ -285,10 +283,7 @@ def write_docs(doc: dict[str, Any]) -> None:
                       f"{doc.get('product_same_at_every_commit')}.\n\n"
                       + "".join(f"- {b}: {t['prompts']}, item i seed {t['seed0']} + i, cfg "
                                 f"{t['cfg']}\n" for b, t in doc["meta"]["testbeds"].items())
-                      + "- rules that overrule `steps` in the code collected (own schedule "
-                      "length, not run: their rows would not be at the steps named): "
-                      + (", ".join(f"`{r}` (T={t})" for r, t in doc["meta"]["own_steps"].items())
-                         or "none") + "\n\n" + cost(doc) + table(doc)
+                      + "\n" + cost(doc) + table(doc)
                       + "\n" + summary(doc) + "\n")
     text = README.read_text(encoding="utf-8")
     new, n = re.subn(BLOCK, lambda m: m.group(1) + readme_block(doc) + m.group(3), text,

@@ -59,18 +59,6 @@ def test_bad_rules_and_shards_are_refused_with_the_names() -> None:
     assert Q.jobs(["baseline", "ladr"], a.steps, (1, 2)) == [("ladr", 8), ("ladr", 12)]
 
 
-def test_a_rule_that_overrules_steps_is_run_only_when_asked() -> None:
-    """Its rows would name steps it did not run at (a preset's own T)."""
-    for rule in Q.rules():
-        if Q.own_steps(rule) is None:
-            assert Q.parse(["run", "--rules", rule]).rules == [rule]
-        else:
-            with pytest.raises(SystemExit):
-                Q.parse(["run", "--rules", rule])
-            assert Q.parse(["run", "--rules", rule, "--own-steps"]).rules == [rule]
-    assert Q.own_steps("baseline") is None and Q.own_steps("ladr") is None
-
-
 @pytest.fixture(scope="module")
 def tiny_nano():
     bed = Q.nano_testbed(4)
