@@ -11,9 +11,6 @@ from pathlib import Path
 from support import ROOT
 
 LAB = ROOT / "lab"
-#: a circle whose removal is under way on another branch (issue 62, the integrator's): the test
-#: below fails once it is gone, so this line is deleted with it rather than left to excuse another
-PENDING = frozenset({"lab.studies.quality_per_forward", "lab.studies.quality_per_forward_report"})
 
 
 def dotted(path: Path, root: Path) -> str:
@@ -107,6 +104,5 @@ def test_the_walk_finds_a_circle_through_relative_and_late_imports(tmp_path: Pat
 def test_the_lab_has_no_import_circle() -> None:
     found = circles(import_graph(ROOT))
     assert len(import_graph(ROOT)) > 100
-    named = [sorted(c) for c in found if c != PENDING]
+    named = [sorted(c) for c in found]
     assert not named, f"import circles in lab/ (move the shared piece down): {named}"
-    assert PENDING in found, "the pending circle is gone: delete PENDING from this test"
