@@ -233,9 +233,10 @@ class CanvasNode(io.ComfyNode):
     async def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
         """The backstop of ``validate_inputs`` (a size fed by a link, a prompt validated without
         the on-prompt note): a size off the connected model's token grid is refused here, once,
-        naming its input, before that model loads: async, because ComfyUI runs a ready async
-        node before the other ready ones (comfy_execution/graph.py, ux_friendly_pick_node),
-        Load DiMOO Model included."""
+        naming its input. Async, because ComfyUI runs a ready async node before the other ready
+        ones (comfy_execution/graph.py, ux_friendly_pick_node), so a canvas whose sizes are
+        widgets runs before Load DiMOO Model; one fed by a link waits for its source, which
+        ComfyUI may run after the load (tests/host/test_comfyui_integration.py)."""
         hidden = cls.hidden
         grids = connected_grids(getattr(hidden, "prompt", None), getattr(hidden, "unique_id", None))
         for name, value in (("width", width), ("height", height)):
