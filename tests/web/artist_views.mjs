@@ -10,7 +10,8 @@
 // Canvas and which nodes ran; a width of 52 (the next good run); the rule switched to
 // baseline: the sampler's title and the step map's words mid-run; the Parameters panel of the
 // sampler; every console warning. Writes <out_dir>/summary.json and screenshots
-// (map_<when>.png, bad_width.png, bad_width_canvas.png, panel.png).
+// (map_<when>.png, bad_width.png, bad_width_canvas.png, bad_width_details.png,
+// panel.png).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { drawnErrors, nodeBox, queueAnswer, withComfyPage } from "./comfy_page.mjs";
@@ -206,6 +207,12 @@ await withComfyPage(url, { name: "artist", viewport: WINDOW, settle: 6000 }, asy
     await page.screenshot({ path: join(outDir, "bad_width_canvas.png"),
                             clip: { x: Math.max(0, box.x - 20), y: Math.max(0, box.y - 20),
                                     width: box.width + 40, height: box.height + 40 } });
+    const details = page.getByRole("button", { name: "View details" }); // the Errors panel
+    if (await details.count()) {
+      await details.first().click();
+      await page.waitForTimeout(1500);
+      await page.screenshot({ path: join(outDir, "bad_width_details.png") });
+    }
   });
   await part("next_good", async () => {
     await setWidget(page, "LADR_Canvas", "width", 52);
