@@ -109,10 +109,11 @@ _NOTED_MAX = 256  # entries a prompt never validated (a canvas that feeds no out
 
 
 def _size_key(value: object) -> int | None:
-    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link."""
+    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a value
+    no int holds (ComfyUI refuses those itself: infinity, NaN, a word)."""
     try:
         return None if isinstance(value, list) else int(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -6,6 +6,8 @@ and the canvas's execution checks the connected grid (tests/nodes/test_nodes_com
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from nodes import canvas
@@ -89,4 +91,15 @@ def test_a_linked_or_missing_size_is_left_to_comfyui_and_execution() -> None:
     assert CanvasNode.validate_inputs(width=None, height=48) is True
     assert CanvasNode.validate_inputs(height=48) is True
     assert note_prompt({"prompt": "not a prompt"}) == {"prompt": "not a prompt"}
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, "seven", None, 2**70 * 1.0])
+def test_a_value_no_int_holds_is_left_to_comfyuis_own_message(value) -> None:
+    """ComfyUI's int() conversion refuses it on that input alone, then still calls
+    validate_inputs with the raw value: no exception from here (it became "Exception when
+    validating inner node" on the sampler's canvas input, found by tests/host's fuzz)."""
+    request = _prompt(NANO, width=value)
+    assert note_prompt(request) is request
+    result = CanvasNode.validate_inputs(width=value, height=48)
+    assert result is True or result.startswith("DiMOO Canvas: width="), result
     assert note_prompt(None) is None
