@@ -218,6 +218,7 @@ CANVAS = "10"  # DiMOO Canvas in the nano text-to-image workflow
     ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, ["prompt"], "prompt is empty"),
     (CANVAS, {"width": 4096}, ["width", "height"], "width=4096 is bigger than max of 2048"),
     (CANVAS, {"height": -16}, ["width", "height"], "height=-16 is smaller than min of 0"),
+    (CANVAS, {"width": float("inf")}, ["width"], "cannot convert float infinity"),
     ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
     ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
     ("3", {"max_batch": -1}, ["max_batch"], "smaller than min"),
@@ -234,6 +235,7 @@ def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, in
     wf[node]["inputs"].update(inputs)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
+    assert list(body["node_errors"]) == [node], body["node_errors"]  # on that node alone
     errors = body["node_errors"][node]["errors"]
     assert [e["extra_info"]["input_name"] for e in errors] == wrong, errors
     assert all(needle in json.dumps(e) for e in errors), errors
