@@ -88,9 +88,12 @@ def extension_class() -> type:
 
     class LADRExtension(base):
         async def on_load(self) -> None:
+            from .canvas import note_prompt
+
             host.register_model_folder()
             host.install_example_inputs()
             host.serve_help_in_every_language()
+            host.add_prompt_handler(note_prompt)  # DiMOO Canvas's grid check at /prompt
 
         async def get_node_list(self) -> list[type]:
             return node_classes()

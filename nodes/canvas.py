@@ -19,7 +19,7 @@ from . import host, paint, register_node
 from .connected import connected_models
 from .handles import CANVAS_TYPE, TOKENS_TYPE, Canvas, DiMOOTokens
 from .loader import model_grid
-from .validate import check_socket, node_error
+from .validate import ABSENT, check_socket, node_error
 
 io, _ = host.v3()
 
@@ -87,6 +87,66 @@ def grid_error(name: str, value: object, grids: dict[str, int] | None = None) ->
                       f"nearest valid {name}: {near}")
 
 
+def range_error(name: str, value: object) -> InputError | None:
+    """A width / height outside 0..SIZE_MAX (a workflow file or an API prompt: the widget
+    clamps), in the words of ComfyUI's own range check, which it skips for the inputs a
+    ``validate_inputs`` names (nodes/validate.py)."""
+    if not isinstance(value, int) or isinstance(value, bool) or SIZE_AUTO <= value <= SIZE_MAX:
+        return None
+    if value > SIZE_MAX:
+        return InputError(name, f"={value} is bigger than max of {SIZE_MAX}",
+                          f"set {name} to at most {SIZE_MAX}")
+    return InputError(name, f"={value} is smaller than min of {SIZE_AUTO}",
+                      f"set {name} to a size in pixels, or 0 for the checkpoint's default size")
+
+
+CANVAS_ID = "LADR_Canvas"
+_NOTED: dict[tuple, tuple | None] = {}
+"""(canvas node id, width, height) of a prompt ComfyUI is about to validate -> the grids of the
+models its sampler is connected to (``connected_grids`` items), or None where two prompts noted
+for the same key disagreed; taken by that canvas's ``validate_inputs`` (``note_prompt``)."""
+_NOTED_MAX = 256  # entries a prompt never validated (a canvas that feeds no output) leave
+
+
+def _size_key(value: object) -> int | None:
+    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a value
+    no int holds (ComfyUI refuses those itself: infinity, NaN, a word)."""
+    try:
+        return None if isinstance(value, list) else int(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def note_prompt(request: object) -> object:
+    """ComfyUI's on-prompt hook (``host.add_prompt_handler``): for each DiMOO Canvas of the
+    prompt about to be validated, note the grids of the models its sampler is connected to,
+    for its ``validate_inputs``, which ComfyUI calls without the prompt (its hidden PROMPT is
+    empty there). Two prompts with the same canvas id and size but other models, posted at
+    once, note nothing usable: their validation falls back to "on no model's grid" and the
+    canvas's execution checks the connected grid (before the model loads). Returns `request`
+    unchanged."""
+    prompt = request.get("prompt") if isinstance(request, dict) else None
+    if not isinstance(prompt, dict):
+        return request
+    if len(_NOTED) > _NOTED_MAX:
+        _NOTED.clear()
+    for node_id, node in prompt.items():
+        if not isinstance(node, dict) or node.get("class_type") != CANVAS_ID:
+            continue
+        inputs = node.get("inputs") if isinstance(node.get("inputs"), dict) else {}
+        key = (str(node_id), _size_key(inputs.get("width")), _size_key(inputs.get("height")))
+        grids = tuple(sorted(connected_grids(prompt, node_id).items()))
+        _NOTED[key] = grids if _NOTED.get(key, grids) == grids else None
+    return request
+
+
+def noted_grids(node_id: object, width: object, height: object) -> dict[str, int] | None:
+    """The grids ``note_prompt`` noted for this canvas and size (taken: each is used once),
+    or None when none was (no hook, a link, two prompts that disagreed)."""
+    entry = _NOTED.pop((str(node_id), _size_key(width), _size_key(height)), None)
+    return None if entry is None else dict(entry)
+
+
 def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
                 negative_prompt: str | None, cfg: float | None, node: str,
                 names: dict[str, str] | None = None,
@@ -144,7 +204,7 @@ class CanvasNode(io.ComfyNode):
     @classmethod
     def define_schema(cls) -> io.Schema:
         return io.Schema(
-            node_id="LADR_Canvas",
+            node_id=CANVAS_ID,
             display_name=NODE,
             category="LADR",
             search_aliases=["empty latent", "size", "batch", "width", "height"],
@@ -158,12 +218,27 @@ class CanvasNode(io.ComfyNode):
         )
 
     @classmethod
+    def validate_inputs(cls, width: object = ABSENT, height: object = ABSENT) -> bool | str:
+        """At /prompt, before anything runs: a size out of range or off the token grid of the
+        connected model (noted from the prompt by ``note_prompt``; without a note, off every
+        model's grid), one message naming the input that is wrong. ComfyUI attaches it to
+        width AND height (both named here) and skips its own range check for them, hence
+        ``range_error``; the pack's web extension keeps the message on the input it names
+        (web/ladr_input_errors.js). A linked size (None here) is checked by ``execute``."""
+        grids = noted_grids(getattr(cls.hidden, "unique_id", None), width, height)
+        for name, value in (("width", width), ("height", height)):
+            if (err := range_error(name, value) or grid_error(name, value, grids)) is not None:
+                return str(node_error(NODE, err))
+        return True
+
+    @classmethod
     async def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
-        """A size off the connected model's token grid is refused here, once, naming its input,
-        before that model loads: async, because ComfyUI runs a ready async node before the other
-        ready ones (comfy_execution/graph.py, ux_friendly_pick_node), Load DiMOO Model included.
-        No ``validate_inputs``: it sees no other node, and ComfyUI would attach its message to
-        width AND height (nodes/validate.py); the range is the schema's, checked per input."""
+        """The backstop of ``validate_inputs`` (a size fed by a link, a prompt validated without
+        the on-prompt note): a size off the connected model's token grid is refused here, once,
+        naming its input. Async, because ComfyUI runs a ready async node before the other ready
+        ones (comfy_execution/graph.py, ux_friendly_pick_node), so a canvas whose sizes are
+        widgets runs before Load DiMOO Model; one fed by a link waits for its source, which
+        ComfyUI may run after the load (tests/host/test_comfyui_integration.py)."""
         hidden = cls.hidden
         grids = connected_grids(getattr(hidden, "prompt", None), getattr(hidden, "unique_id", None))
         for name, value in (("width", width), ("height", height)):

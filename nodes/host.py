@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -312,6 +313,18 @@ def send_event(event: str, payload: dict) -> None:
     if instance is None:
         return
     instance.send_sync(event, payload, getattr(instance, "client_id", None))
+
+
+def add_prompt_handler(handler: Callable[[Any], Any]) -> bool:
+    """``PromptServer.instance.add_on_prompt_handler(handler)``: ComfyUI hands it each /prompt
+    request's JSON before validating it (and uses what it returns; it logs an exception and
+    goes on). False when there is no server (the lab, tests without ComfyUI)."""
+    srv = _comfy_module("server")
+    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    if instance is None or not hasattr(instance, "add_on_prompt_handler"):
+        return False
+    instance.add_on_prompt_handler(handler)
+    return True
 
 
 HELP_PAGES = Path(__file__).resolve().parents[1] / "web" / "docs"

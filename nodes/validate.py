@@ -7,8 +7,10 @@ there. So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
 2. names at most ONE input in ``validate_inputs`` and checks only that there, always: a check
-   spanning two widgets there would put its message on both, the valid one too (DiMOO
-   Canvas's width / height are checked on the token grids when it runs, nodes/canvas.py);
+   spanning two widgets there would put its message on both, the valid one too. One
+   exception: DiMOO Canvas names width and height, so that a size off the connected model's
+   grid is refused at /prompt (nodes/canvas.py); its message names the input that is wrong,
+   and the pack's web extension keeps it on that input alone (web/ladr_input_errors.js);
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 

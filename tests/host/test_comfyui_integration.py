@@ -216,8 +216,9 @@ CANVAS = "10"  # DiMOO Canvas in the nano text-to-image workflow
 @pytest.mark.parametrize(("node", "inputs", "wrong", "needle"), [
     ("3", {"prompt": ""}, ["prompt"], "prompt is empty"),
     ("3", {"prompt": "  \n ", "one_prompt_per_line": True}, ["prompt"], "prompt is empty"),
-    (CANVAS, {"width": 4096}, ["width"], "bigger than max of 2048"),
-    (CANVAS, {"height": -16}, ["height"], "smaller than min of 0"),
+    (CANVAS, {"width": 4096}, ["width", "height"], "width=4096 is bigger than max of 2048"),
+    (CANVAS, {"height": -16}, ["width", "height"], "height=-16 is smaller than min of 0"),
+    (CANVAS, {"width": float("inf")}, ["width"], "cannot convert float infinity"),
     ("3", {"cfg": 99.0}, ["cfg"], "bigger than max"),
     ("1", {"dtype": "fp8x"}, ["dtype"], "not in"),
     ("3", {"max_batch": -1}, ["max_batch"], "smaller than min"),
@@ -227,35 +228,60 @@ CANVAS = "10"  # DiMOO Canvas in the nano text-to-image workflow
 def test_each_mistake_is_refused_at_validation_naming_its_input(server, node, inputs, wrong,
                                                                 needle) -> None:
     """ComfyUI attaches a validate_inputs failure to every input it names (nodes/validate.py):
-    one message, on the one input that is wrong."""
+    one message, on the one input that is wrong, or naming it (DiMOO Canvas names width and
+    height: the web extension keeps it on the input it names, tests/web)."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
     wf[node]["inputs"].update(inputs)
     status, body = http(port, "/prompt", {"prompt": wf})
     assert status == 400
+    assert list(body["node_errors"]) == [node], body["node_errors"]  # on that node alone
     errors = body["node_errors"][node]["errors"]
     assert [e["extra_info"]["input_name"] for e in errors] == wrong, errors
     assert all(needle in json.dumps(e) for e in errors), errors
 
 
-def test_an_off_grid_size_is_one_message_on_its_input_before_the_model_loads(server) -> None:
-    """A canvas size nano does not draw (a hand-edited or API workflow: the widget steps on the
-    connected model's grid): one execution error, from DiMOO Canvas, naming height alone and the
-    connected model's grid alone, raised before Load DiMOO Model runs (its dtype is changed, so
-    ComfyUI would run it again); the valid width is not flagged."""
+NANO_GRID = ("DiMOO Canvas: {name}=50 is off the token grid of the connected model dimoo-nano "
+             "(one token per 4 x 4 px); nearest valid {name}: 48 or 52")
+
+
+@pytest.mark.parametrize("name", ["width", "height"])
+def test_an_off_grid_size_is_refused_at_the_prompt_naming_its_input(server, name) -> None:
+    """Issue 63: a canvas size nano does not draw (a hand-edited or API workflow: the widget
+    steps on the connected model's grid) is refused by /prompt (400: nothing queued, so no
+    model loads), one message from DiMOO Canvas naming the input and the connected model's grid
+    alone. ComfyUI attaches it to width AND height (the validate_inputs names both); the web
+    extension keeps it on the input it names (tests/web/test_web_artist_views.py). The next
+    good prompt runs."""
     port, _ = server
     wf = api_workflow("ladr_nano_text_to_image")
-    wf[CANVAS]["inputs"].update(width=48, height=50)
-    loader = next(k for k, n in wf.items() if n["class_type"] == "LADR_LoadDiMOOModel")
-    wf[loader]["inputs"]["dtype"] = "fp32"
+    wf[CANVAS]["inputs"].update({"width": 48, "height": 48, name: 50})
+    status, body = http(port, "/prompt", {"prompt": wf})
+    assert status == 400, body
+    assert list(body["node_errors"]) == [CANVAS], body["node_errors"]
+    errors = body["node_errors"][CANVAS]["errors"]
+    assert [(e["type"], e["extra_info"]["input_name"]) for e in errors] == [
+        ("custom_validation_failed", "width"), ("custom_validation_failed", "height")], errors
+    assert {e["details"].split(" - ", 1)[1] for e in errors} == {NANO_GRID.format(name=name)}
+    wf[CANVAS]["inputs"][name] = 52  # on nano's grid (not on Lumina-DiMOO's 16 px)
+    _, msgs = run_workflow(port, wf)
+    assert [m["type"] for m in msgs if m["type"] in ("execution_success", "execution_error")] \
+        == ["execution_success"], msgs
+
+
+def test_a_linked_off_grid_size_is_refused_when_the_canvas_runs(server) -> None:
+    """A size fed by a link has no value at validation: DiMOO Canvas refuses it when it runs
+    (the backstop), naming the input and the connected grid. Not before the model loads:
+    ComfyUI 0.33 runs Load DiMOO Model before the link's source (here an Int node), so the
+    canvas is not ready until after the load."""
+    port, _ = server
+    wf = api_workflow("ladr_nano_text_to_image")
+    wf["90"] = {"class_type": "PrimitiveInt", "inputs": {"value": 50}}
+    wf[CANVAS]["inputs"].update(width=["90", 0], height=48)
     _, msgs = run_workflow(port, wf)
     errors = [m["data"] for m in msgs if m["type"] == "execution_error"]
     assert [e["node_id"] for e in errors] == [CANVAS], errors
-    assert errors[0]["exception_message"].rstrip() == (
-        "DiMOO Canvas: height=50 is off the token grid of the connected model dimoo-nano (one "
-        "token per 4 x 4 px); nearest valid height: 48 or 52"), errors
-    ran = [m["data"].get("node") for m in msgs if m["type"] == "executing"]
-    assert loader not in ran, ran
+    assert errors[0]["exception_message"].rstrip() == NANO_GRID.format(name="width"), errors
 
 
 def test_a_missing_prompt_input_gets_comfyuis_own_message(server) -> None:

@@ -358,14 +358,24 @@ def out_of_range(spec: list) -> list[tuple[str, object]]:
         [(f"max {extra['max']}", extra["max"] + step)] * ("max" in extra)
 
 
+CANVAS_SIZES = ("LADR_Canvas", ("width", "height"))
+"""The one exception (nodes/validate.py rule 2): DiMOO Canvas's validate_inputs names both
+sizes, so ComfyUI puts its one message, naming the wrong one, on each."""
+
+
 def one_message_on(body: dict, at: Target) -> str | None:
     """None when the answer is exactly one error, on this node and this input; else why not
-    (strict: unlike `refused_at_validation`, a message on a second input is a failure)."""
+    (strict: unlike `refused_at_validation`, a message on a second input is a failure, but for
+    DiMOO Canvas's sizes, `CANVAS_SIZES`: one message on both, naming this input)."""
     errors = body.get("node_errors", {})
     listed = errors.get(at.node, {}).get("errors", [])
     on = [e.get("extra_info", {}).get("input_name") for e in listed]
-    if set(errors) != {at.node} or on != [at.name]:
+    sizes = at.title == CANVAS_SIZES[0] and at.name in CANVAS_SIZES[1]
+    if set(errors) != {at.node} or on != (list(CANVAS_SIZES[1]) if sizes else [at.name]):
         return f"errors on {sorted(errors)}, inputs {on}: {json.dumps(body)[:300]}"
+    texts = {re.sub(r"^[\w.]+ - ", "", e["details"], count=1) for e in listed}
+    if sizes and (len(texts) != 1 or f": {at.name}=" not in texts.pop()):
+        return f"not one message naming {at.name}: {json.dumps(listed)[:300]}"
     return None
 
 

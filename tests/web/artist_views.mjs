@@ -3,16 +3,18 @@
 // On the nano text-to-image template (1600 x 1000 window): what DiMOO Canvas's width widget
 // makes of a typed 52 and 50 (the frontend's own rounding, widget.setValue); a run, then the
 // step map's bitmap against its laid-out box after the run, a tab switch and a reload; the
-// same prompt again (served from ComfyUI's cache: "cached"), then a width of 50 (as a workflow
-// file can hold) with Load DiMOO Model's dtype changed, so that it would run again: the errors
-// and which nodes ran, and the step map's words after that failed run; a width of 52 (the next
-// good run); 2048 x 48 (too many tokens), then the width its message names; the rule switched to baseline: the sampler's title
-// and the step map's words mid-run; the Parameters panel of the sampler; every console warning.
-// Writes <out_dir>/summary.json and screenshots (map_<when>.png, bad_width.png, baseline.png,
+// same prompt again (served from ComfyUI's cache: "cached"), then 2048 x 48 (too many tokens,
+// refused when the sampler runs): the step map's words after that failed run, then the width
+// its message names; a width of 50 (as a workflow file can hold) with Load DiMOO Model's dtype
+// changed, so that it would run again: the server's answer, what the frontend draws on DiMOO
+// Canvas and which nodes ran; a width of 52 (the next good run); the rule switched to
+// baseline: the sampler's title and the step map's words mid-run; the Parameters panel of the
+// sampler; every console warning. Writes <out_dir>/summary.json and screenshots
+// (map_<when>.png, bad_width.png, bad_width_canvas.png, bad_width_details.png,
 // panel.png).
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { nodeBox, withComfyPage } from "./comfy_page.mjs";
+import { drawnErrors, nodeBox, queueAnswer, withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, file] = process.argv.slice(2);
 const WINDOW = { width: 1600, height: 1000 };
@@ -30,25 +32,25 @@ async function listen(page) {
   });
 }
 
-/** Queue the workflow as shown; what the server answered, every node that ran, the errors. */
+/** Queue the workflow as shown; what the server answered (a refusal: its answer and what the
+ * frontend draws on DiMOO Canvas), every node that ran, the errors. */
 async function queue(page, name) {
-  await page.evaluate(async () => {
-    Object.assign(window.__ladr, { done: [], errors: [], executing: [], steps: [] });
-    try {
-      await window.comfyAPI.app.app.queuePrompt(0, 1);
-    } catch (err) { // refused at validation
-      window.__ladr.errors.push({ refused: String(err) });
-    }
-  });
-  await page.waitForFunction(() => window.__ladr.done.length + window.__ladr.errors.length > 0,
-                             null, { timeout: 300000 });
+  await page.evaluate(() => Object.assign(window.__ladr,
+                                          { done: [], errors: [], executing: [], steps: [] }));
+  const { status, body } = await queueAnswer(page);
+  if (status === 200) {
+    await page.waitForFunction(() => window.__ladr.done.length + window.__ladr.errors.length > 0,
+                               null, { timeout: 300000 });
+  }
   await page.waitForTimeout(1500);
   summary.runs[name] = await page.evaluate(() => {
     const { done, errors, executing, steps } = window.__ladr;
     return { done: done.length, executing: executing.filter(Boolean), steps,
              errors: errors.map((e) => ({ node: String(e.node_id ?? ""), type: e.node_type ?? null,
-                                          message: e.exception_message ?? e.refused ?? "" })) };
+                                          message: e.exception_message ?? "" })) };
   });
+  Object.assign(summary.runs[name], { status, answer: status === 200 ? null : body,
+    drawn: status === 200 ? null : await drawnErrors(page, "LADR_Canvas") });
   await page.keyboard.press("Escape"); // the error dialog
   await page.waitForTimeout(500);
 }
@@ -185,26 +187,36 @@ await withComfyPage(url, { name: "artist", viewport: WINDOW, settle: 6000 }, asy
     await queue(page, "cached");
     await map(page, "cached");
   });
-  await part("bad_width", async () => {
-    await setWidget(page, "LADR_LoadDiMOOModel", "dtype", "fp32"); // the loader would run again
-    await setWidget(page, "LADR_Canvas", "width", 50, true); // as a workflow file can hold
-    await queue(page, "bad_width");
-    await page.screenshot({ path: join(outDir, "bad_width.png") });
-    await map(page, "failed");
-  });
-  await part("next_good", async () => {
-    await setWidget(page, "LADR_Canvas", "width", 52);
-    await queue(page, "next_good");
-  });
-  await part("too_wide", async () => {
+  await part("too_wide", async () => { // fails when the sampler runs, after a cached run
     await setWidget(page, "LADR_Canvas", "width", 2048);
     await queue(page, "too_wide");
+    await map(page, "failed");
     const fit = /set width to at most (\d+) \(at height/.exec(
       summary.runs.too_wide.errors[0]?.message ?? "");
     if (fit) { // the width the message names: it runs
       await setWidget(page, "LADR_Canvas", "width", Number(fit[1]));
       await queue(page, "fits");
     }
+  });
+  await part("bad_width", async () => {
+    await setWidget(page, "LADR_LoadDiMOOModel", "dtype", "fp32"); // the loader would run again
+    await setWidget(page, "LADR_Canvas", "width", 50, true); // as a workflow file can hold
+    await queue(page, "bad_width");
+    await page.screenshot({ path: join(outDir, "bad_width.png") });
+    const box = await nodeBox(page, summary.ids.LADR_Canvas); // the canvas node, close up
+    await page.screenshot({ path: join(outDir, "bad_width_canvas.png"),
+                            clip: { x: Math.max(0, box.x - 20), y: Math.max(0, box.y - 20),
+                                    width: box.width + 40, height: box.height + 40 } });
+    const details = page.getByRole("button", { name: "View details" }); // the Errors panel
+    if (await details.count()) {
+      await details.first().click();
+      await page.waitForTimeout(1500);
+      await page.screenshot({ path: join(outDir, "bad_width_details.png") });
+    }
+  });
+  await part("next_good", async () => {
+    await setWidget(page, "LADR_Canvas", "width", 52);
+    await queue(page, "next_good");
   });
   await part("baseline", async () => {
     await setWidget(page, "LADR_Canvas", "width", 48);

@@ -44,3 +44,24 @@ export async function nodeBox(page, id) {
              width: n.size[0] * scale, height: (n.size[1] + title) * scale, scale };
   }, id);
 }
+
+// Run the workflow as shown (the frontend's own queue call) and return the server's answer to
+// its POST /prompt: { status, body } (400 and node_errors: refused at validation, nothing ran).
+export async function queueAnswer(page) {
+  const posted = page.waitForResponse(
+    (r) => r.url().endsWith("/prompt") && r.request().method() === "POST", { timeout: 120000 });
+  await page.evaluate(() => window.comfyAPI.app.app.queuePrompt(0, 1).catch(() => null));
+  const answer = await posted;
+  return { status: answer.status(), body: await answer.json().catch(() => null) };
+}
+
+// What the frontend marks as wrong on the first node of `type` (after a refusal): the node
+// (outlined) and the inputs it rings in red (their slot's hasErrors), once it has redrawn.
+export async function drawnErrors(page, type) {
+  await page.waitForTimeout(1000); // the frontend reconciles the error flags after a tick
+  return page.evaluate((type) => {
+    const node = window.comfyAPI.app.app.graph._nodes.find((n) => n.type === type);
+    return { node: Boolean(node?.has_errors),
+             inputs: (node?.inputs ?? []).filter((i) => i.hasErrors).map((i) => i.name) };
+  }, type);
+}

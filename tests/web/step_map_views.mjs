@@ -3,7 +3,8 @@
 // Loads the UI workflow, queues it (seed fixed), and records the sampler's step map after the
 // run, after switching to a new workflow tab and back, after a page reload, and after the
 // same prompt queued again (ComfyUI serves it from its cache); then sets the canvas's height
-// to 50 px (as a hand-edited file can) and queues, recording the errors. Each state: the
+// to 50 px (as a hand-edited file can) and queues, recording the server's answer and what
+// the frontend draws on DiMOO Canvas. Each state: the
 // widget's payload flags, its drawn texts (planFrame of the extension's own module) and a
 // screenshot of the sampler (<out_dir>/map_<when>.png). Then each template opened as saved
 // (its own view, extra.ds): the zoom, whether the frontend draws it in its low-quality mode
@@ -11,7 +12,7 @@
 // screenshot (<out_dir>/open_<i>.png). Writes <out_dir>/summary.json.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { nodeBox, withComfyPage } from "./comfy_page.mjs";
+import { drawnErrors, nodeBox, queueAnswer, withComfyPage } from "./comfy_page.mjs";
 
 const [url, outDir, file, ...templates] = process.argv.slice(2);
 const SAMPLER = "LADR_DiMOOSampler2";
@@ -106,12 +107,10 @@ await withComfyPage(url, { name: "stepmap", viewport: { width: 1600, height: 100
       const canvas = app.graph._nodes.find((n) => n.type === "LADR_Canvas");
       canvas.widgets.find((w) => w.name === "height").value = 50; // as a hand-edited file
     });
-    await queueAndWait(page);
-    summary.badSize = await page.evaluate(() => ({
-      errors: window.__ladr.errors.map((e) => ({ node: String(e.node_id), type: e.node_type,
-                                                 message: e.exception_message })),
-      canvas: String(window.comfyAPI.app.app.graph._nodes.find((n) => n.type === "LADR_Canvas").id),
-    }));
+    const { status, body } = await queueAnswer(page); // refused at /prompt: nothing runs
+    summary.badSize = { status, answer: body, drawn: await drawnErrors(page, "LADR_Canvas"),
+      canvas: await page.evaluate(() => String(window.comfyAPI.app.app.graph._nodes
+        .find((n) => n.type === "LADR_Canvas").id)) };
     await page.screenshot({ path: join(outDir, "bad_size.png") }); // the error as shown
     await page.keyboard.press("Escape");
     for (const [i, template] of templates.entries()) {

@@ -4,8 +4,9 @@ text-to-image template:
 
 * DiMOO Canvas's width widget takes every size nano draws (its grid is 4 px: 52 stays 52) and
   rounds what it cannot draw onto that grid;
-* a width of 50 (a workflow file) is one error, from DiMOO Canvas, on width, naming the
-  connected model's grid alone, before Load DiMOO Model runs; the next good run (52) works;
+* a width of 50 (a workflow file) is refused at /prompt, before anything runs, one message
+  naming width and the connected model's grid alone, drawn on width alone; the next good run
+  (52) works;
 * 2048 x 48 names width and a width that fits (it runs), not the prompt;
 * the step map is drawn at its true aspect after the run, a tab switch and a reload; a failed
   run leaves no "cached:" on it;
@@ -62,15 +63,24 @@ def test_the_width_widget_takes_every_size_the_connected_model_draws(seen) -> No
     assert steps["restored"] == 48, steps
 
 
-def test_an_off_grid_width_is_one_error_on_width_before_the_model_loads(seen) -> None:
-    run, ids = seen["runs"]["bad_width"], seen["ids"]
-    assert [e["node"] for e in run["errors"]] == [ids["LADR_Canvas"]], run
-    message = run["errors"][0]["message"].rstrip()
-    assert message == ("DiMOO Canvas: width=50 is off the token grid of the connected model "
-                       "dimoo-nano (one token per 4 x 4 px); nearest valid width: 48 or 52"), message
-    assert ids["LADR_LoadDiMOOModel"] not in run["executing"], run["executing"]  # not loaded
+def test_an_off_grid_width_is_refused_on_width_alone_before_anything_runs(seen) -> None:
+    """Before, it failed when DiMOO Canvas ran, the whole node outlined; now /prompt refuses
+    it (400: nothing runs, Load DiMOO Model's new dtype never loads), with one message naming
+    width and nano's grid alone, and the frontend rings width alone (ComfyUI's answer has it on
+    height too: web/ladr_named_input.js keeps it on the input it names). The next good run
+    (52, on nano's 4 px grid) works."""
+    run, canvas = seen["runs"]["bad_width"], seen["ids"]["LADR_Canvas"]
+    assert run["status"] == 400, run
+    errors = run["answer"]["node_errors"]
+    assert list(errors) == [canvas], errors
+    assert {e["details"].split(" - ", 1)[1] for e in errors[canvas]["errors"]} == {
+        "DiMOO Canvas: width=50 is off the token grid of the connected model dimoo-nano (one "
+        "token per 4 x 4 px); nearest valid width: 48 or 52"}, errors
+    assert run["drawn"] == {"node": True, "inputs": ["width"]}, run["drawn"]
+    assert run["executing"] == [] and run["done"] == 0, run
     good = seen["runs"]["next_good"]
-    assert good["done"] == 1 and not good["errors"], good
+    assert good["status"] == 200 and good["done"] == 1 and not good["errors"], good
+    assert seen["ids"]["LADR_LoadDiMOOModel"] in good["executing"], good  # its new dtype
 
 
 def test_too_many_tokens_names_the_width_and_a_width_that_fits(seen) -> None:

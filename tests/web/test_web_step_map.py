@@ -3,8 +3,8 @@
 (lab/workflows/build_examples.py): after the nano text-to-image template runs, its sampler's step map shows the
 finished run and the node its last preview; both are still there after switching to another workflow tab and back, after a
 page reload, and after the same prompt queued again, which ComfyUI serves from its cache (then
-it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is one
-error, from DiMOO Canvas, on height alone, naming the connected nano's grid. Every template in example_workflows/ opens in a
+it says "cached: from the run at <time>"). A canvas height of 50 px (a hand-edited file) is refused
+at /prompt with one message naming height and the connected nano's grid, drawn on height alone. Every template in example_workflows/ opens in a
 1600 x 1000 window whole, with its widget text at least 8 px high.
 
 Skipped without COMFYUI_PATH (scripts/host.sh), the shipped nano model, node, playwright-core
@@ -89,12 +89,14 @@ def test_the_cached_run_was_served_from_comfyuis_cache(views) -> None:
 
 def test_a_size_off_the_models_grid_is_one_error_on_its_input(views) -> None:
     _, summary = views
-    bad = summary["badSize"]
-    assert [e["node"] for e in bad["errors"]] == [bad["canvas"]], bad
-    message = bad["errors"][0]["message"]
+    bad = summary["badSize"]  # refused at /prompt (tests/web/test_web_artist_views.py: width)
+    assert bad["status"] == 400 and list(bad["answer"]["node_errors"]) == [bad["canvas"]], bad
+    (message,) = {e["details"].split(" - ", 1)[1]
+                  for e in bad["answer"]["node_errors"][bad["canvas"]]["errors"]}
     assert message.startswith("DiMOO Canvas: height=50 is off the token grid of the connected "
                               "model dimoo-nano (one token per 4 x 4 px)"), message
     assert "16 x 16" not in message and "width" not in message, message
+    assert bad["drawn"] == {"node": True, "inputs": ["height"]}, bad["drawn"]
 
 
 def test_every_template_opens_whole_with_text_that_reads(views) -> None:
