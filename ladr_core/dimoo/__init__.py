@@ -37,8 +37,8 @@ _EXPORTS = by_module({
     ".denoise.hostlag": "HostLag",
     ".denoise.denoiser": "DiMOODenoiser",
     # tasks/
-    ".tasks.painting": "PaintOptions FIT_MODES check_image fit_image fit_painting plan_painting "
-                       "token_mask PaintPlan check_tokens plan_tokens",
+    ".tasks.painting": "PaintOptions plan_painting token_mask PaintPlan plan_tokens",
+    ".tasks.pictures": "FIT_MODES check_image fit_image fit_painting check_tokens",
     ".tasks.editing": "EDIT_TYPES MULTI_VIEWS MULTITURN DEFAULT_EDIT_CFG DEFAULT_IMAGE_CFG "
                       "build_edit_batch edit_texts "
                       "plan_edit",
