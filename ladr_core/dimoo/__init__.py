@@ -52,8 +52,9 @@ _EXPORTS = by_module({
                            "transfer_counts unregister_answer_rule",
     ".tasks.answering": "ANSWER_RECORD_KEYS AnswerShape decode_answers SAMPLE_CHUNK",
     # the pipeline, converting
-    ".pipeline": "load_dimoo DiMOOPipeline",
-    ".understand": "UNDERSTAND_CONTEXT understand_context PipelineUnderstanding",
+    ".pipeline": "DiMOOPipeline",
+    ".load": "load_dimoo",
+    ".understand": "UNDERSTAND_CONTEXT understand_context",
     ".jobs": "TextJob PaintJob EditJob check_job",
     ".runs": "GenerationResult generator_seed item_generator check_seed images_in_flight "
              "CPU_IN_FLIGHT GPU_IN_FLIGHT",
