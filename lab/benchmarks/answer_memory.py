@@ -9,7 +9,7 @@ through the pack's own answer loop, at the 8B model's shape.
    (tests/kit/variants.py, as gpu_estimate does); the memory left is the card's minus what the
    allocator model reserved.
 2. The answers in flight are the library's choice for that free memory
-   (``PipelineUnderstanding.answers_in_flight``: what 80 % of it holds by ``answer_memory``, at
+   (``DiMOOPipeline.answers_in_flight``: what 80 % of it holds by ``answer_memory``, at
    most GPU_IN_FLIGHT), or ``--in-flight``; the grant is ``answer_memory`` at that many answers.
 3. ``decode_answers`` runs on ``--images`` rows of the official understanding length (a question
    of QUESTION_TOKENS tokens, a 1024 x 1024 px image: 64 rows of 65 tokens and its BOI / EOI,
@@ -44,10 +44,10 @@ from lab.benchmarks.gpu_estimate.kernels import cuda_kernels
 from lab.benchmarks.gpu_estimate.measure import peak_site
 from ladr_core.dimoo.denoise.prompt import ImageLayout
 from ladr_core.dimoo.model.config import DiMOOIds, LLaDAConfig
+from ladr_core.dimoo.pipeline import DiMOOPipeline
 from ladr_core.dimoo.tasks.answer_rules import resolve_answer_rule
 from ladr_core.dimoo.tasks.answering import AnswerShape, decode_answers
 from ladr_core.dimoo.tasks.understanding import UnderstandJob
-from ladr_core.dimoo.understand import PipelineUnderstanding
 from tests.kit.cuda_emu import emulated_cuda
 from tests.kit.cuda_emu.torch_cuda import GIB
 from tests.kit.variants import build_variant
@@ -92,10 +92,10 @@ def _job(images: int) -> UnderstandJob:
 
 def _estimator(model: Any, config: LLaDAConfig) -> Any:
     """The pipeline's understanding estimates on this model (its methods, unchanged)."""
-    pipe = SimpleNamespace(config=config, transformer=model,
+    pipe = SimpleNamespace(config=config, transformer=model, device=model.compute_device(),
                            encode=lambda _text: [0] * QUESTION_TOKENS,
                            _compute_dtype=lambda: torch.bfloat16)
-    pipe.answering_bytes = lambda job, k: PipelineUnderstanding.answering_bytes(pipe, job, k)
+    pipe.answering_bytes = lambda job, k: DiMOOPipeline.answering_bytes(pipe, job, k)
     return pipe
 
 
@@ -123,7 +123,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         weights = emu.memory.allocated
         free = total - emu.memory.reserved
         pipe, job = _estimator(model, config), _job(a.images)
-        flying = a.in_flight or PipelineUnderstanding.answers_in_flight(pipe, job, free)
+        flying = a.in_flight or DiMOOPipeline.answers_in_flight(pipe, job, free)
         grant = pipe.answering_bytes(job, flying)
         emu.memory.reset_peak()
         where: dict[str, Any] = {}

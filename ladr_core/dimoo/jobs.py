@@ -1,33 +1,53 @@
-"""What a run makes, checked once: text to image (TextJob), inpainting / outpainting (PaintJob)
-and editing (EditJob).
+"""What a run makes, checked once: text to image (TextJob), inpainting / outpainting and image
+to image (PaintJob) and editing (EditJob).
 
-``DiMOOPipeline.prepare_text`` / ``prepare_paint`` / ``prepare_edit`` check a request's inputs
-(prompts, sizes, images, masks, guidance) before any weight is touched and return a job;
-``DiMOOPipeline.run(job, ...)`` samples it. Building a job's denoiser needs the
-network and the VQ encoder; a job receives them as a ``Runtime`` (what it uses, not the
-pipeline) and returns a ``Built``: the denoiser, the known tokens (painting) and the plan the
-decode finishes with (painting's paste-back).
+``text_job`` / ``paint_job`` / ``tokens_job`` / ``edit_job`` (``DiMOOPipeline.prepare_text`` /
+``prepare_paint`` / ``prepare_tokens`` / ``prepare_edit``) check a request's inputs (prompts,
+sizes, images, masks, guidance) before any weight is touched and return a job, or one
+InputError naming the input that is wrong; ``DiMOOPipeline.run(job, ...)`` samples it
+(``check_run``). Building a job's denoiser needs the network and the VQ encoder; a job receives
+them as a ``Runtime`` (what it uses, not the pipeline) and returns a ``Built``: the denoiser,
+the known tokens (painting) and the plan the decode finishes with (painting's paste-back).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from ..errors import InputError
+from ..schedules import StepSchedule, check_denoise
+from ..step import Strategy
 from ..validation import KnownTokens
 from .denoise.cache import MLCacheConfig
-from .denoise.denoiser import DiMOODenoiser
+from .denoise.denoiser import DiMOODenoiser, valid_cfg
 from .denoise.prompt import ImageLayout, build_prompt_batch, cond_text, uncond_text
 from .model.config import DiMOOIds
-from .tasks.editing import EditPlan, edit_denoiser, edit_texts
-from .tasks.painting import PaintPlan
+from .tasks.edit_size import EDIT_SIZES, sized_for_edit
+from .tasks.editing import (
+    DEFAULT_EDIT_CFG,
+    DEFAULT_IMAGE_CFG,
+    EditPlan,
+    edit_denoiser,
+    edit_texts,
+    plan_edit,
+)
+from .tasks.painting import PaintOptions, PaintPlan, plan_painting, plan_tokens
+from .tasks.pictures import check_image, token_size
 from .tasks.preview import PreviewBase, edit_base, painting_base
 
-__all__ = ["Built", "EditJob", "Job", "PaintJob", "Runtime", "TextJob", "check_job"]
+__all__ = ["Built", "EditJob", "Job", "PaintJob", "Runtime", "TextJob", "check_job", "check_run",
+           "edit_job", "generate_job", "guidance", "paint_job", "positive_int", "prompt_list",
+           "text_job", "tokens_job"]
+
+Layout = Callable[..., ImageLayout]  # DiMOOPipeline.layout(width, height, prompts, negative, source)
+IMAGE_FIT_FIX = ("crop or resize it, or redraw it with pipe.paint(prompt, image, None, "
+                 "options=PaintOptions(fit='crop' or 'resize'), denoise=...)")
+NO_IMAGE = ("there is no image to redraw", "give an image (generate(image=...)) or its tokens "
+            "(tokens=), or denoise=1.0 for text to image")  # generate's denoise < 1 alone
 
 
 @dataclass(frozen=True)
@@ -204,3 +224,163 @@ def check_job(job: object, cache: object) -> None:
     if cache is not None and not job.takes_cache:
         raise InputError("cache", "is set, but ML-Cache is not available for image editing",
                          "leave cache=None (off)")
+
+
+def check_run(job: object, strategy: object, steps: int | StepSchedule | None,
+              cache: object) -> StepSchedule:
+    """``DiMOOPipeline.run``'s arguments: a Strategy object, a job from ``prepare_*`` and its
+    cache, and the run's schedule (T, or a StepSchedule with the job's denoise)."""
+    if not isinstance(strategy, Strategy):
+        raise ValueError(f"strategy must be a Strategy object (run takes the object; resolve "
+                         f"a name with ladr_core.resolve_strategy); got {strategy!r}")
+    denoise = job.plan.denoise if isinstance(job, PaintJob) else 1.0
+    plan = StepSchedule.of(steps, denoise)
+    if plan.denoise != denoise:
+        raise ValueError(f"steps: the schedule's denoise {plan.denoise:g} is not the job's "
+                         f"{denoise:g}; build the job and the StepSchedule with one denoise")
+    check_job(job, cache)
+    return plan
+
+
+def prompt_list(prompt: str | Sequence[str], name: str = "prompt") -> list[str]:
+    """A request's prompt(s): a string or a non-empty list of strings; InputError naming
+    ``name`` otherwise."""
+    if isinstance(prompt, str):
+        return [prompt]
+    prompts = list(prompt) if isinstance(prompt, Sequence) else []
+    if not prompts or not all(isinstance(p, str) for p in prompts):
+        raise InputError(name, f"is {type(prompt).__name__}", "give a string or a non-empty "
+                         "list of strings")
+    return prompts
+
+
+def positive_int(name: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum} (got {value!r})")
+    return value
+
+
+def guidance(name: str, value: object, default: float) -> float:
+    """A guidance scale (None = ``default``): a finite number >= 0."""
+    value = default if value is None else value
+    if not valid_cfg(value):
+        raise InputError(name, f"must be a finite number >= 0 (got {value!r})",
+                         f"0 disables {'image ' if name == 'image_cfg' else ''}guidance")
+    return float(value)
+
+
+def text_job(layout: Layout, default_size: int, default_cfg: float, prompt: str | Sequence[str],
+             negative_prompt: str | None = None, width: int | None = None,
+             height: int | None = None, cfg: float | None = None, batch_size: int = 1) -> TextJob:
+    """A checked text-to-image request: B = len(prompts) * batch_size images (prompt i's images
+    are items i * batch_size ...). width / height None = ``default_size``; cfg None =
+    ``default_cfg``. ``layout``: the model's token grid for a size (``DiMOOPipeline.layout``)."""
+    prompts = prompt_list(prompt)
+    positive_int("batch_size", batch_size)
+    if negative_prompt is not None and not isinstance(negative_prompt, str):
+        raise InputError("negative_prompt", f"is {type(negative_prompt).__name__}",
+                         "give a string or None")
+    width = default_size if width is None else width
+    height = default_size if height is None else height
+    grid = layout(width, height, prompts, negative_prompt)
+    return TextJob([p for p in prompts for _ in range(batch_size)], negative_prompt, grid,
+                   guidance("cfg", cfg, default_cfg))
+
+
+def generate_job(layout: Layout, vq_factor: int, default_size: int, default_cfg: float,
+                 codebook: int, prompt: str | Sequence[str], negative_prompt: str | None,
+                 width: int | None, height: int | None, cfg: float | None, batch_size: int,
+                 image: Any, denoise: float, tokens: Any) -> TextJob | PaintJob:
+    """``DiMOOPipeline.generate``'s job: text to image (``text_job``), image to image of the
+    whole ``image`` (``paint_job`` without a mask; the image sets the size) or of ``tokens``
+    (``tokens_job``)."""
+    if tokens is not None:
+        if image is not None:
+            raise InputError("tokens", "and image are both given", "give one: the picture "
+                             "(image=) or its tokens (tokens=)")
+        return tokens_job(layout, vq_factor, default_size, default_cfg, codebook, prompt, tokens,
+                          width, height, negative_prompt, cfg, batch_size, denoise)
+    if image is None:
+        check_denoise(denoise, NO_IMAGE)
+        return text_job(layout, default_size, default_cfg, prompt, negative_prompt, width,
+                        height, cfg, batch_size)
+    if width is not None or height is not None:
+        raise InputError("width", "and height are set, but the image sets the size",
+                         "leave width and height None with an image")
+    return paint_job(layout, vq_factor, default_cfg, prompt, image, None, None, negative_prompt,
+                     cfg, batch_size, IMAGE_FIT_FIX, denoise)
+
+def paint_job(layout: Layout, vq_factor: int, default_cfg: float, prompt: str | Sequence[str],
+              image: Any, mask: Any, options: PaintOptions | None = None,
+              negative_prompt: str | None = None, cfg: float | None = None, batch_size: int = 1,
+              fit_fix: str | None = None, denoise: float = 1.0) -> PaintJob:
+    """A checked inpaint / outpaint request (painting.py): ``image`` float [B, H, W, 3] in
+    [0, 1] and ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every
+    image; None = the whole picture, image to image), ``options`` (PaintOptions: threshold,
+    grow, paste-back, feather, fit). The image sets the size. ``fit_fix``: what an off-grid
+    image's message says to do. ``denoise``: the strength inside the mask (ladr_core.strength;
+    1.0 = redraw it all)."""
+    prompts = prompt_list(prompt)
+    positive_int("batch_size", batch_size)
+    extra = {} if fit_fix is None else {"fit_fix": fit_fix}
+    plan = plan_painting(prompts, image, mask, options, batch_size, vq_factor, denoise=denoise,
+                         **extra)
+    grid = layout(plan.width, plan.height, plan.prompts, negative_prompt, source="image")
+    return _painting(plan, grid, negative_prompt, guidance("cfg", cfg, default_cfg), batch_size)
+
+
+def tokens_job(layout: Layout, vq_factor: int, default_size: int, default_cfg: float,
+               codebook: int, prompt: str | Sequence[str], tokens: Any, width: int | None = None,
+               height: int | None = None, negative_prompt: str | None = None,
+               cfg: float | None = None, batch_size: int = 1, denoise: float = 1.0) -> PaintJob:
+    """A checked image-to-image request from image tokens instead of a picture: ``tokens``
+    LongTensor [B or 1, h*w], codes in [0, ``codebook``) (a sampler's ``res.tokens`` or
+    ``encode_image``'s codes), row-major over the grid of ``width`` x ``height`` px (both None:
+    a square grid). The whole grid is redrawn at ``denoise`` from those codes as the picture
+    route redraws its encoding (no paste-back); at 1.0 they only set the size."""
+    prompts = prompt_list(prompt)
+    positive_int("batch_size", batch_size)
+    width, height = token_size(tokens, width, height, default_size, vq_factor)
+    grid = layout(width, height, prompts, negative_prompt)
+    plan = plan_tokens(prompts, tokens, (grid.h, grid.w), codebook, vq_factor, batch_size,
+                       denoise)
+    return _painting(plan, grid, negative_prompt, guidance("cfg", cfg, default_cfg), batch_size)
+
+
+def _painting(plan: PaintPlan, grid: ImageLayout, negative_prompt: str | None, cfg: float,
+              batch_size: int) -> PaintJob:
+    text = TextJob([p for p in plan.prompts for _ in range(batch_size)], negative_prompt, grid,
+                   cfg, plan.note)
+    return PaintJob(text, plan)
+
+
+def edit_job(can_edit: bool, encode: Callable[[str], list[int]], vq_factor: int,
+             context_length: int, instruction: str | Sequence[str], image: Any,
+             edit_type: str = "edit",
+             style: Any = None, size: str = "official", cfg: float | None = None,
+             image_cfg: float | None = None, batch_size: int = 1) -> EditJob:
+    """A checked edit request (editing.py): ``image`` float [B, H, W, 3] in [0, 1] the image to
+    edit (its size sets the output's), ``instruction`` the edit (``multiturn``: one turn a
+    line, each editing the turn before's output), ``edit_type`` one of ``editing.EDIT_TYPES``;
+    ``style``: the style image of ``edit_type="style"`` (it sets the output size, as the
+    official script). ``size``: "official" brings each image to the official editing size
+    closest to its shape (about 512 x 512 px in area, edit_size.py), "as is" keeps it. cfg
+    (text) None = 2.5 and image_cfg None = 4.0, the official image-to-image scales. A model
+    whose config.json says ``ladr_can_edit: false`` (``can_edit``) cannot edit."""
+    if not can_edit:
+        raise InputError("model", "was trained for text to image only (its config.json says "
+                         "ladr_can_edit: false) and cannot edit", "load the Lumina-DiMOO checkpoint")
+    prompts = prompt_list(instruction, "instruction")
+    positive_int("batch_size", batch_size)
+    if size not in EDIT_SIZES:
+        raise InputError("size", f"is {size!r}", f"use one of {', '.join(EDIT_SIZES)}")
+    image, note = sized_for_edit(check_image(image, vq_factor, "image", on_grid=False), "image",
+                                 size)
+    if style is not None:
+        style, more = sized_for_edit(check_image(style, vq_factor, "style", on_grid=False),
+                                     "style", size)
+        note += more
+    plan = plan_edit(encode, vq_factor, context_length, prompts, image, edit_type, batch_size,
+                     style, note.removeprefix("; "))
+    return EditJob(plan, guidance("cfg", cfg, DEFAULT_EDIT_CFG),
+                   guidance("image_cfg", image_cfg, DEFAULT_IMAGE_CFG))

@@ -20,14 +20,15 @@ from ..devices import synchronize
 from ..sampling import sample
 from ..schedules import StepSchedule
 from ..step import Strategy
-from .jobs import Built, EditJob
+from .jobs import Built, EditJob, PaintJob
 from .model.vq import decode_codes
 
 if TYPE_CHECKING:
     from .tasks.selfscore import SelfScore
 
 __all__ = ["CPU_IN_FLIGHT", "GPU_IN_FLIGHT", "SEED_MAX", "GenerationResult", "RunOptions", "check_seed",
-           "generator_seed", "images_in_flight", "item_generator", "run_job"]
+           "generator_seed", "images_in_flight", "item_generator", "run_job", "start_late",
+           "unchanged"]
 
 SEED_MAX = 2**64 - 1  # torch.Generator.manual_seed accepts [0, 2**64)
 GPU_IN_FLIGHT = 8  # at most, on a GPU (what its free memory holds)
@@ -199,3 +200,30 @@ def turn_options(options: RunOptions, turn: int, turns: int) -> RunOptions:
         inner({**record, "turn": turn, "turns": turns})
 
     return replace(options, callback=on_step)
+
+
+def unchanged(job: PaintJob, steps: StepSchedule, vq: Any,
+              encode_image: Callable[[torch.Tensor], torch.Tensor], decode: bool
+              ) -> GenerationResult:
+    """A painting whose mask regenerates nothing (or whose denoise redraws no step of the
+    schedule ``steps``): the images' codes and the images."""
+    plan = job.plan.encoded(encode_image)
+    images = plan.images if plan.source is not None or not decode else \
+        decode_codes(vq, plan.codes, plan.grid)
+    note = plan.note
+    if not job.nothing_to_do:
+        note = "; ".join(n for n in (note, f"denoise {plan.denoise:g} redraws no step of the "
+                                     f"{steps.steps}-step schedule: the picture returned "
+                                     "unchanged") if n)
+    return GenerationResult(plan.codes, images if decode else None, 0, 0, 0.0, 0, 0,
+                            plan.grid, note=note, paint=plan, start_step=steps.start)
+
+
+def start_late(job: PaintJob, steps: StepSchedule, seed: int) -> PaintJob:
+    """Image to image from the schedule's start: the re-masked share of each item's region
+    drawn with a CPU generator of its own (seed + i, apart from the sampling's)."""
+    plan = job.plan
+    check_seed(seed, plan.region.shape[0])
+    cpu = torch.device("cpu")
+    gens = [item_generator(seed + i, cpu) for i in range(plan.region.shape[0])]
+    return PaintJob(job.text, plan.from_step(steps.start, steps.steps, gens))

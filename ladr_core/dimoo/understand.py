@@ -1,9 +1,9 @@
-"""``DiMOOPipeline.understand``: questions about images, answered the official way (a mixin of
-the pipeline; the prompt, sizes and checks: tasks/understanding.py; the decoding loop:
-tasks/answering.py; the answer rules by name: tasks/answer_rules.py).
-
-Uses the pipeline's ``transformer``, ``tokenizer``, ``ids``, ``vq_factor``, ``default_size``,
-``context_length``, ``can_understand``, ``answer_end_id``, ``encode`` and ``encode_image``.
+"""``DiMOOPipeline.understand``: questions about images, answered the official way. A request
+is checked once (``understand_job``: the prompt, sizes and checks of tasks/understanding.py, in
+the context ``understand_context`` allows) and answered (``answer``: the decoding loop of
+tasks/answering.py, the answer rules by name of tasks/answer_rules.py, item i's noise from
+``item_generator(seed + i)``); the end-of-answer token a checkpoint names, and the memory of
+answering (how many answers run at once, what a host keeps free).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from .tasks.understanding import (
     run_understanding,
 )
 
-__all__ = ["PipelineUnderstanding", "UNDERSTAND_CONTEXT", "answer_end_id", "understand_context"]
+__all__ = ["UNDERSTAND_CONTEXT", "answer", "answer_end_id", "answering_bytes", "answers_at_once",
+           "understand_context", "understand_job", "understand_memory"]
 
 UNDERSTAND_CONTEXT = 6144
 """The longest understanding row of the official checkpoint: its default, 1,024 answer tokens
@@ -51,118 +52,80 @@ def answer_end_id(raw_config: dict, vocab_size: int) -> int | None:
     return value if ok else None
 
 
-class PipelineUnderstanding:
-    """Understanding entry points of DiMOOPipeline (module docstring)."""
+def answering_bytes(config: object, transformer: object, job: UnderstandJob, rows: int,
+                    encode: Callable[[str], list[int]], dtype: torch.dtype) -> int:
+    """Device memory beyond the weights of answering ``job`` with ``rows`` answers in one pass
+    (model/memory.py ``answer_memory``: the whole answer as the last window)."""
+    return answer_memory(config, rows, job.row_length(encode), job.shape.length,
+                         noise=job.temperature > 0, entropy=job.rule.needs_entropy,
+                         chunk=SAMPLE_CHUNK, dtype=dtype, head=head_memory(transformer, dtype))
 
-    transformer: Any
-    config: Any
-    tokenizer: Any
-    ids: Any
-    vq_factor: int
-    default_size: int
-    context_length: int
-    can_understand: bool
-    answer_end_id: int | None
-    encode: Callable[[str], list[int]]
-    encode_image: Callable[..., Any]
-    decode_bytes: Callable[[int, int], int]
-    _compute_dtype: Callable[[], torch.dtype]
 
-    def prepare_understand(self, image: Any, question: str | list[str],
-                           max_answer: int | None = None, block_length: int | None = None,
-                           steps: int | None = None, rule: str | AnswerRule = "official",
-                           temperature: float = 0.0, size: str = "official") -> UnderstandJob:
-        """A checked understanding request (tasks/understanding.py), before any weight is
-        touched; InputError naming the input and the fix. ``image`` float [B, H, W, 3] in [0, 1]
-        (a ComfyUI IMAGE); ``question`` a string or a list: one image and many questions, one
-        question and many images, or one question per image. ``max_answer`` (None: the official
-        1024 tokens, or the most whole blocks the context holds), ``block_length`` (None:
-        min(256, max_answer)) and ``steps`` (None: one per 8 tokens, the official 128 for
-        1024) must divide as the official code asserts. ``size`` "official" (the official
-        crop of ``default_size`` px in area) or "as is"."""
-        if not self.can_understand:
-            raise InputError("model", "cannot answer questions about images (its config.json "
-                             "says ladr_can_understand: false: it was trained for text to "
-                             "image only)", "load the Lumina-DiMOO checkpoint, or a checkpoint "
-                             "trained to answer")
-        context = understand_context(self.context_length, self.ids)
-        return plan_understanding(self.encode, self.vq_factor, context, self.default_size,
-                                  image, question, max_answer, block_length, steps, rule,
-                                  temperature, size)
+def answers_at_once(job: UnderstandJob, device: torch.device, free_bytes: int | None,
+                    bytes_of: Callable[[int], int]) -> int:
+    """Answers of ``job`` in one pass when the caller does not say (the answers are the same in
+    float32 on a CPU, nearly always on a GPU, where the number follows free memory:
+    docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
+    (``bytes_of(answers)``) fits 80 % of ``free_bytes`` (the host's count of free memory after
+    loading; None = CUDA's), at most GPU_IN_FLIGHT. Never more than the job's answers."""
+    items = len(job.questions)
+    if device.type != "cuda":
+        return max(1, min(items, CPU_IN_FLIGHT))
+    if free_bytes is None:
+        free_bytes = torch.cuda.mem_get_info(device)[0]
+    return answers_in_flight(min(items, GPU_IN_FLIGHT), int(0.8 * free_bytes), bytes_of)
 
-    def understand(self, image: Any, question: str | list[str], max_answer: int | None = None,
+
+def understand_memory(job: UnderstandJob, answers: int | None, bytes_of: Callable[[int], int],
+                      decode_bytes: Callable[[int, int], int]) -> int:
+    """Device memory beyond the weights of answering ``job`` with ``answers`` in flight (None:
+    all of them; ``bytes_of(answers)``), or encoding one of its images (one image's decode
+    bounds it, ``decode_bytes(width, height)``) beside two float copies of one image (scaled to
+    [-1, 1], moved), the larger: what a host keeps free when loading the weights."""
+    rows = len(job.questions) if answers is None else max(1, min(answers, len(job.questions)))
+    height, width = int(job.images.shape[1]), int(job.images.shape[2])
+    return max(bytes_of(rows), decode_bytes(width, height) + 2 * height * width * 3 * 4)
+
+
+def understand_job(can_understand: bool, encode: Callable[[str], list[int]], vq_factor: int,
+                   context_length: int, ids: DiMOOIds, default_size: int, image: Any,
+                   question: str | list[str], max_answer: int | None = None,
                    block_length: int | None = None, steps: int | None = None,
-                   rule: str | AnswerRule = "official", temperature: float = 0.0, seed: int = 0,
-                   size: str = "official",
-                   callback: Callable[[dict[str, Any]], None] | None = None,
-                   max_batch: int | None = None) -> AnswerResult:
-        """Answer ``question`` about ``image`` (the official understanding path; arguments:
-        ``prepare_understand``). ``rule``: the decoding order by name (``official``,
-        ``threshold``, ``entropy``, each with ``+stop``: tasks/answer_rules.py) or an AnswerRule
-        object. ``temperature`` 0 (official) is greedy; item i's noise comes from
-        ``item_generator(seed + i)``. ``callback(record)`` after every forward pass
-        (answering.ANSWER_RECORD_KEYS); an exception it raises (a host's interrupt) stops the
-        run. ``max_batch``: answers in flight at once (None: ``answers_in_flight``); the rest
-        roll in as answers finish, each the same as alone. Returns an AnswerResult: ``text``,
-        ``tokens``, ``nfe`` per answer, ``seconds``."""
-        job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
-                                      temperature, size)
-        return self.run_understand(job, seed, callback, max_batch)
+                   rule: str | AnswerRule = "official", temperature: float = 0.0,
+                   size: str = "official") -> UnderstandJob:
+    """A checked understanding request (tasks/understanding.py), before any weight is touched;
+    InputError naming the input and the fix. ``image`` float [B, H, W, 3] in [0, 1] (a ComfyUI
+    IMAGE); ``question`` a string or a list: one image and many questions, one question and
+    many images, or one question per image. ``max_answer`` (None: the official 1024 tokens, or
+    the most whole blocks the context holds), ``block_length`` (None: min(256, max_answer))
+    and ``steps`` (None: one per 8 tokens, the official 128 for 1024) must divide as the
+    official code asserts. ``size`` "official" (the official crop of ``default_size`` px in
+    area) or "as is"."""
+    if not can_understand:
+        raise InputError("model", "cannot answer questions about images (its config.json says "
+                         "ladr_can_understand: false: it was trained for text to image only)",
+                         "load the Lumina-DiMOO checkpoint, or a checkpoint trained to answer")
+    return plan_understanding(encode, vq_factor, understand_context(context_length, ids),
+                              default_size, image, question, max_answer, block_length, steps,
+                              rule, temperature, size)
 
-    def run_understand(self, job: UnderstandJob, seed: int = 0,
-                       callback: Callable[[dict[str, Any]], None] | None = None,
-                       max_batch: int | None = None) -> AnswerResult:
-        """Answer a request ``prepare_understand`` checked (``understand``'s ``seed``,
-        ``callback`` and ``max_batch``): a host checks first, asks for
-        ``understand_memory(job, 1)``, then runs it with ``answers_in_flight(job, free)``."""
-        check_seed(seed, len(job.questions))
-        if max_batch is None:
-            max_batch = self.answers_in_flight(job)
-        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
-            raise InputError("max_batch", f"is {max_batch!r}", "give answers in flight >= 1, "
-                             "or None to choose from the device's free memory")
-        device = self.transformer.compute_device()
-        generators = [item_generator(seed + i, device) for i in range(len(job.questions))]
-        return run_understanding(self.transformer, self.encode, self.decode_text,
-                                 self.encode_image, self.ids, job, generators,
-                                 self.answer_end_id, callback, in_flight=max_batch)
 
-    def answers_in_flight(self, job: UnderstandJob, free_bytes: int | None = None) -> int:
-        """Answers of ``job`` in one pass when the caller does not say (the answers are the
-        same in float32 on a CPU, nearly always on a GPU, where the number follows free memory:
-        docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
-        (``answer_memory``) fits 80 % of ``free_bytes`` (the host's count of free memory after
-        loading; None = CUDA's), at most GPU_IN_FLIGHT. Never more than the job's answers."""
-        items = len(job.questions)
-        device = self.transformer.compute_device()
-        if device.type != "cuda":
-            return max(1, min(items, CPU_IN_FLIGHT))
-        if free_bytes is None:
-            free_bytes = torch.cuda.mem_get_info(device)[0]
-        return answers_in_flight(min(items, GPU_IN_FLIGHT), int(0.8 * free_bytes),
-                                 lambda k: self.answering_bytes(job, k))
-
-    def understand_memory(self, job: UnderstandJob, answers: int | None = None) -> int:
-        """Device memory beyond the weights of answering ``job`` with ``answers`` in flight
-        (None: all of them; model/memory.py ``answer_memory``: those items in one pass, the
-        whole answer as the last window), or encoding one of its images (one image's decode
-        bounds it) beside two float copies of one image (scaled to [-1, 1], moved), the larger:
-        what a host keeps free when loading the weights."""
-        rows = len(job.questions) if answers is None else max(1, min(answers, len(job.questions)))
-        height, width = int(job.images.shape[1]), int(job.images.shape[2])
-        image = 2 * height * width * 3 * 4
-        return max(self.answering_bytes(job, rows), self.decode_bytes(width, height) + image)
-
-    def answering_bytes(self, job: UnderstandJob, rows: int) -> int:
-        """Device memory of one pass of the answer loop over ``job`` with ``rows`` answers in
-        flight: model/memory.py ``answer_memory`` at this model's config, dtype and head."""
-        dtype = self._compute_dtype()
-        return answer_memory(self.config, rows, job.row_length(self.encode), job.shape.length,
-                             noise=job.temperature > 0, entropy=job.rule.needs_entropy,
-                             chunk=SAMPLE_CHUNK, dtype=dtype,
-                             head=head_memory(self.transformer, dtype))
-
-    def decode_text(self, tokens: list[int]) -> str:
-        """Token ids -> text, special tokens dropped (official ``batch_decode(...,
-        skip_special_tokens=True)``)."""
-        return self.tokenizer.decode(list(tokens), skip_special_tokens=True)
+def answer(job: UnderstandJob, seed: int, callback: Callable[[dict[str, Any]], None] | None,
+           max_batch: int | None, at_once: Callable[[], int], transformer: Any,
+           encode: Callable[[str], list[int]], decode_text: Callable[[list[int]], str],
+           encode_image: Callable[[torch.Tensor], torch.Tensor], ids: DiMOOIds,
+           end_id: int | None) -> AnswerResult:
+    """Answer a checked request: item i's noise from ``item_generator(seed + i)``,
+    ``max_batch`` answers in flight (None: ``at_once()``), ``callback(record)`` after every
+    forward pass (answering.ANSWER_RECORD_KEYS; an exception it raises, a host's interrupt,
+    stops the run)."""
+    check_seed(seed, len(job.questions))
+    if max_batch is None:
+        max_batch = at_once()
+    if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+        raise InputError("max_batch", f"is {max_batch!r}", "give answers in flight >= 1, "
+                         "or None to choose from the device's free memory")
+    device = transformer.compute_device()
+    generators = [item_generator(seed + i, device) for i in range(len(job.questions))]
+    return run_understanding(transformer, encode, decode_text, encode_image, ids, job,
+                             generators, end_id, callback, in_flight=max_batch)

@@ -138,7 +138,7 @@ with emulated_cuda(raise_on_violation=False) as emu:
 """ + REFUSED
 
 CASES = [
-    PutBack(1, "ladr_core/dimoo/images.py", PREVIEW_FIXED + '''
+    PutBack(1, "ladr_core/dimoo/pipeline.py", PREVIEW_FIXED + '''
         """Cheap preview [B, h*p, w*p, 3] on the tokens' device: table gather, masked tokens
         grey; no decoder call, no host copy of the tokens."""
         return preview_from_table(self.preview_table(tokens.device), tokens, masked, grid)''',

@@ -34,7 +34,7 @@ sys.path[:0] = [ROOT, COMFY]
 from comfy.cli_args import args
 args.cpu = True
 import torch, comfy.ops
-from ladr_core.dimoo import fp8, quant
+from ladr_core.dimoo.weights import fp8, quant
 from tests.kit.magnitudes import K, ROWS, layer_data, reference
 
 w, x = layer_data()

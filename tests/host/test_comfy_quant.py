@@ -41,8 +41,11 @@ from comfy.cli_args import args
 args.cpu = True
 import torch, comfy.ops, comfy.utils, comfy.quant_ops
 import ladr_core
-from ladr_core.dimoo import (Conversion, convert_folder, load_quantized_transformer,
-                             measure_input_ranges, read_config, write_gguf)
+from ladr_core.dimoo.input_ranges import measure_input_ranges
+from ladr_core.dimoo.weights.convert import Conversion, convert_folder
+from ladr_core.dimoo.weights.files import read_config
+from ladr_core.dimoo.weights.gguf_write import write_gguf
+from ladr_core.dimoo.weights.quant_load import load_quantized_transformer
 from nodes import loader
 
 ids = torch.tensor([[3, 7, 14, 20, 2, 2, 33, 40, 41, 9, 5, 1, 100, 200, 17]])

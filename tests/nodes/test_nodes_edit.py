@@ -123,7 +123,7 @@ def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeyp
     """size 'official 512 px area' (the default): any image size is accepted and the library
     brings each image to its official bucket (the tiny context cannot run those, so the check
     is stopped there), as pipe.edit(size="official") does from Python."""
-    from ladr_core.dimoo import pipeline
+    from ladr_core.dimoo import jobs
     from ladr_core.dimoo.tasks.edit_size import pick_bucket
 
     seen: dict = {}
@@ -135,7 +135,7 @@ def test_official_size_brings_each_image_to_its_bucket(tiny: DiMOOModel, monkeyp
         seen.update(image=image, style=style, note=note)
         raise Reached
 
-    monkeypatch.setattr(pipeline, "plan_edit", plan)
+    monkeypatch.setattr(jobs, "plan_edit", plan)
     with pytest.raises(Reached):
         DiMOOEdit.execute(model=tiny, image=_image(1, 300, 401), style_image=_image(1, 64, 64),
                           **{**ARGS, "edit_type": "style", "size": "official 512 px area"})

@@ -26,7 +26,7 @@ from ...errors import InputError
 from ..model.config import DiMOOIds
 
 __all__ = ["SYSTEM_PROMPT", "cond_text", "uncond_text", "ImageLayout", "PromptBatch",
-           "check_image_size", "suggest_size", "build_prompt_batch"]
+           "check_image_size", "prompt_layout", "suggest_size", "build_prompt_batch"]
 
 SYSTEM_PROMPT = "Generate an image according to the text prompt."
 
@@ -160,6 +160,20 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
                          step)
     return layout
 
+
+
+def prompt_layout(encode: Encode, vq_factor: int, context_length: int, width: int, height: int,
+                  prompts: Sequence[str], negative_prompt: str | None = None,
+                  source: str | None = None) -> ImageLayout:
+    """The token grid of a text-to-image request at a pixel size, checked against the context
+    with its longest row (``check_image_size``; sizes suggested on the node's 16 px grid).
+    ``source`` "image": the size of an input image, the error then names ``image``."""
+    cond = max(len(encode(cond_text(p))) for p in prompts)
+    uncond = len(encode(uncond_text(negative_prompt)))
+    field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
+    return check_image_size(width, height, vq_factor, context_length, longest, field,
+                            math.lcm(vq_factor, SIZE_STEP), source=source,
+                            base_length=len(encode(cond_text(""))))
 
 def _too_long(width: int, height: int, need: str, fit: tuple[int, int] | None, field: str,
               source: str | None, step: int, over: int) -> InputError:

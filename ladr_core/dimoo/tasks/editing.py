@@ -171,7 +171,7 @@ def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list
     may serve every item). The output grid is the image's (style transfer: the ``style``
     image's); the longest row must fit the model's context (``context_length`` tokens)."""
     from ..denoise.prompt import check_image_size
-    from .painting import check_image
+    from .pictures import check_image
 
     edit_type = check_edit_type(edit_type)
     if (edit_type == "style") != (style is not None):

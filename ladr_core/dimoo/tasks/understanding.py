@@ -44,7 +44,7 @@ from .answer_rules import AnswerRule, resolve_answer_rule
 from .answering import AnswerShape, decode_answers
 from .edit_size import buckets, official_edit_size
 from .editing import image_part
-from .painting import check_image
+from .pictures import check_image
 
 __all__ = ["UNDERSTAND_SYSTEM", "ANSWER_SIZES", "END_TOKEN_ID", "AnswerResult", "UnderstandJob",
            "understanding_text", "answer_row", "plan_understanding", "run_understanding"]

@@ -10,6 +10,7 @@ weights are refused and ``trust_remote_code`` is never used.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ from ..model.transformer import LLaDAModel
 
 __all__ = ["CheckpointError", "DTYPES", "HUB_HINT", "INDEX_FILE", "LoadedCheckpoint",
            "PICKLE_SUFFIXES", "SINGLE_FILE", "TEMPLATE_TOKENS",
-           "check_vq_config", "get_tensor",
+           "check_vq_config", "config_value", "get_tensor",
            "open_shard", "parse_config", "read_config", "read_json",
            "resolve_device", "resolve_dtype", "shard_files"]
 
@@ -78,6 +79,17 @@ def read_config(folder: Path) -> tuple[LLaDAConfig, DiMOOIds, dict[str, Any]]:
     raw = read_json(path, "the LLaDA model config")
     config, ids = parse_config(raw, str(path))
     return config, ids, raw
+
+
+def config_value(raw: dict[str, Any], key: str, default: Any, ok: Callable[[Any], bool],
+                 what: str) -> Any:
+    """A key of ours in config.json (``default`` when absent); a present but bad value is a
+    CheckpointError naming the key."""
+    value = raw.get(key, default)
+    if not ok(value):
+        raise CheckpointError(f"config.json: {key} must be {what} (got {value!r}); fix or delete "
+                              f"the key (absent = {default})")
+    return value
 
 
 def parse_config(raw: dict[str, Any], source: str) -> tuple[LLaDAConfig, DiMOOIds]:

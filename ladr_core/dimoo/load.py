@@ -1,0 +1,50 @@
+"""``load_dimoo``: an official Lumina-DiMOO folder (or one ``save_dimoo`` wrote) -> a
+``DiMOOPipeline`` (pipeline.py): the checkpoint (weights/checkpoint.py), the blocks streamed
+from the CPU when asked (model/offload.py) and the fitted preview table when the folder has
+one (model/vq.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .model.vq import PREVIEW_TABLE_FILE
+from .pipeline import DiMOOPipeline
+from .weights.checkpoint import load_checkpoint
+from .weights.files import resolve_device, resolve_dtype
+from .weights.vqfiles import vq_folder
+
+__all__ = ["load_dimoo"]
+
+
+def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
+               dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
+               fp8_scale: str = "channel", offload_blocks: bool = False,
+               operations: Any = None) -> DiMOOPipeline:
+    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``.
+
+    ``dtype``: compute dtype. ``weight_dtype``: "default" / None (as stored), "fp8_e4m3fn" or
+    "fp8_e5m2" (block linears stored in fp8 with per-output-channel scales, ``fp8_scale=
+    "tensor"`` for one scale per matrix; see fp8.py). ``offload_blocks``: keep the blocks on the
+    CPU and stream each to ``device`` one block ahead (offload.py). ``operations``: the layer
+    classes (``LLaDAModel``). ``vqvae/preview_table.safetensors``, when present, is the
+    fitted preview table (vq.py).
+    """
+    if not isinstance(offload_blocks, bool):
+        raise ValueError(f"offload_blocks must be True or False (got {offload_blocks!r})")
+    checkpoint = load_checkpoint(path, device=device, dtype=dtype, weight_dtype=weight_dtype,
+                                 fp8_scale=fp8_scale, operations=operations,
+                                 weights_device="cpu" if offload_blocks else None)
+    if offload_blocks:
+        from .model.offload import stream_blocks
+
+        stream_blocks(checkpoint.transformer, resolve_device(device))
+    pipe = DiMOOPipeline(checkpoint)
+    pipe.compute_dtype = resolve_dtype(dtype)  # the load setting, whatever the weights store
+    table = vq_folder(Path(path)) / PREVIEW_TABLE_FILE
+    if table.is_file():
+        pipe.use_preview_table(table)
+    return pipe
