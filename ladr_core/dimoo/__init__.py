@@ -1,6 +1,6 @@
 """Lumina-DiMOO runtime (docs/ARCHITECTURE.md section 2), in layers that import downward only
-(model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; jobs, runs, pipeline,
-save and input_ranges on top).
+(model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; the modules directly in
+ladr_core/dimoo/ on top: load, pipeline, jobs, runs, ...).
 
 The names here are what a user or a node calls, by task:
 

@@ -15,13 +15,11 @@ A child interpreter imports ComfyUI (CPU mode) and runs, in float16:
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.comfy_child import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")
@@ -68,14 +66,7 @@ print("RESULT" + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def result() -> dict:
-    code = f"COMFY = {COMFY!r}\nROOT = {str(ROOT)!r}\n" + CHILD
-    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
-    env = {**os.environ, "LADR_FORCE_HOST_IMPORT": "1", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([py, "-c", code], cwd=str(ROOT), capture_output=True, text=True,
-                         timeout=600, env=env, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    return run_child(CHILD)
 
 
 @pytest.mark.parametrize("path", ["pack_resident", "pack_host_cast", "comfy_format"])

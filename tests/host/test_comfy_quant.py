@@ -20,13 +20,11 @@ into GGUF Q4_K_M. Then:
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from support.comfy_child import run_child
 
 ROOT = Path(__file__).resolve().parents[2]
 COMFY = os.environ.get("COMFYUI_PATH")
@@ -121,14 +119,7 @@ print("RESULT" + json.dumps(out))
 
 @pytest.fixture(scope="module")
 def result() -> dict:
-    code = f"COMFY = {COMFY!r}\nROOT = {str(ROOT)!r}\n" + CHILD
-    py = os.environ.get("COMFYUI_PYTHON", sys.executable)
-    env = {**os.environ, "LADR_FORCE_HOST_IMPORT": "1", "OMP_NUM_THREADS": "1"}
-    run = subprocess.run([py, "-c", code], cwd=str(ROOT), capture_output=True, text=True,
-                         timeout=900, env=env, check=False)
-    assert run.returncode == 0, run.stderr[-3000:]
-    line = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")][-1]
-    return json.loads(line[len("RESULT"):])
+    return run_child(CHILD, timeout=900)
 
 
 @pytest.mark.parametrize(("name", "fmt", "layout"), [
