@@ -22,6 +22,7 @@ from lab.benchmarks.gpu_check import budget, correctness, speed
 from lab.benchmarks.gpu_check import main as gc
 from lab.benchmarks.gpu_check.cases import Case
 from lab.benchmarks.gpu_check.failures import failures
+from tests.kit.cuda_emu import emulated_cuda
 
 PROBE = {"full_ms": {"128": 1.0, "64": 1.0}, "block_ms": {"128": 1.0, "64": 1.0},
          "step_ms": {"cpu": 1.0, "device": 1.0}, "sizes": [128, 64]}
@@ -268,9 +269,8 @@ def test_every_missing_package_is_named_in_one_message_before_any_section(
 def test_a_gpu_run_of_section_a_needs_pytest_for_the_gpu_tests(
         fake: SimpleNamespace, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     _without(monkeypatch, "pytest", "tokenizers")
-    with pytest.raises(SystemExit) as exit_:
+    with emulated_cuda(), pytest.raises(SystemExit) as exit_:  # a CUDA device, emulated
         gc.main(["--device", "cuda", "--json", str(fake.json)])
     err = capsys.readouterr().err
     assert exit_.value.code != 0 and "pytest" in err and "tokenizers" in err, err
