@@ -67,7 +67,7 @@ def grid_error(name: str, value: object, grids: dict[str, int] | None = None) ->
     ``connected_grids``), named with that grid and its nearest valid sizes; with no connected
     model known, one on no known model's grid (not a multiple of their common divisor), named
     with every grid. None when the size is drawn (SIZE_AUTO, or fed by a link: None). The
-    pipeline checks the model's own grid again when the sampler runs (ladr_core.size_error)."""
+    pipeline checks the model's own grid again when the sampler runs (ladr_core.dimoo.denoise.prompt.size_error)."""
     if not isinstance(value, int) or isinstance(value, bool) or value == SIZE_AUTO:
         return None
     for label, g in (grids or {}).items():

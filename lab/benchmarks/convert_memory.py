@@ -33,7 +33,9 @@ from lab.benchmarks.loader_memory import BIG, TINY, ensure_checkpoint, layer_sha
 
 IMPORTS = ("import tempfile, torch, ladr_core, safetensors.torch, tokenizers, gguf\n"
            "from pathlib import Path\n"
-           "from ladr_core.dimoo import Conversion, convert_folder, measure_input_ranges, write_gguf\n"
+           "from ladr_core.dimoo.weights.convert import Conversion, convert_folder\n"
+           "from ladr_core.dimoo.input_ranges import measure_input_ranges\n"
+           "from ladr_core.dimoo.weights.gguf_write import write_gguf\n"
            "out = Path(tempfile.mkdtemp())\n")
 CASES = {
     "gguf_q4_k_m": "write_gguf(FOLDER, out / 'm.gguf', 'Q4_K_M')\n",

@@ -4,7 +4,7 @@ said "grey = still masked" over near-black cells). The colours are those the dra
 sends them (nodes/events.py): a decoded, a still-masked and a rescued token mid-run, and a token
 the rescue decoded on the final frame; the names come from their RGB values, the roles from the
 help page's step-map bullet; and the preview's masked tokens are the grey the help names
-(ladr_core.dimoo.MASK_GREY)."""
+(ladr_core.dimoo.model.vq.MASK_GREY)."""
 
 from __future__ import annotations
 
