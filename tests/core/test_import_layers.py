@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from support.import_graph import cycles
 
 ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "ladr_core"
@@ -60,41 +61,6 @@ def graph() -> dict[str, set[str]]:
     mods = modules()
     known = set(mods)
     return {m: imports(p, known) for m, p in mods.items()}
-
-
-def cycles(g: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in sorted(g[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                out.append(sorted(comp))
-
-    for v in sorted(g):
-        if v not in index:
-            visit(v)
-    return out
 
 
 def test_the_walk_sees_the_imports_it_must():

@@ -9,6 +9,7 @@ import ast
 from pathlib import Path
 
 from support import ROOT
+from support.import_graph import cycles
 
 LAB = ROOT / "lab"
 
@@ -45,48 +46,6 @@ def import_graph(root: Path) -> dict[str, set[str]]:
     return graph
 
 
-def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
-    """The strongly connected components of more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found = []
-    for start in graph:
-        if start in index:
-            continue
-        work = [(start, iter(sorted(graph[start])))]
-        index[start] = low[start] = len(index)
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, edges = work[-1]
-            nxt = next(edges, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = len(index)
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph[nxt]))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = set()
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.add(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(frozenset(component))
-    return found
-
-
 def test_the_walk_finds_a_circle_through_relative_and_late_imports(tmp_path: Path) -> None:
     pkg = tmp_path / "lab" / "bench"
     pkg.mkdir(parents=True)
@@ -98,11 +57,11 @@ def test_the_walk_finds_a_circle_through_relative_and_late_imports(tmp_path: Pat
     (pkg / "d.py").write_text("from lab.bench import c\n")
     graph = import_graph(tmp_path)
     assert graph["lab.bench.d"] == {"lab.bench.c"}  # its own package is not an edge
-    assert circles(graph) == [frozenset({"lab.bench.a", "lab.bench.b", "lab.bench.c"})]
+    assert cycles(graph) == [["lab.bench.a", "lab.bench.b", "lab.bench.c"]]
 
 
 def test_the_lab_has_no_import_circle() -> None:
-    found = circles(import_graph(ROOT))
-    assert len(import_graph(ROOT)) > 100
-    named = [sorted(c) for c in found]
-    assert not named, f"import circles in lab/ (move the shared piece down): {named}"
+    graph = import_graph(ROOT)
+    assert len(graph) > 100
+    found = cycles(graph)
+    assert not found, f"import circles in lab/ (move the shared piece down): {found}"
