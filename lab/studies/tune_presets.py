@@ -101,8 +101,10 @@ def report(runs: Path, n: int) -> dict[str, Any]:
     """Every candidate's score, forwards and gain per model and steps; worth and pick per
     family. Reads the store only (every cell must be complete)."""
     rows: dict[str, dict[str, Any]] = {}
+    prompts: dict[str, str] = {}
     for name, make in TESTBEDS.items():
         bed = make(n, "validation")
+        prompts[name] = bed.prompts
         gidx = group_index(bed.groups)
         got = {(lab, s): cell(None, bed, lab, st, s, runs, False) for lab, st, s in _cells(bed)}
         missing = [f"{lab}@{s}" for (lab, s), v in got.items() if v is None]
@@ -114,10 +116,10 @@ def report(runs: Path, n: int) -> dict[str, Any]:
             if lab == "baseline":
                 continue
             fw, sc = float(v["nfe"].mean()), scores(v["passed"], gidx)["overall"]
+            official = at_forwards(curve, fw)
             rows.setdefault(lab, {})[f"{name}@{s}"] = {
                 "forwards": round(fw, 3), "score": round(sc, 4),
-                "official_at_same_forwards": round(at_forwards(curve, fw), 4),
-                "gain": round(sc - at_forwards(curve, fw), 4)}
+                "official_at_same_forwards": round(official, 4), "gain": round(sc - official, 4)}
     picks = {}
     for family, cands in FAMILIES.items():
         worth = {lab: min(c["gain"] for c in rows[f"{family}: {lab}"].values()) for lab in cands}
@@ -126,7 +128,7 @@ def report(runs: Path, n: int) -> dict[str, Any]:
         best = max(worth.values())
         picks[family] = next(lab for lab in cands if worth[lab] == best)   # first = current
     return {"env": env_info(), "command": "python -m lab.studies.tune_presets report",
-            "prompts": {k: TESTBEDS[k](n, "validation").prompts for k in TESTBEDS},
+            "prompts": prompts,
             "steps": list(STEPS), "baseline_steps": list(BASELINE_STEPS),
             "criterion": __doc__.split("\n\n")[1].replace("\n", " "),
             "policies": {f"{f}: {lab}": repr(p) for f, c in FAMILIES.items()
