@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from lab.benchmarks.common import env_info
-from lab.studies.paired_stats import group_index, scores
+from lab.studies.paired_stats import group_index, paired_bootstrap, scores
 from lab.studies.quality_per_forward import TESTBEDS, Testbed, run_chunk
 from lab.studies.run_store import load_chunk, save_chunk
 from ladr_core import LADR, AdaptiveRescue, LADRPolicy
@@ -97,9 +97,21 @@ def at_forwards(curve: list[tuple[float, float]], forwards: float) -> float:
     return float(np.interp(forwards, xs, ys))
 
 
+def _vs_current(got: dict[tuple[str, int], Any], label: str, steps: int,
+                gidx: np.ndarray) -> dict[str, float] | None:
+    """A candidate's score minus its family's current setting's (the first candidate) on the
+    same prompts and seeds, with the paired 95 % interval; None for the current setting."""
+    family = label.split(": ")[0]
+    current = f"{family}: {next(iter(FAMILIES[family]))}"
+    if label == current:
+        return None
+    d = paired_bootstrap(got[label, steps]["passed"], got[current, steps]["passed"], gidx)
+    return {k: round(v, 4) for k, v in d["overall"].items()}
+
+
 def report(runs: Path, n: int) -> dict[str, Any]:
-    """Every candidate's score, forwards and gain per model and steps; worth and pick per
-    family. Reads the store only (every cell must be complete)."""
+    """Every candidate's score, forwards, gain and difference from its family's current setting
+    per model and steps; worth and pick per family. Reads the store only (every cell must be complete)."""
     rows: dict[str, dict[str, Any]] = {}
     prompts: dict[str, str] = {}
     for name, make in TESTBEDS.items():
@@ -119,7 +131,8 @@ def report(runs: Path, n: int) -> dict[str, Any]:
             official = at_forwards(curve, fw)
             rows.setdefault(lab, {})[f"{name}@{s}"] = {
                 "forwards": round(fw, 3), "score": round(sc, 4),
-                "official_at_same_forwards": round(official, 4), "gain": round(sc - official, 4)}
+                "official_at_same_forwards": round(official, 4), "gain": round(sc - official, 4),
+                "vs_current": _vs_current(got, lab, s, gidx)}
     picks = {}
     for family, cands in FAMILIES.items():
         worth = {lab: min(c["gain"] for c in rows[f"{family}: {lab}"].values()) for lab in cands}

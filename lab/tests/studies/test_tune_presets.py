@@ -42,6 +42,10 @@ def test_the_committed_picks_follow_the_criterion() -> None:
                 assert c["gain"] == pytest.approx(c["score"] - c["official_at_same_forwards"],
                                                   abs=2e-4)
                 assert c["forwards"] <= int(key.split("@")[1])  # the cost contract
+                if label == next(iter(cands)):  # the current setting: nothing to compare
+                    assert c["vs_current"] is None
+                else:
+                    assert c["vs_current"]["lo"] <= c["vs_current"]["diff"] <= c["vs_current"]["hi"]
             worth[label] = min(c["gain"] for c in cells.values())
             assert row["worth"] == pytest.approx(worth[label])
             assert doc["policies"][f"{family}: {label}"] == repr(cands[label])
