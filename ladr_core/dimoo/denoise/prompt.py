@@ -98,13 +98,6 @@ def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError 
     return None
 
 
-def size_problem(name: str, value: object, factor: int = SIZE_STEP) -> str | None:
-    """``size_error`` as text ("width=50 is not a multiple of 16 ...; nearest valid ..."), or
-    None when the size is fine."""
-    err = size_error(name, value, factor)
-    return None if err is None else str(err)
-
-
 def suggest_size(width: int, height: int, step: int, vq_factor: int,
                  budget: int) -> tuple[int, int] | None:
     """Largest (width, height), multiples of ``step`` and at most the asked size, whose grid
@@ -237,10 +230,6 @@ class PromptBatch:
     code_index: torch.Tensor
     layout: ImageLayout
     batch: int
-
-    @property
-    def image_start(self) -> int:
-        return self.input_ids.shape[1] - self.layout.length
 
 
 def build_prompt_batch(encode: Encode, ids: DiMOOIds, prompts: Sequence[str],

@@ -1,26 +1,19 @@
 """VQ encoding and decoding (diffusers ``VQModel``) and the cheap codebook -> RGB preview table.
 
-Decode follows the official ``utils/image_utils.decode_vq_to_image``: codes [B, h, w] are looked
-up in the codebook (``lookup_from_codebook`` / ``quantize.get_codebook_entry``), decoded, and
-clipped to [0, 1] (the DiMOO VQ works in [0, 1]; the official post-processing does not
-normalise). Output layout here is ComfyUI's IMAGE: float [B, H, W, 3].
+Decode follows the official ``utils/image_utils.decode_vq_to_image``: codes [B, h, w] looked up
+in the codebook, decoded and clipped to [0, 1] (the DiMOO VQ works in [0, 1], no
+normalisation), as ComfyUI's IMAGE float [B, H, W, 3].
 
-Preview (the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3]
-is built ONCE by decoding every code as a uniform ``context x context`` token grid and
-area-pooling its centre token's patch to p x p; a per-step preview is then a gather + reshape,
-masked tokens drawn neutral grey (0.5). The VQ decoder never runs per step.
-
-A code's decoded colour depends on its neighbours (the decoder's GroupNorm statistics and
-receptive field span the whole image), so a code decoded on its own can come out in another
-colour: on DiMOO-nano the probe table drew red shapes green. The faithful table is FITTED on
-real decodes (`fit_preview_table`: the per-code mean of the decoded patches, the discrete
-twin of ComfyUI's fitted Latent2RGB factors). A checkpoint may ship one as
-`vqvae/preview_table.safetensors` (key `preview_table`, float [K, p, p, 3]); codes a fit never
-saw keep the probe value. Without one, the probe table is built on first use, or before the
-first step of a run with a callback, outside the sampling's memory (``pipe.preview_bytes()``).
-The table is the VQ's non-persistent buffer ``ladr_preview_table``, so it moves with the VQ (a
-host's load to the GPU, its offload); ``pipe.preview`` gathers on the tokens' device, never
-copying the tokens to the host.
+Preview (the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3] built once,
+then a per-step preview is a gather + reshape on the tokens' device (masked tokens grey 0.5);
+the decoder never runs per step. A code's decoded colour depends on its neighbours (GroupNorm
+statistics and the receptive field span the image: on DiMOO-nano a code decoded alone drew red
+shapes green), so the faithful table is fitted on real decodes (`fit_preview_table`, the
+per-code mean of decoded patches) and may ship as `vqvae/preview_table.safetensors` (key
+`preview_table`). Codes a fit never saw, or a checkpoint without one, use the probe table:
+every code decoded as a uniform ``context x context`` grid, its centre patch area-pooled to p
+x p, built on first use outside the sampling's memory (``pipe.preview_bytes()``). The table is
+the VQ's non-persistent buffer ``ladr_preview_table``, so it moves with the VQ.
 """
 
 from __future__ import annotations

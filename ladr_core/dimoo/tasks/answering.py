@@ -2,35 +2,26 @@
 
 Official behaviour (``generators/text_understanding_generator.generate_text_understanding`` as
 ``inference/inference_mmu.py`` calls it: 1,024 answer tokens, blocks of 256, 128 steps, cfg 0,
-remasking 'low_confidence'): the answer is ``gen_length`` MASK tokens after the prompt and the
-image; the blocks are decoded left to right, each in ``steps // blocks`` steps; per step one
-forward pass of the whole sequence, then per position of the current block
+'low_confidence'): ``gen_length`` MASK tokens follow the prompt and image; blocks are decoded
+left to right in ``steps // blocks`` steps each; per step one forward pass, then per position
+of the current block ``x0 = argmax(logits)`` at temperature 0, else
+``argmax(exp(logits) / (-log u) ** temperature)``, u ~ U[0, 1) in float64 (``add_gumbel_noise``);
+confidence = ``softmax(logits in float64)[x0]`` at masked positions; the answer rule
+(answer_rules.py) commits some of them (official: ``get_num_transfer_tokens``, most confident
+first). After each block the official code stops once an end token (126081) is decoded; its
+slice uses ``input_p_len`` and ``rows``, defined nowhere, so we follow the intent: the answer
+ends with the block that decoded the end token, and the check reads the answer, not the prompt.
 
-* ``x0 = argmax(logits)`` at temperature 0, else ``argmax(exp(logits) / (-log u) ** temperature)``
-  with u ~ U[0, 1) in float64 (official ``add_gumbel_noise``);
-* confidence = ``softmax(logits in float64)[x0]`` at the masked positions;
-* the answer rule (answer_rules.py) commits some masked positions (official: the
-  ``get_num_transfer_tokens`` count, most confident first).
-
-After each block the official code stops when an end token (126081, config.json
-``eos_token_id``) has been decoded and returns ``x[:, :input_p_len + prompt.shape[0] + 3 + rows
-+ (num_block + 1) * block_length]``; ``input_p_len`` and ``rows`` are defined nowhere in the
-official code. We follow the intent: the answer ends with the block in which the end token was
-decoded (the blocks after it are not run), and the check reads the decoded answer, not the
-prompt.
-
-Adaptations, none of which changes a committed token: the items of a list run in packed passes
-(model/packed.py), at most ``in_flight`` of them at once, in order: a finished item leaves the
-pass and the next waiting one joins it (a rolling batch, as images roll in the sampler; each item
-keeps its own block, step and noise: in float32 on a CPU every answer is the one it would be
-alone, on a GPU nearly always, docs/ARCHITECTURE.md section 3); only each item's window, its answer from the
-first token to the end of the current block, is projected onto the vocabulary (the official code
-projects every position, then sets the confidence past the block to -inf; before the answer
-nothing is masked, and a position of an earlier block stays masked only where the model sampled
-MASK itself, which the window keeps in play as the official loop does); the noise is drawn per
-item from its own generator for its window's rows [n, V] (the official code draws [L, V] for the
-whole sequence from the global generator). Host syncs: one per block for the official stop (the official ``.item()``), one per
-step for the rules whose step count depends on the tokens (threshold, entropy, ``+stop``).
+Adaptations that change no committed token: items run in packed passes (model/packed.py), at
+most ``in_flight`` at once, a finished item making room for the next (a rolling batch; each
+keeps its own block, step and noise: alone-equal in float32 on a CPU, on a GPU nearly always,
+docs/ARCHITECTURE.md section 3); only each item's window (its answer up to the end of the
+current block) is projected on the vocabulary (the official code projects every position and
+sets the confidence past the block to -inf; an earlier block's position stays masked only
+where the model sampled MASK, which the window keeps in play as the official loop does); the
+noise is drawn per item from its own generator for its window [n, V] (official: [L, V] from
+the global generator). Host syncs: one per block for the official stop (its ``.item()``), one
+per step for rules whose count depends on the tokens (threshold, entropy, ``+stop``).
 """
 
 from __future__ import annotations

@@ -1,26 +1,20 @@
 """Inpainting and outpainting: image + mask -> known tokens for the sampler, and paste-back.
 
-Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --painting_mode`` and
-``utils/image_utils.encode_img_with_paint``), which this module implements for any mask:
-
-* the whole image is VQ-encoded (``vq.encode_images``: [0, 1] pixels, no normalisation);
-* the pixel mask (1 = regenerate) is averaged over each token's patch
-  (``F.interpolate(mode="area")``) and a token is regenerated when its coverage is strictly
-  above 0.5 (``PaintOptions.threshold``), then optionally dilated on the token grid by a
-  (2k + 1)-square max-pool (``PaintOptions.grow``; the official ``dilate_latent_k``, default 0);
-* the prompt holds the known codes with MASK at the tokens to regenerate, and the official
-  ``generate_image`` runs its schedule over that MASK count: ``ladr_core.sampling``'s ``known``.
-
-The official script builds only a centred rectangle; here any mask works, for a batch of
-images, and the decode can take the original pixels back (``paste_original``; the options:
-web/docs/LADR_PaintCanvas/en.md).
+Official behaviour (Lumina-DiMOO ``inference/inference_t2i.py --painting_mode``,
+``utils/image_utils.encode_img_with_paint``), here for any mask and a batch of images: the whole
+image is VQ-encoded ([0, 1] pixels); the pixel mask (1 = regenerate) is averaged over each
+token's patch (``F.interpolate(mode="area")``), a token is regenerated when its coverage is
+strictly above ``PaintOptions.threshold`` (0.5), then optionally dilated by ``grow`` tokens
+(the official ``dilate_latent_k``, default 0); the prompt holds the known codes with MASK on
+the region, and the schedule runs over that MASK count (``ladr_core.sampling``'s ``known``).
+The official script builds only a centred rectangle. The decode can take the original pixels
+back (``paste_original``; options: web/docs/LADR_PaintCanvas/en.md).
 
 Image to image (``denoise`` < 1, ladr_core.strength): without a mask the whole picture is the
-region (paste-back off: every token may change); inside the region the share the official
-schedule still has masked at the start step is re-masked at random (``PaintPlan.from_step``)
-and the rest of the region starts as the picture's own codes. From tokens (``plan_tokens``: a
-sampler's own codes, no picture) the same plan starts from those codes: no VQ encoding, no
-paste-back, so equal codes give equal runs.
+region, paste-back off; the share of the region the official schedule still has masked at
+the start step is re-masked at random (``PaintPlan.from_step``), the rest starts as the
+picture's own codes. ``plan_tokens`` starts from a sampler's own codes instead (no VQ
+encoding, no paste-back, so equal codes give equal runs).
 """
 
 from __future__ import annotations

@@ -2,27 +2,21 @@
 and its run (``DiMOOPipeline.understand``; the decoding loop: answering.py).
 
 Official behaviour (``utils/prompt_utils.generate_multimodal_understanding_prompt``,
-``inference/inference_mmu.py``):
-
-* text ``<system>{UNDERSTAND_SYSTEM}</system><user>{question}</user>``, tokenized;
-* the image is center-cropped to the crop size of about 1024 x 1024 px in area (multiples of
-  32 px, aspect ratio at most 4) closest to its shape (``generate_crop_size_list((1024 // 32)
-  ** 2, 32)`` + ``var_center_crop``), VQ-encoded and laid out as ``[BOI] + h rows of (w codes +
-  NEWLINE) + [EOI]`` (``encode_img_with_breaks``), inserted before the LAST token of the
-  tokenized text (as in editing);
-* then ``[BOA] + gen_length MASK + [EOA]``; the answer starts at the first MASK.
-
-``inference_mmu.py`` passes the already laid-out image through ``add_break_line`` a second
-time, which keeps only its first h*w tokens and puts a NEWLINE after every w of them (the end of
-the image and EOI are cut off). The official training item processor and the official
-VLMEvalKit wrapper (``VLMEvalKit/vlmeval/vlm/lumina_dimmo/model.py``, whose benchmark figures the
-report quotes) lay the image out once; we follow them.
+``inference/inference_mmu.py``): the text ``<system>{UNDERSTAND_SYSTEM}</system><user>
+{question}</user>``, tokenized; the image center-cropped to the crop size of about 1024 x 1024
+px in area (multiples of 32 px, aspect ratio at most 4) closest to its shape
+(``generate_crop_size_list``, ``var_center_crop``), VQ-encoded and laid out as ``[BOI] + h rows
+of (w codes + NEWLINE) + [EOI]``, inserted before the text's LAST token (as in editing); then
+``[BOA] + gen_length MASK + [EOA]``, the answer starting at the first MASK.
+``inference_mmu.py`` passes the laid-out image through ``add_break_line`` a second time (keeping
+its first h*w tokens with a NEWLINE after every w, cutting the image's end and EOI); the
+official training item processor and VLMEvalKit wrapper (whose benchmark figures the report
+quotes) lay it out once, and so do we.
 
 Sizes: ``size="official"`` crops every image to the crop size of ``default_size`` px in area
-(1024 on the official checkpoint, multiples of twice the VQ factor, as 32 = 2 x 16) closest to
-its shape; ``"as is"`` keeps an image on the token grid. The longest row (question, image,
-answer) must fit the model's context; an image too large is refused with the largest size
-that fits.
+(1024 on the official checkpoint; multiples of twice the VQ factor) closest to its shape;
+``"as is"`` keeps an image on the token grid. The longest row must fit the model's context; an
+image too large is refused with the largest size that fits.
 """
 
 from __future__ import annotations

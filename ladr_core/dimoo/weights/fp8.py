@@ -1,36 +1,30 @@
 """fp8 weight storage for the transformer blocks: scaled float8 linears computed in bf16/fp16/fp32.
 
-A block linear ``W [out, in]`` (``q_proj k_proj v_proj attn_out ff_proj up_proj ff_out`` of every
-block, bias-less, as in Lumina-DiMOO) is stored as ``weight`` = ``W / scale[:, None]`` rounded to
-float8 and a float32 buffer ``weight_scale [out]`` (the state-dict key next to ``weight``):
+A block linear ``W [out, in]`` (the seven bias-less linears of every block, as in
+Lumina-DiMOO) is stored as ``weight`` = ``W / scale[:, None]`` rounded to float8 and a float32
+buffer ``weight_scale [out]``: `scale="channel"` (default) `scale[o] = max|W[o, :]| / fp8_max`,
+`scale="tensor"` one `max|W| / fp8_max` repeated over the rows.
 
-* `scale="channel"` (default): `scale[o] = max|W[o, :]| / fp8_max` (per output channel);
-* `scale="tensor"`: one `max|W| / fp8_max` repeated over the rows (per tensor, same layout).
-
-At use the weight is cast to the input's dtype (the host's `Linear` does it: ComfyUI's
-`manual_cast`, or `CastLinear` here). In bf16 and fp32 the output is multiplied by
-`weight_scale`: `x @ (W8 * s[:, None]).T == (x @ W8.T) * s`. The product `y * s` is computed in
-float32 (the float32 scale is never rounded to the compute dtype) and rounded once to `y`'s
-dtype, in place: relative error <= u against `y * s` (u = 2**-8 in bf16) where rounding the
-scale first gave up to 2u + u**2. In fp16 the scale is folded into the cast weight first
-(`W8 * s` in float32, rounded once to fp16, in place on the cast copy): `W8 = W / s` is 10**3 to
-10**4 times `W` at a real checkpoint's scales (about 2e-4), so `x @ W8.T` passes fp16's 65504 on
-real activations (tests/kit/magnitudes.py) where the layer's output does not. A weight a host
-left on another device goes through the host's cast with the fold as the first of its
-`weight_function`s (ComfyUI's `cast_bias_weight`: its streams, and LoRA patches see the real
-weight). A host that leaves the layer on another device (ComfyUI lowvram)
-gets a copy of the scale on the compute device, made once and kept until the buffer changes,
-instead of a blocking copy from pageable memory in every call. The embedding, the norms and the output head stay
-in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
+At use the weight is cast to the input's dtype (the host's `Linear`: ComfyUI's `manual_cast`,
+or `CastLinear` here). In bf16 and fp32 the output is multiplied by `weight_scale`
+(`x @ (W8 * s[:, None]).T == (x @ W8.T) * s`) in float32, rounded once to `y`'s dtype in
+place: relative error <= u (2**-8 in bf16), where rounding the scale first gave up to 2u + u**2.
+In fp16 the scale is folded into the cast weight first (in float32, rounded once): `W8 = W / s`
+is 10**3 to 10**4 times `W` at real scales, so `x @ W8.T` passes fp16's 65504 on real
+activations (tests/kit/magnitudes.py) where the layer's output does not. A weight the host left
+on another device goes through the host's cast with the fold as its first `weight_function`
+(ComfyUI's `cast_bias_weight`: its streams, and LoRA patches see the real weight), and the scale
+is copied to the compute device once and kept until the buffer changes (no blocking copy per
+call). The embedding, norms, output head and any linear with a bias stay in the compute dtype.
 Measured quality on the nano model: docs/reports/FP8.md.
 
-Loading (``load_dimoo(..., weight_dtype="fp8_e4m3fn" | "fp8_e5m2", fp8_scale="channel" |
-"tensor")``) converts per tensor while reading; a folder saved in fp8 (``save_dimoo``; its
-config.json gains ``ladr_weight_dtype``) loads as stored. Errors, raised before anything is
-assigned: an unknown weight dtype or scale kind is a ValueError listing the choices; fp8 the
-torch or device cannot hold a RuntimeError naming the dtype, the torch version and the device;
-a missing, mis-shaped, non-positive or orphan scale a CheckpointError naming the shard; a
-folder in one fp8 format asked for the other a ValueError.
+Loading (``load_dimoo(..., weight_dtype="fp8_e4m3fn" | "fp8_e5m2", fp8_scale=...)``) converts
+per tensor while reading; a folder saved in fp8 (``save_dimoo``; config.json gains
+``ladr_weight_dtype``) loads as stored. Errors, before anything is assigned: an unknown weight
+dtype or scale kind (ValueError listing the choices); fp8 the torch or device cannot hold
+(RuntimeError naming dtype, torch version and device); a missing, mis-shaped, non-positive or
+orphan scale (CheckpointError naming the shard); a folder in one fp8 format asked for the
+other (ValueError).
 """
 
 from __future__ import annotations
