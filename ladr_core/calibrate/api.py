@@ -120,15 +120,11 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
               prompt_source: str = "given",
               candidates: list[Candidate] | None = None,
               margin: float | None = None) -> dict[str, Any]:
-    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module
-    docstring).
-
-    prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
-    every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state
-    stays for a resume). ``restart`` ignores a stored partial state. ``candidates``: the
-    settings to run (default ``default_candidates(steps)``; the first is the reference).
-    ``margin``: the non-inferiority margin (None: ``margin.DEFAULT_MARGIN``); prompts too few
-    for it are run anyway and reported in ``warnings``. Returns the report.
+    """Calibrate ``pipe`` (loaded from ``folder``), write the files and return the report
+    (package docstring). ``progress`` and ``check`` are called at every sampler step (an
+    interrupt propagates; the partial state stays for a resume; ``restart`` ignores it).
+    ``candidates``: default ``default_candidates(steps)``, the first the reference. Too few
+    prompts for ``margin`` are run anyway and reported in ``warnings``.
     """
     margin = DEFAULT_MARGIN if margin is None else check_margin(margin)
     fp = fingerprint(folder)

@@ -93,9 +93,8 @@ class DiMOOPipeline:
 
     def compile(self, backend: str = "inductor", mode: str = "default",
                 dynamic: bool = True) -> DiMOOPipeline:
-        """Opt-in ``torch.compile`` of the transformer passes (model/compile.py): a view of this
-        pipeline (same weights, tokenizer, VQ) whose denoisers run the compiled passes, kept per
-        (backend, mode, dynamic) as long as this pipeline lives; this pipeline stays eager."""
+        """A view of this pipeline (same weights) whose denoisers run compiled passes
+        (model/compile.py), kept per (backend, mode, dynamic); this pipeline stays eager."""
         from .model.compile import CompiledPasses
 
         key = (backend, mode, dynamic)
@@ -292,13 +291,10 @@ class DiMOOPipeline:
                  callback: Callback | None = None, batch_size: int = 1, decode: bool = True,
                  max_batch: int | None = None, self_score: SelfScoreConfig | None = None,
                  image: Any = None, denoise: float = 1.0, tokens: Any = None) -> GenerationResult:
-        """Text to image: ``prepare_text`` then ``run`` (jobs.text_job and ``run`` say every
-        argument). ``self_score``: also score the final tokens (``self_score()``, same seed;
-        ``self_score.passes`` extra passes per image). ``image`` (float [B, H, W, 3] in [0, 1])
-        with ``denoise`` d < 1: image to image, the whole picture redrawn at strength d (it sets
-        the size; at d = 1.0 only the size; d must be in (0, 1]); ``tokens`` instead:
-        the same from image tokens (a run's ``res.tokens``: variations of a picture the model
-        drew). ``steps`` and ``denoise`` become one StepSchedule, checked first."""
+        """Text to image: ``prepare_text`` then ``run`` (jobs.generate_job and ``run`` say every
+        argument). ``self_score``: also score the final tokens (``self_score()``, same seed).
+        ``image`` or ``tokens`` (a run's ``res.tokens``) with ``denoise`` d < 1: image to image
+        at strength d. ``steps`` and ``denoise`` become one StepSchedule, checked first."""
         plan = StepSchedule.of(steps, denoise)
         job = jobs.generate_job(self.layout, self.vq_factor, self.default_size, self.default_cfg,
                                 self.ids.codebook_size, prompt, negative_prompt, width, height,
@@ -319,11 +315,9 @@ class DiMOOPipeline:
               cache: MLCacheConfig | None = None, callback: Callback | None = None,
               batch_size: int = 1, decode: bool = True, max_batch: int | None = None,
               denoise: float = 1.0) -> GenerationResult:
-        """Inpaint / outpaint: ``prepare_paint`` then ``run``. Known tokens never change; a
-        mask with nothing to regenerate returns the input unchanged (``res.note`` says why);
-        ``res.paint`` is the plan a later decode pastes the original pixels back with.
-        ``denoise`` < 1: the masked part redrawn at that strength from the picture's codes
-        (mask None: the whole picture, as ``generate(image=...)``)."""
+        """Inpaint / outpaint: ``prepare_paint`` then ``run`` (jobs.paint_job). A mask with
+        nothing to regenerate returns the input unchanged (``res.note`` says why);
+        ``res.paint`` is the plan a later decode pastes the original pixels back with."""
         plan = StepSchedule.of(steps, denoise)
         job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size,
                                  denoise=plan.denoise)

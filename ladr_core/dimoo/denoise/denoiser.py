@@ -285,13 +285,10 @@ class DiMOODenoiser:
             return self._guide(logits, len(chosen))
 
     def _guide(self, logits: torch.Tensor, a: int) -> torch.Tensor:
-        """The rows' logits [R * A, N, K] (a tensor of this call's own, model dtype or
-        float32) -> guided float32 logits [A, N, K]: the official ``(1 + s) * cond - s *
-        uncond`` (editing: ``cond + s * (cond - text) + s_img * (cond - image)``) in float32.
-        Each branch is made float32 on its own and combined in place, so the call holds the
-        rows' logits and one float32 copy of each branch, never a float32 copy of all rows
-        beside three new [A, N, K] results; the same operations in the same order, so the
-        same values bit for bit."""
+        """Rows' logits [R * A, N, K] -> guided float32 logits [A, N, K]: the official
+        ``(1 + s) * cond - s * uncond`` (editing: ``cond + s * (cond - text) + s_img * (cond -
+        image)``). Each branch is upcast on its own and combined in place (no float32 copy of
+        all rows), the official operations in order, so the same values bit for bit."""
         if self.table.branches == 1:
             return logits.float()
         cond = logits[:a].float()

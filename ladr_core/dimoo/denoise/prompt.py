@@ -82,12 +82,8 @@ def nearest_multiples(value: int, factor: int) -> str:
 
 
 def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError | None:
-    """Why ``value`` is not a valid pixel size for ``name`` (width / height), or None.
-
-    Valid: a positive int that is a multiple of ``factor`` (the VQ factor, or the 16 px grid).
-    The fix names the nearest valid sizes. The one size rule of the pack: the pipeline, the
-    sampler node's validation and the image inputs all use it.
-    """
+    """The pack's one size rule: why ``value`` is not a positive multiple of ``factor`` for
+    ``name`` (width / height), naming the nearest valid sizes, or None."""
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         return InputError(name, f"must be a positive int (got {value!r})",
                           f"give {name} in pixels, a multiple of {factor}")
@@ -120,17 +116,11 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
                      prompt_length: int, field: str = "prompt",
                      step: int | None = None, source: str | None = None,
                      prompt_label: str | None = None, base_length: int = 0) -> ImageLayout:
-    """Validate a pixel size; InputError naming the input and the nearest valid sizes.
-
-    ``prompt_length``: tokens of the longest row apart from the image to generate, ``field``
-    the input it comes from ("prompt", "negative_prompt"), ``prompt_label`` how the message
-    calls it (default ``field``; an edit's rows also hold its input images); suggested sizes
-    are multiples of ``step`` (default the VQ factor; the pipeline passes the node's 16 px
-    grid). ``source``: the input the size comes from when it is not width / height (an image:
-    a size too large is then the image's). ``base_length``: the tokens of that row with an
-    empty prompt; when the image with those alone fits the context, a size too large for the
-    context is the prompt's fault, and the message names it, else width or height (the one
-    whose smaller value alone makes it fit) or both, with a size that fits.
+    """Validate a pixel size; InputError naming the input and the nearest valid sizes
+    (multiples of ``step``). ``prompt_length``: tokens of the longest row besides the image,
+    from input ``field`` (named ``prompt_label``); ``source``: the input the size comes from
+    when not width / height. A size too large for the context is the prompt's fault when the
+    image fits beside that row's ``base_length`` (empty-prompt) tokens, else ``_too_large``'s.
     """
     step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
@@ -217,13 +207,9 @@ def _too_large(width: int, height: int, vq_factor: int, room: int, need: str,
 
 @dataclass(frozen=True)
 class PromptBatch:
-    """Cond (+ uncond) sequences of one generation, left-padded to a common length.
-
-    input_ids       LongTensor [R, L]   R = B (cfg == 0) or 2B (cond rows, then uncond rows)
-    attention_mask  LongTensor [R, L]   1 = real token
-    code_index      LongTensor [N]      column of each image code slot (same for every row)
-    layout          the image grid
-    """
+    """Cond (+ uncond) rows of one generation, left-padded: input_ids / attention_mask
+    [R, L] (R = B, or 2B with cfg: cond rows, then uncond), code_index [N] the image code
+    slots' column."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor

@@ -143,12 +143,9 @@ class LLaDAConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config.json") -> LLaDAConfig:
-        """Parse an official config.json dict (unknown keys kept in ``extra``).
-
-        Checks model_type == "llada" (or an `architectures` entry of SUPPORTED_ARCHITECTURES).
-        Missing keys take the official ModelConfig defaults (block_type "sequential",
-        activation "swiglu", rope False, ...), so an incomplete config is rejected by validate().
-        """
+        """Parse an official config.json dict (model_type "llada" or a supported architecture;
+        unknown keys kept in ``extra``). Missing keys take the official ModelConfig defaults
+        (block_type "sequential", ...), so validate() rejects an incomplete config."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
         model_type = data.get("model_type")
@@ -265,12 +262,8 @@ class DiMOOIds:
     @classmethod
     def from_config_dict(cls, data: dict[str, Any], source: str = "config.json",
                          width: int | None = None) -> DiMOOIds:
-        """Read each id key of config.json, falling back to the DiMOO default. Without an
-        ``image_token_offset`` key and given the logits ``width``: the official offset 126356
-        (hard-coded by the official image utilities) when its codebook fits the head (126356 +
-        8192 <= width; the real head is padded past 134548), else, for a checkpoint with its own
-        special ids, ``width - codebook_size`` (its codes in the last rows). A head too narrow
-        for the official offset under the official special ids is refused (``_offset_problem``)."""
+        """Each id key of config.json, else the DiMOO default; the offset rule (module
+        docstring) needs the logits ``width`` (refusal: ``_offset_problem``)."""
         kwargs = {}
         for name, key in cls.CONFIG_KEYS.items():
             value = data.get(key, getattr(DIMOO_DEFAULT_IDS, name))
@@ -290,14 +283,8 @@ class DiMOOIds:
         return cls(**kwargs)
 
     def validate_against(self, vocab_size: int, source: str = "config.json") -> None:
-        """The codebook range [offset, offset + K) must lie inside the logits.
-
-        ``vocab_size`` is the logits width (``embedding_size or vocab_size``). The official
-        image utilities subtract ``image_token_offset`` (126356) from a code's id and the real
-        head is padded past 126356 + 8192 = 134548 (rows above the codebook are never read): a
-        head narrower than offset + K contradicts the offset and is refused, naming the key.
-        Every special id must lie in the vocabulary, outside the codebook range.
-        """
+        """The codebook [offset, offset + K) must lie inside the logits width ``vocab_size``
+        (module docstring), every special id in the vocabulary outside the codebook."""
         top = self.image_offset + self.codebook_size
         if top > vocab_size:
             raise ConfigError(_offset_problem(source, vocab_size, self.codebook_size,
@@ -347,13 +334,8 @@ def has_official_ids(ids: DiMOOIds) -> bool:
 
 
 def context_length(config: LLaDAConfig, ids: DiMOOIds) -> int:
-    """Longest input sequence (tokens) accepted by the image-size check.
-
-    ``config.max_sequence_length`` itself, except for a RoPE model with the official DiMOO
-    special ids (the real checkpoint), where positions past it are computed like the official
-    code does and the floor is DIMOO_ROPE_CONTEXT. Other checkpoints (the nano model) are held
-    to their own ``max_sequence_length``.
-    """
+    """Longest input (tokens) the image-size check accepts: ``max_sequence_length``, at least
+    DIMOO_ROPE_CONTEXT for a RoPE model with DiMOO's special ids (module docstring)."""
     if config.rope and not config.alibi and has_official_ids(ids):
         return max(config.max_sequence_length, DIMOO_ROPE_CONTEXT)
     return config.max_sequence_length

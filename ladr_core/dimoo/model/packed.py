@@ -126,12 +126,10 @@ def partial_pass(model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
                  counts: list[int], kv: list[LayerKV]) -> torch.Tensor:
     """ML-Cache pass: recompute counts[r] positions of each row r, attending over its cache.
 
-    ids / positions: LongTensor [sum(counts)] the recomputed tokens' ids and their positions
-    inside their rows (rows in order); kv[r]: row r's per-layer (k, v) [L_r, Hkv, hd]. Per
-    layer the fresh K/V overwrite the row's cache at those positions, in place (official
-    ``LLaDALlamaBlock`` cache update), and each row's queries attend over its full cached K/V
-    (one SDPA per row: rows keep separate caches, so items can come and go). Returns the hidden
-    states [sum(counts), D] of the recomputed tokens, rows in order.
+    ids / positions [sum(counts)], rows in order; kv[r]: row r's per-layer (k, v)
+    [L_r, Hkv, hd], overwritten in place at those positions (official ``LLaDALlamaBlock``
+    cache update); one SDPA per row over its cache, so items can come and go. -> hidden
+    states [sum(counts), D].
     """
     cos, sin = rope_tables(positions[None], model.config.head_dim, model.config.rope_theta)
     cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]

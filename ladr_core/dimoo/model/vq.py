@@ -53,14 +53,11 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
                  check_range: bool = True, chunk: int = 1) -> torch.Tensor:
     """Codes in [0, K) -> images float [B, h*f, w*f, 3] in [0, 1] (f = VQ factor).
 
-    check_range: refuse codes outside [0, K) (one host sync); False for codes the sampler made,
-    which are in range by construction (indices into the K logits). The decoder takes
-    ``chunk`` images at a time (default one), so its float32 activations are one image's
-    whatever B, and image i equals its own decode whatever the batch (as ``encode_images``;
-    on a GPU with chunk > 1 the convolution kernels may differ in the last bits).
-    A larger chunk suits many small grids (``build_preview_table``). The images of a batch
-    stay on the device, written into one output as they finish (``decode_bytes(..., images)``
-    counts them)."""
+    check_range: refuse codes outside [0, K) (one host sync; the sampler's codes are in range
+    by construction). ``chunk`` images per decoder call (default one: the activations are one
+    image's whatever B, and image i equals its own decode; a larger chunk suits many small
+    grids, ``build_preview_table``). The batch's images stay on the device in one output
+    (``decode_bytes(..., images)`` counts them)."""
     codes = _grid(codes, grid)
     k = vq.config.num_vq_embeddings
     lo, hi = torch.stack(torch.aminmax(codes)).tolist() if check_range and codes.numel() else (0, 0)
@@ -97,13 +94,11 @@ def _decode_chunk(vq: Any, codes: torch.Tensor) -> torch.Tensor:
 def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor:
     """Images float [B, H, W, 3] in [0, 1] (ComfyUI IMAGE) -> codes LongTensor [B, h*w] (CPU).
 
-    The official encoding (``utils/image_utils.encode_img_with_paint`` /
-    ``encode_img_with_breaks``): diffusers ``VaeImageProcessor(do_normalize=False)`` keeps the
-    pixels in [0, 1] as [1, 3, H, W] float32 (a PIL image becomes uint8 / 255, which is what
-    ComfyUI's Load Image gives), then ``vq.encode(x).latents`` and the quantizer's nearest code
-    (``vq.quantize(latents)[2][2]``), row-major. H and W must be multiples of ``vq_factor``
-    (checked by the caller: the official processor would silently resize). Items are encoded
-    one by one, so item i equals a single-image encode exactly.
+    The official encoding (``utils/image_utils.encode_img_with_paint``): pixels kept in [0, 1]
+    (``VaeImageProcessor(do_normalize=False)``; a PIL image is uint8 / 255, as ComfyUI's Load
+    Image gives), ``vq.encode(x).latents``, the quantizer's nearest code, row-major. H and W
+    are multiples of ``vq_factor`` (the caller checks; the official processor would resize
+    silently). Items are encoded one by one, so item i equals a single-image encode.
     """
     if images.dim() != 4 or images.shape[-1] != 3:
         raise ValueError(f"images must be [B, H, W, 3]; got {tuple(images.shape)}")
@@ -127,11 +122,10 @@ def build_preview_table(vq: Any, vq_factor: int, size: int = 4,
                         ) -> torch.Tensor:
     """Decode each code once -> RGB table float [K, p, p, 3] (p = min(size, vq_factor)).
 
-    Each code is decoded as a uniform ``context x context`` grid (context odd, >= 1) and the
-    centre token's f x f patch is area-pooled to p x p. Cost: K / chunk decoder calls, once.
-    context 3 is the default: a lone 1x1 grid is decoded mostly from the convolutions' zero
-    padding, and on DiMOO-nano its colours were visibly off (mean squared error against the
-    decoded image 0.060 vs 0.023 with context 3; random-context averaging gave 0.023 too).
+    Each code is decoded as a uniform ``context x context`` grid (odd) and the centre
+    token's patch area-pooled to p x p: K / chunk decoder calls, once. A lone 1x1 grid decodes
+    mostly from the convolutions' zero padding (visibly off colours on DiMOO-nano), hence the
+    default context 3.
     """
     if context < 1 or context % 2 == 0:
         raise ValueError(f"context must be an odd int >= 1 (got {context})")
@@ -181,12 +175,9 @@ def _pooled_patches(images: torch.Tensor, grid: tuple[int, int], p: int) -> torc
 
 def fit_preview_table(tokens: torch.Tensor, images: torch.Tensor, grid: tuple[int, int],
                       base: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fit the table on real decodes: per code, the mean of its decoded patches.
-
-    tokens [B, h*w] codes, images [B, h*f, w*f, 3] their VQ decodes, base [K, p, p, 3] the
-    table to keep for codes that never occur. Returns (table [K, p, p, 3], counts [K]).
-    One scatter-add: any codebook size (8192 for Lumina-DiMOO) fits the same way.
-    """
+    """Per code, the mean of its decoded patches (one scatter-add): codes [B, h*w] and their
+    decodes [B, h*f, w*f, 3] -> (table [K, p, p, 3], counts [K]); codes never seen keep
+    ``base``."""
     k, p = base.shape[0], base.shape[1]
     codes = _grid(tokens, grid).flatten().to(base.device)
     if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= k):
@@ -208,10 +199,8 @@ def save_preview_table(path: Any, table: torch.Tensor, metadata: dict[str, str] 
 
 
 def load_preview_table(path: Any, codebook_size: int, size: int) -> torch.Tensor:
-    """Read a shipped table; ValueError naming the file when it does not fit this codebook.
-
-    A table of another patch size is area-pooled to ``size`` x ``size``.
-    """
+    """Read a shipped table (area-pooled to ``size``); ValueError naming the file when it does
+    not fit this codebook."""
     from safetensors import safe_open
 
     try:

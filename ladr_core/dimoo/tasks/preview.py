@@ -47,13 +47,10 @@ def _cells(bits: torch.Tensor, grid: tuple[int, int], p: int) -> torch.Tensor:
 
 @dataclass
 class PreviewBase:
-    """Pictures under the preview of a run's images.
-
-    pixels: float [P, h*f, w*f, 3], one per distinct picture (pooled to the preview's p x p
-    per token once, at the first step, on the preview's device); known: bool [Q, h*w] tokens
-    drawn with ``pixels`` (None: none); faded: masked tokens show ``pixels`` faded to grey
-    (editing) instead of flat grey; per_item: images per picture (a sampler's batch_size:
-    image i shows picture i // per_item, or the only one)."""
+    """Pictures under the preview of a run's images: pixels [P, h*f, w*f, 3] (pooled once, on
+    the preview's device), ``known`` [Q, h*w] the tokens drawn with them, ``faded``: masked
+    tokens show them faded (editing) instead of flat grey; image i shows picture i // per_item.
+    """
 
     pixels: torch.Tensor
     grid: tuple[int, int]

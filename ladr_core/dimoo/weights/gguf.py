@@ -41,6 +41,7 @@ from .files import (
     check_vq_config,
     parse_config,
 )
+from .formats import parameter_shapes
 from .tokenizer import check_tokenizer
 
 __all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
@@ -298,9 +299,7 @@ def _check_scales(f: GGUFFile, name: str, raw: torch.Tensor) -> torch.Tensor:
 
 def _transformer_state(f: GGUFFile, config: LLaDAConfig, device: torch.device
                        ) -> dict[str, torch.Tensor]:
-    with torch.device("meta"):
-        expected = {k: list(v.shape) for k, v in LLaDAModel(config, init_std=None)
-                    .state_dict().items()}
+    expected = {k: list(v) for k, v in parameter_shapes(config).items()}
     names = {TRANSFORMER_PREFIX + k: k for k in f.tensors if not k.startswith("vq.")}
     missing = sorted(k for k in expected if k not in names)
     unexpected = sorted(v for k, v in names.items() if k not in expected)

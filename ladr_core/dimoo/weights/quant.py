@@ -78,12 +78,10 @@ def quantize_layer(weight: torch.Tensor, fmt: str, input_amax: float | None = No
                    ) -> dict[str, torch.Tensor]:
     """A float weight [out, in] -> {"weight", "weight_scale"[, "input_scale"]} in ``fmt``.
 
-    fp8: ``weight_scale = max|W| / fp8_max`` (scalar); ``input_amax`` (the largest input seen
-    in calibration, already including any margin) gives ``input_scale = input_amax / fp8_max``.
-    int8: ``weight_scale = max|W_row| / 127`` as ``[out, 1]`` (``scale="channel"``) or
-    ``max|W| / 127`` (``"tensor"``), weights rounded to nearest. Zero scales become 1.
-    ``weight_amax``: max|W| of the whole matrix when ``weight`` holds only some of its rows (a
-    converter working in row chunks), for the per-tensor scales.
+    fp8: ``weight_scale = max|W| / fp8_max``, ``input_scale = input_amax / fp8_max`` (the
+    calibrated amax, margin included). int8: ``max|W_row| / 127`` as [out, 1] ("channel") or
+    ``max|W| / 127`` ("tensor"), rounded to nearest. Zero scales become 1. ``weight_amax``:
+    the whole matrix's max|W| when ``weight`` is a chunk of its rows.
     """
     dtype = storage_dtype(fmt)
     w = weight.float()
@@ -174,13 +172,9 @@ def _scaled_mm(xq: torch.Tensor, w: torch.Tensor, s_x: torch.Tensor, s_w: torch.
 
 
 class QuantLinear(nn.Module):
-    """Linear layer of a ComfyUI-format folder outside ComfyUI (format: the module
-    docstring).
-
-    Like ComfyUI's ``MixedPrecisionOps.Linear``, it learns its format from the ``comfy_quant``
-    entry of the state dict; without one it is a plain linear in the stored dtype, cast to the
-    input's dtype at use. Weights left on another device are moved at use.
-    """
+    """Linear layer of a ComfyUI-format folder outside ComfyUI (module docstring). Like
+    ``MixedPrecisionOps.Linear`` it learns its format from the state dict's ``comfy_quant``;
+    without one, a plain linear cast to the input's dtype at use."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:

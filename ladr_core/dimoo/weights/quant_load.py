@@ -22,6 +22,7 @@ from ..model.config import LLaDAConfig
 from ..model.transformer import LLaDAModel
 from . import fp8, quant
 from .files import CheckpointError, get_tensor, open_shard, shard_files
+from .formats import parameter_shapes
 
 __all__ = ["quantized_layers", "is_quantized_folder", "load_quantized_transformer", "check_format_support"]
 
@@ -177,8 +178,7 @@ def load_quantized_transformer(folder: Path, config: LLaDAConfig, dtype: torch.d
     layers = quantized_layers(folder)
     for fmt in sorted({f for f, _ in layers.values()} & set(quant.COMFY_FORMATS)):
         check_format_support(fmt, device, dtype, folder)
-    with torch.device("meta"):
-        expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
+    expected = parameter_shapes(config)
     origin = _validate(folder, layers, expected)
     state = _read(origin, layers, dtype, device)
     with torch.device("meta"):
