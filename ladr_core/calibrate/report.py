@@ -1,14 +1,11 @@
 """The calibration report: paired comparisons, the recommendation, a text table and a Pareto plot.
 
-Recommendation rule (``RULE``, non-inferiority): a measured setting (the reference, the
-candidates, the baselines at their NFE) qualifies when ``noninferiority_lo``, the lower of the
-percentile bootstrap's and Student's t lower ends of its paired 95 % interval against the
-reference (Student's t with the spread floored at ``margin.SPREAD_FLOOR``), is above
-``-margin``; the qualifying one with the fewest token-forwards per image is recommended (ties:
-the higher self-score), and the reference always qualifies. ``why`` and ``to_try`` say why and
-what to try with more prompts; ``rejudge`` applies the rule to a report saved before the floor
-existed. The rule and why it is so: docs/reports/CALIBRATION.md section 1. The plot is drawn
-with PIL (a runtime dependency), so it works in any ComfyUI install.
+Recommendation rule (``RULE``, non-inferiority; why: docs/reports/CALIBRATION.md section 1): a
+measured setting qualifies when ``noninferiority_lo``, the lower of the percentile bootstrap's
+and Student's t (spread floored at ``margin.SPREAD_FLOOR``) lower ends of its paired 95 %
+interval against the reference, is above ``-margin``; the qualifying one with the fewest
+token-forwards per image is recommended (ties: the higher self-score); the reference always
+qualifies. The plot is drawn with PIL (a runtime dependency), so it works in any ComfyUI.
 """
 
 from __future__ import annotations

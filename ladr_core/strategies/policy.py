@@ -70,17 +70,11 @@ def _number_in(name: str, value: object, lo: float, hi: float) -> float:
 
 @dataclass(frozen=True)
 class AdaptiveRescue:
-    """Settings of the self-calibrating rescue (rescue.adaptive_rescue).
-
-    pace: how far past standard selection one forward pass may reach by rescue, in 1/64ths of
-        the schedule (steps of DiMOO's default 64-step schedule, whatever the run's T), in
-        [0, 1024]; 0 = no rescue. The rescue never brings the masked count below
-        floor(N * gamma(t_eff + 1 / T + pace / 64)).
-    anchor_quantile: in [0, 1]. A frontier candidate is valid when its margin is >= this
-        quantile (lower interpolation) of the margins of the tokens standard selection commits
-        in the same step: 0 = the least certain of them, 0.5 = their median, 1 = the most
-        certain.
-    """
+    """Settings of the self-calibrating rescue (rescue.adaptive_rescue). pace: how far past
+    standard selection a pass may reach, in 64ths of the schedule whatever T, in [0, 1024]
+    (0: no rescue; rescue.pace_cap). anchor_quantile in [0, 1]: a frontier candidate is valid
+    when its margin is >= this lower quantile of the margins standard selection commits in the
+    same step (0: the least certain of them, 1: the most)."""
 
     pace: float = 3.0
     anchor_quantile: float = 0.5
@@ -158,11 +152,8 @@ class LADRPolicy:
         return f"LADRPolicy({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def alpha_fractions(self) -> tuple[tuple[int, int], ...]:
-        """alpha per phase as exact (numerator, denominator) of its decimal value.
-
-        floor(|C| * alpha) is then computed in integers, so 0.29 * 100 gives 29, not the
-        28 that float rounding (28.999...) would give. With `delayed`, exploration gets 0.
-        """
+        """alpha per phase as an exact (numerator, denominator), so floor(|C| * alpha) is
+        computed in integers (0.29 * 100 gives 29, not float's 28). `delayed`: exploration 0."""
         out = []
         for phase, a in enumerate(self.alpha):
             if phase == 0 and self.delayed:
@@ -173,9 +164,8 @@ class LADRPolicy:
 
 
 def tau_from_number(name: str, value: float) -> float | None:
-    """A tau written as a plain number (a widget): NO_TAU (-1) = None, else a value in [0, 1].
-
-    Any other negative value is refused rather than read as "no threshold"."""
+    """A tau written as a plain number (a widget): NO_TAU (-1) = None, else a value in [0, 1];
+    any other negative value is refused rather than read as "no threshold"."""
     v = float(value)
     if v == NO_TAU:
         return None

@@ -22,11 +22,8 @@ from ..step import Commit, RunInfo, Stats
 
 
 def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
-    """Boolean [B, N]: the `count[b]` positions of row b that come first in a stable sort.
-
-    score: [B, N]; count: LongTensor [B]. Ties keep index order, so selections are
-    deterministic and exactly `count[b]` positions are chosen (clamped to N).
-    """
+    """BoolTensor [B, N]: the `count[b]` (clamped to N) first positions of row b in a stable
+    sort of score [B, N]; ties keep index order."""
     order = torch.argsort(score, dim=1, descending=descending, stable=True)
     ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
     chosen_sorted = ranks < count.unsqueeze(1)
@@ -34,10 +31,8 @@ def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) 
 
 
 def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask.
-
-    Decoded positions never compete (they sort last with +inf) and can never be re-selected.
-    """
+    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask
+    (decoded positions sort last and are never re-selected)."""
     score = score.masked_fill(~masked, math.inf)
     return _select_by_rank(score, count, descending=False) & masked
 
@@ -82,10 +77,9 @@ def plain_commit(run: RunInfo, masked: torch.Tensor, chosen: torch.Tensor,
 
 
 def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
-    """t_eff = gamma^-1(masked count / N_total) per item: [B] in schedule precision (Prop. 2).
-
-    N_total = `run.generated()`: N, or with known tokens (inpainting) the count each item
-    generates, so t_eff starts at 0 there too, as the official painting mode's schedule does."""
+    """t_eff = gamma^-1(masked count / N_total) per item (Prop. 2): [B] in schedule precision;
+    N_total = `run.generated()`, so with known tokens t_eff starts at 0, as the official
+    painting's schedule does."""
     total = run.generated()
     if isinstance(total, torch.Tensor):
         total = total.to(run.sched_dtype)

@@ -205,13 +205,9 @@ def _chunked_head(select: Any, x: torch.Tensor, rows: slice | None, bias: torch.
 
 
 class LLaDAModel(nn.Module):
-    """LLaDA / Lumina-DiMOO transformer: ``forward(input_ids [B, L]) -> logits [B, L, V]``.
-
-    Differentiable (no ``no_grad`` inside, no dropout), so training scripts can use it directly.
-    ``V`` = ``embedding_size or vocab_size`` (the official logits width).
-    ``operations``: namespace whose ``Linear`` and ``Embedding`` build the layers (default
-    ``torch.nn``; ComfyUI passes ``comfy.ops.manual_cast`` and friends).
-    """
+    """LLaDA / Lumina-DiMOO transformer (module docstring): ``forward(input_ids [B, L]) ->
+    logits [B, L, V]``, V = ``embedding_size or vocab_size``. Differentiable (no ``no_grad``,
+    no dropout), so training scripts use it directly."""
 
     def __init__(self, config: LLaDAConfig, init_std: float | None = 0.02,
                  operations: Any = None) -> None:
@@ -314,12 +310,8 @@ class LLaDAModel(nn.Module):
     def hidden_states_partial(self, input_ids: torch.Tensor, index: torch.Tensor, kv: LayerKV,
                               attention_mask: torch.Tensor | None = None,
                               position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """ML-Cache pass: recompute only positions ``index`` [B, M] of ``input_ids`` [B, L].
-
-        Per layer the fresh K/V of those positions are written into ``kv`` (in place; official
-        ``LLaDALlamaBlock`` cache update) and their queries attend over the full cached K/V.
-        Returns the hidden states [B, M, D] of the recomputed positions.
-        """
+        """ML-Cache pass over positions ``index`` [B, M] of ``input_ids`` [B, L], as
+        ``packed.partial_pass`` (K/V written into ``kv`` in place) -> hidden states [B, M, D]."""
         b, length = input_ids.shape
         if position_ids is None:
             position_ids = default_position_ids(attention_mask, b, length, input_ids.device)

@@ -171,13 +171,9 @@ def _host_cast_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
 
 
 def scaled_linear_class(base: type) -> type:
-    """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
-
-    ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``. A
-    weight on the input's device is cast here; one left on another device (a host's offloaded
-    layer, e.g. ComfyUI lowvram) goes through the base class's cast-at-use forward. bf16 / fp32:
-    the scale multiplies the output; fp16: it is folded into the weight first (_folded_forward).
-    """
+    """Subclass of a cast-at-use ``Linear`` class (``torch.nn.Linear``, which cannot multiply
+    an fp8 weight, becomes ``CastLinear``) adding ``weight_scale`` and the scaling (module
+    docstring); a weight left on another device goes through ``_host_cast_forward``."""
     base = CastLinear if base is nn.Linear else base
     if base not in _SCALED:
         def __init__(self: Any, in_features: int, out_features: int, bias: bool = False,
@@ -235,11 +231,9 @@ def use_fp8_linears(model: nn.Module) -> list[str]:
 
 def scale_problem(state: dict[str, torch.Tensor], fp8_keys: set[str],
                   model_state: dict[str, torch.Tensor]) -> tuple[str, str] | None:
-    """First (key, reason) making the fp8 weights and their scales disagree, else None.
-
-    Every fp8 weight needs ``<key>_scale`` float [out], finite and > 0; a scale needs an fp8
-    weight; an fp8 weight must belong to a bias-less block linear.
-    """
+    """First (key, reason) making the fp8 weights and their scales disagree, else None: every
+    fp8 weight of a bias-less block linear has a finite positive ``<key>_scale`` float [out],
+    and every scale an fp8 weight."""
     for key in sorted(fp8_keys):
         skey = key + "_scale"
         if skey not in model_state:
