@@ -21,10 +21,8 @@ __all__ = ["index", "synchronize", "to_device"]
 
 
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A host tensor on ``device``; to CUDA through pinned memory with ``non_blocking=True``,
-    so the host does not wait for the copy (the copy's pinned source stays alive as long as
-    the copy needs it: CUDA's caching host allocator keeps it until the copy's stream is done).
-    A tensor already on ``device`` is returned as it is."""
+    """A host tensor on ``device``, to CUDA from pinned memory without waiting (the caching
+    host allocator keeps the pinned source until the copy's stream is done)."""
     if tensor.device == device:
         return tensor
     if device.type == "cuda" and tensor.device.type == "cpu":

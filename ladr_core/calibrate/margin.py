@@ -2,11 +2,10 @@
 
 A setting qualifies only when the LOWER end of its paired 95 % interval against the reference
 is above ``-margin`` (report.py). ``DEFAULT_MARGIN`` and ``PRIOR_SPREAD`` were fitted on
-DiMOO-nano's validation set (``lab/studies/calibration.py margin``,
-``lab/results/calibration_margin.json``; ``--margin`` overrides them); ``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2;
-the decisive Student-t interval uses ``max(observed sd, SPREAD_FLOOR)`` and ``lead_needed`` is
-the lead that then qualifies on n prompts. Why and how each was fitted, and the rule's
-measured error rate: docs/reports/CALIBRATION.md.
+DiMOO-nano's validation set (``lab/studies/calibration.py margin``; ``--margin`` overrides);
+``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2; the decisive
+Student-t interval uses ``max(observed sd, SPREAD_FLOOR)``. How each was fitted and the
+rule's measured error rate: docs/reports/CALIBRATION.md.
 """
 
 from __future__ import annotations

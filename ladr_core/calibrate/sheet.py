@@ -2,11 +2,10 @@
 recommended setting and the next cheaper ones, side by side, for a person to judge (why the sheet
 and not the self-score is the verdict: web/docs/LADR_Calibrate/en.md, docs/reports/CALIBRATION.md).
 
-One row per prompt (the first ``SHEET_PROMPTS`` prompts, first seed of each), one column per
-setting (``sheet_columns``), headed by its name, forwards per image and self-score difference to
-the reference with the 95 % interval the rule reads. Small images are enlarged with
-nearest-neighbour, large ones reduced to ``MAX_CELL``. The runner keeps the final tokens of
-these items for every setting (``sheet_items``); ``draw_sheet`` lays them out with PIL.
+One row per prompt (the first ``SHEET_PROMPTS``, first seed), one column per setting
+(``sheet_columns``) headed by its name, forwards per image and self-score difference with the
+interval the rule reads; cells enlarged (nearest) or reduced to ``MAX_CELL``. The runner keeps
+these items' final tokens (``sheet_items``); ``draw_sheet`` lays them out with PIL.
 """
 
 from __future__ import annotations

@@ -110,9 +110,8 @@ def _file_digest(h: Any, path: Path) -> None:
 
 def fingerprint(folder: str | Path) -> str:
     """A checkpoint's identity: sha256 over config.json, the weight index and every top-level
-    ``*.safetensors`` (name, size, header, 16 x 64 KiB samples of its data). Reads about 1 MiB
-    per file, so it is quick on an 8B checkpoint; a different fine-tune of the same shapes
-    differs in the sampled bytes. CalibrationError when the folder holds no weights."""
+    ``*.safetensors`` (name, size, header, 16 x 64 KiB samples: about 1 MiB read per file; a
+    fine-tune of the same shapes differs there). CalibrationError without weights."""
     root = Path(folder)
     if not root.is_dir():
         raise CalibrationError(f"{root}: not a folder; give the checkpoint folder (config.json, "

@@ -1,13 +1,11 @@
 """What a run makes, checked once: text to image (TextJob), inpainting / outpainting and image
 to image (PaintJob) and editing (EditJob).
 
-``text_job`` / ``paint_job`` / ``tokens_job`` / ``edit_job`` (``DiMOOPipeline.prepare_text`` /
-``prepare_paint`` / ``prepare_tokens`` / ``prepare_edit``) check a request's inputs (prompts,
-sizes, images, masks, guidance) before any weight is touched and return a job, or one
-InputError naming the input that is wrong; ``DiMOOPipeline.run(job, ...)`` samples it
-(``check_run``). Building a job's denoiser needs the network and the VQ encoder; a job receives
-them as a ``Runtime`` (what it uses, not the pipeline) and returns a ``Built``: the denoiser,
-the known tokens (painting) and the plan the decode finishes with (painting's paste-back).
+``text_job`` / ``paint_job`` / ``tokens_job`` / ``edit_job`` (``DiMOOPipeline.prepare_*``)
+check a request before any weight is touched and return a job, or one InputError naming the
+input; ``DiMOOPipeline.run(job, ...)`` samples it. A job builds its denoiser from a
+``Runtime`` (what it uses, not the pipeline) into a ``Built``: the denoiser, the known tokens
+(painting) and the plan the decode finishes with (paste-back).
 """
 
 from __future__ import annotations

@@ -59,12 +59,9 @@ Callback = Callable[[dict[str, Any]], None]
 
 
 class DiMOOPipeline:
-    """Native Lumina-DiMOO pipeline (module docstring). Its settings, read from config.json
-    beyond the official keys (all optional): ``default_image_size`` (else 1024),
-    ``default_cfg`` (the guidance scale the checkpoint was tuned for, else the official 4.0),
-    ``ladr_can_edit`` and ``ladr_can_understand`` (False for a checkpoint trained for text to
-    image only, like the built-in nano; else True) and ``eos_token_id`` (the end-of-answer
-    token, else the official 126081)."""
+    """Native Lumina-DiMOO pipeline (module docstring). Its settings beyond the official
+    config.json keys: the pack's keys (ladr_core/assets) and ``eos_token_id`` (the
+    end-of-answer token, else the official 126081)."""
 
     def __init__(self, checkpoint: LoadedCheckpoint, preview_size: int = 4) -> None:
         self.transformer: LLaDAModel = checkpoint.transformer
@@ -344,10 +341,8 @@ class DiMOOPipeline:
                    size: str = "official", callback: Callback | None = None,
                    max_batch: int | None = None) -> AnswerResult:
         """Answer ``question`` about ``image`` the official way: ``prepare_understand`` then
-        ``run_understand`` (understand.py). ``rule``: the decoding order by name (``official``,
-        ``threshold``, ``entropy``, each with ``+stop``) or an AnswerRule; ``temperature`` 0
-        (official) is greedy; ``max_batch``: answers in flight (None: ``answers_in_flight``),
-        each the same as alone. An AnswerResult: ``text``, ``tokens``, ``nfe``, ``seconds``."""
+        ``run_understand`` (understand.py). ``rule``: an answer rule's name (answer_rules.py)
+        or an AnswerRule; ``max_batch``: answers in flight (None: ``answers_in_flight``)."""
         job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
                                       temperature, size)
         return self.run_understand(job, seed, callback, max_batch)
@@ -367,9 +362,9 @@ class DiMOOPipeline:
                    negative_prompt: str | None = None, width: int | None = None,
                    height: int | None = None, cfg: float | None = None, seed: int = 0,
                    config: SelfScoreConfig | None = None, chunk: int = 8) -> SelfScore:
-        """How plausible this model finds final image tokens [B, h*w] under their prompt(s), one
-        or one per image (selfscore.py; image i's blocks drawn with seed + i); size and ``cfg``
-        as in ``generate`` (the run's, for the guided score). ``chunk``: images per pass."""
+        """How plausible this model finds final image tokens [B, h*w] under one prompt or one
+        per image (selfscore.py; image i's blocks drawn with seed + i); size and ``cfg`` as in
+        the run."""
         from .tasks.selfscore import SelfScoreConfig, score_tokens
 
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:

@@ -1,10 +1,6 @@
-"""The one run routine every task shares (``run_job``), its result, the seeds of its images and
-how many images it keeps in flight.
-
-A run: the job's denoiser (jobs.py) -> the core ``sample`` loop (any strategy; item i with its
-own generator ``item_generator(seed + i, device)``) -> the VQ decode -> the job's finish
-(painting: paste-back). Images in flight (``max_batch`` None): ``images_in_flight``, the same
-choice the ComfyUI sampler node makes (nodes/batching.py).
+"""The one run routine every task shares (``run_job``, pipeline.py's module docstring), its
+result, the seeds of its images and how many images it keeps in flight (``images_in_flight``,
+the choice the ComfyUI sampler node makes too, nodes/batching.py).
 """
 
 from __future__ import annotations

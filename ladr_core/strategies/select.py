@@ -1,13 +1,10 @@
 """Selection primitives shared by the strategies: ranked picks, the inverse-scheduled time and
-the official noisy-confidence score.
+the official noisy-confidence score (shapes: ladr_core.step).
 
 Per-phase / per-progress values enter kernels through `phase_table`, small device tables made
-once per process. Every function is batched tensor work on the inputs' device with no host synchronisation and no
-host -> device copy: per-item counts are [B] tensors, selections use a stable sort plus a rank
-comparison (never boolean-mask indexing, nonzero() or Python loops over items).
-
-Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor [B, N] (True = still
-masked); scores are FloatTensors [B, N].
+once per process. No host sync, no host -> device copy: per-item counts are [B] tensors and
+selections a stable sort plus a rank comparison (never boolean-mask indexing, nonzero() or
+Python loops over items).
 """
 
 from __future__ import annotations

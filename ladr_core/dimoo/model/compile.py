@@ -58,12 +58,8 @@ def _graphs() -> int:
 
 
 class CompiledPasses:
-    """Compiled ``full`` / ``partial`` passes with the packed.py signatures, timed per shape.
-
-    ``dynamic`` True compiles the packed sizes as symbols, so a new prompt length, a rolling
-    batch's changing width or a new cached count reuses the graph; False compiles one graph per
-    shape. The one-time cost is logged and reported as ``GenerationResult.compile_seconds``
-    (``DiMOOPipeline.compile`` keeps one per (backend, mode, dynamic))."""
+    """Compiled ``full`` / ``partial`` passes with the packed.py signatures, timed per shape
+    (module docstring; reported as ``GenerationResult.compile_seconds``)."""
 
     def __init__(self, backend: str = "inductor", mode: str = "default",
                  dynamic: bool = True) -> None:

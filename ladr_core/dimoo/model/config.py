@@ -41,12 +41,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class LLaDAConfig:
-    """Architecture hyper-parameters of a LLaDA transformer (official field names).
-
-    Defaults equal the official ``ModelConfig`` defaults except the few that the native model
-    requires (block_type="llama", rope=True, layer_norm_type="rms", activation_type="silu",
-    weight_tying=False), so ``LLaDAConfig(d_model=..., ...)`` builds a LLaDA-8B-style model.
-    """
+    """Architecture hyper-parameters of a LLaDA transformer (official field names). Defaults
+    are the official ``ModelConfig``'s except those the native model requires (llama blocks,
+    RoPE, RMSNorm, SiLU, no weight tying): ``LLaDAConfig(d_model=...)`` is LLaDA-8B-style."""
 
     d_model: int = 768
     n_heads: int = 12

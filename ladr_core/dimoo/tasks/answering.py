@@ -102,11 +102,9 @@ row the values are the same (every operation is per row), the peak a quarter."""
 
 def sample_window(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
                   entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """One item's window logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
-    entropy float64 [n] or None), the official sampling: argmax at temperature 0, else
-    ``argmax(exp(logits) / (-log u) ** temperature)`` with u [n, V] float64 drawn from
-    ``generator`` (on its device) in one draw; the probability is the official ``softmax`` in
-    float64. Computed SAMPLE_CHUNK rows at a time."""
+    """One item's window logits [n, V] -> (x0 [n], p(x0) float64 [n], entropy float64 [n] or
+    None), sampled the official way (module docstring) with u [n, V] drawn in one draw from
+    ``generator``, SAMPLE_CHUNK rows at a time."""
     u = None
     if temperature != 0:
         where = generator.device if generator is not None else logits.device
@@ -137,12 +135,10 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
                    generators: Sequence[torch.Generator | None], mask_id: int,
                    end_id: int | None, callback: Callable[[dict[str, Any]], None] | None = None,
                    in_flight: int | None = None) -> AnswerRun:
-    """Decode the answers of B rows (module docstring). ``rows[i]``: item i's tokens (prompt,
-    image, BOA, ``shape.length`` MASK, EOA); ``starts[i]``: its first answer token;
-    ``generators[i]``: item i's noise; ``end_id``: the end-of-answer token (None: no stop).
-    ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
-    host's interrupt) ends the run. ``in_flight``: items in one pass at most (None: all), the
-    first unfinished ones in order; the rest wait and join as answers finish."""
+    """Decode the answers of B rows (module docstring): ``rows[i]`` item i's tokens (prompt,
+    image, BOA, ``shape.length`` MASK, EOA), its answer from ``starts[i]``; ``end_id`` None: no
+    stop. ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``; what it raises ends
+    the run); ``in_flight`` (None: all) items per pass, the rest joining as answers finish."""
     if in_flight is not None and in_flight < 1:
         raise ValueError(f"in_flight must be >= 1 or None (got {in_flight})")
     device = model.compute_device()

@@ -151,10 +151,8 @@ def _multiple_of(name: str, value: int, unit: int, of: str) -> None:
 
 
 def answer_shape(length: object, block: object, steps: object) -> AnswerShape:
-    """The checked answer length, block length and steps (official: 1024, 256, 128). None:
-    block = min(256, length), steps = 1 per 8 tokens per block (at least one). The length must
-    be a positive multiple of the block length and the steps of the block count (the official
-    code asserts both): refused with the nearest valid values, never rounded."""
+    """The checked answer length, block length and steps (official 1024, 256, 128; defaults
+    as ``understand_job``): refused with the nearest valid values, never rounded."""
     length = _count("max_answer", length, DEFAULT_LENGTH)
     block = _count("block_length", block, min(DEFAULT_BLOCK, length))
     _multiple_of("max_answer", length, block, "block_length")
@@ -197,9 +195,7 @@ def plan_understanding(encode: Encode, vq_factor: int, context_length: int, defa
                        block_length: object = None, steps: object = None,
                        rule: object = "official", temperature: object = 0.0,
                        size: object = "official") -> UnderstandJob:
-    """Check a request once (before any weight is touched); InputError naming the input.
-    ``max_answer`` None: the official 1024 tokens, or the most whole blocks the context holds
-    beside the question and the image."""
+    """Check a request once, before any weight is touched (``understand_job``)."""
     questions = check_question(question)
     images, note = sized_images(image, vq_factor, default_size, size)
     image_of = pair_items(images.shape[0], questions)

@@ -119,10 +119,8 @@ _DEQ = {"Q8_0": _deq_q8_0, "Q4_K": lambda b, dt: _deq_k(b, False),
 
 def dequantize(data: torch.Tensor, name: str, n: int, dtype: torch.dtype = torch.float32
                ) -> torch.Tensor:
-    """uint8 ``[rows, row_bytes]`` of type ``name`` -> ``[rows, n]`` in ``dtype``.
-
-    F32 / F16 / BF16 data (stored as bytes) is reinterpreted, the block types are decoded.
-    """
+    """uint8 ``[rows, row_bytes]`` of type ``name`` -> ``[rows, n]`` in ``dtype`` (float types
+    reinterpreted, block types decoded)."""
     rows = data.shape[0]
     if name in ("F32", "F16", "BF16"):
         view = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[name]
@@ -217,10 +215,8 @@ _QUANT = {"Q8_0": _q8_0, "Q4_K": lambda x: _q_k(x, False), "Q5_K": lambda x: _q_
 
 
 def quantize(weight: torch.Tensor, name: str) -> torch.Tensor:
-    """Float ``[rows, n]`` -> uint8 ``[rows, row_bytes(name, n)]`` in GGML type ``name``.
-
-    Computed in float32 on ``weight``'s device; F32 / F16 / BF16 store the values as bytes.
-    """
+    """Float ``[rows, n]`` -> uint8 ``[rows, row_bytes(name, n)]`` in GGML type ``name``,
+    computed in float32 on ``weight``'s device."""
     rows, n = weight.shape
     if name in ("F32", "F16", "BF16"):
         dt = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[name]

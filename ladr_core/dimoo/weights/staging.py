@@ -99,11 +99,8 @@ def nbytes(shape: Sequence[int], dtype: torch.dtype) -> int:
 def write_safetensors(path: Path, entries: Sequence[tuple[str, torch.dtype, Sequence[int]]],
                       produce: Callable[[str], torch.Tensor],
                       metadata: dict[str, str] | None = None) -> int:
-    """Write ``entries`` (name, dtype, shape) in order, asking ``produce(name)`` for each tensor
-    just before its bytes are written; returns the bytes of tensor data written.
-
-    ValueError when a produced tensor's dtype or shape differs from its entry.
-    """
+    """Write ``entries`` (name, dtype, shape) in order, asking ``produce(name)`` for each just
+    before its bytes (ValueError when it differs from its entry); returns the data bytes."""
     header: dict[str, object] = {"__metadata__": dict(metadata or {})}
     offset = 0
     for name, dtype, shape in entries:
