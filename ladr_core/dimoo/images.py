@@ -1,12 +1,10 @@
 """What a pipeline does with images apart from generating them: the VQ decode's memory and the
-cheap codebook -> RGB preview table (model/vq.py), as functions of the VQ (``DiMOOPipeline``'s
+codebook -> RGB preview table (model/vq.py), as functions of the VQ (``DiMOOPipeline``'s
 ``decode_bytes``, ``preview_bytes``, ``use_preview_table`` and ``preview_table``).
 
-The preview table lives with the VQ, as its non-persistent buffer ``ladr_preview_table``: it
-moves when the VQ moves (``vq.to(...)``, a host's full load of the VQ onto the GPU) and stays out
-of its state dict. The per-step gather runs on the tokens' device: when the VQ (and so the
-table) was left elsewhere, a copy on the tokens' device is made once, without waiting for the
-host, and kept in ``copies`` (one dict per pipeline); the tokens never travel to the table.
+The table is the VQ's non-persistent buffer, so it moves with the VQ and stays out of its state
+dict. When the VQ was left on another device than the tokens, a copy on the tokens' device is
+made once, without waiting for the host, and kept in ``copies`` (one dict per pipeline).
 """
 
 from __future__ import annotations

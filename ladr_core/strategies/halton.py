@@ -90,10 +90,9 @@ def halton_score(grid: tuple[int, int], device: torch.device) -> torch.Tensor:
 @register_strategy
 @dataclass(frozen=True)
 class Halton(Strategy):
-    """The official keep count per step (`baseline_keep`: cosine schedule over the count to
-    generate, at least one token per step, all on the last) with positions taken in Halton
-    order; committed tokens are the temperature sample, as the official loop: one forward per
-    step, as the official sampler (docs/reports/SAMPLERS.md)."""
+    """The official keep count per step (`baseline_keep`) with positions taken in Halton order,
+    committing the temperature sample: one forward per step, as the official sampler
+    (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "halton"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor

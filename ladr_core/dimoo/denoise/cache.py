@@ -137,10 +137,8 @@ class CacheSchedule:
         return max(self.calls, first + 1)
 
     def refresh(self, masked_prev: float | None, ready: bool) -> bool:
-        """Decide the current call (then advance): True = full pass, False = cached pass.
-
-        masked_prev: the mean masked count per item the previous call saw (None at the first
-        call, or when the caller has no count)."""
+        """Decide the current call (then advance): True = full pass. masked_prev: the mean
+        masked count the previous call saw (None: first call, or no count)."""
         cfg = self.config
         if self.last_refresh == self.calls - 1 and masked_prev is not None:
             self.masked_at_refresh = masked_prev  # the previous call was the refresh
@@ -158,14 +156,11 @@ class CacheSchedule:
 
 
 class BranchCache:
-    """One item's cache: per-layer K/V of its rows (cond, then uncond with CFG), each row's
-    [L_r, Hkv, hd] a view of one packed buffer per layer, and its code-slot logits [R, N, K];
-    ``next_index`` [R, M]: code slots to recompute on its next cached call.
-
-    Each row (one branch of the item) ranks its own positions, so cond and uncond keep separate
-    caches as in the official code. Lean: the buffers are allocated at the item's first refresh
-    and every later refresh writes into them (the full pass hands its K/V over layer by layer),
-    so the cache never exists twice; nothing else is kept (no hidden states, no padding).
+    """One item's cache: per-layer K/V of its rows (cond, then uncond with CFG; each row's
+    [L_r, Hkv, hd] a view of one packed buffer per layer), its code-slot logits [R, N, K] and
+    ``next_index`` [R, M], the slots its next cached call recomputes. Each row ranks its own
+    positions, as the official code; the buffers are made at the first refresh and rewritten
+    in place (module docstring), and nothing else is kept (no hidden states, no padding).
     """
 
     def __init__(self, config: MLCacheConfig) -> None:
@@ -200,9 +195,8 @@ class BranchCache:
         return out
 
     def store(self, logits: torch.Tensor, codes: torch.Tensor) -> None:
-        """After a refresh (its K/V already written into the buffers): keep the logits (copied
-        into the existing buffer when there is one, else into a buffer of their own: they may
-        be a strided view of the whole pass's rows) and the code-slot ids."""
+        """After a refresh (its K/V already in the buffers): keep the logits (in the existing
+        buffer, else a contiguous one: they may be a view of the pass's rows) and the codes."""
         if self.config.tracks_codes:
             self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:

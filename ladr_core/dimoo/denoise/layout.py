@@ -1,12 +1,10 @@
 """The prompt rows of a set of items, packed for one transformer pass (packed.py).
 
-A `PromptBatch` (prompt.py) holds every item's rows: cond rows 0 .. B-1, then, with CFG,
-uncond rows B .. 2B-1, left-padded to a common length. `RowTable` keeps each row's real tokens
-on the host; `RowTable.pack(items)` lays out the rows of just those items, in the order
-[cond rows of `items`] + [uncond rows of `items`], their real tokens back to back, with each
-row's image code slots as packed positions. A finished item's rows simply leave the pack and a
-joining item's rows enter it (a rolling batch). Everything of one pack reaches the device in one
-copy (from pinned memory on CUDA, without waiting for the host).
+`RowTable` keeps the real tokens of each row of a `PromptBatch` (prompt.py) on the host;
+`RowTable.pack(items)` lays out just those items' rows, [cond rows] + [uncond rows], back to
+back, with each row's image code slots as packed positions: a finished item's rows leave the
+pack and a joining item's enter it (a rolling batch). A pack reaches the device in one copy
+(pinned on CUDA, without waiting for the host).
 """
 
 from __future__ import annotations

@@ -40,10 +40,8 @@ _RULES: dict[str, type[AnswerRule]] = {}
 
 
 def answer_rule(cls: type[AnswerRule]) -> type[AnswerRule]:
-    """Class decorator: register an AnswerRule under its ``name`` (as ``register_strategy``
-    does a strategy: selectable by that name in ``resolve_answer_rule``, the nodes' choices
-    and DiMOO Answer Rule, with no other edit). A second class under a taken name is refused
-    (ValueError naming both)."""
+    """Class decorator: register an AnswerRule under its ``name``, as ``register_strategy``
+    does a strategy (selectable everywhere, no other edit; a taken name is refused)."""
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name or name.endswith(STOP_SUFFIX):
         raise ValueError(f"{cls.__name__}: a registered answer rule needs a non-empty class "
@@ -110,10 +108,8 @@ class AnswerRule:
 
     def pick(self, confidence: torch.Tensor, entropy: torch.Tensor | None, masked: torch.Tensor,
              counts: list[int] | None) -> torch.Tensor:
-        """BoolTensor [A, n] of the masked positions to commit this step. ``confidence``
-        float64 [A, n] the probability of each position's sampled token (-inf where not
-        masked), ``entropy`` [A, n] or None, ``masked`` [A, n]; ``counts``: the official count
-        of each item this step (fixed-step rules only)."""
+        """BoolTensor [A, n] of the masked positions to commit this step (confidence: -inf
+        where not masked; ``counts``: the official counts, fixed-step rules only)."""
         raise NotImplementedError
 
 

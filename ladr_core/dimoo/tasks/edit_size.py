@@ -1,14 +1,12 @@
 """The official size of an image to edit: a 512 px-area bucket (Lumina-DiMOO image-to-image).
 
-The official script (`inference/inference_i2i.py`) sizes every input image before encoding it:
-it lists the crop sizes of at most (512 / 32)^2 = 256 patches of 32 px with a side ratio of at
-most 4 (`generate_crop_size_list`), picks the one whose aspect ratio is closest to the image's
-(`var_center_crop`), scales the image to cover it (halving with a box filter while twice as
-large, then bicubic) and crops it. The model was trained on such images, so an edit of a
-1024 px photo as it is runs four times the tokens on a size it has not seen.
-
-Here: the same bucket list and choice; resampling in torch (area halving, antialiased bicubic),
-close to but not bit-equal with PIL's; the crop is centred where the official one is random.
+The official `inference/inference_i2i.py` lists the crop sizes of at most (512 / 32)^2 patches
+of 32 px with a side ratio of at most 4 (`generate_crop_size_list`), picks the one closest to
+the image's aspect ratio (`var_center_crop`), scales the image to cover it and crops it. The
+model was trained on such images, so a 1024 px photo edited as it is runs four times the
+tokens at a size it has not seen. Here: the same buckets and choice; torch resampling (area
+halving, antialiased bicubic) close to, not bit-equal with, PIL's; a centred crop (the
+official one is random).
 """
 
 from __future__ import annotations

@@ -138,9 +138,8 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
 @dataclass(frozen=True)
 class EditPlan:
     """A checked edit: one instruction per item; ``image`` [1 or B, H, W, 3] the reference whose
-    codes the rows carry and whose grid is generated (style transfer: the style image, with the
-    image to transform in ``first``); the codes come later, from the VQ (``edit_denoiser``).
-    ``later``: a multi-turn edit's next turns, one instruction per item each."""
+    grid is generated (style transfer: the style image, the image to transform in ``first``),
+    encoded later (``edit_denoiser``); ``later``: a multi-turn edit's next turns."""
 
     instructions: list[str]
     image: torch.Tensor
@@ -160,9 +159,8 @@ class EditPlan:
 def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list[str],
               image: object, edit_type: object, batch_size: int, style: object = None,
               note: str = "") -> EditPlan:
-    """Check an edit once: B = len(prompts) * batch_size items, item i edits image i (one image
-    may serve every item). The output grid is the image's (style transfer: the ``style``
-    image's); the longest row must fit the model's context (``context_length`` tokens)."""
+    """Check an edit once: B = len(prompts) * batch_size items, item i editing image i (or the
+    one image); the longest row must fit the model's context."""
     from ..denoise.prompt import check_image_size
     from .pictures import check_image
 

@@ -1,11 +1,10 @@
 """Pictures, masks and image tokens handed in by a user or a host, checked once and fitted to
-the VQ grid: every task that takes an image (painting, editing, understanding, the VQ encoder)
-checks it here, so an image gets the same message wherever it goes in.
+the VQ grid, here for every task, so an image gets the same message wherever it goes in.
 
 An IMAGE is float [B, H, W, 3] in [0, 1] (ComfyUI's), a MASK float [B, H, W] in [0, 1]
-(1 = regenerate), image tokens an integer tensor [B, h*w] of codes in [0, K). The pack's one size
-rule: H and W multiples of the VQ factor (one token per factor x factor px), else a message
-naming the nearest sizes, or ``fit_image``'s crop / resize.
+(1 = regenerate), image tokens an integer tensor [B, h*w] of codes in [0, K). H and W must be
+multiples of the VQ factor (the pack's one size rule), else a message naming the nearest
+sizes, or ``fit_image``'s crop / resize.
 """
 
 from __future__ import annotations

@@ -58,10 +58,9 @@ def fp8_torch_dtype(name: str) -> torch.dtype:
 
 def round_trip_problem(storage: torch.dtype, device: torch.device, compute: torch.dtype
                        ) -> Exception | bool | None:
-    """Can ``device`` hold weights stored as ``storage`` and computed in ``compute``? None when
-    it can; the exception of a failed store-and-cast probe; False when the round trip gives
-    wrong values. The one device probe of every 8-bit storage format (this module's fp8 and
-    ComfyUI's quantized format, quant_load.py)."""
+    """The one device probe of every 8-bit storage format: None when ``device`` holds
+    ``storage`` computed in ``compute``, else the store-and-cast probe's exception, or False
+    for wrong values."""
     try:
         probe = torch.ones(2, device=device, dtype=compute).to(storage)
         ok = bool(torch.equal(probe.to(compute).cpu(), torch.ones(2, dtype=compute)))
@@ -132,10 +131,9 @@ def _scale_on(layer: nn.Module, device: torch.device) -> torch.Tensor:
 
 
 def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
-    """``weight`` (the fp8 weight cast to the compute dtype, on the compute device) times the
-    float32 ``weight_scale [out]``: each product computed in float32 and rounded once, in place
-    on the cast copy (a copy is made where the cast could have returned the stored tensor
-    itself: same dtype and device; decided without ``data_ptr``, which torch.compile cannot
+    """The cast fp8 ``weight`` times the float32 ``weight_scale [out]``, each product in
+    float32 rounded once, in place on the cast copy (copied first where the cast may have
+    returned the stored tensor; decided without ``data_ptr``, which torch.compile cannot
     trace)."""
     if weight.dtype == layer.weight.dtype and weight.device == layer.weight.device:
         weight = weight.clone()
@@ -143,9 +141,7 @@ def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
 
 
 def _folded_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
-    """``x @ (weight * scale[:, None]).T`` with the scale folded into the weight BEFORE the
-    product: float16 holds the layer's real output but not ``x @ weight.T`` (the fp8 weight is
-    W / scale, 10**3 to 10**4 times W)."""
+    """``x @ (weight * scale[:, None]).T``, the scale folded in first (fp16: module docstring)."""
     if layer.weight.device == x.device:
         return F.linear(x, _fold(layer, layer.weight.to(x.dtype)))
     return _host_cast_forward(layer, base, x)
@@ -153,9 +149,8 @@ def _folded_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
 
 def _host_cast_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
     """``_folded_forward`` of a weight a host left on another device: through the host's cast
-    at use when its class applies ``weight_function`` after the cast (ComfyUI's
-    ``CastWeightBiasOp``: its low-VRAM streams, and its LoRA patches then see the real weight),
-    the fold first; with any other host the weight is copied over here."""
+    with the fold as first ``weight_function`` (ComfyUI's ``CastWeightBiasOp``; module
+    docstring), else the weight copied over here."""
     functions = layer.__dict__.get("weight_function")
     hooks = functions if functions is not None else getattr(layer, "weight_function", None)
     if not isinstance(hooks, list):

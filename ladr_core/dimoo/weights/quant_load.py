@@ -1,14 +1,11 @@
 """Load a folder saved in ComfyUI's quantized format (quant.py) into an ``LLaDAModel``.
 
-Every shard's header is read first: each layer named in `_quantization_metadata` must use a
-format this loader runs (quant.COMFY_FORMATS) and be a block linear; each quantized weight must
-be stored in its format's dtype with a finite, positive `weight_scale` of an accepted shape
-(and, for fp8, an optional scalar `input_scale`); nothing else may be present. Only then are
-the tensors read and the model built, so a bad folder is refused whole, naming the file.
-
-`operations` None builds `quant.QuantOps` (the pack's own layers); inside ComfyUI the host
-passes `comfy.ops.mixed_precision_ops(...)`, whose `Linear` reads the same `comfy_quant`
-entries this loader adds, so ComfyUI's fast fp8 / int8 matmuls and `--fast` flags apply.
+Every shard's header is checked first (each layer of `_quantization_metadata` a block linear in
+a format this loader runs, stored in its dtype with a finite, positive `weight_scale` of an
+accepted shape and for fp8 an optional scalar `input_scale`; nothing else present), so a bad
+folder is refused whole, naming the file, before a tensor is read. `operations` None builds
+`quant.QuantOps`; inside ComfyUI the host passes `comfy.ops.mixed_precision_ops(...)`, whose
+`Linear` reads the same `comfy_quant` entries, so ComfyUI's fast fp8 / int8 matmuls apply.
 """
 
 from __future__ import annotations
