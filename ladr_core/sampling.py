@@ -6,16 +6,14 @@ What the loop computes per step: docs/SAMPLING.md, "Randomness". The denoiser is
 sees the network. K comes from the first call; every call's shape is checked.
 
 Host synchronisation: at most one per step, the transfer of the per-item masked counts [B]
-(early exit; it sizes the next step's masked-row gather and draws). No host data is copied to
-the device inside sample() (per-phase tau / alpha enter kernels as Python scalars, the baseline
-keep table is built with arange on the device), so on an accelerator there is no other fixed
-sync here. The step record (STEP_RECORD_KEYS below: keys are added, never renamed) is built only
-when there is a callback; its tensors live on the denoiser's device.
+(early exit; it sizes the next step's gather and draws). No host data is copied to the device
+inside sample() (per-phase tau / alpha enter kernels as Python scalars, the baseline keep
+table is built on the device). The step record (STEP_RECORD_KEYS: keys are added, never
+renamed) is built only for a callback, its tensors on the denoiser's device.
 
-Per-item steps: every item runs its own schedule (a step counter LongTensor [B] handed to the
-rule). A denoiser that accepts `items=` is sent only the items still running, so a finished item
-leaves the pass; `max_batch` < B rolls the batch (slots.py). Item i draws from its own generator
-either way (noise.py).
+Every item runs its own schedule (a step counter LongTensor [B] handed to the rule) and draws
+from its own generator (noise.py); a denoiser that accepts `items=` is sent only the items still
+running, and `max_batch` < B rolls the batch (slots.py).
 """
 
 from __future__ import annotations

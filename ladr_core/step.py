@@ -1,20 +1,19 @@
 """What a strategy is: the Strategy interface and what it sees and says per step.
 
 A strategy is a frozen object that declares what the loop must compute for it each step
-(`needs()`: per-token statistics and noise) and decides the step (`begin(run)` returns its
-per-step rule, a `StepRule`). The loop in sampling.py never asks which strategy it runs.
-The strategies and the selection primitives they share: the package ladr_core.strategies; how
-a name becomes a strategy: ladr_core.registry.
+(`needs()`: statistics and noise) and decides the step (`begin(run)` returns its `StepRule`);
+the loop never asks which strategy it runs. The strategies and their shared primitives:
+ladr_core.strategies; names: ladr_core.registry.
 
-A strategy has no step count: it reads T from `RunInfo.steps` (the run's one `StepSchedule`,
-schedules.py), plans within it and can only finish sooner, so it never runs more forward passes
-than the official sampler on the same schedule (tests/dimoo/test_cost_contract.py). A strategy
-whose rule reads `step` only to tell the last step sets `step_invariant = True`; on a CUDA device
-its rule is then captured once per run and replayed (graphs.py).
+A strategy has no step count: it reads T from `RunInfo.steps` (the run's one `StepSchedule`),
+plans within it and can only finish sooner, so it never runs more forward passes than the
+official sampler on the same schedule (tests/dimoo/test_cost_contract.py). A rule that reads
+`step` only as a tensor sets `step_invariant = True`; on CUDA it is then captured once per
+run and replayed (graphs.py).
 
 A rule is batched tensor work on the inputs' device with no host synchronisation and no
-host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor
-[B, N] (True = still masked); scores are FloatTensors [B, N].
+host -> device copy. Shapes: B items, N = H * W tokens (row-major); `masked` BoolTensor
+[B, N] (True = still masked); scores FloatTensors [B, N].
 """
 
 from __future__ import annotations

@@ -84,9 +84,8 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _stored_kinds(transformer: torch.nn.Module) -> list[str]:
-    """How the transformer's weights are stored, one name per kind: a GGUF layer's GGML type
-    (``GGUF Q8_0``), a ComfyUI-format layer's format (``ComfyUI float8_e4m3fn``), else the
-    weight's dtype (``bfloat16``, ``float8_e4m3fn`` for the pack's fp8)."""
+    """How the transformer's weights are stored, one name per kind (``GGUF Q8_0``, ``ComfyUI
+    float8_e4m3fn``, else the weight's dtype)."""
     kinds: set[str] = set()
     for module in transformer.modules():
         weight = getattr(module, "weight", None)
@@ -233,9 +232,8 @@ def _write_outputs(report: dict[str, Any], out: Path, folder: Path,
 def calibrated_strategy(folder: str | Path, calibration_file: str | Path | None = None
                         ) -> tuple[Any, int, dict[str, Any]]:
     """(strategy object, its T, the report) of the recommended setting for the checkpoint in
-    ``folder``. CalibrationError when the file is missing, damaged, or made for other weights
-    (the message names the file, the field and the fix). A file saved before the spread floor
-    is judged again by the current rule (``report.rejudge``; ``rejudged`` is set)."""
+    ``folder``; CalibrationError (``load_calibration``) when the file cannot serve. An old
+    file is judged by the current rule (``report.rejudge``; ``rejudged`` is set)."""
     path = Path(calibration_file) if calibration_file else Path(folder) / CALIBRATION_FILE
     data = load_calibration(path, fingerprint(folder))
     try:

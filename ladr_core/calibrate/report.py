@@ -157,10 +157,9 @@ def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference
 
 
 def rejudge(report: dict[str, Any], floor: float = SPREAD_FLOOR) -> dict[str, Any]:
-    """A saved report judged by the current rule: one saved before the spread floor (its
-    ``margin`` has no ``spread_floor``) gets each Student-t interval recomputed from its stored
-    mean, spread and prompt count with the floor, then ``judge``; its text is rebuilt. A report
-    made with the floor is returned unchanged."""
+    """A report saved before the spread floor (its ``margin`` lacks ``spread_floor``) with its
+    Student-t intervals recomputed from the stored means, spreads and counts, judged and its
+    text rebuilt; a report made with the floor is returned unchanged."""
     if (report.get("margin") or {}).get("spread_floor") is not None:
         return report
     out = {**report, "candidates": [dict(c) for c in report["candidates"]]}
@@ -200,9 +199,8 @@ def _ci(d: dict[str, Any] | None) -> str:
 
 
 def report_text(report: dict[str, Any]) -> str:
-    """A fixed-width table of every setting ("ok": it qualifies; against the reference the
-    interval the rule reads, ``decision_interval``), then the recommendation, why, the settings
-    to try with more prompts, the rule and the margin, and any warnings."""
+    """A fixed-width table of every setting ("ok": it qualifies; ``decision_interval``), then
+    the recommendation, why, what to try with more prompts, the rule, margin and warnings."""
     head = (f"{'setting':16s} {'NFE':>6s} {'tok-fwd/img':>12s} {'s/img':>7s} {'self-score':>10s}"
             f"  {'vs ' + report['reference']:32s}  vs baseline at same NFE")
     lines = [head, "-" * len(head)]
@@ -250,9 +248,8 @@ def _count(v: float) -> str:
 
 
 def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> Any:
-    """PIL image: self-score difference to the reference (the intervals the rule reads,
-    ``decision_interval``) against token-forwards
-    per image (log scale); baselines grey, LADR candidates blue, the recommendation ringed."""
+    """PIL image: self-score difference to the reference (``decision_interval``) against
+    token-forwards per image (log); baselines grey, candidates blue, the pick ringed."""
     import math
 
     from PIL import Image, ImageDraw

@@ -139,9 +139,8 @@ class Calibration:
 
     def _probe(self) -> float:
         """Seconds per item and denoiser call: from finished chunks, else one timed call, after
-        an untimed one on a compiled pipeline (``pipe.compile()``: it compiles the pass) or off
-        the CPU (a process's first CUDA work creates the library handles and loads kernels
-        lazily: seconds that no later call pays, which would make a budget look too small)."""
+        an untimed one when compiled or off the CPU (first CUDA work loads kernels lazily:
+        seconds no later call pays, which would make a budget look too small)."""
         if self._item_call_s is not None:
             return self._item_call_s
         items = self.config.items[: self.config.batch]

@@ -1,13 +1,11 @@
-"""``DiMOOPipeline`` (``load_dimoo``, load.py, makes one from a folder): one entry point per task.
+"""``DiMOOPipeline`` (``load_dimoo`` makes one from a folder): one entry point per task.
 
-The pipeline holds the model (transformer, tokenizer, VQ, ids, the checkpoint's settings) and
-hands each task what it uses. ``generate`` (text to image), ``paint`` (inpaint / outpaint,
-image to image) and ``edit`` check their inputs once (``prepare_*``: a job, jobs.py, before any
-weight is touched) and run through one routine (``run``; runs.py): the job's ``denoise``
-callable -> the core ``sample`` loop (any strategy) -> VQ decode. ``understand`` answers
-questions about images (understand.py). Item i of a run uses ``item_generator(seed + i,
-device)``, all 64 bits of the seed; seed 0 is an ordinary seed (the official script's "do not
-seed").
+It holds the model (transformer, tokenizer, VQ, ids, the checkpoint's settings) and hands
+each task what it uses. ``generate``, ``paint`` and ``edit`` check their inputs once
+(``prepare_*``: a job, jobs.py) and run one routine (``run``, runs.py): the job's ``denoise``
+callable -> the core ``sample`` loop -> VQ decode; ``understand`` answers questions
+(understand.py). Item i uses ``item_generator(seed + i, device)``, all 64 bits of the seed
+(seed 0 is an ordinary seed, unlike the official script's "do not seed").
 """
 
 from __future__ import annotations

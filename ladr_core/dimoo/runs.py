@@ -53,9 +53,7 @@ class GenerationResult:
     paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
     in_flight: int = 0  # images in one pass at most (a longer list rolls through)
     turns: int = 1  # edits run one after the other (a multi-turn edit), their counts summed
-    # the step of the schedule (T) the run started from: denoise's s0 (StepSchedule.start),
-    # 0 from the first step; the stats read it
-    start_step: int = 0
+    start_step: int = 0  # the schedule step the run started from (StepSchedule.start)
 
     def then(self, later: GenerationResult) -> GenerationResult:
         """This run followed by ``later`` (the next turn of a multi-turn edit): the later run's

@@ -52,11 +52,8 @@ def _state_layers(model: torch.nn.Module) -> dict[str, str]:
 
 def save_dimoo(pipe: Any, folder: str | Path, source: str | Path | None = None,
                shard_bytes: int = SHARD_BYTES) -> Path:
-    """Write ``pipe`` (a ``DiMOOPipeline``, e.g. loaded with fp8) to a new ``folder``.
-
-    ``source``: the folder the pipeline was loaded from (default ``pipe.source_folder``); its
-    tokenizer, configs and ``vqvae/`` are copied. ``folder`` must not exist or be empty.
-    """
+    """Write ``pipe`` (e.g. loaded with fp8) to a new or empty ``folder``, copying the
+    tokenizer, configs and ``vqvae/`` of ``source`` (default ``pipe.source_folder``)."""
     out = Path(folder).expanduser()
     src = Path(source or pipe.source_folder or "").expanduser()
     check_paths(src, out)

@@ -1,22 +1,20 @@
 """LLaDA model configuration and DiMOO special token ids.
 
-`LLaDAConfig` mirrors the fields of the official LLaDA ``ModelConfig`` (Lumina-DiMOO's
-``model/configuration_llada.py``) that change the forward pass; missing keys take the official
-``ModelConfig`` defaults, then the result is checked against what the native model implements
-(the LLaDA-8B / Lumina-DiMOO combination: llama blocks, RoPE, RMSNorm, SiLU-gated MLP).
+`LLaDAConfig` mirrors the fields of the official LLaDA ``ModelConfig``
+(``model/configuration_llada.py``) that change the forward pass; missing keys take its
+defaults, and the result is checked against what the native model implements (llama blocks,
+RoPE, RMSNorm, SiLU-gated MLP).
 
-`DiMOOIds` holds the special token ids. One rule, for the real model and the shipped ones
-alike: config.json may carry `mask_token_id`, `newline_token_id`, `image_token_offset`,
-`codebook_size`, `boi_token_id`, `eoi_token_id`, `boa_token_id`, `eoa_token_id`,
-`uncondition_token_id`; every missing key takes the DiMOO default below, `image_token_offset`
-too (126356, which the official image utilities hard-code) when its codebook fits the head
-(126356 + `codebook_size` <= the logits width; the real head is padded past 134548); a
-checkpoint with its own special ids and a narrower head gets the width minus `codebook_size`.
-`image_token_offset + codebook_size` must not exceed the logits width (`embedding_size or
-vocab_size`); rows above the codebook are padding, never read; a head too narrow is one
+`DiMOOIds` holds the special token ids, one rule for the real model and the shipped ones:
+each id key of config.json (`mask_token_id`, `newline_token_id`, `image_token_offset`,
+`codebook_size`, `boi/eoi/boa/eoa_token_id`, `uncondition_token_id`) may be missing and then
+takes the DiMOO default below; a missing `image_token_offset` is the official 126356 (hard-coded
+by the official image utilities) when the codebook fits the logits width (the real head is
+padded past 134548), else, for a checkpoint with its own special ids, the width minus
+`codebook_size`. Rows above the codebook are padding, never read; a head too narrow is one
 `CheckpointError` naming `image_token_offset` and the fix. Sizes must fit `max_sequence_length`
 (prompt + h*(w+1) + 4 tokens); a RoPE model with DiMOO's special ids gets at least
-`DIMOO_ROPE_CONTEXT` (8192), as the official RoPE is computed for any length.
+`DIMOO_ROPE_CONTEXT`, as the official RoPE is computed for any length.
 """
 
 from __future__ import annotations

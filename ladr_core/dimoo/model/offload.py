@@ -203,10 +203,9 @@ class BlockStream:
             self._release(i)
 
     def iterate(self, blocks: Sequence[nn.Module]) -> Iterator[nn.Module]:
-        """Yield block i resident on the device; block i + 1 is copied while i runs. ``trace``
-        holds this pass's order. A pass left unfinished is closed by the next one: when its
-        generator is finalised later (by the garbage collector, at any point) it gives back
-        nothing, since the blocks resident then belong to the newer pass."""
+        """Yield block i resident while block i + 1 is copied (``trace``: the order). A pass
+        left unfinished is closed by the next one, so its generator, finalised later, gives
+        back nothing."""
         self.release_all()
         self.passes += 1
         me = self.passes

@@ -120,13 +120,9 @@ def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor
 def build_preview_table(vq: Any, vq_factor: int, size: int = 4,
                         context: int = PREVIEW_CONTEXT, chunk: int = PREVIEW_CHUNK
                         ) -> torch.Tensor:
-    """Decode each code once -> RGB table float [K, p, p, 3] (p = min(size, vq_factor)).
-
-    Each code is decoded as a uniform ``context x context`` grid (odd) and the centre
-    token's patch area-pooled to p x p: K / chunk decoder calls, once. A lone 1x1 grid decodes
-    mostly from the convolutions' zero padding (visibly off colours on DiMOO-nano), hence the
-    default context 3.
-    """
+    """The probe table float [K, p, p, 3] (p = min(size, vq_factor); module docstring) in K /
+    chunk decoder calls, once. A lone 1x1 grid decodes mostly from the convolutions' zero
+    padding (visibly off colours on DiMOO-nano), hence the default context 3."""
     if context < 1 or context % 2 == 0:
         raise ValueError(f"context must be an odd int >= 1 (got {context})")
     if size < 1:

@@ -1,13 +1,8 @@
 """The live preview true where the picture is known: a base under the colour-table preview
-(docs/ARCHITECTURE.md section 7). The table's colours are cheap but a token's decoded look
-depends on its neighbours, so where the picture is known the preview uses it instead:
-
-* inpainting / outpainting (``painting_base``): the tokens that are not regenerated are drawn
-  with the input's own pixels (area-pooled to the preview's p x p per token), the pixels the
-  decode pastes back (``PaintPlan.finish``), from the run's own plan;
-* editing (``edit_base``): tokens still masked show the reference image faded half-way to the
-  mask grey instead of flat grey.
-
+(docs/ARCHITECTURE.md section 7), whose cheap colours ignore a token's neighbours:
+inpainting / outpainting (``painting_base``) draws the tokens not regenerated with the input's
+own pixels (area-pooled per token: the pixels the decode pastes back); editing (``edit_base``)
+shows the reference faded half-way to grey under the tokens still masked.
 ``PreviewBase.apply`` runs per step on the preview's device: a ``torch.where`` over [H, W, 3].
 """
 

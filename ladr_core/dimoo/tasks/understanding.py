@@ -94,11 +94,9 @@ class UnderstandJob:
 
 @dataclass
 class AnswerResult:
-    """``text[i]``: item i's answer (special tokens dropped, cut at the end-of-answer token);
-    ``tokens[i]``: its answer tokens (LongTensor, CPU: the blocks it decoded); ``nfe[i]``: the
-    forward passes it took (the official order without a stop: ``steps``); ``seconds``: the
-    whole run; ``passes``: packed passes (items share them); ``steps``: the official steps of
-    a full answer; ``rule``: the rule's name; ``questions[i]``: what item i asked."""
+    """Per item i: ``text[i]`` (special tokens dropped, cut at the end-of-answer token),
+    ``tokens[i]`` (CPU, the blocks it decoded), ``nfe[i]`` its forward passes, ``questions[i]``;
+    ``passes``: packed passes (items share them); ``steps``: a full answer's official steps."""
 
     text: list[str]
     tokens: list[torch.Tensor]
@@ -234,9 +232,8 @@ def run_understanding(model: LLaDAModel, encode: Encode, decode: Callable[[list[
                       end_id: int | None,
                       callback: Callable[[dict[str, Any]], None] | None = None,
                       in_flight: int | None = None) -> AnswerResult:
-    """Encode the images, build the rows, decode every answer (answering.decode_answers,
-    ``in_flight`` of them at once, None: all) and its text. ``generators[i]``: item i's noise;
-    ``decode``: token ids -> text (special tokens dropped)."""
+    """Encode the images, build the rows, decode every answer (answering.decode_answers) and
+    its text (``decode``: ids -> text, special tokens dropped)."""
     start = time.perf_counter()
     codes = encode_image(job.images)
     rows, starts = [], []
