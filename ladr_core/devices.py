@@ -1,14 +1,10 @@
 """Moving small host data to the device without waiting, and waiting for the device on purpose.
 
-A CUDA device runs what the host queues asynchronously. Two things break that, each silently:
-
-* a host -> device copy from pageable memory blocks the host until the copy is done (and
-  with it the work queued before it); from pinned memory with ``non_blocking=True`` it is
-  queued like a kernel (``to_device``, ``index``);
-* a clock read right after queueing work times the queueing, not the work: ``synchronize``
-  before reading a clock (``time.perf_counter``) waits for the device to finish.
-
-On a CPU (or any other device) these are the plain copy and nothing.
+A CUDA device runs queued work asynchronously, and two things silently break that: a host ->
+device copy from pageable memory blocks the host until it is done (from pinned memory with
+``non_blocking=True`` it is queued like a kernel: ``to_device``, ``index``); a clock read
+right after queueing work times the queueing (``synchronize`` first). On a CPU these are the
+plain copy and nothing.
 """
 
 from __future__ import annotations

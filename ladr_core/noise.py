@@ -22,10 +22,9 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One item's random outcome for its L masked rows (row j = its j-th masked position): [L]
-    each; the loop scatters them to positions [B, N] (0 where nothing is masked). sampled:
-    LongTensor Gumbel-max sample (None at temperature 0); remask: Gumbel; uniform: U[0, 1)
-    (each None if not needed)."""
+    """One item's draws for its L masked rows, [L] each, scattered by the loop to [B, N]:
+    sampled (Gumbel-max; None at temperature 0), remask (Gumbel), uniform (U[0, 1)); None
+    when not needed."""
 
     sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None

@@ -143,9 +143,7 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
     cal = Calibration(pipe, config, state, config.key(fp, _weights_desc(pipe, weight_dtype)),
                       progress, check, candidates)
     runs = cal.run()
-    # the prompt-shortfall warning is in report["warnings"] only with the reference as the
-    # recommendation (report.judge): a report never recommends a setting and calls the
-    # prompts too few
+    # the prompt-shortfall warning comes only with the reference recommended (report.judge)
     report = build_report(runs, config.groups, next(iter(runs)), margin)
     report = {"format": FORMAT, **report, "skipped": cal.skipped,
               "checkpoint": {"folder": str(Path(folder).resolve()), "fingerprint": fp},

@@ -89,9 +89,8 @@ def _to_json(value: Any) -> Any:
 
 
 def strategy_spec(candidate: Candidate) -> dict[str, Any]:
-    """JSON-ready description of a candidate's strategy: {"kind": its registered name, "steps":
-    T, and every other field of the strategy dataclass} (module docstring). A
-    strategy that is not a registered dataclass cannot be described (ValueError)."""
+    """JSON-ready description of a candidate's strategy (module docstring); ValueError for one
+    that is not a registered dataclass."""
     s = candidate.strategy
     registered = s.name in strategy_names() and strategy_class(s.name) is type(s)
     if not is_dataclass(s) or not registered:
@@ -122,9 +121,8 @@ def _from_json(value: Any, hint: Any, where: str) -> Any:
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    """cls(**fields from data): a field missing from data takes its default (a file written
-    before the field existed stays readable); an unknown field or a refused value raises
-    ValueError naming `where`."""
+    """cls(**fields from data), a missing field at its default (older files stay readable); an
+    unknown field or a refused value is a ValueError naming `where`."""
     names = {f.name for f in fields(cls) if f.init}
     unknown = sorted(set(data) - names)
     if unknown:

@@ -83,11 +83,9 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
 
 def judge(cands: list[dict[str, Any]], reference: str, margin: float, prompts: int,
           seeds: int = 1, floor: float = SPREAD_FLOOR) -> dict[str, Any]:
-    """Apply the rule to measured candidates (each with ``vs_reference``, the floored
-    ``vs_reference_t`` and ``spread``; set here: ``noninferiority_lo``, ``qualifies``,
-    ``prompts_needed``): the report's ``recommended``, ``recommend_rule``, ``margin``, ``why``,
-    ``prompts_needed``, ``to_try``, ``lead_needed`` and ``warnings``. The shortfall warning
-    comes only with the reference as the recommendation."""
+    """Apply the rule (module docstring) to measured candidates, setting each one's
+    ``noninferiority_lo``, ``qualifies`` and ``prompts_needed``: the report's recommendation
+    fields. The prompt-shortfall warning comes only with the reference recommended."""
     for c in cands:
         boot, t = c.get("vs_reference"), c.get("vs_reference_t")
         low = None if boot is None else min(boot["lo"], t["lo"])

@@ -198,18 +198,14 @@ PRESETS: dict[str, Preset] = {
                                   summary="paper Fig. 6 ablation: rank by top-1 probability"),
     "ablation_random_metric": Preset(LADRPolicy(metric="random"),
                                      summary="paper Fig. 6 ablation: random ranking"),
-    # Picked for the shipped DiMOO-nano by `python -m lab.nano.tune_policy` on validation prompts
-    # (best score at <= 64 / 3.5 mean NFE; lab/results/nano_policy_sweep.json), then at T = 128;
-    # its thresholds are per token, so they hold at any steps. The paper's policy is set for the
-    # 8B model's 1024-token images and breaks nano's shapes.
+    # Picked for DiMOO-nano by `python -m lab.nano.tune_policy` (lab/results/nano_policy_sweep.json;
+    # per-token thresholds hold at any steps); the paper's policy, set for 1024-token images,
+    # breaks nano's shapes.
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True),
                    summary="rescue tuned for the built-in DiMOO-nano"),
-    # Self-calibrating rescue (rescue.adaptive_rescue): no per-model constant. Standard selection
-    # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
-    # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
-    # the schedule itself commits this step; one forward pass reaches at most 3/64 of the
-    # schedule past standard selection (tuned at T = 64, where it is 3 steps).
+    # Self-calibrating rescue (rescue.adaptive_rescue, docs/SAMPLING.md): no per-model constant;
+    # the anchor is the median margin the schedule commits, the pace 3/64 (3 steps at T = 64).
     "adaptive": Preset(LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
                                   adaptive=AdaptiveRescue(pace=3.0, anchor_quantile=0.5)),
                        summary="self-calibrating rescue, no per-model tuning"),

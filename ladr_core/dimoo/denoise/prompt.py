@@ -149,8 +149,7 @@ def prompt_layout(encode: Encode, vq_factor: int, context_length: int, width: in
                   prompts: Sequence[str], negative_prompt: str | None = None,
                   source: str | None = None) -> ImageLayout:
     """The token grid of a text-to-image request at a pixel size, checked against the context
-    with its longest row (``check_image_size``; sizes suggested on the node's 16 px grid).
-    ``source`` "image": the size of an input image, the error then names ``image``."""
+    with its longest row (``check_image_size``, on the node's 16 px grid)."""
     cond = max(len(encode(cond_text(p))) for p in prompts)
     uncond = len(encode(uncond_text(negative_prompt)))
     field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)

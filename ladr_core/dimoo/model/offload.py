@@ -109,8 +109,7 @@ def arena_plan(sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
 
 class BlockStream:
     """Per-block CPU storage, the two device slots and the copy-ahead iteration (module
-    docstring). ``use_streams``: order copies and compute with CUDA streams and events (None:
-    when ``device`` is CUDA)."""
+    docstring); ``use_streams`` None: streams and events when ``device`` is CUDA."""
 
     def __init__(self, blocks: Sequence[nn.Module], device: torch.device,
                  use_streams: bool | None = None) -> None:

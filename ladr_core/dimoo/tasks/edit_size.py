@@ -49,9 +49,8 @@ def pick_bucket(width: int, height: int, sizes: list[tuple[int, int]] | None = N
 
 def official_edit_size(image: torch.Tensor, sizes: list[tuple[int, int]] | None = None
                        ) -> torch.Tensor:
-    """IMAGE float [B, H, W, 3] in [0, 1] -> [B, h, w, 3] at its official bucket (see above;
-    ``sizes``: other buckets, e.g. understanding's 1024 px area). An image already at a bucket
-    size is returned as it is."""
+    """IMAGE [B, H, W, 3] -> [B, h, w, 3] at its official bucket (module docstring; ``sizes``:
+    other buckets, e.g. understanding's 1024 px area), as it is when already there."""
     _, h, w, _ = image.shape
     cw, ch = pick_bucket(w, h, sizes)
     if (w, h) == (cw, ch):
@@ -72,9 +71,7 @@ EDIT_SIZES = ("official", "as is")
 
 
 def sized_for_edit(image: torch.Tensor, name: str, size: str) -> tuple[torch.Tensor, str]:
-    """An IMAGE at its editing size (``size`` "official": its 512 px-area bucket; "as is":
-    unchanged) and a note ("; image 1024x768 -> 576x448 (official 512 px area)") when that
-    changed it."""
+    """An IMAGE at its editing ``size`` (EDIT_SIZES) and a note when that changed it."""
     if size == "as is":
         return image, ""
     sized = official_edit_size(image)
