@@ -39,9 +39,7 @@ Progress = Callable[[float, str], None]
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """What to calibrate on: prompts (each run ``seeds`` times), image size (None = the
-    checkpoint's default), the official T, guidance (None = the checkpoint's), items per call,
-    an optional time budget in seconds, the self-score and the first seed."""
+    """What to calibrate on (size and guidance None: the checkpoint's; budget in seconds)."""
 
     prompts: tuple[str, ...]
     seeds: int = 1

@@ -69,9 +69,8 @@ def _header(c: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
 
 def draw_sheet(report: Mapping[str, Any], images: Mapping[str, Sequence[np.ndarray | None]],
                prompts: Sequence[str]) -> Any:
-    """PIL image of the sheet. ``images[name][r]``: uint8 [H, W, 3] of row r's item under
-    setting ``name`` (None: not stored, drawn as an empty cell); ``prompts[r]``: its prompt;
-    columns in ``images``' order."""
+    """PIL image of the sheet: ``images[name][r]`` uint8 [H, W, 3] of row r under setting
+    ``name`` (None: an empty cell), columns in ``images``' order."""
     from PIL import Image, ImageDraw
 
     names = list(images)

@@ -22,9 +22,8 @@ __all__ = ["Pack", "RowTable"]
 
 @dataclass(frozen=True)
 class Pack:
-    """The rows of `items` packed: ids [T] (every code slot holds the mask id), `rows` (their
-    PackedRows), code_pos [R, N] (packed position of each row's code slots), `row_items` [R]
-    (the item of each row), `code_local` [R, N] (each code slot's position inside its row)."""
+    """The rows of `items` packed: ids [T] (code slots hold the mask id), `rows`, the code
+    slots' packed (`code_pos` [R, N]) and in-row (`code_local`) positions, `row_items` [R]."""
 
     items: tuple[int, ...]
     ids: torch.Tensor

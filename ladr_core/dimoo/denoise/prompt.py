@@ -184,9 +184,8 @@ def _side_fit(side: str, width: int, height: int, step: int, vq_factor: int,
 
 def _too_large(width: int, height: int, vq_factor: int, room: int, need: str,
                fit: tuple[int, int] | None, field: str, step: int) -> InputError:
-    """The error of a width x height whose image alone does not fit the context (`room`: the
-    tokens left beside the prompt): it names width (or height) when a smaller value of that
-    side alone makes it fit and the other side's does not, else both."""
+    """The error of a size whose image alone does not fit the `room` beside the prompt, naming
+    the side whose smaller value alone makes it fit, else both."""
     fits = {side: _side_fit(side, width, height, step, vq_factor, room)
             for side in ("width", "height")}
     aspect = (f"nearest valid size in multiples of {step} px with the closest aspect ratio: "

@@ -89,9 +89,8 @@ def _pow2_ceil(n: int) -> int:
 
 
 def arena_plan(sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
-    """Blocks of ``sizes`` bytes (in order) grouped into arenas of power-of-two bytes: each the
-    largest power of two not above the bytes still to place, or the smallest that holds the
-    next block, filled with whole blocks in order. Returns (arena bytes, block indices)."""
+    """(arena bytes, block indices): blocks of ``sizes`` in order, in arenas of the largest
+    power of two not above the bytes left, or the smallest that holds the next block."""
     plan: list[tuple[int, list[int]]] = []
     i = 0
     while i < len(sizes):

@@ -190,9 +190,8 @@ of that (model/memory.py ``head_memory`` counts it)."""
 
 def _chunked_head(select: Any, x: torch.Tensor, rows: slice | None, bias: torch.Tensor | None,
                   vocab: int) -> torch.Tensor:
-    """``x`` [..., D] times a quantized head's ``rows`` (None: all ``vocab``) -> logits
-    [..., r], HEAD_CHUNK rows dequantized at a time (``select(slice, device, dtype)``), each
-    chunk's logits written in place: every logit is the same dot product as in one matmul."""
+    """``x`` [..., D] times a quantized head's ``rows`` (None: all ``vocab``) -> logits [..., r],
+    HEAD_CHUNK rows dequantized at a time: each logit the same dot product as one matmul's."""
     lo, hi, step = (0, vocab, 1) if rows is None else rows.indices(vocab)
     if step != 1 or hi - lo <= HEAD_CHUNK:
         return F.linear(x, select(rows, x.device, x.dtype), bias)

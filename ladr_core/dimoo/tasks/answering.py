@@ -64,9 +64,8 @@ class AnswerShape:
 
 @dataclass
 class AnswerRun:
-    """What ``decode_answers`` returns: per item its answer tokens (the blocks it decoded; a
-    ``+stop`` answer's undecoded tail after its end token holds the end id), LongTensor on the
-    model's device, and the passes it took part in (``nfe``); ``passes``: packed passes run."""
+    """Per item its answer tokens on the model's device (the blocks it decoded; after a
+    ``+stop`` answer's end token, end ids) and passes (``nfe``); ``passes``: packed passes."""
 
     tokens: list[torch.Tensor]
     nfe: list[int]
@@ -88,9 +87,8 @@ class _Item:
     ended_early: bool = False  # a ``+stop`` end: what follows the end token was not decoded
 
     def window(self, shape: AnswerShape) -> int:
-        """Rows of its window: the answer up to the end of its current block (a position left
-        masked in an earlier block, where the model sampled MASK itself, competes again as in
-        the official loop, whose mask and top-k span the whole sequence)."""
+        """Rows of its window: the answer up to the end of its current block (module
+        docstring)."""
         return (self.block + 1) * shape.block_length
 
 
@@ -221,10 +219,9 @@ def _step(rule: AnswerRule, seq: torch.Tensor, moving: list[_Item], logits: list
 
 def _advance(moving: list[_Item], rule: AnswerRule, shape: AnswerShape, after: torch.Tensor,
              counts: list[int], end_id: int | None, mask_id: int) -> None:
-    """Move each item of the pass on: its step, its block, done. Reads the device only when a
-    decision needs it (module docstring: the host syncs). A rule without fixed steps leaves a
-    block when nothing in the window is masked, or after ``block_length`` steps (a model that
-    keeps sampling MASK cannot hold it forever)."""
+    """Move each item of the pass on (step, block, done), reading the device only when a
+    decision needs it (module docstring). A rule without fixed steps leaves a block when its
+    window is decoded or after ``block_length`` steps (a model sampling MASK cannot stall)."""
     counted = rule.fixed_steps and not rule.stop  # the official count: known on the host
     for it in moving:
         it.step += 1
