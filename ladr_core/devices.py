@@ -1,14 +1,10 @@
 """Moving small host data to the device without waiting, and waiting for the device on purpose.
 
-A CUDA device runs what the host queues asynchronously. Two things break that, each silently:
-
-* a host -> device copy from pageable memory blocks the host until the copy is done (and
-  with it the work queued before it); from pinned memory with ``non_blocking=True`` it is
-  queued like a kernel (``to_device``, ``index``);
-* a clock read right after queueing work times the queueing, not the work: ``synchronize``
-  before reading a clock (``time.perf_counter``) waits for the device to finish.
-
-On a CPU (or any other device) these are the plain copy and nothing.
+A CUDA device runs queued work asynchronously, and two things silently break that: a host ->
+device copy from pageable memory blocks the host until it is done (from pinned memory with
+``non_blocking=True`` it is queued like a kernel: ``to_device``, ``index``); a clock read
+right after queueing work times the queueing (``synchronize`` first). On a CPU these are the
+plain copy and nothing.
 """
 
 from __future__ import annotations
@@ -21,10 +17,8 @@ __all__ = ["index", "synchronize", "to_device"]
 
 
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """A host tensor on ``device``; to CUDA through pinned memory with ``non_blocking=True``,
-    so the host does not wait for the copy (the copy's pinned source stays alive as long as
-    the copy needs it: CUDA's caching host allocator keeps it until the copy's stream is done).
-    A tensor already on ``device`` is returned as it is."""
+    """A host tensor on ``device``, to CUDA from pinned memory without waiting (the caching
+    host allocator keeps the pinned source until the copy's stream is done)."""
     if tensor.device == device:
         return tensor
     if device.type == "cuda" and tensor.device.type == "cpu":

@@ -21,7 +21,8 @@ __all__ = ["CARD_TABLE_SOURCE", "card_table", "diagnose", "main"]
 CARD_TABLE_SOURCE = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"<!-- gpu_estimate:begin readme -->\n(.*?)<!-- gpu_estimate:end -->", re.S)
 #: how the loader treats each kind of file (pattern on the path relative to the folder)
-_ROLES = [
+_ROLES = [  # the first pattern that matches
+    (r"vqvae/preview_table\.safetensors", "fitted preview colours"),
     (r"config\.json", "the LLaDA config: architecture, vocabulary, special ids"),
     (r"model\.safetensors\.index\.json", "shard index: which file holds each tensor"),
     (r"model(-\d+-of-\d+)?\.safetensors", "transformer weights (safetensors, read lazily)"),
@@ -31,7 +32,6 @@ _ROLES = [
      r"tokenizer_config\.json)", "tokenizer files for transformers (route 2, no remote code)"),
     (r"vqvae/config\.json", "VQ-VAE config (diffusers VQModel)"),
     (r"vqvae/.*\.safetensors(\.index.*\.json)?", "VQ-VAE weights (the form read is named below)"),
-    (r"vqvae/preview_table\.safetensors", "fitted preview colours"),
     (r".*\.(bin|pt|pth|ckpt|pkl)", "pickle: never read (refused; convert to safetensors)"),
     (r".*\.py", "remote code: never imported"),
     (r"(args|model_index|generation_config)\.json", "not needed: training / pipeline metadata"),
@@ -39,9 +39,7 @@ _ROLES = [
 
 
 def _role(rel: str) -> str:
-    # the preview table is matched before the VQ-weights pattern
-    order = sorted(_ROLES, key=lambda r: "preview" not in r[1])
-    return next((why for pat, why in order if re.fullmatch(pat, rel)), "not read")
+    return next((why for pat, why in _ROLES if re.fullmatch(pat, rel)), "not read")
 
 
 def _files(folder: Path) -> list[str]:
@@ -75,16 +73,13 @@ def _attempt(refusals: list[str], check: Callable[[], Any]) -> Any:
 
 def _shard_report(folder: Path, config: Any, refusals: list[str]) -> list[str]:
     """Per shard: tensors, stored dtypes, names and shapes against config.json (headers only)."""
-    import torch
-
-    from .dimoo.model.transformer import LLaDAModel
     from .dimoo.weights.files import open_shard, shard_files
+    from .dimoo.weights.formats import parameter_shapes
 
     shards = _attempt(refusals, lambda: shard_files(folder))
     if not shards:
         return []
-    with torch.device("meta"):
-        expected = {k: tuple(v.shape) for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
+    expected = {k: tuple(v) for k, v in parameter_shapes(config).items()}
     seen: dict[str, tuple[int, ...]] = {}
     dtypes: set[str] = set()
     for shard in shards:

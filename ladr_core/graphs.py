@@ -1,21 +1,16 @@
 """A strategy's per-step rule replayed as one CUDA graph (GPU only; everywhere else a no-op).
 
-At B = 1 on a GPU a sampler step is bound by the host: LADR's rule (inverse schedule, ranking,
-frontier dilation, rescue pick) is 40-90 kernels over [B, N] tensors of a few KB each, and
-launching them takes the CPU longer than the GPU needs to run them. Captured once per run and
-replayed, the rule costs one launch plus the copies of its inputs and outputs.
+At B = 1 on a GPU a step is bound by the host: LADR's rule is 40-90 kernels over [B, N]
+tensors of a few KB, and launching them takes the CPU longer than the GPU needs to run them.
+Captured once per run and replayed, it costs one launch plus its input and output copies.
 
-Only a strategy whose rule reads no host value that changes from step to step (it reads each
-item's step as the tensor it is given; `Strategy.step_invariant`, LADR) is captured: step 0
-runs the rule eagerly (it warms up lazily allocated state), step 1 captures and replays it,
-and every later step replays it, the last one included (its last-step rule reads the step
-tensor inside the graph). The slots' shapes never change within a run, even as items leave and
-join a rolling batch (their per-slot steps and counts are updated in place), so one capture
-serves the whole run. A replay runs the same kernels in the same order as the eager rule, so the
-results are the same. The capture makes no host synchronisation (no `torch.cuda.graph`
-context, which synchronises and empties the allocator's cache).
-
-`sample(..., cuda_graph=False)` runs the rule eagerly instead (for comparison runs).
+Only a rule that reads no host value changing from step to step is captured
+(`Strategy.step_invariant`: it reads each item's step as the tensor it is given): step 0 runs
+eagerly (warming lazily allocated state), step 1 captures and replays, every later step
+replays. The slots' shapes never change within a run (a rolling batch updates steps and
+counts in place), so one capture serves the run, and a replay runs the eager rule's kernels in
+order: the same results. The capture makes no host sync (no `torch.cuda.graph` context, which
+synchronises and empties the allocator's cache). `sample(..., cuda_graph=False)` runs eagerly.
 """
 
 from __future__ import annotations

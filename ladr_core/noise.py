@@ -22,10 +22,9 @@ import torch
 
 @dataclass
 class StepNoise:
-    """One item's random outcome for its L masked rows (row j = its j-th masked position): [L]
-    each; the loop scatters them to positions [B, N] (0 where nothing is masked). sampled:
-    LongTensor Gumbel-max sample (None at temperature 0); remask: Gumbel; uniform: U[0, 1)
-    (each None if not needed)."""
+    """One item's draws for its L masked rows, [L] each, scattered by the loop to [B, N]:
+    sampled (Gumbel-max; None at temperature 0), remask (Gumbel), uniform (U[0, 1)); None
+    when not needed."""
 
     sampled: torch.Tensor | None = None
     remask: torch.Tensor | None = None
@@ -65,14 +64,9 @@ def gumbel_(u: torch.Tensor) -> torch.Tensor:
 
 
 def gumbel_max(u: torch.Tensor, logits: torch.Tensor, temperature: float) -> torch.Tensor:
-    """Official `gumbel_max_sample` for one item's rows: LongTensor [L].
-
-    u: U[0, 1) [L, K], consumed; logits: [L, K]. argmax(logits / temperature + g) with the
-    official g = -log(-log(u + 1e-20) + 1e-20), written as
-    logits / temperature - log(1e-20 - log(u + 1e-20)): the same numbers bit for bit (a + (-b)
-    == a - b and -a + c == c - a exactly in IEEE arithmetic) in 5 in-place passes over u instead
-    of 7, which is a measurable share of a CPU step (the draw dominates it).
-    """
+    """Official `gumbel_max_sample` for one item's rows [L, K] (u: U[0, 1), consumed):
+    argmax(logits / temperature + g), g written as in ``gumbel_`` (bit for bit the official
+    numbers) in 5 in-place passes over u instead of 7, a measurable share of a CPU step."""
     eps = torch.full((), 1e-20, dtype=u.dtype, device=u.device)  # a fill, no host data
     u.add_(1e-20).log_()
     torch.sub(eps, u, out=u).log_()
@@ -88,14 +82,9 @@ def draw_item_noise(
     remask: bool,
     uniform: bool,
 ) -> StepNoise:
-    """Draw (and, for sampling, consume) one item's noise for its L masked rows, in order.
-
-    rows: the item's logits [L, K] (row j = its j-th masked position); buf: a float32 [L, K]
-    work buffer on the rows' device that receives the uniforms and is consumed by the Gumbel-max
-    (the caller reuses it across items: fresh CPU allocations this large cost page faults
-    comparable to a pass over them). remask / uniform: the strategy's needs (ladr_core.step
-    Needs); Gumbel draws happen only at temperature > 0. Returns [L] tensors.
-    """
+    """One item's noise for its L masked rows [L, K], in the module's order. buf: a float32
+    [L, K] workspace the Gumbel-max consumes (reused across items); remask / uniform: the
+    strategy's `Needs`; Gumbel draws only at temperature > 0."""
     noise = StepNoise()
     hot = temperature > 0
     if hot:

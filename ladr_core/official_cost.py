@@ -1,20 +1,16 @@
 """The official sampler's forward passes for a job: what LADR's saving is measured against.
 
-The official Lumina-DiMOO loop (``Baseline``, baseline.py) runs T steps over the tokens an image
-generates (all of them for text-to-image and editing; the MASK tokens of its prompt when
-inpainting or outpainting). Step s keeps ``baseline_keep`` of them masked, unmasks at least one
-(``baseline_remask``) and the loop stops when nothing is masked, so a job of n tokens costs
-min(n, T) passes or fewer: the remaining count after step s is min(keep_s, remaining - 1).
-That is exact unless two tokens tie in confidence at the cut-off (they are unmasked together,
-which can only end the run sooner); with the Gumbel noise of temperature > 0 a tie has
-probability zero.
+The official loop (``Baseline``, baseline.py) runs T steps over the tokens an image generates
+(all for text to image and editing; its prompt's MASK tokens when painting). After step s,
+min(``baseline_keep``, remaining - 1) stay masked, and the loop stops when none do, so n tokens
+cost at most min(n, T) passes. Exact unless two tokens tie in confidence at the cut-off (which
+only ends the run sooner; with temperature > 0 a tie has probability zero).
 
     official_passes(144)       -> 64   (nano text-to-image: 12 x 12 tokens, T = 64)
     official_passes(36)        -> 36   (a 6 x 6 hole: one token per step at the end)
 
-On a StepSchedule of strength d < 1 (image to image, ladr_core.strength) the official sampler
-starts at step s0 = T - round(T * d) with ``remask_count`` tokens masked and runs the rest of its schedule:
-about round(T * d) passes.
+On a StepSchedule of strength d < 1 (ladr_core.strength) it starts at s0 with ``remask_count``
+tokens masked: about round(T * d) passes.
 """
 
 from __future__ import annotations

@@ -11,11 +11,10 @@ A strategy class joins with the `register_strategy` decorator and is then select
 
     sample(denoise, shape, strategy="mine")
 
-The built-in strategies register themselves the same way, imported the first time a name is
-looked up (every module of ladr_core/strategies/, found with pkgutil: a module dropped there
-needs no list), so importing this module imports none. An unknown name is a ValueError listing
-the known names. Called once per run by the outermost entry that received a name (sample(),
-generate / paint / edit, the DiMOO Sampling Rule node); everything below takes the object.
+The built-in strategies register the same way, every module of ladr_core/strategies/ imported
+with pkgutil at the first lookup (no list; importing this module imports none). An unknown name
+is a ValueError listing the known names. Called once per run by the outermost entry that
+received a name (sample(), generate / paint / edit, the DiMOO Sampling Rule node).
 """
 
 from __future__ import annotations
@@ -30,9 +29,8 @@ _REGISTRY: dict[str, type[Strategy]] = {}
 
 
 def register_strategy(cls: type[Strategy]) -> type[Strategy]:
-    """Class decorator: make `cls` selectable by `cls.name` (its defaults: `cls()`).
-
-    A second class under a name already taken is refused (ValueError naming both)."""
+    """Class decorator: make `cls` selectable by `cls.name` (its defaults: `cls()`); a second
+    class under a taken name is refused (ValueError naming both)."""
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name:
         raise ValueError(f"{cls.__name__}: a registered strategy needs a non-empty class "
@@ -85,9 +83,9 @@ def strategy_class(name: str, where: str = "strategy") -> type[Strategy]:
 
 
 def resolve_strategy(spec: str | Strategy) -> Strategy:
-    """A Strategy from a strategy object (returned as is), a registered strategy name (its
-    defaults: "ladr" is the paper's policy) or an LADR preset name (`LADR.preset(name)`: the
-    preset's policy with the T it was tuned at). Anything else: ValueError listing the names."""
+    """A Strategy from a strategy object (as is), a registered strategy name (its defaults:
+    "ladr" is the paper's policy) or an LADR preset name (`LADR.preset(name)`); else a
+    ValueError listing the names."""
     if isinstance(spec, Strategy):
         return spec
     _load_builtins()

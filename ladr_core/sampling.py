@@ -6,16 +6,14 @@ What the loop computes per step: docs/SAMPLING.md, "Randomness". The denoiser is
 sees the network. K comes from the first call; every call's shape is checked.
 
 Host synchronisation: at most one per step, the transfer of the per-item masked counts [B]
-(early exit; it sizes the next step's masked-row gather and draws). No host data is copied to
-the device inside sample() (per-phase tau / alpha enter kernels as Python scalars, the baseline
-keep table is built with arange on the device), so on an accelerator there is no other fixed
-sync here. The step record (STEP_RECORD_KEYS below: keys are added, never renamed) is built only
-when there is a callback; its tensors live on the denoiser's device.
+(early exit; it sizes the next step's gather and draws). No host data is copied to the device
+inside sample() (per-phase tau / alpha enter kernels as Python scalars, the baseline keep
+table is built on the device). The step record (STEP_RECORD_KEYS: keys are added, never
+renamed) is built only for a callback, its tensors on the denoiser's device.
 
-Per-item steps: every item runs its own schedule (a step counter LongTensor [B] handed to the
-rule). A denoiser that accepts `items=` is sent only the items still running, so a finished item
-leaves the pass; `max_batch` < B rolls the batch (slots.py). Item i draws from its own generator
-either way (noise.py).
+Every item runs its own schedule (a step counter LongTensor [B] handed to the rule) and draws
+from its own generator (noise.py); a denoiser that accepts `items=` is sent only the items still
+running, and `max_batch` < B rolls the batch (slots.py).
 """
 
 from __future__ import annotations
@@ -169,23 +167,16 @@ class SampleRun:
                 self.buffers["item"][slot].fill_(joining)
 
     def workspace(self, name: str, k: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-        """A [N, K] work buffer kept for the whole run (allocated on first use).
-
-        Reusing it avoids a fresh CPU allocation of up to N x K floats every step, whose page
-        faults cost about as much as a pass over it; it is released when sample() returns.
-        """
+        """A [N, K] work buffer kept for the run: a fresh N x K allocation every step costs
+        about as much in page faults as a pass over it."""
         buf = self.buffers.get(name)
         if buf is None or buf.dtype != dtype or buf.device != device or buf.shape[1] != k:
             buf = self.buffers[name] = torch.empty((self.n, k), dtype=dtype, device=device)
         return buf
 
     def sync_counts(self) -> bool:
-        """The loop's single host synchronisation per step: the per-slot masked counts [S].
-
-        They give the early exit, move finished items out and waiting ones in (`turnover`) and
-        size the next step's row gather and per-item draws, so nothing else in a step has to
-        wait for the device. True while any item is left to run.
-        """
+        """The loop's one host sync per step, the masked counts [S] (module docstring): exit,
+        `turnover`, the next step's sizes. True while any item is left to run."""
         values = torch.cat([self.masked.sum(dim=1), self.nonfinite.view(1).long()]).tolist()
         self.slots.counts = values[:-1]
         if values[-1]:
@@ -207,13 +198,10 @@ class SampleRun:
         )
 
     def predict(self, logits: torch.Tensor, rows: list[int] | None) -> tuple[Stats, StepNoise]:
-        """Noise and statistics of each running item's masked rows, item by item, mapped to
-        [S, N] (zeros in slots with nothing masked).
-
-        logits: [S, N, K] (rows None: row s is slot s) or [A, N, K] for the running slots
-        only (rows[s] = the row of slot s). Two [M, K] views of the run's workspace serve every
-        item in turn (M = max L_i): the gathered rows (when anything is gathered or upcast) and
-        the Gumbel noise, which then takes the softmax. Each item draws from its own generator.
+        """Noise and statistics of each running item's masked rows, mapped to [S, N] (zeros
+        where nothing is masked). logits: [S, N, K], or [A, N, K] for the running slots with
+        rows[s] = slot s's row. Two [M, K] workspace views (M = max L_i) serve every item in
+        turn: the gathered or upcast rows, and the Gumbel noise, which then takes the softmax.
         """
         counts = self.slots.counts
         idx = masked_first(self.masked, counts)
@@ -274,11 +262,10 @@ class SampleRun:
             self.bind_device(logits.device)
         masked = self.masked
         stats, noise = self.predict(logits, rows)
-        # NaN / +inf logits make the masked rows' probabilities NaN; the flag rides along with
-        # the step's one host transfer (sync_counts) instead of costing a sync of its own (so
-        # the last step, which has no sync, is not checked).
+        # NaN / +inf logits make the statistics NaN; the flag rides along with the step's one
+        # host transfer (sync_counts), so the last step, which has no sync, is not checked.
         probe = next((v for v in (stats.top1, stats.log_conf, stats.margin, stats.logit_gap,
-                                  stats.entropy) if v is not None), logits)  # a rule that reads no statistics: the logits
+                                  stats.entropy) if v is not None), logits)
         self.nonfinite = torch.isnan(probe).any()
         item_step = self.item_step.clone() if record else None
         commit = (self.graph if self.graph is not None and step > 0 else self.rule)(
@@ -325,15 +312,12 @@ def sample(
     known: KnownTokens | None = None,
     max_batch: int | None = None,
 ) -> SampleResult:
-    """Generate B token grids of H x W (the contract: this module's docstring, noise.py for
-    `generator`, validation.py for `known` and `device`). strategy: a Strategy object, a registered strategy name or
-    an LADR preset name, resolved once, here (ladr_core.registry); steps: the schedule, T (None:
-    DiMOO's 64) or a StepSchedule (T and a late start for a denoise strength < 1, which needs
-    `known`), read by every strategy, none of which runs more than its steps. Item i draws
-    from its own generator whatever the batch, `known` or `max_batch`: its tokens equal its own
-    B = 1 run when the denoiser's logits for it do not depend on the batch (float32 on a CPU;
-    on a GPU the kernels chosen for another row count can move the last bits and flip a near
-    tie: docs/ARCHITECTURE.md section 3).
+    """Generate B token grids of H x W (module docstring; noise.py for `generator`,
+    validation.py for `known` and `device`). strategy: a Strategy, a registered strategy or
+    LADR preset name, resolved once, here (ladr_core.registry); steps: T (None: DiMOO's 64) or
+    a StepSchedule (a late start for a denoise strength < 1 needs `known`). Item i's tokens
+    equal its own B = 1 run whatever the batch, `known` or `max_batch`, when its logits do not
+    depend on the batch (float32 on a CPU; a GPU nearly always: docs/ARCHITECTURE.md section 3).
     """
     args = validate_arguments(denoise, shape, steps, strategy, temperature, generator,
                               callback, schedule, device, cuda_graph, known, max_batch)

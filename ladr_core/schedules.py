@@ -79,10 +79,8 @@ SCHEDULES: dict[str, Schedule] = {
 
 
 def get_schedule(schedule: str | Schedule = "cosine") -> Schedule:
-    """Return the named schedule ("cosine" default, "linear"), or `schedule` itself if given one.
-
-    Raises ValueError naming the argument and the allowed names for anything else.
-    """
+    """The named schedule ("cosine", "linear") or `schedule` itself; else a ValueError naming
+    the allowed names."""
     if isinstance(schedule, Schedule):
         return schedule
     if isinstance(schedule, str) and schedule in SCHEDULES:
@@ -96,11 +94,8 @@ def get_schedule(schedule: str | Schedule = "cosine") -> Schedule:
 def count_at(schedule: Schedule, n: int | torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     """floor(n * gamma(t)) per item: LongTensor shaped like t (t in schedule precision).
 
-    n: the token count the schedule runs over, one int for every item or a tensor [B] (per-item
-    counts: inpainting). The count of tokens the schedule leaves masked at time t. The floor
-    gets a guard of 1e-9 n (float64) / 1e-6 n (float32) so exact integers such as
-    36 * (1 - 1/3) = 24 under the linear schedule are not rounded down to 23 by the last bit of
-    gamma.
+    n: the count the schedule runs over, an int or [B]. The floor's guard (1e-9 n in float64,
+    1e-6 n in float32) keeps exact integers such as 36 * (1 - 1/3) = 24 from flooring to 23.
     """
     eps = 1e-9 if t.dtype == torch.float64 else 1e-6
     if isinstance(n, torch.Tensor):
@@ -135,12 +130,9 @@ def check_denoise(value: object, no_picture: tuple[str, str] | None = None) -> f
 @dataclass(frozen=True)
 class StepSchedule:
     """The schedule a run follows, one value read by the loop, the strategies, painting and the
-    stats (as ComfyUI's SIGMAS or k-diffusion's ``sigmas``): ``steps`` = T, the schedule
-    length, which is the official sampler's price in forward passes, and ``denoise`` = d in
-    (0, 1], the strength of an image to image run (ComfyUI's KSampler ``denoise``, diffusers'
-    aMUSEd img2img ``strength``). Checked on construction: one InputError naming ``steps`` or
-    ``denoise``. No strategy has a T of its own: every one plans within this schedule and can
-    only finish sooner."""
+    stats (as ComfyUI's SIGMAS): ``steps`` = T, the official sampler's price in forward
+    passes, and ``denoise`` = d in (0, 1], an image to image strength (KSampler ``denoise``).
+    Checked on construction (InputError naming ``steps`` or ``denoise``)."""
 
     steps: int = DEFAULT_STEPS
     denoise: float = 1.0

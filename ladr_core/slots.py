@@ -1,10 +1,9 @@
 """Which item runs in which slot of the sampling loop: finished items leave, waiting ones join.
 
-The loop (ladr_core.sampling) works on S slots ([S, N] tokens and masks on the device). A plain
-batch of B items has S = B slots, slot i holding item i all along. A rolling batch has S =
-`max_batch` < B slots: when an item finishes, the next waiting item takes its slot at its own
-step 0. This module is the host side of that bookkeeping: plain Python lists read from the one
-per-step transfer of the masked counts, so moving items in and out costs no host sync.
+The loop (ladr_core.sampling) works on S slots ([S, N] tokens and masks on the device): S = B
+for a plain batch, slot i holding item i; S = `max_batch` < B for a rolling batch, where the
+next waiting item takes a finished item's slot at its own step 0. This is the host side of it:
+plain lists read from the one per-step transfer of the masked counts, so no extra host sync.
 """
 
 from __future__ import annotations
@@ -17,10 +16,9 @@ __all__ = ["Slots"]
 
 @dataclass
 class Slots:
-    """item[s]: the item in slot s (-1 = free); counts[s]: its masked count after the last sync
-    (0 = nothing left: finished or free); ran[s]: steps its item has run; queue: items not
-    started, in order; item_counts[i]: item i's masked count at its start (N, or fewer with
-    known tokens); item_nfe[i]: denoise calls item i took part in; done: items finished."""
+    """Per slot s: item[s] (-1 = free), counts[s] its masked count at the last sync (0: none
+    left), ran[s] its steps; per item i: item_counts[i] at its start, item_nfe[i]; queue: items
+    not started; done: items finished."""
 
     item: list[int]
     counts: list[int]

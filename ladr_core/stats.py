@@ -19,12 +19,9 @@ PROB_STATS = frozenset({"entropy", "log_conf", "top1", "margin", "argmax"})
 
 
 def masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None:
-    """Positions of each item's masked tokens first, in index order: LongTensor [B, M].
-
-    masked: BoolTensor [B, N]; counts: its per-item sums as host ints. M = max(counts); for an
-    item with L_i < M the tail holds decoded positions (padding). A stable sort keeps index
-    order, the order of the official boolean-mask indexing `logits[:, vq_mask[0]]`, and needs
-    no host sync. None when every position is masked (rows == positions, nothing to gather).
+    """Positions of each item's masked tokens first, LongTensor [B, M], M = max(counts) (the
+    host's per-item sums; shorter items padded with decoded positions); a stable sort keeps
+    the official `logits[:, vq_mask[0]]` order, no host sync. None when all is masked.
     """
     if min(counts) == masked.shape[1]:
         return None
@@ -35,12 +32,9 @@ def masked_first(masked: torch.Tensor, counts: list[int]) -> torch.Tensor | None
 def item_rows(
     logits: torch.Tensor, idx: torch.Tensor | None, own: torch.Tensor | None
 ) -> torch.Tensor:
-    """One item's logit rows [L, K] at positions idx [L] (all N rows when idx is None).
-
-    own: the step's reusable [M, K] buffer, needed when rows are gathered or half-precision
-    logits are upcast (once, to float32, so probabilities near tau are not rounded away); the
-    denoiser's tensor is never modified.
-    """
+    """One item's logit rows [L, K] at positions idx [L] (None: all N), gathered or upcast to
+    float32 (probabilities near tau are not rounded away) into ``own``, the step's reusable
+    buffer; the denoiser's tensor is never modified."""
     if own is None:
         return logits
     if idx is None:
@@ -54,11 +48,8 @@ def item_rows(
 def to_positions(
     fields: dict[str, torch.Tensor | None], idx: torch.Tensor | None, n: int
 ) -> dict[str, torch.Tensor | None]:
-    """Row-space values [B, M] -> [B, N] at positions idx [B, M] (0 elsewhere); None stays None.
-
-    Fields of one dtype move together (one stack, one fill, one scatter): at B = 1 on a GPU a
-    step is bound by its count of small kernels, not by their size.
-    """
+    """Row-space values [B, M] -> [B, N] at positions idx (0 elsewhere; None stays None);
+    fields of one dtype move together: a GPU step at B = 1 is bound by its kernel count."""
     if idx is None:
         return dict(fields)
     out: dict[str, torch.Tensor | None] = dict.fromkeys(fields)
@@ -75,13 +66,9 @@ def to_positions(
 
 
 def top2_(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Largest and second-largest value of each row of x [L, K], and the largest's index: [L]
-    each, the values of ``x.topk(2)`` (a tie for the top gives two equal values). x is
-    overwritten (its maxima become -inf).
-
-    Two max reductions and an [L]-element scatter instead of a top-k: on a GPU a top-2 over
-    [4096, 8192] costs several max reductions (it was most of a LADR step's device time).
-    """
+    """``x.topk(2)``'s values and the largest's index per row of x [L, K], overwriting x.
+    Two max reductions and a scatter: a GPU top-k over [4096, 8192] costs several max
+    reductions (it was most of a LADR step's device time)."""
     first, index = x.max(dim=-1)
     second = x.scatter_(-1, index.unsqueeze(-1), -math.inf).amax(dim=-1)
     return first, second, index
@@ -91,14 +78,10 @@ def item_stats(x: torch.Tensor, needs: Needs, sampled: torch.Tensor | None,
                buf: torch.Tensor) -> Stats:
     """The per-token statistics a strategy needs from one item's logit rows x [L, K]: [L] each.
 
-    One softmax (only when a statistic of PROB_STATS is asked for), then the top two of it
-    (top1 / margin / argmax) or of the logits (logit_gap) and a gather for p(sampled), as the
-    official loop does on its [1, L, K] masked rows;
-    entropy -sum p log p of the same softmax (one [L, K] temporary, only when asked for).
-    sampled: the Gumbel-max sample [L], or None for greedy (argmax of the logits, as official).
-    buf: a float32 [L, K] buffer free for reuse (the consumed Gumbel noise); the softmax is
-    written into it when x is float32 (torch.softmax's out=, no fresh [L, K] allocation), and
-    before that, for logit_gap, a copy of x (x itself may be the denoiser's tensor).
+    One softmax (only for PROB_STATS), then the top two of it or of the logits (logit_gap),
+    a gather for p(sampled) (the official loop's on its masked rows) and the entropy if asked.
+    sampled: the Gumbel-max sample [L], None for greedy. buf: a free float32 [L, K] buffer
+    (the consumed noise) that takes a float32 x's softmax, and first logit_gap's copy of x.
     """
     if sampled is None:
         sampled = x.argmax(dim=-1)

@@ -1,20 +1,19 @@
 """What a strategy is: the Strategy interface and what it sees and says per step.
 
 A strategy is a frozen object that declares what the loop must compute for it each step
-(`needs()`: per-token statistics and noise) and decides the step (`begin(run)` returns its
-per-step rule, a `StepRule`). The loop in sampling.py never asks which strategy it runs.
-The strategies and the selection primitives they share: the package ladr_core.strategies; how
-a name becomes a strategy: ladr_core.registry.
+(`needs()`: statistics and noise) and decides the step (`begin(run)` returns its `StepRule`);
+the loop never asks which strategy it runs. The strategies and their shared primitives:
+ladr_core.strategies; names: ladr_core.registry.
 
-A strategy has no step count: it reads T from `RunInfo.steps` (the run's one `StepSchedule`,
-schedules.py), plans within it and can only finish sooner, so it never runs more forward passes
-than the official sampler on the same schedule (tests/dimoo/test_cost_contract.py). A strategy
-whose rule reads `step` only to tell the last step sets `step_invariant = True`; on a CUDA device
-its rule is then captured once per run and replayed (graphs.py).
+A strategy has no step count: it reads T from `RunInfo.steps` (the run's one `StepSchedule`),
+plans within it and can only finish sooner, so it never runs more forward passes than the
+official sampler on the same schedule (tests/dimoo/test_cost_contract.py). A rule that reads
+`step` only as a tensor sets `step_invariant = True`; on CUDA it is then captured once per
+run and replayed (graphs.py).
 
 A rule is batched tensor work on the inputs' device with no host synchronisation and no
-host -> device copy. Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor
-[B, N] (True = still masked); scores are FloatTensors [B, N].
+host -> device copy. Shapes: B items, N = H * W tokens (row-major); `masked` BoolTensor
+[B, N] (True = still masked); scores FloatTensors [B, N].
 """
 
 from __future__ import annotations
@@ -57,13 +56,11 @@ class RunInfo:
     schedule: Schedule
     temperature: float
     device: torch.device
-    # tokens each item's schedule counts over, LongTensor [B] on `device` (updated in place as
-    # items join a rolling batch): the region it generates (N_total of Algorithm 1, the
-    # official painting mode's `vq_len`; more than its masked count at a late start); None = N
-    # for every item (text-to-image). Schedules run over this count, not over N.
+    # N_total of Algorithm 1 per item, LongTensor [B] (the region it generates, the official
+    # painting's `vq_len`; more than its masked count at a late start); None: N. Schedules run
+    # over it. It and `item` (each slot's item, [S]; None: slot s runs item s) are updated in
+    # place as items join a rolling batch.
     total: torch.Tensor | None = None
-    # the item each slot runs, LongTensor [S] on `device`, updated in place as items join a
-    # rolling batch (None: slot s runs item s all along)
     item: torch.Tensor | None = None
 
     def generated(self) -> int | torch.Tensor:
@@ -112,24 +109,16 @@ class Commit:
 
 StepRule = Callable[[torch.Tensor, torch.Tensor, Stats, StepNoise], Commit]
 """(step LongTensor [B], masked [B, N], stats, noise) -> Commit: a strategy bound to one run.
-`step[b]` is item b's own step index in the schedule (0-based; a run started late at s0 by a
-denoise strength begins at s0, not 0): items of one pass may be at different steps
-(a rolling batch admits new items while others finish), so a rule reads it per item, as a
-tensor, never as a host value."""
+`step[b]` is item b's own 0-based step (from s0 at a late start); items of a rolling batch are
+at different steps, so a rule reads it per item, as a tensor, never as a host value."""
 
 
 class Strategy(ABC):
-    """Base of every strategy. `name`: the string accepted for it at the public boundary (a
-    registered strategy, ladr_core.registry). A strategy has no step count of its own: it reads
-    the run's T from `RunInfo.steps` (the caller's schedule, ladr_core.schedules.StepSchedule)
-    and must unmask everything by its step T - 1, so it never costs more forwards than the
-    official sampler on the same schedule."""
+    """Base of every strategy (module docstring): `name` is its registered name
+    (ladr_core.registry); it must unmask everything by its step T - 1."""
 
     name: ClassVar[str]
-    # True when the rule's kernels do not depend on host values that change from step to step
-    # (it reads `step` only as the tensor it is given): on a GPU the rule is then captured once
-    # as a CUDA graph and replayed (ladr_core.graphs).
-    step_invariant: ClassVar[bool] = False
+    step_invariant: ClassVar[bool] = False  # reads `step` only as a tensor (module docstring)
 
     @abstractmethod
     def needs(self) -> Needs:
@@ -137,15 +126,13 @@ class Strategy(ABC):
 
     @abstractmethod
     def begin(self, run: RunInfo) -> StepRule:
-        """The per-step rule for one run (called once, after the first denoise call): which
-        masked tokens each step commits and what they receive."""
+            """The per-step rule for one run (called after the first denoise call)."""
 
 
 def check_number(owner: str, name: str, value: object, low: float, high: float, *,
                  low_open: bool = False, high_open: bool = False, fix: str = "") -> float:
-    """A strategy's numeric parameter: a finite real number (not a bool) within low..high
-    (`low_open` / `high_open`: that end excluded), returned as a float. Anything else: one
-    ValueError naming `owner(name=...)`, the valid range and `fix`."""
+    """A strategy's numeric parameter as a float: a finite real (not a bool) in low..high,
+    else one ValueError naming `owner(name=...)`, the range and `fix`."""
     ok = isinstance(value, Real) and not isinstance(value, bool) and math.isfinite(float(value))
     if ok:
         v = float(value)  # type: ignore[arg-type]

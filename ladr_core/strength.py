@@ -1,20 +1,16 @@
 """Image to image by a denoise strength: which of the picture's tokens a redraw re-masks.
 
-ComfyUI's KSampler `denoise` and diffusers' ``AmusedImg2ImgPipeline`` (start = T * (1 -
-strength)): a strength d in (0, 1] over a schedule of T steps starts at step
-s0 = T - round(T * d) (``schedules.StepSchedule.start``), so the run takes the last T - s0
-steps. The picture's VQ codes go in as known tokens with the share the official schedule still
-has masked at s0 re-masked (``remask_count``: ``baseline_keep``'s formula, so the official sampler started at s0
-continues its own schedule), chosen at random as aMUSEd does, from a CPU generator of its own
-per item (``remask_positions``). The sampling loop then runs any strategy from s0 (its rule
-sees its step index in the whole schedule). d = 1: s0 = 0, everything masked (text to image;
-with an image and no mask the image only sets the size); d under half a step: the picture's
-codes, unchanged; d = 0 or outside (0, 1]: one InputError naming ``denoise``. An ML-Cache's
-schedule runs over the T - s0 steps and the re-masked count; ``official_passes(n,
-StepSchedule(64, d))`` is the official sampler's cost at the same strength. From tokens instead
-of a picture (``generate(tokens=, denoise=)``): the same plan and late start on the codes as
-given, no VQ round trip and no paste-back, so a picture's codes give the picture route's tokens
-(on nano the route that works: docs/reports/STRENGTH.md).
+As ComfyUI's KSampler `denoise` and diffusers' ``AmusedImg2ImgPipeline``, a strength d in
+(0, 1] over T steps starts at s0 = T - round(T * d) (``schedules.StepSchedule.start``) and runs
+the last T - s0 steps. The picture's VQ codes go in as known tokens with the share the official
+schedule still has masked at s0 re-masked (``remask_count``, ``baseline_keep``'s formula, so the
+official sampler started at s0 continues its own schedule), chosen at random as aMUSEd does,
+from a CPU generator per item (``remask_positions``); any strategy then runs from s0 (its rule
+sees its step in the whole schedule). d = 1: everything masked (text to image); d under half a
+step: the codes unchanged; d outside (0, 1]: one InputError naming ``denoise``. The official
+sampler's cost at the same strength: ``official_passes(n, StepSchedule(64, d))``. From tokens
+(``generate(tokens=, denoise=)``) the same plan runs on the codes as given, with no VQ round
+trip or paste-back (on nano the route that works: docs/reports/STRENGTH.md).
 """
 
 from __future__ import annotations

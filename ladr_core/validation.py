@@ -35,16 +35,9 @@ Denoise = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 @dataclass(frozen=True)
 class KnownTokens:
-    """Tokens fixed before sampling (inpainting, outpainting): sample() starts from them.
-
-    tokens: LongTensor [B, N], codes in [0, K) at the known positions (values where `generate`
-    is True are ignored); generate: BoolTensor [B, N], True = a position the sampler generates
-    (it starts masked), False = known (never changed, by any strategy). The official painting
-    mode starts its loop the same way: known codes in the sequence, MASK where it generates.
-    region: BoolTensor [B, N], the tokens each item's schedule counts over when a run starts
-    late (a denoise strength re-masks only part of its region, ladr_core.strength); None = the
-    `generate` positions.
-    """
+    """Tokens fixed before sampling (module docstring): codes [B, N] in [0, K) at the known
+    positions; `generate` [B, N] True where the sampler generates; `region` [B, N] what each
+    schedule counts over at a late start (ladr_core.strength; None: `generate`)."""
 
     tokens: torch.Tensor
     generate: torch.Tensor

@@ -1,16 +1,15 @@
 """Files shipped with the package: the trained DiMOO-nano checkpoint, its sibling that also
 answers questions about its scenes (DiMOO-nano-mmu, lab/nano/train_understanding.py), and
-DiMOO-emoji, drawn emoji on a 48 px canvas (written by ``python -m lab.emoji.ship``).
+DiMOO-emoji, drawn emoji on a 48 px canvas (written by ``python -m lab.emoji.ship``), each in
+the official layout, loading with ``load_dimoo`` like the real model.
 
-Each is in the official layout and loads with ``load_dimoo`` exactly like the real model.
-Keys of ours in config.json, all optional: ``default_image_size`` (else 1024),
-``default_cfg`` (the guidance scale it was tuned for, else the official 4.0),
-``ladr_can_edit`` and ``ladr_can_understand`` (else true; a task the checkpoint cannot do is
-refused on ``model``); a bad value is a ``CheckpointError``. Nano writes 48, 0.75, false,
-false: it was trained for text to image only. Its sibling nano-mmu stores the VQ once:
-``ladr_shared_vqvae`` names nano's ``vqvae/``, which every reader finds through
-``weights/vqfiles.vq_folder`` (a saved copy gets its own); it appends its understanding words to
-the shipped vocabulary before the image codes, so every shipped text id is kept."""
+Keys of ours in config.json, all optional (a bad value is a ``CheckpointError``):
+``default_image_size`` (else 1024), ``default_cfg`` (else the official 4.0), ``ladr_can_edit``
+and ``ladr_can_understand`` (else true; a task a checkpoint cannot do is refused on ``model``).
+Nano writes 48, 0.75, false, false. Nano-mmu stores no VQ of its own: ``ladr_shared_vqvae``
+names nano's ``vqvae/`` (found through ``weights/vqfiles.vq_folder``; a saved copy gets its
+own); its understanding words are appended to the text vocabulary before the image codes.
+"""
 
 from __future__ import annotations
 

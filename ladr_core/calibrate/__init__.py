@@ -2,23 +2,18 @@
 the model's own self-score (ladr_core.dimoo.tasks.selfscore), and keep the verdict beside it
 (docs/ARCHITECTURE.md section 4).
 
-A calibration runs the official sampler at T (the reference), each candidate setting
-(candidates.py) and the official sampler at each candidate's measured NFE, on the same
-(prompt, seed) images, self-scored; paired bootstrap intervals against the reference and the
-matched baseline (stats.py); the recommendation by non-inferiority: a setting qualifies when the
-lower end of its paired 95 % interval against the reference is above -margin (margin.py holds
-the default margin and where it was fitted), with a text table and plot (report.py) and an A/B
-contact sheet (sheet.py). The run is resumable (a partial state file beside the report, runner.py),
-stops starting settings a ``budget_minutes`` cannot fit, and calls ``check()`` at every step
-(ComfyUI's interrupt). The report is written beside the checkpoint (``ladr_calibration.json``,
-keyed to the weights' fingerprint, state.py), where ``calibrated_strategy`` and the LADR
-Calibrate node read it back. Bad arguments are ``CalibrationInputError`` (an ``InputError``): the
-command line names its flag, the node its widget.
+It runs the official sampler at T (the reference), each candidate (candidates.py) and the
+official sampler at each candidate's measured NFE on the same (prompt, seed) images; compares
+them by paired bootstrap intervals (stats.py); recommends by non-inferiority (a setting
+qualifies when the lower end of its paired 95 % interval against the reference is above
+-margin, margin.py); and reports a table, plot (report.py) and A/B sheet (sheet.py). The run
+resumes from a partial state file (runner.py), skips settings ``budget_minutes`` cannot fit and
+calls ``check()`` every step (ComfyUI's interrupt). The report ``ladr_calibration.json`` lies
+beside the checkpoint, keyed to its weights' fingerprint (state.py), where
+``calibrated_strategy`` and the LADR Calibrate node read it back. Bad arguments raise
+``CalibrationInputError`` (an ``InputError``) naming the flag or widget.
 
     python -m ladr_core.calibrate MODEL_FOLDER [--prompts FILE] [--json OUT] ...
-
-``calibrate`` runs it, ``calibrated_strategy`` reads the recommendation back for a checkpoint,
-``load_calibration`` checks a file.
 """
 
 from __future__ import annotations

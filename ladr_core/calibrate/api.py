@@ -84,9 +84,8 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 
 def _stored_kinds(transformer: torch.nn.Module) -> list[str]:
-    """How the transformer's weights are stored, one name per kind: a GGUF layer's GGML type
-    (``GGUF Q8_0``), a ComfyUI-format layer's format (``ComfyUI float8_e4m3fn``), else the
-    weight's dtype (``bfloat16``, ``float8_e4m3fn`` for the pack's fp8)."""
+    """How the transformer's weights are stored, one name per kind (``GGUF Q8_0``, ``ComfyUI
+    float8_e4m3fn``, else the weight's dtype)."""
     kinds: set[str] = set()
     for module in transformer.modules():
         weight = getattr(module, "weight", None)
@@ -120,15 +119,11 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
               prompt_source: str = "given",
               candidates: list[Candidate] | None = None,
               margin: float | None = None) -> dict[str, Any]:
-    """Calibrate ``pipe`` (loaded from ``folder``) and write the files (module
-    docstring).
-
-    prompts None: ``default_prompts(folder)``. ``progress(fraction, message)`` is called at
-    every sampler step; ``check()`` too (an interrupt it raises propagates, the partial state
-    stays for a resume). ``restart`` ignores a stored partial state. ``candidates``: the
-    settings to run (default ``default_candidates(steps)``; the first is the reference).
-    ``margin``: the non-inferiority margin (None: ``margin.DEFAULT_MARGIN``); prompts too few
-    for it are run anyway and reported in ``warnings``. Returns the report.
+    """Calibrate ``pipe`` (loaded from ``folder``), write the files and return the report
+    (package docstring). ``progress`` and ``check`` are called at every sampler step (an
+    interrupt propagates; the partial state stays for a resume; ``restart`` ignores it).
+    ``candidates``: default ``default_candidates(steps)``, the first the reference. Too few
+    prompts for ``margin`` are run anyway and reported in ``warnings``.
     """
     margin = DEFAULT_MARGIN if margin is None else check_margin(margin)
     fp = fingerprint(folder)
@@ -148,9 +143,7 @@ def calibrate(pipe: Any, folder: str | Path, out: str | Path,
     cal = Calibration(pipe, config, state, config.key(fp, _weights_desc(pipe, weight_dtype)),
                       progress, check, candidates)
     runs = cal.run()
-    # the prompt-shortfall warning is in report["warnings"] only with the reference as the
-    # recommendation (report.judge): a report never recommends a setting and calls the
-    # prompts too few
+    # the prompt-shortfall warning comes only with the reference recommended (report.judge)
     report = build_report(runs, config.groups, next(iter(runs)), margin)
     report = {"format": FORMAT, **report, "skipped": cal.skipped,
               "checkpoint": {"folder": str(Path(folder).resolve()), "fingerprint": fp},
@@ -237,9 +230,8 @@ def _write_outputs(report: dict[str, Any], out: Path, folder: Path,
 def calibrated_strategy(folder: str | Path, calibration_file: str | Path | None = None
                         ) -> tuple[Any, int, dict[str, Any]]:
     """(strategy object, its T, the report) of the recommended setting for the checkpoint in
-    ``folder``. CalibrationError when the file is missing, damaged, or made for other weights
-    (the message names the file, the field and the fix). A file saved before the spread floor
-    is judged again by the current rule (``report.rejudge``; ``rejudged`` is set)."""
+    ``folder``; CalibrationError (``load_calibration``) when the file cannot serve. An old
+    file is judged by the current rule (``report.rejudge``; ``rejudged`` is set)."""
     path = Path(calibration_file) if calibration_file else Path(folder) / CALIBRATION_FILE
     data = load_calibration(path, fingerprint(folder))
     try:

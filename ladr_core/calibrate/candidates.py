@@ -4,28 +4,21 @@ The list (`default_candidates`), in the order they run:
 
     baseline-<T>   the official sampler at the official T (the reference, default 64);
     paper          LADR with the paper's policy as printed (Algorithm 1, top-1 ranking);
-    paper-gumbel   the same policy ranking like the official sampler: log p(sampled) + Gumbel
-                   noise (`selection="gumbel"`); the paper does not say which its authors ran;
+    paper-gumbel   the same, ranking like the official sampler (log p + Gumbel noise); the
+                   paper does not say which its authors ran;
     adaptive       the self-calibrating rescue (`PRESETS["adaptive"]`);
-    nano           the preset tuned on DiMOO-nano (tau 0.9), at the 128 steps it was tuned at;
-    tau<x>         a small grid over the rescue's own threshold: tau = x in every phase, alpha
-                   1, gumbel ranking, argmax rescue token, seen-only frontier (the nano preset's
-                   rule at DiMOO's T = 64), x in `TAU_GRID`;
-    halton-ladr    LADR's rescue on a Halton-ordered baseline (`HaltonLADR()`, 128 steps) and
-    ladr-global    LADR's rescue over every masked token (`LADRGlobal()`, 256 steps): the
-                   training-free settings that did best on nano's test set at about 12 and 18
-                   forwards per image (docs/reports/SAMPLERS.md), at their tuned defaults
-                   (the steps each candidate runs: `candidates.TUNED_STEPS`, else `steps`);
+    nano           the preset tuned on DiMOO-nano, at the 128 steps it was tuned at;
+    tau<x>         the nano preset's rule at T = 64 with tau = x in every phase, x in `TAU_GRID`;
+    halton-ladr,   LADR's rescue on a Halton-ordered baseline and over every masked token: the
+    ladr-global    best training-free settings on nano at about 12 and 18 forwards per image
+                   (docs/reports/SAMPLERS.md), at `TUNED_STEPS`;
 
-and, after them, the baseline at each candidate's measured NFE (rounded; one run per distinct
-T), against which every candidate is also compared.
+then the baseline at each candidate's measured NFE (rounded; one run per distinct T).
 
-A candidate is stored as {"kind": its registered strategy name, "steps": T, and every other field
-of the strategy dataclass} with nested dataclasses as objects and tuples as lists
-(`strategy_spec`): {"kind": "baseline", "steps": T}, {"kind": "ladr", "steps": T, "policy":
-{field: value}}, {"kind": "threshold", "steps": T, "tau": 0.9, "token": "argmax"}, ...;
-`strategy_from_spec` rebuilds any registered dataclass strategy and refuses a damaged entry
-with a message naming the field.
+A candidate is stored as {"kind": its registered strategy name, "steps": T, every other field}
+with nested dataclasses as objects and tuples as lists (`strategy_spec`), e.g. {"kind":
+"ladr", "steps": T, "policy": {field: value}}; `strategy_from_spec` rebuilds any registered
+dataclass strategy and refuses a damaged entry naming the field.
 """
 
 from __future__ import annotations
@@ -96,9 +89,8 @@ def _to_json(value: Any) -> Any:
 
 
 def strategy_spec(candidate: Candidate) -> dict[str, Any]:
-    """JSON-ready description of a candidate's strategy: {"kind": its registered name, "steps":
-    T, and every other field of the strategy dataclass} (module docstring). A
-    strategy that is not a registered dataclass cannot be described (ValueError)."""
+    """JSON-ready description of a candidate's strategy (module docstring); ValueError for one
+    that is not a registered dataclass."""
     s = candidate.strategy
     registered = s.name in strategy_names() and strategy_class(s.name) is type(s)
     if not is_dataclass(s) or not registered:
@@ -129,9 +121,8 @@ def _from_json(value: Any, hint: Any, where: str) -> Any:
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
-    """cls(**fields from data): a field missing from data takes its default (a file written
-    before the field existed stays readable); an unknown field or a refused value raises
-    ValueError naming `where`."""
+    """cls(**fields from data), a missing field at its default (older files stay readable); an
+    unknown field or a refused value is a ValueError naming `where`."""
     names = {f.name for f in fields(cls) if f.init}
     unknown = sorted(set(data) - names)
     if unknown:

@@ -1,14 +1,10 @@
 """Command line: ``python -m ladr_core.calibrate MODEL_FOLDER --prompts FILE --json OUT``.
 
-Runs the official sampler at T (``--steps``, default 64), the LADR candidates
-(ladr_core.calibrate.candidates) and the official sampler at each candidate's NFE on the same
-prompts and seeds, scores every image with the model's own self-score and prints, for each
-setting, NFE, token-forwards, wall time and the self-score with paired 95 % intervals against
-T steps and against the baseline at the same NFE. Writes OUT (JSON), OUT's .png (Pareto plot),
-the contact sheet (OUT's stem + .sheet.png) and ``ladr_calibration.json`` beside the checkpoint.
-A setting qualifies when the lower end of its paired interval against T steps is above
--margin (``--margin``; default fitted on DiMOO-nano); too few prompts for the margin are run
-anyway, with a warning saying how many are needed. Interrupted (Ctrl-C), it resumes from
+Runs the calibration (package docstring: the reference at ``--steps`` T, default 64, the
+candidates and the matched baselines, self-scored, judged with ``--margin``) and prints each
+setting's NFE, token-forwards, wall time and self-score with paired 95 % intervals. Writes OUT
+(JSON), OUT's .png (Pareto plot), the contact sheet (OUT's stem + .sheet.png) and
+``ladr_calibration.json`` beside the checkpoint. Interrupted (Ctrl-C), it resumes from
 ``OUT.partial.json`` when run again with the same arguments.
 
 Exit status: 0 done, 2 bad input (one line naming the file or option and the fix), 130

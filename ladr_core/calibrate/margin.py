@@ -2,11 +2,10 @@
 
 A setting qualifies only when the LOWER end of its paired 95 % interval against the reference
 is above ``-margin`` (report.py). ``DEFAULT_MARGIN`` and ``PRIOR_SPREAD`` were fitted on
-DiMOO-nano's validation set (``lab/studies/calibration.py margin``,
-``lab/results/calibration_margin.json``; ``--margin`` overrides them); ``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2;
-the decisive Student-t interval uses ``max(observed sd, SPREAD_FLOOR)`` and ``lead_needed`` is
-the lead that then qualifies on n prompts. Why and how each was fitted, and the rule's
-measured error rate: docs/reports/CALIBRATION.md.
+DiMOO-nano's validation set (``lab/studies/calibration.py margin``; ``--margin`` overrides);
+``prompts_needed`` is the power rule n >= ((1.96 + 0.84) * sd / margin) ** 2; the decisive
+Student-t interval uses ``max(observed sd, SPREAD_FLOOR)``. How each was fitted and the
+rule's measured error rate: docs/reports/CALIBRATION.md.
 """
 
 from __future__ import annotations
@@ -67,9 +66,8 @@ def prompts_needed(spread: float, margin: float) -> int:
 
 
 def lead_needed(prompts: int, margin: float, floor: float = SPREAD_FLOOR) -> float:
-    """The least mean self-score difference to the reference with which a setting can qualify
-    on ``prompts`` prompts: Student's half-width at the spread floor minus the margin (inf for
-    fewer than 2 prompts, which give no interval)."""
+    """The least mean lead over the reference that qualifies on ``prompts`` prompts: Student's
+    half-width at the spread floor minus the margin (inf under 2 prompts)."""
     if prompts < 2:
         return math.inf
     return t_quantile_975(prompts - 1) * floor / math.sqrt(prompts) - margin
@@ -77,9 +75,8 @@ def lead_needed(prompts: int, margin: float, floor: float = SPREAD_FLOOR) -> flo
 
 def shortfall_message(prompts: int, seeds: int, margin: float,
                       spread: float = PRIOR_SPREAD) -> str | None:
-    """None when ``prompts`` are enough for ``margin`` at the prior spread, else one line
-    naming the input, the prompts needed, the lead a cheaper setting would need on these
-    prompts, and the fix (the run still goes ahead)."""
+    """None when ``prompts`` suffice for ``margin`` at the prior spread, else one line naming
+    the prompts needed, the lead needed on these and the fix (the run still goes ahead)."""
     need = prompts_needed(spread, margin)
     if prompts >= need:
         return None

@@ -1,16 +1,13 @@
 """The built-in calibration prompts for Lumina-DiMOO (used when no prompt file is given).
 
-How many: as many as the non-inferiority margin needs (``BUILTIN_COUNT`` =
-``margin.prompts_needed(PRIOR_SPREAD, DEFAULT_MARGIN)``: the prompts at which a setting as good
-as the reference qualifies 4 times out of 5, at the spread of per-prompt self-score differences
-seen on DiMOO-nano). Fewer prompts cannot show that a cheaper setting loses at most the margin,
-so a shorter list would only ever recommend the reference.
+How many: ``BUILTIN_COUNT`` = ``margin.prompts_needed(PRIOR_SPREAD, DEFAULT_MARGIN)``, at which
+a setting as good as the reference qualifies 4 times out of 5 at the spread seen on DiMOO-nano;
+with fewer, only the reference could ever be recommended.
 
-What: the sixteen hand-written prompts first (single objects, counts, colours, spatial
-relations, rendered text, people, animals, scenes and styles), then prompts composed from the
-vocabularies below in a fixed cycle of kinds (GenEval's six categories over everyday objects,
-plus scenes, styles, people and rendered text), each drawn once from a seeded generator, so the
-list is the same on every machine and its first k prompts are a fair sample of it. A
+What: the sixteen hand-written prompts (objects, counts, colours, spatial relations, text,
+people, animals, scenes, styles), then prompts composed from the vocabularies below in a fixed
+cycle of kinds (GenEval's six categories, scenes, styles, people, text), each drawn once from
+a seeded generator: the same list on every machine, any first k of it a fair sample. A
 calibration is only as good as its prompts' likeness to yours: pass your own with
 ``--prompts FILE``.
 """

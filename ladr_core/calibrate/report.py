@@ -1,14 +1,11 @@
 """The calibration report: paired comparisons, the recommendation, a text table and a Pareto plot.
 
-Recommendation rule (``RULE``, non-inferiority): a measured setting (the reference, the
-candidates, the baselines at their NFE) qualifies when ``noninferiority_lo``, the lower of the
-percentile bootstrap's and Student's t lower ends of its paired 95 % interval against the
-reference (Student's t with the spread floored at ``margin.SPREAD_FLOOR``), is above
-``-margin``; the qualifying one with the fewest token-forwards per image is recommended (ties:
-the higher self-score), and the reference always qualifies. ``why`` and ``to_try`` say why and
-what to try with more prompts; ``rejudge`` applies the rule to a report saved before the floor
-existed. The rule and why it is so: docs/reports/CALIBRATION.md section 1. The plot is drawn
-with PIL (a runtime dependency), so it works in any ComfyUI install.
+Recommendation rule (``RULE``, non-inferiority; why: docs/reports/CALIBRATION.md section 1): a
+measured setting qualifies when ``noninferiority_lo``, the lower of the percentile bootstrap's
+and Student's t (spread floored at ``margin.SPREAD_FLOOR``) lower ends of its paired 95 %
+interval against the reference, is above ``-margin``; the qualifying one with the fewest
+token-forwards per image is recommended (ties: the higher self-score); the reference always
+qualifies. The plot is drawn with PIL (a runtime dependency), so it works in any ComfyUI.
 """
 
 from __future__ import annotations
@@ -86,11 +83,9 @@ def build_report(runs: dict[str, dict[str, Any]], groups: list[int], reference: 
 
 def judge(cands: list[dict[str, Any]], reference: str, margin: float, prompts: int,
           seeds: int = 1, floor: float = SPREAD_FLOOR) -> dict[str, Any]:
-    """Apply the rule to measured candidates (each with ``vs_reference``, the floored
-    ``vs_reference_t`` and ``spread``; set here: ``noninferiority_lo``, ``qualifies``,
-    ``prompts_needed``): the report's ``recommended``, ``recommend_rule``, ``margin``, ``why``,
-    ``prompts_needed``, ``to_try``, ``lead_needed`` and ``warnings``. The shortfall warning
-    comes only with the reference as the recommendation."""
+    """Apply the rule (module docstring) to measured candidates, setting each one's
+    ``noninferiority_lo``, ``qualifies`` and ``prompts_needed``: the report's recommendation
+    fields. The prompt-shortfall warning comes only with the reference recommended."""
     for c in cands:
         boot, t = c.get("vs_reference"), c.get("vs_reference_t")
         low = None if boot is None else min(boot["lo"], t["lo"])
@@ -160,10 +155,9 @@ def why_recommended(cands: list[dict[str, Any]], best: dict[str, Any], reference
 
 
 def rejudge(report: dict[str, Any], floor: float = SPREAD_FLOOR) -> dict[str, Any]:
-    """A saved report judged by the current rule: one saved before the spread floor (its
-    ``margin`` has no ``spread_floor``) gets each Student-t interval recomputed from its stored
-    mean, spread and prompt count with the floor, then ``judge``; its text is rebuilt. A report
-    made with the floor is returned unchanged."""
+    """A report saved before the spread floor (its ``margin`` lacks ``spread_floor``) with its
+    Student-t intervals recomputed from the stored means, spreads and counts, judged and its
+    text rebuilt; a report made with the floor is returned unchanged."""
     if (report.get("margin") or {}).get("spread_floor") is not None:
         return report
     out = {**report, "candidates": [dict(c) for c in report["candidates"]]}
@@ -203,9 +197,8 @@ def _ci(d: dict[str, Any] | None) -> str:
 
 
 def report_text(report: dict[str, Any]) -> str:
-    """A fixed-width table of every setting ("ok": it qualifies; against the reference the
-    interval the rule reads, ``decision_interval``), then the recommendation, why, the settings
-    to try with more prompts, the rule and the margin, and any warnings."""
+    """A fixed-width table of every setting ("ok": it qualifies; ``decision_interval``), then
+    the recommendation, why, what to try with more prompts, the rule, margin and warnings."""
     head = (f"{'setting':16s} {'NFE':>6s} {'tok-fwd/img':>12s} {'s/img':>7s} {'self-score':>10s}"
             f"  {'vs ' + report['reference']:32s}  vs baseline at same NFE")
     lines = [head, "-" * len(head)]
@@ -253,9 +246,8 @@ def _count(v: float) -> str:
 
 
 def plot_report(report: dict[str, Any], size: tuple[int, int] = (900, 560)) -> Any:
-    """PIL image: self-score difference to the reference (the intervals the rule reads,
-    ``decision_interval``) against token-forwards
-    per image (log scale); baselines grey, LADR candidates blue, the recommendation ringed."""
+    """PIL image: self-score difference to the reference (``decision_interval``) against
+    token-forwards per image (log); baselines grey, candidates blue, the pick ringed."""
     import math
 
     from PIL import Image, ImageDraw

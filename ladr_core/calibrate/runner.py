@@ -1,13 +1,12 @@
 """The calibration loop: every candidate on the same (prompt, seed) items, self-scored, resumable.
 
-Order: the reference (the official sampler at T), then each LADR candidate followed at once by
-the official sampler at that candidate's measured NFE (when no run of that T exists yet), so a
-budget that runs out still leaves every finished candidate with its matched comparison. Items
-are the prompts, each ``seeds`` times (item k uses seed ``seed + k``, in chunks of ``batch``
-items per ``generate`` call); image k's self-score draws its blocks from seed ``seed + k`` too.
-After every chunk the partial state is saved atomically (state.py); a run restarted with the
-same key reuses every stored chunk. ``check`` (e.g. ComfyUI's interrupt check) is called at
-every sampler step and between chunks, and what it raises propagates untouched.
+Order: the reference, then each candidate followed at once by the official sampler at its
+measured NFE (unless that T has run), so a budget that runs out leaves every finished candidate
+with its matched comparison. Items are the prompts, each ``seeds`` times (item k: seed
+``seed + k``, for its image and its self-score), ``batch`` items per ``generate`` call. The
+partial state is saved atomically after every chunk (state.py) and reused by a restart with
+the same key. ``check`` runs at every sampler step and between chunks; what it raises
+propagates untouched.
 """
 
 from __future__ import annotations
@@ -40,9 +39,7 @@ Progress = Callable[[float, str], None]
 
 @dataclass(frozen=True)
 class CalibrationConfig:
-    """What to calibrate on: prompts (each run ``seeds`` times), image size (None = the
-    checkpoint's default), the official T, guidance (None = the checkpoint's), items per call,
-    an optional time budget in seconds, the self-score and the first seed."""
+    """What to calibrate on (size and guidance None: the checkpoint's; budget in seconds)."""
 
     prompts: tuple[str, ...]
     seeds: int = 1
@@ -140,9 +137,8 @@ class Calibration:
 
     def _probe(self) -> float:
         """Seconds per item and denoiser call: from finished chunks, else one timed call, after
-        an untimed one on a compiled pipeline (``pipe.compile()``: it compiles the pass) or off
-        the CPU (a process's first CUDA work creates the library handles and loads kernels
-        lazily: seconds that no later call pays, which would make a budget look too small)."""
+        an untimed one when compiled or off the CPU (first CUDA work loads kernels lazily:
+        seconds no later call pays, which would make a budget look too small)."""
         if self._item_call_s is not None:
             return self._item_call_s
         items = self.config.items[: self.config.batch]

@@ -2,11 +2,10 @@
 recommended setting and the next cheaper ones, side by side, for a person to judge (why the sheet
 and not the self-score is the verdict: web/docs/LADR_Calibrate/en.md, docs/reports/CALIBRATION.md).
 
-One row per prompt (the first ``SHEET_PROMPTS`` prompts, first seed of each), one column per
-setting (``sheet_columns``), headed by its name, forwards per image and self-score difference to
-the reference with the 95 % interval the rule reads. Small images are enlarged with
-nearest-neighbour, large ones reduced to ``MAX_CELL``. The runner keeps the final tokens of
-these items for every setting (``sheet_items``); ``draw_sheet`` lays them out with PIL.
+One row per prompt (the first ``SHEET_PROMPTS``, first seed), one column per setting
+(``sheet_columns``) headed by its name, forwards per image and self-score difference with the
+interval the rule reads; cells enlarged (nearest) or reduced to ``MAX_CELL``. The runner keeps
+these items' final tokens (``sheet_items``); ``draw_sheet`` lays them out with PIL.
 """
 
 from __future__ import annotations
@@ -70,9 +69,8 @@ def _header(c: Mapping[str, Any], report: Mapping[str, Any]) -> list[str]:
 
 def draw_sheet(report: Mapping[str, Any], images: Mapping[str, Sequence[np.ndarray | None]],
                prompts: Sequence[str]) -> Any:
-    """PIL image of the sheet. ``images[name][r]``: uint8 [H, W, 3] of row r's item under
-    setting ``name`` (None: not stored, drawn as an empty cell); ``prompts[r]``: its prompt;
-    columns in ``images``' order."""
+    """PIL image of the sheet: ``images[name][r]`` uint8 [H, W, 3] of row r under setting
+    ``name`` (None: an empty cell), columns in ``images``' order."""
     from PIL import Image, ImageDraw
 
     names = list(images)

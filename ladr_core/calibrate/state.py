@@ -1,12 +1,11 @@
 """Files of a calibration: atomic JSON writes, the resumable partial state, the checkpoint
 fingerprint, and ``ladr_calibration.json`` beside the checkpoint (written and read back).
 
-Nothing is ever half-written: every file goes to a temporary name in the same folder and is
-renamed over the target (``os.replace``, atomic on POSIX and Windows). The partial state of a
-running calibration lives in ``<OUT>.partial.json`` next to OUT, carries the key of everything
-that decides its numbers (checkpoint fingerprint, prompts, seeds, size, T, dtype, self-score)
-and is reused only when that key matches; the final OUT and the checkpoint's calibration file
-are written only when the calibration is complete, and the partial state is then removed.
+Every file goes to a temporary name in its folder and is renamed over the target
+(``os.replace``). The partial state ``<OUT>.partial.json`` carries the key of everything that
+decides its numbers (fingerprint, prompts, seeds, size, T, dtype, self-score) and is reused
+only when the key matches; OUT and the checkpoint's file are written when the calibration
+completes, and the partial state is then removed.
 """
 
 from __future__ import annotations
@@ -110,9 +109,8 @@ def _file_digest(h: Any, path: Path) -> None:
 
 def fingerprint(folder: str | Path) -> str:
     """A checkpoint's identity: sha256 over config.json, the weight index and every top-level
-    ``*.safetensors`` (name, size, header, 16 x 64 KiB samples of its data). Reads about 1 MiB
-    per file, so it is quick on an 8B checkpoint; a different fine-tune of the same shapes
-    differs in the sampled bytes. CalibrationError when the folder holds no weights."""
+    ``*.safetensors`` (name, size, header, 16 x 64 KiB samples: about 1 MiB read per file; a
+    fine-tune of the same shapes differs there). CalibrationError without weights."""
     root = Path(folder)
     if not root.is_dir():
         raise CalibrationError(f"{root}: not a folder; give the checkpoint folder (config.json, "

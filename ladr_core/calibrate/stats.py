@@ -20,12 +20,9 @@ __all__ = ["auroc", "paired_mean_ci", "paired_spread", "paired_t_interval", "par
 
 def paired_mean_ci(a: Sequence[float], b: Sequence[float], groups: Sequence[int] | None = None,
                    n_boot: int = 4000, seed: int = 0) -> dict[str, float]:
-    """mean(a) - mean(b) over paired items with a 95 % percentile bootstrap interval.
-
-    a, b: per-item values [n] (item i of a and b: same prompt, same seed). groups: optional
-    [n] cluster id per item (e.g. the prompt of each (prompt, seed) item): items of a cluster
-    are averaged and clusters resampled. Returns {"diff", "lo", "hi", "n"}. Raises ValueError
-    on unequal lengths, fewer than 2 units, or non-finite values.
+    """mean(a) - mean(b) over paired items [n] with a 95 % percentile bootstrap interval:
+    {"diff", "lo", "hi", "n"}. groups: a cluster id per item (its prompt), averaged first and
+    resampled. ValueError on unequal lengths, fewer than 2 units or non-finite values.
     """
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1:
@@ -82,12 +79,10 @@ def t_quantile_975(df: int) -> float:
 def paired_t_interval(a: Sequence[float], b: Sequence[float],
                       groups: Sequence[int] | None = None, min_sd: float = 0.0
                       ) -> dict[str, float]:
-    """mean(a) - mean(b) with Student's 95 % interval over the per-prompt differences (items of
-    a group averaged first): {"diff", "lo", "hi", "n", "sd"}. Wider than the percentile
-    bootstrap on a few prompts, where the bootstrap's interval is too narrow. ``min_sd``: the
-    least spread the interval is computed with (``sd`` = max(observed sd, min_sd)), so a few
-    prompts that happen to agree cannot make it narrower than the evidence of the spread
-    allows (report.py, margin.SPREAD_FLOOR)."""
+    """mean(a) - mean(b) with Student's 95 % interval over the per-prompt differences:
+    {"diff", "lo", "hi", "n", "sd"}; wider than the bootstrap's on few prompts, where that one
+    is too narrow. ``min_sd`` floors the spread, so a few prompts that happen to agree cannot
+    narrow it (margin.SPREAD_FLOOR)."""
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if groups is not None:
         _, inverse = np.unique(np.asarray(groups), return_inverse=True)

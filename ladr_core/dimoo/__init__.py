@@ -1,27 +1,11 @@
 """Lumina-DiMOO runtime (docs/ARCHITECTURE.md section 2), in layers that import downward only
-(model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; the modules directly in
-ladr_core/dimoo/ on top: load, pipeline, jobs, runs, ...).
+(model/ at the bottom; weights/ and denoise/ on model/; tasks/ on both; the entry modules
+directly in ladr_core/dimoo/ on top: load, pipeline, jobs, runs, ...).
 
-The names here are what a user or a node calls, by task:
-
-- loading: ``load_dimoo`` -> ``DiMOOPipeline``; ``CheckpointError`` for a folder that cannot be
-  read, ``INCOMPLETE_MARKER`` for one left half-written; ``formats``, the weight formats.
-- generating: ``DiMOOPipeline.generate`` / ``run(TextJob)`` -> ``GenerationResult``; the
-  ML-Cache (``MLCacheConfig``); ``check_job``; sizes (``nearest_multiples``, ``size_error``);
-  how many images run at once (``images_in_flight``, ``GPU_IN_FLIGHT``).
-- painting: ``paint`` / ``PaintJob`` with ``PaintOptions`` (``FIT_MODES``), ``check_image``,
-  ``fit_image``; the preview's first frame, ``PreviewBase``.
-- editing: ``edit`` / ``EditJob``, ``EDIT_TYPES``, ``DEFAULT_EDIT_CFG``, ``DEFAULT_IMAGE_CFG``,
-  ``official_edit_size``.
-- understanding: ``understand`` with an answer rule (``AnswerRule``, ``OfficialOrder``,
-  ``ConfidenceThreshold``, ``AnswerEntropyBound``; ``answer_rule`` registers one,
-  ``answer_rule_names`` / ``answer_rule_classes`` list them); ``ANSWER_SIZES``, the context
-  (``UNDERSTAND_CONTEXT``, ``DIMOO_ROPE_CONTEXT``) and the callback's ``ANSWER_RECORD_KEYS``.
-- saving: ``save_dimoo``.
-
-Everything else is a part: the lab and the tests import it from the module that owns it (a module
-without a leading underscore, e.g. ``ladr_core.dimoo.model.packed``). Names are resolved on first
-use, so ``import ladr_core.dimoo`` stays cheap.
+The names below (``_EXPORTS``, by owning module) are what a user or a node calls: loading,
+generating, painting, editing, understanding and saving. Everything else is a part that the lab
+and the tests import from the module that owns it (e.g. ``ladr_core.dimoo.model.packed``).
+Names are resolved on first use, so ``import ladr_core.dimoo`` stays cheap.
 """
 
 from __future__ import annotations

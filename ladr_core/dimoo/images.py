@@ -1,12 +1,10 @@
 """What a pipeline does with images apart from generating them: the VQ decode's memory and the
-cheap codebook -> RGB preview table (model/vq.py), as functions of the VQ (``DiMOOPipeline``'s
+codebook -> RGB preview table (model/vq.py), as functions of the VQ (``DiMOOPipeline``'s
 ``decode_bytes``, ``preview_bytes``, ``use_preview_table`` and ``preview_table``).
 
-The preview table lives with the VQ, as its non-persistent buffer ``ladr_preview_table``: it
-moves when the VQ moves (``vq.to(...)``, a host's full load of the VQ onto the GPU) and stays out
-of its state dict. The per-step gather runs on the tokens' device: when the VQ (and so the
-table) was left elsewhere, a copy on the tokens' device is made once, without waiting for the
-host, and kept in ``copies`` (one dict per pipeline); the tokens never travel to the table.
+The table is the VQ's non-persistent buffer, so it moves with the VQ and stays out of its state
+dict. When the VQ was left on another device than the tokens, a copy on the tokens' device is
+made once, without waiting for the host, and kept in ``copies`` (one dict per pipeline).
 """
 
 from __future__ import annotations
@@ -29,19 +27,16 @@ Copies = dict[torch.device, torch.Tensor]  # the table on devices the VQ is not 
 
 
 def decode_bytes(vq: Any, width: int, height: int, images: int = 1) -> int:
-    """Device memory the VQ decoder needs beyond its weights for ``images`` images of ``width``
-    x ``height`` (model/memory.py ``decode_memory`` of one, decoded one at a time, beside the
-    batch's output, which stays on the device): what a host keeps free to decode."""
+    """Device memory the VQ decoder needs beyond its weights for ``images`` images: one
+    image's ``decode_memory`` beside the batch's output, which stays on the device."""
     one = decode_memory(vq.config, height, width, next(vq.parameters()).dtype)
     return one + (images if images > 1 else 0) * height * width * 3 * 4
 
 
 def preview_bytes(vq: Any, vq_factor: int) -> int:
-    """Device memory building the preview table takes beyond the VQ's weights (0 once there is a
-    table): ``build_preview_table`` decodes PREVIEW_CHUNK codes at a time, each a grid of
-    PREVIEW_CONTEXT x PREVIEW_CONTEXT tokens (model/memory.py ``decode_memory`` of each). A run
-    with a callback builds it before its first step (``DiMOOPipeline.run``) and ``run_memory``
-    counts it, so a card that fits a run also fits its first preview."""
+    """Device memory building the preview table takes beyond the VQ's weights (0 once built):
+    PREVIEW_CHUNK grids of PREVIEW_CONTEXT^2 tokens decoded at a time. ``run_memory`` counts
+    it (a run with a callback builds it first), so a card that fits a run fits its preview."""
     if vq is None or getattr(vq, PREVIEW_BUFFER, None) is not None:
         return 0
     side = PREVIEW_CONTEXT * vq_factor
@@ -66,9 +61,7 @@ def _keep(vq: Any, table: torch.Tensor, copies: Copies) -> None:
 
 def preview_table(vq: Any, vq_factor: int, size: int, copies: Copies,
                   device: torch.device | None = None) -> torch.Tensor:
-    """Codebook -> RGB table [K, p, p, 3]: the checkpoint's fitted table, else built once on
-    first use by probing the decoder (vq.py). On the VQ's device, or on ``device`` (a copy made
-    once per device, without waiting for the host, when the VQ is elsewhere)."""
+    """Codebook -> RGB table [K, p, p, 3] (vq.py), on ``device`` (module docstring)."""
     table = getattr(vq, PREVIEW_BUFFER, None)
     if table is None:
         _keep(vq, build_preview_table(vq, vq_factor, size), copies)

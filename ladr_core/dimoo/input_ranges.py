@@ -1,15 +1,12 @@
 """Input ranges of the block linears, for ComfyUI fp8's ``input_scale`` (quant.py).
 
 ComfyUI's fast fp8 layer quantizes its input with a fixed per-tensor scale, so the converter
-must know how large each linear's input gets. `measure_input_ranges` runs the model once on
-sample prompts: one batched denoiser call (CFG rows included) over every (prompt, masked
-fraction) item, the image codes drawn uniformly at random with a fixed generator, and records
-`max |input|` per block linear with forward hooks (`record_input_amax`).
-
-Nothing is loaded whole: the model is built on the meta device, the embedding and the norms are
-read, the output head reads only its codebook rows, and each block linear reads its weight from
-the memory-mapped shards right before it runs and drops it right after (forward hooks), so the
-8B model calibrates in a few GB of RAM (one linear, the embedding, the activations).
+must know how large each linear's input gets. `measure_input_ranges` makes one batched denoiser
+call (CFG rows included) over every (prompt, masked fraction) item, image codes drawn at random
+with a fixed generator, and records `max |input|` per block linear with forward hooks.
+Nothing is loaded whole: on a meta model the embedding, norms and the head's codebook rows are
+read, and each block linear reads its weight from the memory-mapped shards right before it runs
+and drops it right after, so the 8B model calibrates in a few GB of RAM.
 """
 
 from __future__ import annotations

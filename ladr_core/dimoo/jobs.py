@@ -1,13 +1,11 @@
 """What a run makes, checked once: text to image (TextJob), inpainting / outpainting and image
 to image (PaintJob) and editing (EditJob).
 
-``text_job`` / ``paint_job`` / ``tokens_job`` / ``edit_job`` (``DiMOOPipeline.prepare_text`` /
-``prepare_paint`` / ``prepare_tokens`` / ``prepare_edit``) check a request's inputs (prompts,
-sizes, images, masks, guidance) before any weight is touched and return a job, or one
-InputError naming the input that is wrong; ``DiMOOPipeline.run(job, ...)`` samples it
-(``check_run``). Building a job's denoiser needs the network and the VQ encoder; a job receives
-them as a ``Runtime`` (what it uses, not the pipeline) and returns a ``Built``: the denoiser,
-the known tokens (painting) and the plan the decode finishes with (painting's paste-back).
+``text_job`` / ``paint_job`` / ``tokens_job`` / ``edit_job`` (``DiMOOPipeline.prepare_*``)
+check a request before any weight is touched and return a job, or one InputError naming the
+input; ``DiMOOPipeline.run(job, ...)`` samples it. A job builds its denoiser from a
+``Runtime`` (what it uses, not the pipeline) into a ``Built``: the denoiser, the known tokens
+(painting) and the plan the decode finishes with (paste-back).
 """
 
 from __future__ import annotations
@@ -291,9 +289,8 @@ def generate_job(layout: Layout, vq_factor: int, default_size: int, default_cfg:
                  codebook: int, prompt: str | Sequence[str], negative_prompt: str | None,
                  width: int | None, height: int | None, cfg: float | None, batch_size: int,
                  image: Any, denoise: float, tokens: Any) -> TextJob | PaintJob:
-    """``DiMOOPipeline.generate``'s job: text to image (``text_job``), image to image of the
-    whole ``image`` (``paint_job`` without a mask; the image sets the size) or of ``tokens``
-    (``tokens_job``)."""
+    """``DiMOOPipeline.generate``'s job: ``text_job``, or image to image of ``image``
+    (``paint_job`` without a mask) or ``tokens`` (``tokens_job``)."""
     if tokens is not None:
         if image is not None:
             raise InputError("tokens", "and image are both given", "give one: the picture "
@@ -314,12 +311,9 @@ def paint_job(layout: Layout, vq_factor: int, default_cfg: float, prompt: str | 
               image: Any, mask: Any, options: PaintOptions | None = None,
               negative_prompt: str | None = None, cfg: float | None = None, batch_size: int = 1,
               fit_fix: str | None = None, denoise: float = 1.0) -> PaintJob:
-    """A checked inpaint / outpaint request (painting.py): ``image`` float [B, H, W, 3] in
-    [0, 1] and ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; one mask may serve every
-    image; None = the whole picture, image to image), ``options`` (PaintOptions: threshold,
-    grow, paste-back, feather, fit). The image sets the size. ``fit_fix``: what an off-grid
-    image's message says to do. ``denoise``: the strength inside the mask (ladr_core.strength;
-    1.0 = redraw it all)."""
+    """A checked inpaint / outpaint request (painting.plan_painting): ``image`` float
+    [B, H, W, 3] and ``mask`` float [B, H, W] in [0, 1] (1 = regenerate; None = image to
+    image), which sets the size. ``denoise``: the strength inside the mask (ladr_core.strength)."""
     prompts = prompt_list(prompt)
     positive_int("batch_size", batch_size)
     extra = {} if fit_fix is None else {"fit_fix": fit_fix}
@@ -333,11 +327,9 @@ def tokens_job(layout: Layout, vq_factor: int, default_size: int, default_cfg: f
                codebook: int, prompt: str | Sequence[str], tokens: Any, width: int | None = None,
                height: int | None = None, negative_prompt: str | None = None,
                cfg: float | None = None, batch_size: int = 1, denoise: float = 1.0) -> PaintJob:
-    """A checked image-to-image request from image tokens instead of a picture: ``tokens``
-    LongTensor [B or 1, h*w], codes in [0, ``codebook``) (a sampler's ``res.tokens`` or
-    ``encode_image``'s codes), row-major over the grid of ``width`` x ``height`` px (both None:
-    a square grid). The whole grid is redrawn at ``denoise`` from those codes as the picture
-    route redraws its encoding (no paste-back); at 1.0 they only set the size."""
+    """A checked image-to-image request from image tokens (painting.plan_tokens): ``tokens``
+    LongTensor [B or 1, h*w] in [0, ``codebook``), row-major over ``width`` x ``height`` px
+    (both None: a square grid)."""
     prompts = prompt_list(prompt)
     positive_int("batch_size", batch_size)
     width, height = token_size(tokens, width, height, default_size, vq_factor)
@@ -359,14 +351,11 @@ def edit_job(can_edit: bool, encode: Callable[[str], list[int]], vq_factor: int,
              edit_type: str = "edit",
              style: Any = None, size: str = "official", cfg: float | None = None,
              image_cfg: float | None = None, batch_size: int = 1) -> EditJob:
-    """A checked edit request (editing.py): ``image`` float [B, H, W, 3] in [0, 1] the image to
-    edit (its size sets the output's), ``instruction`` the edit (``multiturn``: one turn a
-    line, each editing the turn before's output), ``edit_type`` one of ``editing.EDIT_TYPES``;
-    ``style``: the style image of ``edit_type="style"`` (it sets the output size, as the
-    official script). ``size``: "official" brings each image to the official editing size
-    closest to its shape (about 512 x 512 px in area, edit_size.py), "as is" keeps it. cfg
-    (text) None = 2.5 and image_cfg None = 4.0, the official image-to-image scales. A model
-    whose config.json says ``ladr_can_edit: false`` (``can_edit``) cannot edit."""
+    """A checked edit request (editing.py): ``image`` float [B, H, W, 3] in [0, 1], whose size
+    sets the output's (the ``style`` image's in a style transfer); ``instruction`` (one turn
+    a line for ``multiturn``); ``edit_type`` in ``editing.EDIT_TYPES``; ``size`` "official"
+    (edit_size.py) or "as is"; cfg / image_cfg None: the official 2.5 / 4.0. Refused for a
+    model whose config.json says ``ladr_can_edit: false``."""
     if not can_edit:
         raise InputError("model", "was trained for text to image only (its config.json says "
                          "ladr_can_edit: false) and cannot edit", "load the Lumina-DiMOO checkpoint")

@@ -24,14 +24,10 @@ def load_dimoo(path: str | Path, device: str | torch.device = "cpu",
                dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
                fp8_scale: str = "channel", offload_blocks: bool = False,
                operations: Any = None) -> DiMOOPipeline:
-    """Load an official Lumina-DiMOO folder (see checkpoint.py) into a ``DiMOOPipeline``.
-
-    ``dtype``: compute dtype. ``weight_dtype``: "default" / None (as stored), "fp8_e4m3fn" or
-    "fp8_e5m2" (block linears stored in fp8 with per-output-channel scales, ``fp8_scale=
-    "tensor"`` for one scale per matrix; see fp8.py). ``offload_blocks``: keep the blocks on the
-    CPU and stream each to ``device`` one block ahead (offload.py). ``operations``: the layer
-    classes (``LLaDAModel``). ``vqvae/preview_table.safetensors``, when present, is the
-    fitted preview table (vq.py).
+    """Load a Lumina-DiMOO checkpoint in any weight format (weights/checkpoint.py) into a
+    ``DiMOOPipeline``. ``weight_dtype``: a load choice (weights/formats/; None: as stored);
+    ``fp8_scale``: "channel" or "tensor" for the pack's fp8 (fp8.py). ``offload_blocks``: keep the blocks on the CPU and stream each to ``device`` one block
+    ahead (offload.py). A shipped ``vqvae/preview_table.safetensors`` is the preview table.
     """
     if not isinstance(offload_blocks, bool):
         raise ValueError(f"offload_blocks must be True or False (got {offload_blocks!r})")

@@ -1,13 +1,11 @@
-"""``DiMOOPipeline`` (``load_dimoo``, load.py, makes one from a folder): one entry point per task.
+"""``DiMOOPipeline`` (``load_dimoo`` makes one from a folder): one entry point per task.
 
-The pipeline holds the model (transformer, tokenizer, VQ, ids, the checkpoint's settings) and
-hands each task what it uses. ``generate`` (text to image), ``paint`` (inpaint / outpaint,
-image to image) and ``edit`` check their inputs once (``prepare_*``: a job, jobs.py, before any
-weight is touched) and run through one routine (``run``; runs.py): the job's ``denoise``
-callable -> the core ``sample`` loop (any strategy) -> VQ decode. ``understand`` answers
-questions about images (understand.py). Item i of a run uses ``item_generator(seed + i,
-device)``, all 64 bits of the seed; seed 0 is an ordinary seed (the official script's "do not
-seed").
+It holds the model (transformer, tokenizer, VQ, ids, the checkpoint's settings) and hands
+each task what it uses. ``generate``, ``paint`` and ``edit`` check their inputs once
+(``prepare_*``: a job, jobs.py) and run one routine (``run``, runs.py): the job's ``denoise``
+callable -> the core ``sample`` loop -> VQ decode; ``understand`` answers questions
+(understand.py). Item i uses ``item_generator(seed + i, device)``, all 64 bits of the seed
+(seed 0 is an ordinary seed, unlike the official script's "do not seed").
 """
 
 from __future__ import annotations
@@ -59,12 +57,9 @@ Callback = Callable[[dict[str, Any]], None]
 
 
 class DiMOOPipeline:
-    """Native Lumina-DiMOO pipeline (module docstring). Its settings, read from config.json
-    beyond the official keys (all optional): ``default_image_size`` (else 1024),
-    ``default_cfg`` (the guidance scale the checkpoint was tuned for, else the official 4.0),
-    ``ladr_can_edit`` and ``ladr_can_understand`` (False for a checkpoint trained for text to
-    image only, like the built-in nano; else True) and ``eos_token_id`` (the end-of-answer
-    token, else the official 126081)."""
+    """Native Lumina-DiMOO pipeline (module docstring). Its settings beyond the official
+    config.json keys: the pack's keys (ladr_core/assets) and ``eos_token_id`` (the
+    end-of-answer token, else the official 126081)."""
 
     def __init__(self, checkpoint: LoadedCheckpoint, preview_size: int = 4) -> None:
         self.transformer: LLaDAModel = checkpoint.transformer
@@ -93,9 +88,8 @@ class DiMOOPipeline:
 
     def compile(self, backend: str = "inductor", mode: str = "default",
                 dynamic: bool = True) -> DiMOOPipeline:
-        """Opt-in ``torch.compile`` of the transformer passes (model/compile.py): a view of this
-        pipeline (same weights, tokenizer, VQ) whose denoisers run the compiled passes, kept per
-        (backend, mode, dynamic) as long as this pipeline lives; this pipeline stays eager."""
+        """A view of this pipeline (same weights) whose denoisers run compiled passes
+        (model/compile.py), kept per (backend, mode, dynamic); this pipeline stays eager."""
         from .model.compile import CompiledPasses
 
         key = (backend, mode, dynamic)
@@ -292,13 +286,10 @@ class DiMOOPipeline:
                  callback: Callback | None = None, batch_size: int = 1, decode: bool = True,
                  max_batch: int | None = None, self_score: SelfScoreConfig | None = None,
                  image: Any = None, denoise: float = 1.0, tokens: Any = None) -> GenerationResult:
-        """Text to image: ``prepare_text`` then ``run`` (jobs.text_job and ``run`` say every
-        argument). ``self_score``: also score the final tokens (``self_score()``, same seed;
-        ``self_score.passes`` extra passes per image). ``image`` (float [B, H, W, 3] in [0, 1])
-        with ``denoise`` d < 1: image to image, the whole picture redrawn at strength d (it sets
-        the size; at d = 1.0 only the size; d must be in (0, 1]); ``tokens`` instead:
-        the same from image tokens (a run's ``res.tokens``: variations of a picture the model
-        drew). ``steps`` and ``denoise`` become one StepSchedule, checked first."""
+        """Text to image: ``prepare_text`` then ``run`` (jobs.generate_job and ``run`` say every
+        argument). ``self_score``: also score the final tokens (``self_score()``, same seed).
+        ``image`` or ``tokens`` (a run's ``res.tokens``) with ``denoise`` d < 1: image to image
+        at strength d. ``steps`` and ``denoise`` become one StepSchedule, checked first."""
         plan = StepSchedule.of(steps, denoise)
         job = jobs.generate_job(self.layout, self.vq_factor, self.default_size, self.default_cfg,
                                 self.ids.codebook_size, prompt, negative_prompt, width, height,
@@ -319,11 +310,9 @@ class DiMOOPipeline:
               cache: MLCacheConfig | None = None, callback: Callback | None = None,
               batch_size: int = 1, decode: bool = True, max_batch: int | None = None,
               denoise: float = 1.0) -> GenerationResult:
-        """Inpaint / outpaint: ``prepare_paint`` then ``run``. Known tokens never change; a
-        mask with nothing to regenerate returns the input unchanged (``res.note`` says why);
-        ``res.paint`` is the plan a later decode pastes the original pixels back with.
-        ``denoise`` < 1: the masked part redrawn at that strength from the picture's codes
-        (mask None: the whole picture, as ``generate(image=...)``)."""
+        """Inpaint / outpaint: ``prepare_paint`` then ``run`` (jobs.paint_job). A mask with
+        nothing to regenerate returns the input unchanged (``res.note`` says why);
+        ``res.paint`` is the plan a later decode pastes the original pixels back with."""
         plan = StepSchedule.of(steps, denoise)
         job = self.prepare_paint(prompt, image, mask, options, negative_prompt, cfg, batch_size,
                                  denoise=plan.denoise)
@@ -350,10 +339,8 @@ class DiMOOPipeline:
                    size: str = "official", callback: Callback | None = None,
                    max_batch: int | None = None) -> AnswerResult:
         """Answer ``question`` about ``image`` the official way: ``prepare_understand`` then
-        ``run_understand`` (understand.py). ``rule``: the decoding order by name (``official``,
-        ``threshold``, ``entropy``, each with ``+stop``) or an AnswerRule; ``temperature`` 0
-        (official) is greedy; ``max_batch``: answers in flight (None: ``answers_in_flight``),
-        each the same as alone. An AnswerResult: ``text``, ``tokens``, ``nfe``, ``seconds``."""
+        ``run_understand`` (understand.py). ``rule``: an answer rule's name (answer_rules.py)
+        or an AnswerRule; ``max_batch``: answers in flight (None: ``answers_in_flight``)."""
         job = self.prepare_understand(image, question, max_answer, block_length, steps, rule,
                                       temperature, size)
         return self.run_understand(job, seed, callback, max_batch)
@@ -373,9 +360,9 @@ class DiMOOPipeline:
                    negative_prompt: str | None = None, width: int | None = None,
                    height: int | None = None, cfg: float | None = None, seed: int = 0,
                    config: SelfScoreConfig | None = None, chunk: int = 8) -> SelfScore:
-        """How plausible this model finds final image tokens [B, h*w] under their prompt(s), one
-        or one per image (selfscore.py; image i's blocks drawn with seed + i); size and ``cfg``
-        as in ``generate`` (the run's, for the guided score). ``chunk``: images per pass."""
+        """How plausible this model finds final image tokens [B, h*w] under one prompt or one
+        per image (selfscore.py; image i's blocks drawn with seed + i); size and ``cfg`` as in
+        the run."""
         from .tasks.selfscore import SelfScoreConfig, score_tokens
 
         if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2:

@@ -1,10 +1,6 @@
-"""The one run routine every task shares (``run_job``), its result, the seeds of its images and
-how many images it keeps in flight.
-
-A run: the job's denoiser (jobs.py) -> the core ``sample`` loop (any strategy; item i with its
-own generator ``item_generator(seed + i, device)``) -> the VQ decode -> the job's finish
-(painting: paste-back). Images in flight (``max_batch`` None): ``images_in_flight``, the same
-choice the ComfyUI sampler node makes (nodes/batching.py).
+"""The one run routine every task shares (``run_job``, pipeline.py's module docstring), its
+result, the seeds of its images and how many images it keeps in flight (``images_in_flight``,
+the choice the ComfyUI sampler node makes too, nodes/batching.py).
 """
 
 from __future__ import annotations
@@ -57,9 +53,7 @@ class GenerationResult:
     paint: Any = None  # the PaintPlan of an inpaint / outpaint run (paste-back after a decode)
     in_flight: int = 0  # images in one pass at most (a longer list rolls through)
     turns: int = 1  # edits run one after the other (a multi-turn edit), their counts summed
-    # the step of the schedule (T) the run started from: denoise's s0 (StepSchedule.start),
-    # 0 from the first step; the stats read it
-    start_step: int = 0
+    start_step: int = 0  # the schedule step the run started from (StepSchedule.start)
 
     def then(self, later: GenerationResult) -> GenerationResult:
         """This run followed by ``later`` (the next turn of a multi-turn edit): the later run's
@@ -81,13 +75,10 @@ class GenerationResult:
 
 
 def generator_seed(seed: int, device: torch.device) -> int:
-    """The value passed to ``manual_seed`` so that distinct 64-bit seeds get distinct streams.
-
-    The CPU generator (mt19937) keeps only the low 32 bits of its seed, so seeds s and
-    s + k * 2**32 drew identical noise (identical images). On CPU a seed >= 2**32 is mixed
-    (splitmix64 finaliser) into 32 bits; seeds < 2**32, and every seed on CUDA (Philox keeps 64
-    bits), are passed unchanged, so their images are the ones they always were.
-    """
+    """The ``manual_seed`` value giving distinct 64-bit seeds distinct streams: the CPU's
+    mt19937 keeps only the low 32 bits, so on a CPU a seed >= 2**32 is mixed into 32 bits
+    (splitmix64 finaliser); smaller seeds, and every seed on CUDA (Philox keeps 64 bits), pass
+    unchanged, so their images stay the ones they were."""
     if device.type != "cpu" or seed < 2**32:
         return seed
     z = (seed + 0x9E3779B97F4A7C15) & (2**64 - 1)
@@ -114,12 +105,10 @@ def item_generator(seed: int, device: torch.device) -> torch.Generator:
 
 def images_in_flight(device: torch.device, images: int, per_image_bytes: int,
                      free_bytes: int | None = None) -> int:
-    """How many of ``images`` to keep in one pass when the caller does not say (it trades speed
-    for memory; the images are the same in float32 on a CPU, nearly always on a GPU, whose
-    kernels follow the pass's size: docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT (a pass
-    costs about the same per token whatever its size, lab/benchmarks/rolling.py); on a GPU what 80 %
-    of its free memory holds at ``per_image_bytes`` each (``free_bytes``: the host's count,
-    e.g. ComfyUI's; None = CUDA's), at most GPU_IN_FLIGHT. Never more than ``images``."""
+    """How many of ``images`` one pass holds when the caller does not say (speed for memory;
+    same images: docs/ARCHITECTURE.md section 3): CPU_IN_FLIGHT on a CPU (a pass costs about
+    the same per token whatever its size, lab/benchmarks/rolling.py); on a GPU what 80 % of
+    ``free_bytes`` (None: CUDA's count) holds at ``per_image_bytes``, at most GPU_IN_FLIGHT."""
     if device.type != "cuda":
         return max(1, min(images, CPU_IN_FLIGHT))
     if free_bytes is None:

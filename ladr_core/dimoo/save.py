@@ -4,21 +4,17 @@
 
 FORMAT (docs/reports/QUANTIZATION.md says which to pick):
 
-* ``fp8_e4m3fn`` / ``fp8_e5m2``: the pack's fp8 (block linears fp8 with a float32 scale per
-  output channel, ``<key>_scale``; computed in the compute dtype after a cast).
+* ``fp8_e4m3fn`` / ``fp8_e5m2``: the pack's fp8 (fp8.py: block linears with a float32 scale
+  per output channel, computed in the compute dtype after a cast).
 * ``comfy_fp8_e4m3fn`` / ``comfy_fp8_e5m2`` / ``comfy_int8``: ComfyUI's quantized format
-  (quant.py: ``_quantization_metadata``, per-tensor fp8 scales and a calibrated
-  ``input_scale``, or int8 with one scale per output channel), so ComfyUI's fast fp8 / int8
-  matmuls apply. ``--input-scale calibrate`` (default) runs the model on sample prompts first
-  (calibrate.py); ``none`` writes no input scale (ComfyUI then clips inputs at the fp8 max).
+  (quant.py), so ComfyUI's fast fp8 / int8 matmuls apply. ``--input-scale calibrate``
+  (default) measures the fp8 inputs' ranges first (input_ranges.py); ``none`` writes no input
+  scale (ComfyUI then clips inputs at the fp8 max).
 * ``Q8_0`` / ``Q5_K_M`` / ``Q4_K_M``: one self-contained GGUF file (gguf_write.py); DST ends in
   ``.gguf``.
 
-Folders keep the official layout (config.json with an informative ``ladr_weight_dtype``,
-tokenizer files, ``vqvae/``, ``model-0000k-of-0000n.safetensors`` + index) and are written
-tensor by tensor from the memory-mapped source (peak memory: about one tensor beyond what is
-being written), into a hidden staging folder renamed to DST at the end (staging.py): a
-conversion that dies half-way never leaves a folder that loads.
+Folders are written tensor by tensor in the official layout through a staging folder
+(weights/convert.py): a conversion that dies half-way never leaves a folder that loads.
 """
 
 from __future__ import annotations
@@ -56,11 +52,8 @@ def _state_layers(model: torch.nn.Module) -> dict[str, str]:
 
 def save_dimoo(pipe: Any, folder: str | Path, source: str | Path | None = None,
                shard_bytes: int = SHARD_BYTES) -> Path:
-    """Write ``pipe`` (a ``DiMOOPipeline``, e.g. loaded with fp8) to a new ``folder``.
-
-    ``source``: the folder the pipeline was loaded from (default ``pipe.source_folder``); its
-    tokenizer, configs and ``vqvae/`` are copied. ``folder`` must not exist or be empty.
-    """
+    """Write ``pipe`` (e.g. loaded with fp8) to a new or empty ``folder``, copying the
+    tokenizer, configs and ``vqvae/`` of ``source`` (default ``pipe.source_folder``)."""
     out = Path(folder).expanduser()
     src = Path(source or pipe.source_folder or "").expanduser()
     check_paths(src, out)

@@ -63,11 +63,8 @@ def answering_bytes(config: object, transformer: object, job: UnderstandJob, row
 
 def answers_at_once(job: UnderstandJob, device: torch.device, free_bytes: int | None,
                     bytes_of: Callable[[int], int]) -> int:
-    """Answers of ``job`` in one pass when the caller does not say (the answers are the same in
-    float32 on a CPU, nearly always on a GPU, where the number follows free memory:
-    docs/ARCHITECTURE.md section 3): on a CPU, CPU_IN_FLIGHT; on a GPU the most whose answering
-    (``bytes_of(answers)``) fits 80 % of ``free_bytes`` (the host's count of free memory after
-    loading; None = CUDA's), at most GPU_IN_FLIGHT. Never more than the job's answers."""
+    """Answers of ``job`` in one pass when the caller does not say, as
+    ``runs.images_in_flight`` chooses images, with ``bytes_of(answers)`` per pass."""
     items = len(job.questions)
     if device.type != "cuda":
         return max(1, min(items, CPU_IN_FLIGHT))
@@ -93,14 +90,11 @@ def understand_job(can_understand: bool, encode: Callable[[str], list[int]], vq_
                    block_length: int | None = None, steps: int | None = None,
                    rule: str | AnswerRule = "official", temperature: float = 0.0,
                    size: str = "official") -> UnderstandJob:
-    """A checked understanding request (tasks/understanding.py), before any weight is touched;
-    InputError naming the input and the fix. ``image`` float [B, H, W, 3] in [0, 1] (a ComfyUI
-    IMAGE); ``question`` a string or a list: one image and many questions, one question and
-    many images, or one question per image. ``max_answer`` (None: the official 1024 tokens, or
-    the most whole blocks the context holds), ``block_length`` (None: min(256, max_answer))
-    and ``steps`` (None: one per 8 tokens, the official 128 for 1024) must divide as the
-    official code asserts. ``size`` "official" (the official crop of ``default_size`` px in
-    area) or "as is"."""
+    """A checked understanding request (tasks/understanding.py), before any weight is touched.
+    ``question``: one image and many questions, one question and many images, or one per
+    image. ``max_answer`` (None: 1024, or the whole blocks the context holds), ``block_length``
+    (None: min(256, max_answer)) and ``steps`` (None: one per 8 tokens) divide as the official
+    code asserts."""
     if not can_understand:
         raise InputError("model", "cannot answer questions about images (its config.json says "
                          "ladr_can_understand: false: it was trained for text to image only)",

@@ -23,16 +23,12 @@ from .select import effective_time, no_phase, noisy_confidence
 
 def baseline_keep(total: int | torch.Tensor, step: torch.Tensor, steps: int,
                   schedule: Schedule) -> torch.Tensor:
-    """Official DiMOO keep count of each item at its step: LongTensor shaped like `step`.
+    """Official DiMOO keep count of each item at its own step: LongTensor shaped like `step`.
 
-    keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, and 0 on the last step, with
-    vq_len the initial masked count: N for text-to-image, each item's count to generate with
-    known tokens (`total`, an int or [B]; the official painting mode counts the MASK tokens of
-    its prompt). Evaluated in float32 like the official loop: t = (step + 1) / T is divided in
-    float64 (as Python's division) and rounded once to float32 (float32 division on MPS, which
-    has no float64). Computed per call from the item's own step and count, so items of one pass
-    may be at different steps or have different counts (a rolling batch), with no table and no
-    host -> device copy.
+    keep_n = floor(vq_len * gamma((step + 1) / T)) clamped >= 1, 0 on the last step; vq_len:
+    the initial masked count (`total`, an int or [B]; the official painting counts its prompt's
+    MASK tokens). In float32 like the official loop: (step + 1) / T divided in float64 (as
+    Python) and rounded once (float32 on MPS). No table, no host -> device copy.
     """
     wide = torch.float32 if step.device.type == "mps" else torch.float64
     t = ((step + 1).to(wide) / steps).float()
@@ -46,11 +42,9 @@ def baseline_remask(
 ) -> torch.Tensor:
     """Official `mask_by_random_topk`, batched: which masked positions stay masked.
 
-    confidence: [B, N] = log p(sampled) + temperature * Gumbel (only masked positions matter).
-    keep_n: LongTensor [B] or scalar. Exactly as official: sort the masked confidences ascending,
-    take the value at index k = clamp(keep_n, 0, L - 1) (L = masked count) as the cut-off and keep
-    masked every position strictly below it (ties at the cut-off are unmasked, and since
-    k <= L - 1 at least one token is unmasked per step).
+    confidence: [B, N] = log p(sampled) + temperature * Gumbel. As official: the sorted masked
+    confidences' value at k = clamp(keep_n, 0, L - 1) is the cut-off; positions strictly below
+    it stay masked (ties unmask, and at least one token unmasks per step).
     """
     score = confidence.masked_fill(~masked, math.inf)
     sorted_score = torch.sort(score, dim=1).values

@@ -2,18 +2,15 @@
 `Halton()` keeps the official sampler's count per step and takes positions in a fixed
 low-discrepancy order over the token grid instead of by confidence.
 
-The order: the points i = 1, 2, ... of the 2D Halton sequence (radical inverse in base 2 for the
-row, base 3 for the column, as Halton-MaskGIT's `build_halton_mask`) scaled to the H x W grid;
-each cell takes the rank of the first point that falls into it. Any H x W grid is ordered by
-the first P = 2^a 3^b points with 2^a >= 2H and 3^b >= 2W (P < 24 N): any P consecutive Halton
-points put exactly one point into each box of height 2^-a and width 3^-b, and a cell of height
-1/H (width 1/W) contains a whole such interval, being at least two of them long. So every prefix
-of the order spreads over the grid: on an H x W = 2^a x 3^b grid the first 2^i 3^j positions
-fall one into each block of (H / 2^i) x (W / 3^j) cells (tests/core/test_strategies_rivals.py).
-
-`halton_order` builds the order once per run on the device with integer arithmetic (no float
-rounding, no host data); the per-step rule is the official one (baseline.py) with the
-order as its ranking. Known tokens (painting) are not masked, so they are skipped.
+The order: points i = 1, 2, ... of the 2D Halton sequence (radical inverse base 2 for the row,
+base 3 for the column, as `build_halton_mask`) scaled to the H x W grid; each cell takes the
+rank of the first point in it. The first P = 2^a 3^b points with 2^a >= 2H and 3^b >= 2W
+(P < 24 N) order any grid: any P consecutive points put one point into each box of 2^-a by
+3^-b, and a cell holds a whole box. Every prefix spreads over the grid: on a 2^a x 3^b grid the
+first 2^i 3^j positions fall one into each block of (H / 2^i) x (W / 3^j) cells
+(tests/core/test_strategies_rivals.py). `halton_order` builds the order once per run on the
+device in integers; the per-step rule is the official one (baseline.py) ranking by it. Known
+tokens (painting) are not masked, so they are skipped.
 """
 
 from __future__ import annotations
@@ -90,10 +87,9 @@ def halton_score(grid: tuple[int, int], device: torch.device) -> torch.Tensor:
 @register_strategy
 @dataclass(frozen=True)
 class Halton(Strategy):
-    """The official keep count per step (`baseline_keep`: cosine schedule over the count to
-    generate, at least one token per step, all on the last) with positions taken in Halton
-    order; committed tokens are the temperature sample, as the official loop: one forward per
-    step, as the official sampler (docs/reports/SAMPLERS.md)."""
+    """The official keep count per step (`baseline_keep`) with positions taken in Halton order,
+    committing the temperature sample: one forward per step, as the official sampler
+    (docs/reports/SAMPLERS.md)."""
 
     name: ClassVar[str] = "halton"
     step_invariant: ClassVar[bool] = True  # `step` is read only as a tensor

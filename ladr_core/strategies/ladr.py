@@ -87,11 +87,9 @@ class LADR(Strategy):
 
     def commit(self, run: RunInfo, step: torch.Tensor, masked: torch.Tensor, stats: Stats,
                noise: StepNoise, rank: torch.Tensor | None = None) -> Commit:
-        """Algorithm 1 lines 7-34 for one step. step: LongTensor [B], each item's own step;
-        masked: BoolTensor [B, N] (M); stats: the prediction of lines 13-16 at positions
-        [B, N]; noise: the item's draws (ladr_core.noise). rank: a fixed ranking score for
-        standard selection ([B, N] or [1, N], higher = unmasked first) in place of the policy's
-        `selection` (a variant's, e.g. halton_ladr.py); None = the policy's."""
+        """Algorithm 1 lines 7-34 for one step (masked: M; stats: lines 13-16). rank: a fixed
+        ranking for standard selection ([B, N] or [1, N], higher = unmasked first) in place of
+        the policy's `selection` (a variant's, e.g. halton_ladr.py)."""
         p = self.policy
         # -- Step 1: inverse scheduling (lines 7-11; Prop. 2 "manifold consistency", which the
         # algorithm labels Prop. 1).
@@ -101,11 +99,8 @@ class LADR(Strategy):
         # -- Step 2: parallel prediction (lines 12-16): z_pred = stats.sampled,
         # Top1(P) = stats.top1, Delta = stats.margin (computed by the loop, see module doc).
         # -- Step 3: standard selection (lines 17-20). Line 18 ranks by Top1(P) (selection
-        # "top1", the paper); "gumbel" ranks by the official baseline's noisy confidence.
-        # Line 20 reads M_std[I_rank[n_mask:N]] <- 0 with I_rank sorted DESCENDING, which would
-        # unmask the LEAST confident tokens; its own comment ("unmask most confident") and the
-        # DiMOO baseline say the opposite, and we follow them: the n_mask least confident masked
-        # tokens stay masked (line 19's M_std <- 1 is the masked_fill inside keep_lowest).
+        # "top1", the paper); "gumbel" by the official baseline's noisy confidence. The n_mask
+        # least confident stay masked (line 20: module docstring (*)).
         if rank is None:
             rank = stats.top1 if p.selection == "top1" else noisy_confidence(stats, noise,
                                                                              run.temperature)
@@ -136,14 +131,9 @@ class LADR(Strategy):
     @staticmethod
     def keep_count(masked: torch.Tensor, t_eff: torch.Tensor, step: torch.Tensor, steps: int,
                    schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
-        """n_mask of lines 10-11: LongTensor [B].
-
-        t_next = clamp(t_eff + 1/T, 0, 1), n_mask = floor(N_total * gamma(t_next)) (the guarded
-        floor of `schedules.count_at`), clamped to the current masked count. t_eff: [B] in
-        schedule precision; step: LongTensor [B], each item's own step; total: N_total (int or
-        [B]; None = N, text-to-image). On an item's last step (step == T - 1) n_mask = 0, so
-        LADR always finishes within T steps.
-        """
+        """n_mask of lines 10-11, LongTensor [B]: floor(N_total * gamma(clamp(t_eff + 1/T, 0,
+        1))) (`schedules.count_at`; total None: N), at most the masked count, and 0 on an
+        item's step T - 1, so LADR always finishes within T steps."""
         remaining = masked.sum(dim=1)
         total = masked.shape[1] if total is None else total
         t_next = (t_eff + 1.0 / steps).clamp(0.0, 1.0)  # line 10

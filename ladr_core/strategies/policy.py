@@ -70,17 +70,11 @@ def _number_in(name: str, value: object, lo: float, hi: float) -> float:
 
 @dataclass(frozen=True)
 class AdaptiveRescue:
-    """Settings of the self-calibrating rescue (rescue.adaptive_rescue).
-
-    pace: how far past standard selection one forward pass may reach by rescue, in 1/64ths of
-        the schedule (steps of DiMOO's default 64-step schedule, whatever the run's T), in
-        [0, 1024]; 0 = no rescue. The rescue never brings the masked count below
-        floor(N * gamma(t_eff + 1 / T + pace / 64)).
-    anchor_quantile: in [0, 1]. A frontier candidate is valid when its margin is >= this
-        quantile (lower interpolation) of the margins of the tokens standard selection commits
-        in the same step: 0 = the least certain of them, 0.5 = their median, 1 = the most
-        certain.
-    """
+    """Settings of the self-calibrating rescue (rescue.adaptive_rescue). pace: how far past
+    standard selection a pass may reach, in 64ths of the schedule whatever T, in [0, 1024]
+    (0: no rescue; rescue.pace_cap). anchor_quantile in [0, 1]: a frontier candidate is valid
+    when its margin is >= this lower quantile of the margins standard selection commits in the
+    same step (0: the least certain of them, 1: the most)."""
 
     pace: float = 3.0
     anchor_quantile: float = 0.5
@@ -158,11 +152,8 @@ class LADRPolicy:
         return f"LADRPolicy({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
 
     def alpha_fractions(self) -> tuple[tuple[int, int], ...]:
-        """alpha per phase as exact (numerator, denominator) of its decimal value.
-
-        floor(|C| * alpha) is then computed in integers, so 0.29 * 100 gives 29, not the
-        28 that float rounding (28.999...) would give. With `delayed`, exploration gets 0.
-        """
+        """alpha per phase as an exact (numerator, denominator), so floor(|C| * alpha) is
+        computed in integers (0.29 * 100 gives 29, not float's 28). `delayed`: exploration 0."""
         out = []
         for phase, a in enumerate(self.alpha):
             if phase == 0 and self.delayed:
@@ -173,9 +164,8 @@ class LADRPolicy:
 
 
 def tau_from_number(name: str, value: float) -> float | None:
-    """A tau written as a plain number (a widget): NO_TAU (-1) = None, else a value in [0, 1].
-
-    Any other negative value is refused rather than read as "no threshold"."""
+    """A tau written as a plain number (a widget): NO_TAU (-1) = None, else a value in [0, 1];
+    any other negative value is refused rather than read as "no threshold"."""
     v = float(value)
     if v == NO_TAU:
         return None
@@ -208,18 +198,14 @@ PRESETS: dict[str, Preset] = {
                                   summary="paper Fig. 6 ablation: rank by top-1 probability"),
     "ablation_random_metric": Preset(LADRPolicy(metric="random"),
                                      summary="paper Fig. 6 ablation: random ranking"),
-    # Picked for the shipped DiMOO-nano by `python -m lab.nano.tune_policy` on validation prompts
-    # (best score at <= 64 / 3.5 mean NFE; lab/results/nano_policy_sweep.json), then at T = 128;
-    # its thresholds are per token, so they hold at any steps. The paper's policy is set for the
-    # 8B model's 1024-token images and breaks nano's shapes.
+    # Picked for DiMOO-nano by `python -m lab.nano.tune_policy` (lab/results/nano_policy_sweep.json;
+    # per-token thresholds hold at any steps); the paper's policy, set for 1024-token images,
+    # breaks nano's shapes.
     "nano": Preset(LADRPolicy(tau=(0.9, 0.9, 0.9), alpha=(1.0, 1.0, 1.0), selection="gumbel",
                               rescue_token="argmax", seen_only=True),
                    summary="rescue tuned for the built-in DiMOO-nano"),
-    # Self-calibrating rescue (rescue.adaptive_rescue): no per-model constant. Standard selection
-    # ranks by the baseline's Gumbel-perturbed log-confidence; a seen-only frontier token is
-    # rescued (as its top-1 token) when its margin is at least the median margin of the tokens
-    # the schedule itself commits this step; one forward pass reaches at most 3/64 of the
-    # schedule past standard selection (tuned at T = 64, where it is 3 steps).
+    # Self-calibrating rescue (rescue.adaptive_rescue, docs/SAMPLING.md): no per-model constant;
+    # the anchor is the median margin the schedule commits, the pace 3/64 (3 steps at T = 64).
     "adaptive": Preset(LADRPolicy(selection="gumbel", rescue_token="argmax", seen_only=True,
                                   adaptive=AdaptiveRescue(pace=3.0, anchor_quantile=0.5)),
                        summary="self-calibrating rescue, no per-model tuning"),

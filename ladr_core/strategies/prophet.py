@@ -24,13 +24,10 @@ from .select import phase_table
 
 @dataclass(frozen=True)
 class ProphetPolicy:
-    """Prophet early-commit thresholds (Li et al. 2025, pixeli99/Prophet), adapted to images.
-
-    Each step the mean top1 - top2 *logit* gap over an item's masked tokens is compared with a
-    threshold chosen by progress = step / steps: thresholds[0] (7.5) while progress <
-    progress_bounds[0] (0.33), thresholds[1] (5.0) while < progress_bounds[1] (0.67), else
-    thresholds[2] (2.5). When gap >= threshold, every masked token of that item is committed to
-    its current prediction and the item is finished.
+    """Prophet early-commit thresholds (Li et al. 2025, pixeli99/Prophet), adapted to images:
+    the threshold on the mean top1 - top2 *logit* gap is thresholds[i] while progress = step /
+    steps is below progress_bounds[i] (the last one after them); once the gap reaches it,
+    every masked token of the item is committed to its current prediction.
     """
 
     thresholds: tuple[float, float, float] = (7.5, 5.0, 2.5)
@@ -65,11 +62,8 @@ class ProphetPolicy:
 
 def prophet_fire(masked: torch.Tensor, logit_gap: torch.Tensor,
                  threshold: float | torch.Tensor) -> torch.Tensor:
-    """Prophet early commit per item: BoolTensor [B].
-
-    Fires when the mean top1 - top2 logit gap over the item's masked tokens is >= threshold
-    (a number, or [B] per item; items with nothing masked never fire).
-    """
+    """Prophet early commit per item, BoolTensor [B]: the mean logit gap over the item's
+    masked tokens >= threshold (a number or [B]); an item with nothing masked never fires."""
     remaining = masked.sum(dim=1)
     mean_gap = (logit_gap * masked).sum(dim=1) / remaining.clamp_min(1)
     return (mean_gap >= threshold) & (remaining > 0)

@@ -30,11 +30,8 @@ from .select import phase_table, take_highest
 
 # ---------------------------------------------------------------- the frontier (Eq. 9)
 def dilate(decoded: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) -> torch.Tensor:
-    """Dilate a token set by a k x k square kernel on the H x W grid.
-
-    decoded: BoolTensor [B, N] with N = H * W (row-major). Returns BoolTensor [B, N]: positions
-    within Chebyshev distance k // 2 of any True position (including the positions themselves).
-    """
+    """BoolTensor [B, N] (row-major H x W) -> the positions within Chebyshev distance k // 2
+    of a True position, themselves included: BoolTensor [B, N]."""
     h, w = grid
     b, n = decoded.shape
     if n != h * w:
@@ -47,10 +44,7 @@ def dilate(decoded: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) -
 
 
 def frontier(masked: torch.Tensor, grid: tuple[int, int], kernel_size: int = 3) -> torch.Tensor:
-    """Generation frontier (Eq. 9): masked positions with a decoded position in their k x k window.
-
-    masked: BoolTensor [B, N] (True = still masked). Returns BoolTensor [B, N].
-    """
+    """Eq. 9: masked positions [B, N] with a decoded position in their k x k window."""
     return masked & dilate(~masked, grid, kernel_size)
 
 
@@ -69,13 +63,9 @@ def rescue_candidates(m_std: torch.Tensor, masked_before: torch.Tensor, grid: tu
 def pick_rescued(policy: LADRPolicy, cand: torch.Tensor, valid: torch.Tensor, m_std: torch.Tensor,
                  top1: torch.Tensor, margin: torch.Tensor, uniform: torch.Tensor | None,
                  k_res: torch.Tensor) -> torch.Tensor:
-    """Which k_res[b] tokens are rescued (Alg. 1 lines 29-30, and the paper's ablations).
-
-    cand: the frontier C_t [B, N]; valid: the candidates that pass the threshold; m_std:
-    BoolTensor [B, N] after standard selection; top1 / margin: [B, N]; uniform: [B, N] U[0, 1)
-    for a random ablation. "margin" takes the k_res valid candidates with the largest Delta;
-    the ablations keep k_res and change only which tokens (Fig. 5 candidates, Fig. 6 metric).
-    """
+    """Which k_res[b] tokens are rescued (Alg. 1 lines 29-30): "margin" takes the valid
+    candidates (C_t past the threshold) with the largest Delta; the ablations keep k_res and
+    change only which tokens (Fig. 5 candidates, Fig. 6 metric; uniform: U[0, 1) [B, N])."""
     if policy.candidates == "random":
         return take_highest(uniform, m_std, k_res)
     if policy.metric == "margin":
@@ -101,15 +91,9 @@ def paper_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.T
                  top1: torch.Tensor, margin: torch.Tensor, phase: torch.Tensor,
                  grid: tuple[int, int], uniform: torch.Tensor | None,
                  cand: torch.Tensor | None = None) -> torch.Tensor:
-    """Rescue set R_t of Eq. 10 (lines 22-31), plus the paper's ablations: BoolTensor [B, N],
-    a subset of m_std.
-
-    m_std / masked_before: BoolTensor [B, N] after / before standard selection; top1 / margin:
-    [B, N] top-1 probability and Delta; phase: LongTensor [B]; uniform: [B, N] in [0, 1) for a
-    random ablation, else None. Ablations keep k_res and change only which tokens are rescued.
-    cand: the candidate set C_t [B, N] (a subset of m_std) in place of the frontier; None = the
-    frontier of Eq. 9 (`rescue_candidates`).
-    """
+    """Rescue set R_t of Eq. 10 (lines 22-31) and the paper's ablations: BoolTensor [B, N], a
+    subset of m_std (the mask after standard selection; masked_before: before it). cand: C_t
+    in place of the frontier of Eq. 9 (None: `rescue_candidates`)."""
     if cand is None:
         cand = rescue_candidates(m_std, masked_before, grid, policy.kernel_size,
                                  policy.seen_only)
@@ -125,11 +109,8 @@ def paper_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torch.T
 
 # ---------------------------------------------------------------- the self-calibrating rescue
 def subset_quantile(values: torch.Tensor, subset: torch.Tensor, q: float) -> torch.Tensor:
-    """Per-row lower quantile q of values[b, subset[b]]: FloatTensor [B] (+inf for an empty row).
-
-    values: [B, N]; subset: BoolTensor [B, N]. The element of rank floor(q * (count - 1)) in
-    ascending order, as numpy.quantile(..., method="lower"); batched, no host sync.
-    """
+    """Per-row lower quantile q of values[b, subset[b]] as numpy.quantile(method="lower"):
+    FloatTensor [B], +inf for an empty row."""
     count = subset.sum(dim=1)
     ordered = torch.sort(values.masked_fill(~subset, math.inf), dim=1).values
     rank = torch.floor(q * (count - 1).clamp_min(0).to(torch.float64)).long()
@@ -138,13 +119,10 @@ def subset_quantile(values: torch.Tensor, subset: torch.Tensor, q: float) -> tor
 
 def pace_cap(m_std: torch.Tensor, t_eff: torch.Tensor, steps: int, pace: float,
              schedule: Schedule, total: int | torch.Tensor | None = None) -> torch.Tensor:
-    """Most tokens the rescue may add this step: LongTensor [B].
-
-    |M_std| - floor(N_total * gamma(clamp(t_eff + 1 / T + pace / 64, 0, 1))), at least 0: one
-    step of standard selection plus `pace` 64ths of the schedule, whatever T (t_eff:
-    [B] in schedule precision, at the start of the step; the guarded floor of
-    `schedules.count_at`; total: N_total, int or [B], None = N).
-    """
+    """Most tokens the rescue may add this step, LongTensor [B]: |M_std| - floor(N_total *
+    gamma(clamp(t_eff + 1 / T + pace / 64, 0, 1))), at least 0: one step of standard selection
+    plus `pace` 64ths of the schedule, whatever T (floor as `schedules.count_at`; total: None
+    = N)."""
     total = m_std.shape[1] if total is None else total
     t_far = (t_eff + (1.0 / steps + pace / PACE_UNIT)).clamp(0.0, 1.0)
     return (m_std.sum(dim=1) - count_at(schedule, total, t_far)).clamp_min(0)
@@ -155,14 +133,9 @@ def adaptive_rescue(policy: LADRPolicy, m_std: torch.Tensor, masked_before: torc
                     t_eff: torch.Tensor, steps: int, schedule: Schedule,
                     grid: tuple[int, int], total: int | torch.Tensor | None = None,
                     cand: torch.Tensor | None = None) -> torch.Tensor:
-    """Rescued positions R_t [B, N] (a subset of m_std) under `policy.adaptive`.
-
-    valid = C_t with Delta >= anchor and Delta > 0; k_res = min(|valid|, pace cap). "margin"
-    rescues the k_res valid candidates with the largest Delta; the ablations keep k_res and
-    change only which tokens (`pick_rescued`, shared with Eq. 10). The policy's kernel_size,
-    seen_only, metric and candidates apply as in Eq. 10. total: N_total of the pace cap.
-    cand: C_t in place of the frontier, as in `paper_rescue`.
-    """
+    """Rescued positions R_t [B, N] (a subset of m_std) under `policy.adaptive`: valid = C_t
+    with Delta >= anchor and Delta > 0, k_res = min(|valid|, pace cap), picked and varied as in
+    Eq. 10 (`pick_rescued`, `paper_rescue`'s cand)."""
     cfg = policy.adaptive
     assert cfg is not None
     if cand is None:

@@ -1,13 +1,10 @@
 """Selection primitives shared by the strategies: ranked picks, the inverse-scheduled time and
-the official noisy-confidence score.
+the official noisy-confidence score (shapes: ladr_core.step).
 
 Per-phase / per-progress values enter kernels through `phase_table`, small device tables made
-once per process. Every function is batched tensor work on the inputs' device with no host synchronisation and no
-host -> device copy: per-item counts are [B] tensors, selections use a stable sort plus a rank
-comparison (never boolean-mask indexing, nonzero() or Python loops over items).
-
-Shapes: B items, N = H * W tokens (row-major). `masked` is a BoolTensor [B, N] (True = still
-masked); scores are FloatTensors [B, N].
+once per process. No host sync, no host -> device copy: per-item counts are [B] tensors and
+selections a stable sort plus a rank comparison (never boolean-mask indexing, nonzero() or
+Python loops over items).
 """
 
 from __future__ import annotations
@@ -22,11 +19,8 @@ from ..step import Commit, RunInfo, Stats
 
 
 def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) -> torch.Tensor:
-    """Boolean [B, N]: the `count[b]` positions of row b that come first in a stable sort.
-
-    score: [B, N]; count: LongTensor [B]. Ties keep index order, so selections are
-    deterministic and exactly `count[b]` positions are chosen (clamped to N).
-    """
+    """BoolTensor [B, N]: the `count[b]` (clamped to N) first positions of row b in a stable
+    sort of score [B, N]; ties keep index order."""
     order = torch.argsort(score, dim=1, descending=descending, stable=True)
     ranks = torch.arange(score.shape[1], device=score.device).expand_as(order)
     chosen_sorted = ranks < count.unsqueeze(1)
@@ -34,10 +28,8 @@ def _select_by_rank(score: torch.Tensor, count: torch.Tensor, descending: bool) 
 
 
 def keep_lowest(score: torch.Tensor, masked: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
-    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask.
-
-    Decoded positions never compete (they sort last with +inf) and can never be re-selected.
-    """
+    """Keep masked the `count[b]` masked positions with the lowest score; the rest unmask
+    (decoded positions sort last and are never re-selected)."""
     score = score.masked_fill(~masked, math.inf)
     return _select_by_rank(score, count, descending=False) & masked
 
@@ -82,10 +74,9 @@ def plain_commit(run: RunInfo, masked: torch.Tensor, chosen: torch.Tensor,
 
 
 def effective_time(masked: torch.Tensor, run: RunInfo) -> torch.Tensor:
-    """t_eff = gamma^-1(masked count / N_total) per item: [B] in schedule precision (Prop. 2).
-
-    N_total = `run.generated()`: N, or with known tokens (inpainting) the count each item
-    generates, so t_eff starts at 0 there too, as the official painting mode's schedule does."""
+    """t_eff = gamma^-1(masked count / N_total) per item (Prop. 2): [B] in schedule precision;
+    N_total = `run.generated()`, so with known tokens t_eff starts at 0, as the official
+    painting's schedule does."""
     total = run.generated()
     if isinstance(total, torch.Tensor):
         total = total.to(run.sched_dtype)

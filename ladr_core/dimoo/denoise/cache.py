@@ -1,31 +1,25 @@
 """ML-Cache (Lumina-DiMOO's "max-logit cache"): configuration, refresh schedule, per-row state.
 
-Official semantics (``generators/image_generation_generator.py`` + the caching code of
-``model/modeling_llada.py``): a *refresh* step is a full forward that stores every layer's K/V
-and the logits, per branch (cond / uncond); any other step recomputes only the code slots whose
-max logit was lowest at the previous step (a fraction ``1 - cache_ratio``), their fresh K/V
-overwriting the cached ones in place, and reuses the cached logits elsewhere. Which calls
-refresh and where this differs from the official code:
+Official semantics (``generators/image_generation_generator.py``, the caching code of
+``model/modeling_llada.py``): a *refresh* step is a full forward storing every layer's K/V and
+the logits per branch (cond / uncond); any other step recomputes only the code slots whose max
+logit was lowest at the previous step (a fraction ``1 - cache_ratio``), their fresh K/V
+overwriting the cached ones in place, and reuses the cached logits elsewhere. Differences:
 
-* ranking: the image code slots of each row (cond and uncond rows separately) by max codebook
-  logit, recomputing the lowest ceil((1 - cache_ratio) * N); the official code ranks every
-  sequence position (text included) by a quantile. The in-place K/V update is the official one.
-* refresh rule, by progress (``CacheSchedule``): a call's progress step is max(call index, 1 +
-  the first baseline call whose masked count <= the previous call's mean masked count), the
-  baseline's counts being its keep table with >= 1 token per step. Warm-up while the progress
-  step <= int(T * warmup_ratio); then a refresh every ``refresh_interval`` calls, and also when
-  the tokens committed since the last refresh reach ``refresh_commit`` * N (LADR's big rescues
-  rewrite many keys and values the cached steps would read stale; the default 0.3 never fires
-  for the official baseline at T = 64). The official code counts steps, which only works for a
-  sampler that takes exactly T steps; LADR leaves warm-up when its masked ratio does, so its
-  later calls are cached. Under the baseline the progress step is the call index, so at the
-  official defaults the refresh calls are the official ones (tested).
-* the counts reach the host one call late through an asynchronous copy into a pinned buffer
-  (hostlag.py), so a cache adds no host sync.
-* the cache keeps packed K/V [T, Hkv, hd] per layer and the code slots' logits in the model
-  dtype; later refreshes overwrite the first refresh's buffers in place (no old + new cache at
-  once; tested by data_ptr and by the bytes allocated). ``MLCacheConfig.ladr()`` is the preset
-  for LADR runs (docs/reports/ML_CACHE.md).
+* ranking: each row's image code slots by max codebook logit, recomputing the lowest
+  ceil((1 - cache_ratio) * N); the official code ranks every position (text too) by a quantile.
+* refresh by progress (``CacheSchedule``), not by step count (which only suits a sampler
+  taking exactly T steps): a call's progress is max(call index, 1 + the first baseline call
+  whose masked count <= the previous call's mean masked count). Warm-up while progress <=
+  int(T * warmup_ratio); then a refresh every ``refresh_interval`` calls, and when the tokens
+  committed since the last refresh reach ``refresh_commit`` * N (LADR's big rescues rewrite
+  keys and values cached steps would read stale; 0.3 never fires for the baseline at T = 64).
+  Under the baseline progress is the call index, so the refresh calls are the official ones
+  (tested); LADR leaves warm-up when its masked ratio does.
+* the counts reach the host one call late through a pinned buffer (hostlag.py): no host sync.
+* packed K/V [T, Hkv, hd] per layer and the code slots' logits in the model dtype; later
+  refreshes overwrite the first one's buffers in place (tested by data_ptr and bytes
+  allocated). ``MLCacheConfig.ladr()`` is the preset for LADR runs (docs/reports/ML_CACHE.md).
 """
 
 from __future__ import annotations
@@ -55,15 +49,12 @@ def _ratio(name: str, value: object, low: float, high: float, closed_low: bool, 
 class MLCacheConfig:
     """ML-Cache knobs: the official ones (inference_t2i.py defaults) + ``refresh_commit``.
 
-    ``refresh_commit``: refresh when the mean image tokens committed since the last refresh reach
-    this fraction of N (LADR-aware rule, module docstring); 0 turns it off.
-    ``recompute_changed``: on a cached call, recompute first the code slots whose input token
-    changed since their K/V were computed (committed tokens), then the lowest max logits; off =
-    the official choice (lowest max logits only).
-    ``recompute_masked``: on a cached call recompute every still-masked slot and every changed
-    slot (at least ``ceil((1 - cache_ratio) * N)``, topped up by lowest max logit): the logits
-    the sampler reads are all fresh; the pass's size is the previous call's largest masked count
-    per row (exactly the slots needed now, see ``DiMOODenoiser._cache_step``), read without a sync.
+    ``refresh_commit``: the share of N committed since the last refresh that forces one
+    (module docstring; 0: off). On a cached call ``recompute_changed`` recomputes first the
+    slots whose token changed since their K/V were computed, then the lowest max logits (off:
+    the official choice); ``recompute_masked`` recomputes every still-masked and changed slot
+    (at least the official count, topped up by lowest max logit), so every logit the sampler
+    reads is fresh, sized by the previous call's largest masked count (no sync).
     """
 
     cache_ratio: float = 0.9
@@ -93,12 +84,10 @@ class MLCacheConfig:
 
     @classmethod
     def ladr(cls) -> MLCacheConfig:
-        """Preset for LADR runs (chosen on DiMOO-nano's validation prompts, docs/reports/ML_CACHE.md):
-        every still-masked and every just-committed slot recomputed on cached calls, no
-        warm-up, a full refresh every 3 calls and after half of the image was committed since
-        the last one. Reusing committed tokens' K/V for longer (every 4 calls or more) cost
-        nano 0.12 to 0.16 of its score; every 3 calls, 0.02. A warm-up of 0.15 of the schedule
-        only made the second call a full pass (the schedule sees the first call's count)."""
+        """Preset for LADR runs (chosen on DiMOO-nano's validation prompts, measurements in
+        docs/reports/ML_CACHE.md): masked and just-committed slots recomputed, no warm-up
+        (it only made the second call a full pass), a refresh every 3 calls and after half of
+        the image was committed since the last one."""
         return cls(warmup_ratio=0.0, refresh_interval=3, refresh_commit=0.5,
                    recompute_masked=True)
 
@@ -118,11 +107,10 @@ class MLCacheConfig:
 class CacheSchedule:
     """Refresh-or-cached decision per denoiser call, by progress (module docstring).
 
-    ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``:
-    N at s = 0, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)`` with its keep table
-    ``keep[s - 1] = max(1, floor(N * gamma(s / T)))`` in float32 (as
-    ``baseline.baseline_keep``) and at least one token unmasked per step (official
-    ``mask_by_random_topk``). Strictly decreasing, so the baseline's call s has progress s.
+    ``baseline_masked[s]``: the official baseline's masked count at the start of call ``s``
+    (N, then ``min(keep[s - 1], baseline_masked[s - 1] - 1)``, its keep table as
+    ``baseline.baseline_keep``, one token at least per step as ``mask_by_random_topk``).
+    Strictly decreasing, so the baseline's call s has progress s.
     """
 
     def __init__(self, config: MLCacheConfig, steps: int, n_codes: int,
@@ -149,10 +137,8 @@ class CacheSchedule:
         return max(self.calls, first + 1)
 
     def refresh(self, masked_prev: float | None, ready: bool) -> bool:
-        """Decide the current call (then advance): True = full pass, False = cached pass.
-
-        masked_prev: the mean masked count per item the previous call saw (None at the first
-        call, or when the caller has no count)."""
+        """Decide the current call (then advance): True = full pass. masked_prev: the mean
+        masked count the previous call saw (None: first call, or no count)."""
         cfg = self.config
         if self.last_refresh == self.calls - 1 and masked_prev is not None:
             self.masked_at_refresh = masked_prev  # the previous call was the refresh
@@ -170,14 +156,11 @@ class CacheSchedule:
 
 
 class BranchCache:
-    """One item's cache: per-layer K/V of its rows (cond, then uncond with CFG), each row's
-    [L_r, Hkv, hd] a view of one packed buffer per layer, and its code-slot logits [R, N, K];
-    ``next_index`` [R, M]: code slots to recompute on its next cached call.
-
-    Each row (one branch of the item) ranks its own positions, so cond and uncond keep separate
-    caches as in the official code. Lean: the buffers are allocated at the item's first refresh
-    and every later refresh writes into them (the full pass hands its K/V over layer by layer),
-    so the cache never exists twice; nothing else is kept (no hidden states, no padding).
+    """One item's cache: per-layer K/V of its rows (cond, then uncond with CFG; each row's
+    [L_r, Hkv, hd] a view of one packed buffer per layer), its code-slot logits [R, N, K] and
+    ``next_index`` [R, M], the slots its next cached call recomputes. Each row ranks its own
+    positions, as the official code; the buffers are made at the first refresh and rewritten
+    in place (module docstring), and nothing else is kept (no hidden states, no padding).
     """
 
     def __init__(self, config: MLCacheConfig) -> None:
@@ -212,9 +195,8 @@ class BranchCache:
         return out
 
     def store(self, logits: torch.Tensor, codes: torch.Tensor) -> None:
-        """After a refresh (its K/V already written into the buffers): keep the logits (copied
-        into the existing buffer when there is one, else into a buffer of their own: they may
-        be a strided view of the whole pass's rows) and the code-slot ids."""
+        """After a refresh (its K/V already in the buffers): keep the logits (in the existing
+        buffer, else a contiguous one: they may be a view of the pass's rows) and the codes."""
         if self.config.tracks_codes:
             self.codes = codes.clone()
         if self.logits is not None and self.logits.shape == logits.shape:

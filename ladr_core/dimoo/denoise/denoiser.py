@@ -1,24 +1,21 @@
 """The ``denoise`` callable handed to the core sampler (ladr_core/sampling.py).
 
 ``denoise(tokens LongTensor[A, N], masked BoolTensor[A, N], items=None) -> logits [A, N, K]``
-(float32) for the items ``items`` (None: all B items in order). The sampler sends only the items
-still running, so a finished item leaves the pass and, in a rolling batch, a new one joins.
+(float32) for the items ``items`` (None: all B in order; the sampler sends only the items
+still running). Per call:
 
-1. writes ``code + image_offset`` (or the mask id) into the image code slots of every prompt
-   row, skipping newline slots (official ``generate_image`` writes into ``x`` the same way);
-2. runs cond and uncond rows in ONE packed forward with no padding (packed.py), so each row
-   equals its unpadded official sequence; the official code runs two passes;
-3. projects only the image code slots onto the codebook rows ``[offset, offset + K)`` of the
-   output layer (the official code computes the whole vocabulary, then slices), and applies CFG
-   ``(1 + s) * cond - s * uncond`` in float32; ``s == 0`` runs the cond rows only;
-4. with an ML-Cache config, each item follows its own refresh schedule (itemcache.py); the
-   items due a refresh run one full pass together and the others one cached pass together
-   (packing: model/packed.py; the cache: cache.py).
+1. ``code + image_offset`` (or the mask id) goes into every prompt row's image code slots,
+   skipping newline slots, as the official ``generate_image`` writes into ``x``;
+2. cond and uncond rows run in ONE packed forward without padding (packed.py), each row
+   equal to its unpadded official sequence (the official code runs two passes);
+3. only the image code slots are projected, onto the codebook rows ``[offset, offset + K)``
+   (the official code projects the whole vocabulary, then slices), and CFG
+   ``(1 + s) * cond - s * uncond`` is applied in float32 (``s == 0``: cond rows only);
+4. with an ML-Cache each item follows its own refresh schedule (itemcache.py, cache.py).
 
-Stats: ``nfe`` (calls), ``token_forwards`` (real tokens pushed through the transformer),
-``token_forwards_full`` (what full passes would have pushed for the same calls),
-``item_token_forwards`` (the same per item, so a batch's cost can be set against its items'
-single runs).
+Stats: ``nfe`` (calls), ``token_forwards`` (real tokens through the transformer),
+``token_forwards_full`` (what full passes would have pushed), ``item_token_forwards`` (per
+item, to set a batch's cost against its items' single runs).
 """
 
 from __future__ import annotations
@@ -285,13 +282,10 @@ class DiMOODenoiser:
             return self._guide(logits, len(chosen))
 
     def _guide(self, logits: torch.Tensor, a: int) -> torch.Tensor:
-        """The rows' logits [R * A, N, K] (a tensor of this call's own, model dtype or
-        float32) -> guided float32 logits [A, N, K]: the official ``(1 + s) * cond - s *
-        uncond`` (editing: ``cond + s * (cond - text) + s_img * (cond - image)``) in float32.
-        Each branch is made float32 on its own and combined in place, so the call holds the
-        rows' logits and one float32 copy of each branch, never a float32 copy of all rows
-        beside three new [A, N, K] results; the same operations in the same order, so the
-        same values bit for bit."""
+        """Rows' logits [R * A, N, K] -> guided float32 logits [A, N, K]: the official
+        ``(1 + s) * cond - s * uncond`` (editing: ``cond + s * (cond - text) + s_img * (cond -
+        image)``). Each branch is upcast on its own and combined in place (no float32 copy of
+        all rows), the official operations in order, so the same values bit for bit."""
         if self.table.branches == 1:
             return logits.float()
         cond = logits[:a].float()

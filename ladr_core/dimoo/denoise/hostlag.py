@@ -1,12 +1,10 @@
 """HostLag: a few device values read on the host one call later, without waiting for the device.
 
-The denoiser's ML-Cache needs a handful of counts per call (masked tokens, the largest row
-count). Reading them where they are computed is a host sync per call on an accelerator. Instead,
-``post`` starts an asynchronous copy into a host buffer (pinned on CUDA) and ``read``, at the
-next call, returns the values: by then the sampler's own per-step sync has waited for the
-stream, so the copy is complete and the read costs nothing. If it is not complete (a caller
-that never syncs between calls), ``read`` waits on the copy's event and counts the wait in
-``waits``, so a hidden sync shows up in the stats instead of disappearing.
+The ML-Cache needs a few counts per call; reading them where they are computed is a host sync
+per call. ``post`` starts an asynchronous copy into a host buffer (pinned on CUDA) and ``read``
+returns the values at the next call, when the sampler's own per-step sync has completed it.
+If it has not (a caller that never syncs), ``read`` waits on the copy's event and counts it in
+``waits``, so a hidden sync shows in the stats.
 """
 
 from __future__ import annotations

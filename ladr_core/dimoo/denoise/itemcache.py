@@ -1,20 +1,14 @@
-"""The ML-Cache of a batch, item by item: each item keeps its own cache and refresh schedule,
-and gives its memory back when it leaves the batch (a queue longer than the images in flight
-rolls through them with the caches of those in flight only).
+"""The ML-Cache of a batch, item by item: each item keeps its own cache and refresh schedule.
 
-Items of one batch progress at their own pace (LADR finishes some in 10 steps and others in 28;
-in a rolling batch they even start at different times), so each item decides for itself whether
-a call is a refresh or a cached call (`CacheSchedule` over its own count to generate, fed by
-its own masked count), and keeps its own K/V and logits (`BranchCache`). An item then computes
-exactly what it would compute alone, whatever runs beside it. An item a call does not run has
-finished (the sampler never sends it again), so each call first releases those items' caches,
-before a joining item's first refresh makes its own: a queue of any length holds the caches of
-the images in flight only (tests/emulation/test_queue_memory.py, 24 prompts on an emulated
-24 GB card at the 8B shape).
-
+Items progress at their own pace (LADR finishes some in 10 steps, others in 28; a rolling
+batch starts them at different times), so each item decides for itself whether a call is a
+refresh (`CacheSchedule` over its own count, fed its own masked count) and keeps its own K/V
+and logits (`BranchCache`): it computes exactly what it would alone. An item a call does not
+run has finished, so each call first releases those caches, before a joining item's first
+refresh: a queue of any length holds the caches of the images in flight only
+(tests/emulation/test_queue_memory.py, 24 prompts on an emulated 24 GB card at the 8B shape).
 The counts come from the previous call without a host sync (hostlag.py): each call posts the
-masked count and the "stale slot" flag of every item it ran, in one small copy, and the next
-call reads them by item.
+masked count and "stale slot" flag of every item it ran in one small copy.
 """
 
 from __future__ import annotations
@@ -46,10 +40,8 @@ class ItemCaches:
         return self.entries[item]
 
     def release_others(self, items: tuple[int, ...]) -> None:
-        """Drop the cache of every item a call does not run: the sampler sends only the items
-        still running, and a finished item never comes back (its slot goes to the next image of
-        a rolling batch), so its K/V and logits are freed before a joining item's first refresh
-        makes its own. An item sent again later would start a new cache (a refresh first)."""
+        """Drop the cache of every item a call does not run (module docstring); an item sent
+        again later would start a new cache."""
         for item in [i for i in self.entries if i not in items]:
             del self.entries[item]
 

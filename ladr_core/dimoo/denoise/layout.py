@@ -1,12 +1,10 @@
 """The prompt rows of a set of items, packed for one transformer pass (packed.py).
 
-A `PromptBatch` (prompt.py) holds every item's rows: cond rows 0 .. B-1, then, with CFG,
-uncond rows B .. 2B-1, left-padded to a common length. `RowTable` keeps each row's real tokens
-on the host; `RowTable.pack(items)` lays out the rows of just those items, in the order
-[cond rows of `items`] + [uncond rows of `items`], their real tokens back to back, with each
-row's image code slots as packed positions. A finished item's rows simply leave the pack and a
-joining item's rows enter it (a rolling batch). Everything of one pack reaches the device in one
-copy (from pinned memory on CUDA, without waiting for the host).
+`RowTable` keeps the real tokens of each row of a `PromptBatch` (prompt.py) on the host;
+`RowTable.pack(items)` lays out just those items' rows, [cond rows] + [uncond rows], back to
+back, with each row's image code slots as packed positions: a finished item's rows leave the
+pack and a joining item's enter it (a rolling batch). A pack reaches the device in one copy
+(pinned on CUDA, without waiting for the host).
 """
 
 from __future__ import annotations
@@ -24,9 +22,8 @@ __all__ = ["Pack", "RowTable"]
 
 @dataclass(frozen=True)
 class Pack:
-    """The rows of `items` packed: ids [T] (every code slot holds the mask id), `rows` (their
-    PackedRows), code_pos [R, N] (packed position of each row's code slots), `row_items` [R]
-    (the item of each row), `code_local` [R, N] (each code slot's position inside its row)."""
+    """The rows of `items` packed: ids [T] (code slots hold the mask id), `rows`, the code
+    slots' packed (`code_pos` [R, N]) and in-row (`code_local`) positions, `row_items` [R]."""
 
     items: tuple[int, ...]
     ids: torch.Tensor

@@ -82,12 +82,8 @@ def nearest_multiples(value: int, factor: int) -> str:
 
 
 def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError | None:
-    """Why ``value`` is not a valid pixel size for ``name`` (width / height), or None.
-
-    Valid: a positive int that is a multiple of ``factor`` (the VQ factor, or the 16 px grid).
-    The fix names the nearest valid sizes. The one size rule of the pack: the pipeline, the
-    sampler node's validation and the image inputs all use it.
-    """
+    """The pack's one size rule: why ``value`` is not a positive multiple of ``factor`` for
+    ``name`` (width / height), naming the nearest valid sizes, or None."""
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         return InputError(name, f"must be a positive int (got {value!r})",
                           f"give {name} in pixels, a multiple of {factor}")
@@ -96,13 +92,6 @@ def size_error(name: str, value: object, factor: int = SIZE_STEP) -> InputError 
                           f"{factor} x {factor} pixels)",
                           f"nearest valid {name}: {nearest_multiples(value, factor)}")
     return None
-
-
-def size_problem(name: str, value: object, factor: int = SIZE_STEP) -> str | None:
-    """``size_error`` as text ("width=50 is not a multiple of 16 ...; nearest valid ..."), or
-    None when the size is fine."""
-    err = size_error(name, value, factor)
-    return None if err is None else str(err)
 
 
 def suggest_size(width: int, height: int, step: int, vq_factor: int,
@@ -127,17 +116,11 @@ def check_image_size(width: int, height: int, vq_factor: int, max_length: int,
                      prompt_length: int, field: str = "prompt",
                      step: int | None = None, source: str | None = None,
                      prompt_label: str | None = None, base_length: int = 0) -> ImageLayout:
-    """Validate a pixel size; InputError naming the input and the nearest valid sizes.
-
-    ``prompt_length``: tokens of the longest row apart from the image to generate, ``field``
-    the input it comes from ("prompt", "negative_prompt"), ``prompt_label`` how the message
-    calls it (default ``field``; an edit's rows also hold its input images); suggested sizes
-    are multiples of ``step`` (default the VQ factor; the pipeline passes the node's 16 px
-    grid). ``source``: the input the size comes from when it is not width / height (an image:
-    a size too large is then the image's). ``base_length``: the tokens of that row with an
-    empty prompt; when the image with those alone fits the context, a size too large for the
-    context is the prompt's fault, and the message names it, else width or height (the one
-    whose smaller value alone makes it fit) or both, with a size that fits.
+    """Validate a pixel size; InputError naming the input and the nearest valid sizes
+    (multiples of ``step``). ``prompt_length``: tokens of the longest row besides the image,
+    from input ``field`` (named ``prompt_label``); ``source``: the input the size comes from
+    when not width / height. A size too large for the context is the prompt's fault when the
+    image fits beside that row's ``base_length`` (empty-prompt) tokens, else ``_too_large``'s.
     """
     step = vq_factor if step is None else step
     for name, value in (("width", width), ("height", height)):
@@ -166,8 +149,7 @@ def prompt_layout(encode: Encode, vq_factor: int, context_length: int, width: in
                   prompts: Sequence[str], negative_prompt: str | None = None,
                   source: str | None = None) -> ImageLayout:
     """The token grid of a text-to-image request at a pixel size, checked against the context
-    with its longest row (``check_image_size``; sizes suggested on the node's 16 px grid).
-    ``source`` "image": the size of an input image, the error then names ``image``."""
+    with its longest row (``check_image_size``, on the node's 16 px grid)."""
     cond = max(len(encode(cond_text(p))) for p in prompts)
     uncond = len(encode(uncond_text(negative_prompt)))
     field, longest = ("negative_prompt", uncond) if uncond > cond else ("prompt", cond)
@@ -202,9 +184,8 @@ def _side_fit(side: str, width: int, height: int, step: int, vq_factor: int,
 
 def _too_large(width: int, height: int, vq_factor: int, room: int, need: str,
                fit: tuple[int, int] | None, field: str, step: int) -> InputError:
-    """The error of a width x height whose image alone does not fit the context (`room`: the
-    tokens left beside the prompt): it names width (or height) when a smaller value of that
-    side alone makes it fit and the other side's does not, else both."""
+    """The error of a size whose image alone does not fit the `room` beside the prompt, naming
+    the side whose smaller value alone makes it fit, else both."""
     fits = {side: _side_fit(side, width, height, step, vq_factor, room)
             for side in ("width", "height")}
     aspect = (f"nearest valid size in multiples of {step} px with the closest aspect ratio: "
@@ -224,23 +205,15 @@ def _too_large(width: int, height: int, vq_factor: int, room: int, need: str,
 
 @dataclass(frozen=True)
 class PromptBatch:
-    """Cond (+ uncond) sequences of one generation, left-padded to a common length.
-
-    input_ids       LongTensor [R, L]   R = B (cfg == 0) or 2B (cond rows, then uncond rows)
-    attention_mask  LongTensor [R, L]   1 = real token
-    code_index      LongTensor [N]      column of each image code slot (same for every row)
-    layout          the image grid
-    """
+    """Cond (+ uncond) rows of one generation, left-padded: input_ids / attention_mask
+    [R, L] (R = B, or 2B with cfg: cond rows, then uncond), code_index [N] the image code
+    slots' column."""
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     code_index: torch.Tensor
     layout: ImageLayout
     batch: int
-
-    @property
-    def image_start(self) -> int:
-        return self.input_ids.shape[1] - self.layout.length
 
 
 def build_prompt_batch(encode: Encode, ids: DiMOOIds, prompts: Sequence[str],

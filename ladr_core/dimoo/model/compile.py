@@ -1,27 +1,22 @@
 """Opt-in ``torch.compile`` of the transformer passes (like ComfyUI's TorchCompileModel node).
 
-`CompiledPasses` wraps the two passes the denoiser runs (`packed.full_pass`,
-`packed.partial_pass`) in `torch.compile`, compiled on first use and reused by every later
-call and run as long as the object lives (`DiMOOPipeline.compile` keeps it on the pipeline,
-which ComfyUI keeps across queue runs).
+`CompiledPasses` wraps `packed.full_pass` and `packed.partial_pass` in `torch.compile`, compiled
+on first use and reused while the object lives (`DiMOOPipeline.compile` keeps it on the
+pipeline, which ComfyUI keeps across queue runs).
 
-`dynamic=True` (the default) compiles the packed sizes as symbols from the first call: the
-token count T, each row's length and start, the partial pass's per-row counts and the
-ML-Cache lengths. They change with every prompt length, with items leaving a rolling batch and
-with the cached pass's counts, and they reach the passes both as tensor dimensions and as
-Python ints (`PackedRows.lengths` / `runs`, `counts`), which `mark_dynamic` cannot
-mark; `dynamic=True` makes both symbolic, while the model's parameters stay static (torch's
-`force_parameter_static_shapes`), so kernels still specialise on the model's widths. A new
-graph is then compiled only for a new packing structure (how many runs of equal-length rows, a
-row count of 1, with or without the cache writer), not for every length. `dynamic=False`
-compiles one graph per shape instead.
+`dynamic=True` (the default) makes the packed sizes symbolic from the first call: the token
+count, row lengths and starts, the partial pass's counts and the ML-Cache lengths change with
+every prompt, rolling batch and cached pass, and reach the passes as Python ints too, which
+`mark_dynamic` cannot mark. Parameters stay static (`force_parameter_static_shapes`), so
+kernels still specialise on the model's widths; a new graph is compiled only for a new packing
+structure (runs of equal-length rows, one row, the cache writer or not). `dynamic=False`
+compiles one graph per shape.
 
-torch's recompile limit (`torch._dynamo.config.recompile_limit`, 8 by default) still
-applies per pass. Where torch would then run the pass eagerly with only a log line of its own,
-this module asks torch to raise instead (`fail_on_recompile_limit_hit`, torch >= 2.6), warns
-once per pass naming the limit and how to raise it, and runs that call eagerly: reruns are
-safe, a pass writes the same K/V values into the caches each time. A call that compiled a
-graph is timed (`compile_seconds`, per shape in `shapes`) and logged once.
+At torch's recompile limit (`recompile_limit`, 8) torch would silently run the pass eagerly;
+this module has it raise instead (`fail_on_recompile_limit_hit`, torch >= 2.6), warns once per
+pass naming the limit and how to raise it, and runs that call eagerly (safe: a pass writes the
+same K/V each time). A compiling call is timed (`compile_seconds`, per shape in `shapes`) and
+logged once.
 """
 
 from __future__ import annotations
@@ -63,12 +58,8 @@ def _graphs() -> int:
 
 
 class CompiledPasses:
-    """Compiled ``full`` / ``partial`` passes with the packed.py signatures, timed per shape.
-
-    ``dynamic`` True compiles the packed sizes as symbols, so a new prompt length, a rolling
-    batch's changing width or a new cached count reuses the graph; False compiles one graph per
-    shape. The one-time cost is logged and reported as ``GenerationResult.compile_seconds``
-    (``DiMOOPipeline.compile`` keeps one per (backend, mode, dynamic))."""
+    """Compiled ``full`` / ``partial`` passes with the packed.py signatures, timed per shape
+    (module docstring; reported as ``GenerationResult.compile_seconds``)."""
 
     def __init__(self, backend: str = "inductor", mode: str = "default",
                  dynamic: bool = True) -> None:

@@ -1,22 +1,20 @@
 """LLaDA model configuration and DiMOO special token ids.
 
-`LLaDAConfig` mirrors the fields of the official LLaDA ``ModelConfig`` (Lumina-DiMOO's
-``model/configuration_llada.py``) that change the forward pass; missing keys take the official
-``ModelConfig`` defaults, then the result is checked against what the native model implements
-(the LLaDA-8B / Lumina-DiMOO combination: llama blocks, RoPE, RMSNorm, SiLU-gated MLP).
+`LLaDAConfig` mirrors the fields of the official LLaDA ``ModelConfig``
+(``model/configuration_llada.py``) that change the forward pass; missing keys take its
+defaults, and the result is checked against what the native model implements (llama blocks,
+RoPE, RMSNorm, SiLU-gated MLP).
 
-`DiMOOIds` holds the special token ids. One rule, for the real model and the shipped ones
-alike: config.json may carry `mask_token_id`, `newline_token_id`, `image_token_offset`,
-`codebook_size`, `boi_token_id`, `eoi_token_id`, `boa_token_id`, `eoa_token_id`,
-`uncondition_token_id`; every missing key takes the DiMOO default below, `image_token_offset`
-too (126356, which the official image utilities hard-code) when its codebook fits the head
-(126356 + `codebook_size` <= the logits width; the real head is padded past 134548); a
-checkpoint with its own special ids and a narrower head gets the width minus `codebook_size`.
-`image_token_offset + codebook_size` must not exceed the logits width (`embedding_size or
-vocab_size`); rows above the codebook are padding, never read; a head too narrow is one
+`DiMOOIds` holds the special token ids, one rule for the real model and the shipped ones:
+each id key of config.json (`mask_token_id`, `newline_token_id`, `image_token_offset`,
+`codebook_size`, `boi/eoi/boa/eoa_token_id`, `uncondition_token_id`) may be missing and then
+takes the DiMOO default below; a missing `image_token_offset` is the official 126356 (hard-coded
+by the official image utilities) when the codebook fits the logits width (the real head is
+padded past 134548), else, for a checkpoint with its own special ids, the width minus
+`codebook_size`. Rows above the codebook are padding, never read; a head too narrow is one
 `CheckpointError` naming `image_token_offset` and the fix. Sizes must fit `max_sequence_length`
 (prompt + h*(w+1) + 4 tokens); a RoPE model with DiMOO's special ids gets at least
-`DIMOO_ROPE_CONTEXT` (8192), as the official RoPE is computed for any length.
+`DIMOO_ROPE_CONTEXT`, as the official RoPE is computed for any length.
 """
 
 from __future__ import annotations
@@ -41,12 +39,9 @@ class ConfigError(ValueError):
 
 @dataclass(frozen=True)
 class LLaDAConfig:
-    """Architecture hyper-parameters of a LLaDA transformer (official field names).
-
-    Defaults equal the official ``ModelConfig`` defaults except the few that the native model
-    requires (block_type="llama", rope=True, layer_norm_type="rms", activation_type="silu",
-    weight_tying=False), so ``LLaDAConfig(d_model=..., ...)`` builds a LLaDA-8B-style model.
-    """
+    """Architecture hyper-parameters of a LLaDA transformer (official field names). Defaults
+    are the official ``ModelConfig``'s except those the native model requires (llama blocks,
+    RoPE, RMSNorm, SiLU, no weight tying): ``LLaDAConfig(d_model=...)`` is LLaDA-8B-style."""
 
     d_model: int = 768
     n_heads: int = 12
@@ -143,12 +138,9 @@ class LLaDAConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], source: str = "config.json") -> LLaDAConfig:
-        """Parse an official config.json dict (unknown keys kept in ``extra``).
-
-        Checks model_type == "llada" (or an `architectures` entry of SUPPORTED_ARCHITECTURES).
-        Missing keys take the official ModelConfig defaults (block_type "sequential",
-        activation "swiglu", rope False, ...), so an incomplete config is rejected by validate().
-        """
+        """Parse an official config.json dict (model_type "llada" or a supported architecture;
+        unknown keys kept in ``extra``). Missing keys take the official ModelConfig defaults
+        (block_type "sequential", ...), so validate() rejects an incomplete config."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a JSON object, got {type(data).__name__}")
         model_type = data.get("model_type")
@@ -265,12 +257,8 @@ class DiMOOIds:
     @classmethod
     def from_config_dict(cls, data: dict[str, Any], source: str = "config.json",
                          width: int | None = None) -> DiMOOIds:
-        """Read each id key of config.json, falling back to the DiMOO default. Without an
-        ``image_token_offset`` key and given the logits ``width``: the official offset 126356
-        (hard-coded by the official image utilities) when its codebook fits the head (126356 +
-        8192 <= width; the real head is padded past 134548), else, for a checkpoint with its own
-        special ids, ``width - codebook_size`` (its codes in the last rows). A head too narrow
-        for the official offset under the official special ids is refused (``_offset_problem``)."""
+        """Each id key of config.json, else the DiMOO default; the offset rule (module
+        docstring) needs the logits ``width`` (refusal: ``_offset_problem``)."""
         kwargs = {}
         for name, key in cls.CONFIG_KEYS.items():
             value = data.get(key, getattr(DIMOO_DEFAULT_IDS, name))
@@ -290,14 +278,8 @@ class DiMOOIds:
         return cls(**kwargs)
 
     def validate_against(self, vocab_size: int, source: str = "config.json") -> None:
-        """The codebook range [offset, offset + K) must lie inside the logits.
-
-        ``vocab_size`` is the logits width (``embedding_size or vocab_size``). The official
-        image utilities subtract ``image_token_offset`` (126356) from a code's id and the real
-        head is padded past 126356 + 8192 = 134548 (rows above the codebook are never read): a
-        head narrower than offset + K contradicts the offset and is refused, naming the key.
-        Every special id must lie in the vocabulary, outside the codebook range.
-        """
+        """The codebook [offset, offset + K) must lie inside the logits width ``vocab_size``
+        (module docstring), every special id in the vocabulary outside the codebook."""
         top = self.image_offset + self.codebook_size
         if top > vocab_size:
             raise ConfigError(_offset_problem(source, vocab_size, self.codebook_size,
@@ -347,13 +329,8 @@ def has_official_ids(ids: DiMOOIds) -> bool:
 
 
 def context_length(config: LLaDAConfig, ids: DiMOOIds) -> int:
-    """Longest input sequence (tokens) accepted by the image-size check.
-
-    ``config.max_sequence_length`` itself, except for a RoPE model with the official DiMOO
-    special ids (the real checkpoint), where positions past it are computed like the official
-    code does and the floor is DIMOO_ROPE_CONTEXT. Other checkpoints (the nano model) are held
-    to their own ``max_sequence_length``.
-    """
+    """Longest input (tokens) the image-size check accepts: ``max_sequence_length``, at least
+    DIMOO_ROPE_CONTEXT for a RoPE model with DiMOO's special ids (module docstring)."""
     if config.rope and not config.alibi and has_official_ids(ids):
         return max(config.max_sequence_length, DIMOO_ROPE_CONTEXT)
     return config.max_sequence_length

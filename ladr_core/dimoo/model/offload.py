@@ -1,43 +1,29 @@
 """Low-VRAM without a host: blocks rest on the CPU and are streamed to the GPU one block ahead.
 
-`stream_blocks(model, device)` moves everything but the blocks (embedding, final norm, output
-head) to `device`, keeps every block's weights on the CPU and sets `model.device`.
-Iterating `model.blocks` then yields block i with its weights on `device` while block i + 1
-is being copied, and gives block i back after it ran. `unstream_blocks` undoes it.
+`stream_blocks(model, device)` moves everything but the blocks to `device` and keeps the
+blocks' weights on the CPU; iterating `model.blocks` then yields block i with its weights on
+`device` while block i + 1 is copied, and gives block i back after it ran. `unstream_blocks`
+undoes it. Memory is bounded by construction, not by the allocator:
 
-Memory, bounded by construction rather than by the allocator:
+* Device: two slots, flat byte buffers as large as the largest block, allocated once; block i
+  runs from slot `i % 2` as views (offsets aligned to `ALIGN`). No copy allocates, so reserved
+  memory stays at two blocks (8B in bf16: 2 x 416 MiB) however far the CPU runs ahead.
+* Order on CUDA: block i + 1's copy runs on a side stream after the event recorded when block
+  i - 1 (the slot's last user) was given back; the compute stream waits on the copy's event.
+  So a copy never overwrites a slot a queued kernel reads. The slots are `record_stream`-ed on
+  the side stream, so freed memory is reused only after every queued copy (an interrupted pass
+  included). With autograd on a block is copied into a buffer of its own (a backward pass may
+  keep its weights); inference runs under no_grad.
+* Host: each block's tensors lie end to end, one copy per block, in arenas of power-of-two
+  sizes (`arena_plan`), pinned for CUDA. Torch's pinned allocator rounds every request up to
+  a power of two and caches it, so pinning tensor by tensor took 16 GiB for the 8B model's 13
+  GiB of blocks; arenas lose only their unfilled tails (14 GiB).
 
-* Device: two slots, each one flat byte buffer as large as the largest block, allocated once.
-  Block i runs from slot `i % 2`; its tensors are views into the slot (offsets aligned to
-  `ALIGN` bytes). No block copy allocates, so reserved memory stays at two blocks however far
-  the CPU runs ahead of the GPU.
-* Order on the GPU (CUDA): the copy of block i + 1 goes on a side stream after that stream
-  waits on the event the compute stream recorded when block i - 1 (the slot's last user) was
-  given back; the compute stream waits on the copy's event before it runs block i + 1. So at
-  most one block is copied ahead of the one computing, and a copy never overwrites a slot a
-  queued kernel still reads. The slots live as long as the `BlockStream` and are marked
-  (`record_stream`) as used by the side stream, so when they are freed the allocator reuses
-  their memory only after every queued copy into them has finished (an interrupted pass
-  included). With autograd on (`torch.is_grad_enabled()`) a block is copied into a buffer of
-  its own instead, since a backward pass may keep its weights: inference runs under no_grad.
-* Host: each block's tensors are laid end to end (same alignment) so a block is one copy.
-  Blocks are packed into arenas whose sizes are powers of two (`arena_plan`), pinned when
-  `device` is CUDA: torch's pinned host allocator rounds every request up to a power of two
-  and keeps freed pinned memory cached, so pinning tensor by tensor (or block by block) rounded
-  each of them up (the 8B model's 96 MiB MLP matrices to 128 MiB, its 416 MiB bf16 blocks to
-  512 MiB: 16 GiB pinned for 13 GiB of blocks); arenas of power-of-two sizes lose only their
-  unfilled tails (14 GiB: 8 + 4 + 1 + 0.5 + 0.5). The arenas are the blocks' storage for as
-  long as the model lives; freed, they go back to torch's pinned cache like any pinned tensor.
-* Reserved device memory for the 8B model in bf16: the two slots, 2 x 416 MiB.
-
-Why our own and not accelerate's `cpu_offload` / diffusers' sequential offload: those hook a
-module's `forward`, but the DiMOO passes call `block.qkv` / `block.finish` (the ML-Cache
-splits a block in two), so forward hooks would never fire; and they move one module at a
-time without prefetch.
-
-With `device` = CPU the same slots and copies run without streams or events, which is how the
-tests check it: identical logits, the load/run/free order and the two-block bound (`trace`);
-`use_streams=True` on the CPU runs the CUDA ordering against stand-in streams and events.
+Not accelerate's `cpu_offload` or diffusers' sequential offload: they hook `forward`, but the
+DiMOO passes call `block.qkv` / `block.finish` (the ML-Cache splits a block), and they move one
+module at a time without prefetch. With `device` = CPU the same slots and copies run without
+streams (the tests check identical logits, the load/run/free order and the two-block bound with
+`trace`); `use_streams=True` on the CPU runs the CUDA ordering against stand-in streams.
 """
 
 from __future__ import annotations
@@ -103,9 +89,8 @@ def _pow2_ceil(n: int) -> int:
 
 
 def arena_plan(sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
-    """Blocks of ``sizes`` bytes (in order) grouped into arenas of power-of-two bytes: each the
-    largest power of two not above the bytes still to place, or the smallest that holds the
-    next block, filled with whole blocks in order. Returns (arena bytes, block indices)."""
+    """(arena bytes, block indices): blocks of ``sizes`` in order, in arenas of the largest
+    power of two not above the bytes left, or the smallest that holds the next block."""
     plan: list[tuple[int, list[int]]] = []
     i = 0
     while i < len(sizes):
@@ -123,8 +108,7 @@ def arena_plan(sizes: Sequence[int]) -> list[tuple[int, list[int]]]:
 
 class BlockStream:
     """Per-block CPU storage, the two device slots and the copy-ahead iteration (module
-    docstring). ``use_streams``: order copies and compute with CUDA streams and events (None:
-    when ``device`` is CUDA)."""
+    docstring); ``use_streams`` None: streams and events when ``device`` is CUDA."""
 
     def __init__(self, blocks: Sequence[nn.Module], device: torch.device,
                  use_streams: bool | None = None) -> None:
@@ -217,10 +201,9 @@ class BlockStream:
             self._release(i)
 
     def iterate(self, blocks: Sequence[nn.Module]) -> Iterator[nn.Module]:
-        """Yield block i resident on the device; block i + 1 is copied while i runs. ``trace``
-        holds this pass's order. A pass left unfinished is closed by the next one: when its
-        generator is finalised later (by the garbage collector, at any point) it gives back
-        nothing, since the blocks resident then belong to the newer pass."""
+        """Yield block i resident while block i + 1 is copied (``trace``: the order). A pass
+        left unfinished is closed by the next one, so its generator, finalised later, gives
+        back nothing."""
         self.release_all()
         self.passes += 1
         me = self.passes

@@ -25,12 +25,9 @@ __all__ = ["PackedRows", "full_pass", "partial_pass"]
 
 @dataclass(frozen=True)
 class PackedRows:
-    """R rows of lengths ``lengths`` packed into T = sum(lengths) tokens.
-
-    ``runs``: (first row, row count, row length, first token) of each run of consecutive rows
-    with the same length; ``starts`` [R]: first token of each row; ``positions`` [T]: position of
-    each token inside its row (RoPE).
-    """
+    """R rows of ``lengths`` packed into T = sum(lengths) tokens: ``runs`` (first row, count,
+    length, first token) of equal-length consecutive rows, ``starts`` [R] each row's first
+    token, ``positions`` [T] each token's position in its row (RoPE)."""
 
     lengths: tuple[int, ...]
     runs: tuple[tuple[int, int, int, int], ...]
@@ -78,10 +75,8 @@ def _qkv(block: LLaDABlock, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tenso
 
 def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, rows: PackedRows,
             queries_per_row: int | None) -> torch.Tensor:
-    """Per-row bidirectional attention; q [Tq, H, hd], k/v [T, Hkv, hd] -> [Tq, H * hd].
-
-    ``queries_per_row`` None: q holds every token of every row (full pass); an int M: q holds M
-    queries per row, rows in order (partial pass)."""
+    """Per-row bidirectional attention, q [Tq, H, hd], k/v [T, Hkv, hd] -> [Tq, H * hd]; q
+    holds every token (``queries_per_row`` None) or M queries per row (partial pass)."""
     gqa = q.shape[1] != k.shape[1]
     outs = []
     for first, count, length, start in rows.runs:
@@ -103,10 +98,8 @@ KVSink = Callable[[int, torch.Tensor, torch.Tensor], None]
 
 def full_pass(model: LLaDAModel, input_ids: torch.Tensor, rows: PackedRows,
               kv_sink: KVSink | None = None) -> torch.Tensor:
-    """Packed ids [T] -> last hidden states [T, D] (before ln_f).
-
-    ``kv_sink``: called with each layer's K/V (RoPE applied to k) as soon as they are made, to
-    keep what it needs (the ML-Cache copies each row's part into its own cache)."""
+    """Packed ids [T] -> last hidden states [T, D] (before ln_f); ``kv_sink`` receives each
+    layer's K/V (k after RoPE) as soon as made (the ML-Cache keeps each row's part)."""
     cos, sin = rope_tables(rows.positions[None], model.config.head_dim, model.config.rope_theta)
     cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]  # [T, 1, hd]
     x = model.embed(input_ids)
@@ -126,12 +119,10 @@ def partial_pass(model: LLaDAModel, ids: torch.Tensor, positions: torch.Tensor,
                  counts: list[int], kv: list[LayerKV]) -> torch.Tensor:
     """ML-Cache pass: recompute counts[r] positions of each row r, attending over its cache.
 
-    ids / positions: LongTensor [sum(counts)] the recomputed tokens' ids and their positions
-    inside their rows (rows in order); kv[r]: row r's per-layer (k, v) [L_r, Hkv, hd]. Per
-    layer the fresh K/V overwrite the row's cache at those positions, in place (official
-    ``LLaDALlamaBlock`` cache update), and each row's queries attend over its full cached K/V
-    (one SDPA per row: rows keep separate caches, so items can come and go). Returns the hidden
-    states [sum(counts), D] of the recomputed tokens, rows in order.
+    ids / positions [sum(counts)], rows in order; kv[r]: row r's per-layer (k, v)
+    [L_r, Hkv, hd], overwritten in place at those positions (official ``LLaDALlamaBlock``
+    cache update); one SDPA per row over its cache, so items can come and go. -> hidden
+    states [sum(counts), D].
     """
     cos, sin = rope_tables(positions[None], model.config.head_dim, model.config.rope_theta)
     cos, sin = cos[0, 0, :, None], sin[0, 0, :, None]

@@ -1,29 +1,23 @@
 """Native LLaDA transformer (the Lumina-DiMOO backbone) with the official parameter names,
 following the official ``LLaDAModel`` with ``block_type="llama"`` (``model/modeling_llada.py``):
 per block ``h = x + attn_out(SDPA(RoPE(q_proj(n)), RoPE(k_proj(n)), v_proj(n)))``, ``n =
-attn_norm(x)``; ``y = h + ff_out(act(ff_proj(m)) * up_proj(m))``, ``m = ff_norm(h)``; RMSNorm and
-RoPE in float32; bidirectional attention. input_ids [B, L] -> logits [B, L, V].
+attn_norm(x)``; ``y = h + ff_out(act(ff_proj(m)) * up_proj(m))``, ``m = ff_norm(h)``;
+bidirectional attention. input_ids [B, L] -> logits [B, L, V].
 
-Where it differs from the official code: re-written for inference speed and training;
-RMSNorm in float32, cast back, then ``weight * x`` (+ bias), eps = ``rms_norm_eps``; RoPE
-"rotate half" (NeoX layout) in float32 with base ``rope_theta``; the embedding ``wte`` (x
+Re-written for inference speed and training: RMSNorm in float32, cast back, then ``weight * x``
+(eps ``rms_norm_eps``); RoPE "rotate half" (NeoX) in float32, base ``rope_theta``; ``wte`` (x
 ``sqrt(d_model)`` if ``input_emb_norm``), no positional table; ``ln_f`` then ``ff_out`` (or
-``wte`` when ``weight_tying``), x ``1/sqrt(d_model)`` if ``scale_logits``. The official code
-ignores padding; here an optional key-padding ``attention_mask`` [B, L] (1 = real token) masks
-padded keys, and position ids default to ``cumsum(mask) - 1`` so a padded row equals the same
-row unpadded.
+``wte`` with ``weight_tying``), x ``1/sqrt(d_model)`` if ``scale_logits``. The official code
+ignores padding; here a key-padding ``attention_mask`` [B, L] (1 = real) masks padded keys and
+position ids default to ``cumsum(mask) - 1``, so a padded row equals the row unpadded.
 
-Layers are built from an injectable `operations` namespace (`Linear`, `Embedding`; default
-`torch.nn`), the way ComfyUI models take `comfy.ops`: a host passes classes that cast weights
-at use or keep them offloaded, and the parameter names stay the official ones. Norm weights and
-the output rows are moved to the input's device at use (a no-op when they already live there),
-so a host may leave any weight on another device. `device` (None = where the output weight
-lives) is the device inputs go to; hosts that move weights themselves keep it current (ComfyUI's
-ModelPatcher sets `model.device`; `offload.stream_blocks` sets it to the GPU).
-
-`state_dict()` keys equal the official checkpoint's: `model.transformer.wte.weight`,
-`model.transformer.blocks.{i}.{attn_norm,ff_norm,q_proj,k_proj,v_proj,attn_out,ff_proj,up_proj,
-ff_out}.weight`, `model.transformer.ln_f.weight`, `model.transformer.ff_out.weight`.
+Layers come from an injectable `operations` namespace (`Linear`, `Embedding`; default
+`torch.nn`), as ComfyUI models take `comfy.ops`, so a host's classes may cast weights at use or
+keep them offloaded under the official names; norm weights and output rows move to the input's
+device at use. `device` (None: where the output weight lives) is where inputs go; hosts that
+move weights keep it current (ModelPatcher sets `model.device`, as `offload.stream_blocks`).
+`state_dict()` keys equal the official checkpoint's (``model.transformer.wte.weight``,
+``model.transformer.blocks.{i}.q_proj.weight``, ...).
 """
 
 from __future__ import annotations
@@ -196,9 +190,8 @@ of that (model/memory.py ``head_memory`` counts it)."""
 
 def _chunked_head(select: Any, x: torch.Tensor, rows: slice | None, bias: torch.Tensor | None,
                   vocab: int) -> torch.Tensor:
-    """``x`` [..., D] times a quantized head's ``rows`` (None: all ``vocab``) -> logits
-    [..., r], HEAD_CHUNK rows dequantized at a time (``select(slice, device, dtype)``), each
-    chunk's logits written in place: every logit is the same dot product as in one matmul."""
+    """``x`` [..., D] times a quantized head's ``rows`` (None: all ``vocab``) -> logits [..., r],
+    HEAD_CHUNK rows dequantized at a time: each logit the same dot product as one matmul's."""
     lo, hi, step = (0, vocab, 1) if rows is None else rows.indices(vocab)
     if step != 1 or hi - lo <= HEAD_CHUNK:
         return F.linear(x, select(rows, x.device, x.dtype), bias)
@@ -211,13 +204,9 @@ def _chunked_head(select: Any, x: torch.Tensor, rows: slice | None, bias: torch.
 
 
 class LLaDAModel(nn.Module):
-    """LLaDA / Lumina-DiMOO transformer: ``forward(input_ids [B, L]) -> logits [B, L, V]``.
-
-    Differentiable (no ``no_grad`` inside, no dropout), so training scripts can use it directly.
-    ``V`` = ``embedding_size or vocab_size`` (the official logits width).
-    ``operations``: namespace whose ``Linear`` and ``Embedding`` build the layers (default
-    ``torch.nn``; ComfyUI passes ``comfy.ops.manual_cast`` and friends).
-    """
+    """LLaDA / Lumina-DiMOO transformer (module docstring): ``forward(input_ids [B, L]) ->
+    logits [B, L, V]``, V = ``embedding_size or vocab_size``. Differentiable (no ``no_grad``,
+    no dropout), so training scripts use it directly."""
 
     def __init__(self, config: LLaDAConfig, init_std: float | None = 0.02,
                  operations: Any = None) -> None:
@@ -320,12 +309,8 @@ class LLaDAModel(nn.Module):
     def hidden_states_partial(self, input_ids: torch.Tensor, index: torch.Tensor, kv: LayerKV,
                               attention_mask: torch.Tensor | None = None,
                               position_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """ML-Cache pass: recompute only positions ``index`` [B, M] of ``input_ids`` [B, L].
-
-        Per layer the fresh K/V of those positions are written into ``kv`` (in place; official
-        ``LLaDALlamaBlock`` cache update) and their queries attend over the full cached K/V.
-        Returns the hidden states [B, M, D] of the recomputed positions.
-        """
+        """ML-Cache pass over positions ``index`` [B, M] of ``input_ids`` [B, L], as
+        ``packed.partial_pass`` (K/V written into ``kv`` in place) -> hidden states [B, M, D]."""
         b, length = input_ids.shape
         if position_ids is None:
             position_ids = default_position_ids(attention_mask, b, length, input_ids.device)

@@ -1,26 +1,19 @@
 """VQ encoding and decoding (diffusers ``VQModel``) and the cheap codebook -> RGB preview table.
 
-Decode follows the official ``utils/image_utils.decode_vq_to_image``: codes [B, h, w] are looked
-up in the codebook (``lookup_from_codebook`` / ``quantize.get_codebook_entry``), decoded, and
-clipped to [0, 1] (the DiMOO VQ works in [0, 1]; the official post-processing does not
-normalise). Output layout here is ComfyUI's IMAGE: float [B, H, W, 3].
+Decode follows the official ``utils/image_utils.decode_vq_to_image``: codes [B, h, w] looked up
+in the codebook, decoded and clipped to [0, 1] (the DiMOO VQ works in [0, 1], no
+normalisation), as ComfyUI's IMAGE float [B, H, W, 3].
 
-Preview (the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3]
-is built ONCE by decoding every code as a uniform ``context x context`` token grid and
-area-pooling its centre token's patch to p x p; a per-step preview is then a gather + reshape,
-masked tokens drawn neutral grey (0.5). The VQ decoder never runs per step.
-
-A code's decoded colour depends on its neighbours (the decoder's GroupNorm statistics and
-receptive field span the whole image), so a code decoded on its own can come out in another
-colour: on DiMOO-nano the probe table drew red shapes green. The faithful table is FITTED on
-real decodes (`fit_preview_table`: the per-code mean of the decoded patches, the discrete
-twin of ComfyUI's fitted Latent2RGB factors). A checkpoint may ship one as
-`vqvae/preview_table.safetensors` (key `preview_table`, float [K, p, p, 3]); codes a fit never
-saw keep the probe value. Without one, the probe table is built on first use, or before the
-first step of a run with a callback, outside the sampling's memory (``pipe.preview_bytes()``).
-The table is the VQ's non-persistent buffer ``ladr_preview_table``, so it moves with the VQ (a
-host's load to the GPU, its offload); ``pipe.preview`` gathers on the tokens' device, never
-copying the tokens to the host.
+Preview (the discrete twin of ComfyUI's Latent2RGBPreviewer): a table [K, p, p, 3] built once,
+then a per-step preview is a gather + reshape on the tokens' device (masked tokens grey 0.5);
+the decoder never runs per step. A code's decoded colour depends on its neighbours (GroupNorm
+statistics and the receptive field span the image: on DiMOO-nano a code decoded alone drew red
+shapes green), so the faithful table is fitted on real decodes (`fit_preview_table`, the
+per-code mean of decoded patches) and may ship as `vqvae/preview_table.safetensors` (key
+`preview_table`). Codes a fit never saw, or a checkpoint without one, use the probe table:
+every code decoded as a uniform ``context x context`` grid, its centre patch area-pooled to p
+x p, built on first use outside the sampling's memory (``pipe.preview_bytes()``). The table is
+the VQ's non-persistent buffer ``ladr_preview_table``, so it moves with the VQ.
 """
 
 from __future__ import annotations
@@ -60,14 +53,11 @@ def decode_codes(vq: Any, codes: torch.Tensor, grid: tuple[int, int],
                  check_range: bool = True, chunk: int = 1) -> torch.Tensor:
     """Codes in [0, K) -> images float [B, h*f, w*f, 3] in [0, 1] (f = VQ factor).
 
-    check_range: refuse codes outside [0, K) (one host sync); False for codes the sampler made,
-    which are in range by construction (indices into the K logits). The decoder takes
-    ``chunk`` images at a time (default one), so its float32 activations are one image's
-    whatever B, and image i equals its own decode whatever the batch (as ``encode_images``;
-    on a GPU with chunk > 1 the convolution kernels may differ in the last bits).
-    A larger chunk suits many small grids (``build_preview_table``). The images of a batch
-    stay on the device, written into one output as they finish (``decode_bytes(..., images)``
-    counts them)."""
+    check_range: refuse codes outside [0, K) (one host sync; the sampler's codes are in range
+    by construction). ``chunk`` images per decoder call (default one: the activations are one
+    image's whatever B, and image i equals its own decode; a larger chunk suits many small
+    grids, ``build_preview_table``). The batch's images stay on the device in one output
+    (``decode_bytes(..., images)`` counts them)."""
     codes = _grid(codes, grid)
     k = vq.config.num_vq_embeddings
     lo, hi = torch.stack(torch.aminmax(codes)).tolist() if check_range and codes.numel() else (0, 0)
@@ -104,13 +94,11 @@ def _decode_chunk(vq: Any, codes: torch.Tensor) -> torch.Tensor:
 def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor:
     """Images float [B, H, W, 3] in [0, 1] (ComfyUI IMAGE) -> codes LongTensor [B, h*w] (CPU).
 
-    The official encoding (``utils/image_utils.encode_img_with_paint`` /
-    ``encode_img_with_breaks``): diffusers ``VaeImageProcessor(do_normalize=False)`` keeps the
-    pixels in [0, 1] as [1, 3, H, W] float32 (a PIL image becomes uint8 / 255, which is what
-    ComfyUI's Load Image gives), then ``vq.encode(x).latents`` and the quantizer's nearest code
-    (``vq.quantize(latents)[2][2]``), row-major. H and W must be multiples of ``vq_factor``
-    (checked by the caller: the official processor would silently resize). Items are encoded
-    one by one, so item i equals a single-image encode exactly.
+    The official encoding (``utils/image_utils.encode_img_with_paint``): pixels kept in [0, 1]
+    (``VaeImageProcessor(do_normalize=False)``; a PIL image is uint8 / 255, as ComfyUI's Load
+    Image gives), ``vq.encode(x).latents``, the quantizer's nearest code, row-major. H and W
+    are multiples of ``vq_factor`` (the caller checks; the official processor would resize
+    silently). Items are encoded one by one, so item i equals a single-image encode.
     """
     if images.dim() != 4 or images.shape[-1] != 3:
         raise ValueError(f"images must be [B, H, W, 3]; got {tuple(images.shape)}")
@@ -132,14 +120,9 @@ def encode_images(vq: Any, images: torch.Tensor, vq_factor: int) -> torch.Tensor
 def build_preview_table(vq: Any, vq_factor: int, size: int = 4,
                         context: int = PREVIEW_CONTEXT, chunk: int = PREVIEW_CHUNK
                         ) -> torch.Tensor:
-    """Decode each code once -> RGB table float [K, p, p, 3] (p = min(size, vq_factor)).
-
-    Each code is decoded as a uniform ``context x context`` grid (context odd, >= 1) and the
-    centre token's f x f patch is area-pooled to p x p. Cost: K / chunk decoder calls, once.
-    context 3 is the default: a lone 1x1 grid is decoded mostly from the convolutions' zero
-    padding, and on DiMOO-nano its colours were visibly off (mean squared error against the
-    decoded image 0.060 vs 0.023 with context 3; random-context averaging gave 0.023 too).
-    """
+    """The probe table float [K, p, p, 3] (p = min(size, vq_factor); module docstring) in K /
+    chunk decoder calls, once. A lone 1x1 grid decodes mostly from the convolutions' zero
+    padding (visibly off colours on DiMOO-nano), hence the default context 3."""
     if context < 1 or context % 2 == 0:
         raise ValueError(f"context must be an odd int >= 1 (got {context})")
     if size < 1:
@@ -188,12 +171,9 @@ def _pooled_patches(images: torch.Tensor, grid: tuple[int, int], p: int) -> torc
 
 def fit_preview_table(tokens: torch.Tensor, images: torch.Tensor, grid: tuple[int, int],
                       base: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fit the table on real decodes: per code, the mean of its decoded patches.
-
-    tokens [B, h*w] codes, images [B, h*f, w*f, 3] their VQ decodes, base [K, p, p, 3] the
-    table to keep for codes that never occur. Returns (table [K, p, p, 3], counts [K]).
-    One scatter-add: any codebook size (8192 for Lumina-DiMOO) fits the same way.
-    """
+    """Per code, the mean of its decoded patches (one scatter-add): codes [B, h*w] and their
+    decodes [B, h*f, w*f, 3] -> (table [K, p, p, 3], counts [K]); codes never seen keep
+    ``base``."""
     k, p = base.shape[0], base.shape[1]
     codes = _grid(tokens, grid).flatten().to(base.device)
     if codes.numel() and (int(codes.min()) < 0 or int(codes.max()) >= k):
@@ -215,10 +195,8 @@ def save_preview_table(path: Any, table: torch.Tensor, metadata: dict[str, str] 
 
 
 def load_preview_table(path: Any, codebook_size: int, size: int) -> torch.Tensor:
-    """Read a shipped table; ValueError naming the file when it does not fit this codebook.
-
-    A table of another patch size is area-pooled to ``size`` x ``size``.
-    """
+    """Read a shipped table (area-pooled to ``size``); ValueError naming the file when it does
+    not fit this codebook."""
     from safetensors import safe_open
 
     try:

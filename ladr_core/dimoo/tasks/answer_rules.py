@@ -1,25 +1,21 @@
 """Which masked answer tokens one text-decoding step commits: the answer rules, by name.
 
-The registry idea of the image strategies (ladr_core.registry) applied to the answer of
-``DiMOOPipeline.understand``: a rule is a frozen object, a name becomes one in exactly one place
-(``resolve_answer_rule``), and a class joins with ``@answer_rule``. Rules see only the current
-block of the answer (answering.py): per item its masked positions, the confidence of each
-sampled token and, when asked, its entropy, all [A, block_length]:
+The image strategies' registry (ladr_core.registry) for ``DiMOOPipeline.understand``: a rule is
+a frozen object, a name becomes one only in ``resolve_answer_rule``, a class joins with
+``@answer_rule``. A rule sees only the current block of the answer (answering.py): per item
+its masked positions, each sampled token's confidence and, when asked, entropy, all
+[A, block_length]:
 
-* ``official``: the official order (``generate_text_understanding``, remasking
-  'low_confidence'): a fixed number of steps per block, ``transfer_counts`` tokens per step (the
-  block's masked count split evenly, the remainder to the first steps, official
-  ``get_num_transfer_tokens``), the most confident first (``topk``).
-* ``threshold``: Fast-dLLM's confidence threshold: every masked token whose sampled token has
-  probability >= ``tau`` (Fast-dLLM's default 0.9), at least the most confident one; the block
-  ends when it is decoded (at most ``block_length`` steps).
-* ``entropy``: EB-Sampler's entropy bound: the lowest-entropy masked tokens while their summed
-  entropy stays <= ``gamma`` (the image rule's ``entropy_pick``), at least one.
+* ``official`` (``generate_text_understanding``, 'low_confidence'): a fixed number of steps per
+  block, ``transfer_counts`` tokens per step (``get_num_transfer_tokens``), most confident first.
+* ``threshold`` (Fast-dLLM): every masked token with confidence >= ``tau`` (0.9), at least the
+  most confident; the block ends when decoded (at most ``block_length`` steps).
+* ``entropy`` (EB-Sampler): the lowest-entropy masked tokens while their summed entropy stays
+  <= ``gamma`` (the image rule's ``entropy_pick``), at least one.
 
-Any rule with ``stop=True`` (name suffix ``+stop``) also ends the answer as soon as the
-end-of-answer token is decoded and every answer token before it is decoded (a Prophet-like
-early commit: what follows the end is not text), instead of at the end of the block as the
-official stop does. The official block stop applies to every rule.
+With ``stop=True`` (suffix ``+stop``) a rule also ends the answer once the end-of-answer token
+and every answer token before it are decoded (what follows the end is not text); the official
+block stop applies to every rule.
 """
 
 from __future__ import annotations
@@ -44,10 +40,8 @@ _RULES: dict[str, type[AnswerRule]] = {}
 
 
 def answer_rule(cls: type[AnswerRule]) -> type[AnswerRule]:
-    """Class decorator: register an AnswerRule under its ``name`` (as ``register_strategy``
-    does a strategy: selectable by that name in ``resolve_answer_rule``, the nodes' choices
-    and DiMOO Answer Rule, with no other edit). A second class under a taken name is refused
-    (ValueError naming both)."""
+    """Class decorator: register an AnswerRule under its ``name``, as ``register_strategy``
+    does a strategy (selectable everywhere, no other edit; a taken name is refused)."""
     name = getattr(cls, "name", None)
     if not isinstance(name, str) or not name or name.endswith(STOP_SUFFIX):
         raise ValueError(f"{cls.__name__}: a registered answer rule needs a non-empty class "
@@ -114,10 +108,8 @@ class AnswerRule:
 
     def pick(self, confidence: torch.Tensor, entropy: torch.Tensor | None, masked: torch.Tensor,
              counts: list[int] | None) -> torch.Tensor:
-        """BoolTensor [A, n] of the masked positions to commit this step. ``confidence``
-        float64 [A, n] the probability of each position's sampled token (-inf where not
-        masked), ``entropy`` [A, n] or None, ``masked`` [A, n]; ``counts``: the official count
-        of each item this step (fixed-step rules only)."""
+        """BoolTensor [A, n] of the masked positions to commit this step (confidence: -inf
+        where not masked; ``counts``: the official counts, fixed-step rules only)."""
         raise NotImplementedError
 
 

@@ -2,35 +2,26 @@
 
 Official behaviour (``generators/text_understanding_generator.generate_text_understanding`` as
 ``inference/inference_mmu.py`` calls it: 1,024 answer tokens, blocks of 256, 128 steps, cfg 0,
-remasking 'low_confidence'): the answer is ``gen_length`` MASK tokens after the prompt and the
-image; the blocks are decoded left to right, each in ``steps // blocks`` steps; per step one
-forward pass of the whole sequence, then per position of the current block
+'low_confidence'): ``gen_length`` MASK tokens follow the prompt and image; blocks are decoded
+left to right in ``steps // blocks`` steps each; per step one forward pass, then per position
+of the current block ``x0 = argmax(logits)`` at temperature 0, else
+``argmax(exp(logits) / (-log u) ** temperature)``, u ~ U[0, 1) in float64 (``add_gumbel_noise``);
+confidence = ``softmax(logits in float64)[x0]`` at masked positions; the answer rule
+(answer_rules.py) commits some of them (official: ``get_num_transfer_tokens``, most confident
+first). After each block the official code stops once an end token (126081) is decoded; its
+slice uses ``input_p_len`` and ``rows``, defined nowhere, so we follow the intent: the answer
+ends with the block that decoded the end token, and the check reads the answer, not the prompt.
 
-* ``x0 = argmax(logits)`` at temperature 0, else ``argmax(exp(logits) / (-log u) ** temperature)``
-  with u ~ U[0, 1) in float64 (official ``add_gumbel_noise``);
-* confidence = ``softmax(logits in float64)[x0]`` at the masked positions;
-* the answer rule (answer_rules.py) commits some masked positions (official: the
-  ``get_num_transfer_tokens`` count, most confident first).
-
-After each block the official code stops when an end token (126081, config.json
-``eos_token_id``) has been decoded and returns ``x[:, :input_p_len + prompt.shape[0] + 3 + rows
-+ (num_block + 1) * block_length]``; ``input_p_len`` and ``rows`` are defined nowhere in the
-official code. We follow the intent: the answer ends with the block in which the end token was
-decoded (the blocks after it are not run), and the check reads the decoded answer, not the
-prompt.
-
-Adaptations, none of which changes a committed token: the items of a list run in packed passes
-(model/packed.py), at most ``in_flight`` of them at once, in order: a finished item leaves the
-pass and the next waiting one joins it (a rolling batch, as images roll in the sampler; each item
-keeps its own block, step and noise: in float32 on a CPU every answer is the one it would be
-alone, on a GPU nearly always, docs/ARCHITECTURE.md section 3); only each item's window, its answer from the
-first token to the end of the current block, is projected onto the vocabulary (the official code
-projects every position, then sets the confidence past the block to -inf; before the answer
-nothing is masked, and a position of an earlier block stays masked only where the model sampled
-MASK itself, which the window keeps in play as the official loop does); the noise is drawn per
-item from its own generator for its window's rows [n, V] (the official code draws [L, V] for the
-whole sequence from the global generator). Host syncs: one per block for the official stop (the official ``.item()``), one per
-step for the rules whose step count depends on the tokens (threshold, entropy, ``+stop``).
+Adaptations that change no committed token: items run in packed passes (model/packed.py), at
+most ``in_flight`` at once, a finished item making room for the next (a rolling batch; each
+keeps its own block, step and noise: alone-equal in float32 on a CPU, on a GPU nearly always,
+docs/ARCHITECTURE.md section 3); only each item's window (its answer up to the end of the
+current block) is projected on the vocabulary (the official code projects every position and
+sets the confidence past the block to -inf; an earlier block's position stays masked only
+where the model sampled MASK, which the window keeps in play as the official loop does); the
+noise is drawn per item from its own generator for its window [n, V] (official: [L, V] from
+the global generator). Host syncs: one per block for the official stop (its ``.item()``), one
+per step for rules whose count depends on the tokens (threshold, entropy, ``+stop``).
 """
 
 from __future__ import annotations
@@ -73,9 +64,8 @@ class AnswerShape:
 
 @dataclass
 class AnswerRun:
-    """What ``decode_answers`` returns: per item its answer tokens (the blocks it decoded; a
-    ``+stop`` answer's undecoded tail after its end token holds the end id), LongTensor on the
-    model's device, and the passes it took part in (``nfe``); ``passes``: packed passes run."""
+    """Per item its answer tokens on the model's device (the blocks it decoded; after a
+    ``+stop`` answer's end token, end ids) and passes (``nfe``); ``passes``: packed passes."""
 
     tokens: list[torch.Tensor]
     nfe: list[int]
@@ -97,9 +87,8 @@ class _Item:
     ended_early: bool = False  # a ``+stop`` end: what follows the end token was not decoded
 
     def window(self, shape: AnswerShape) -> int:
-        """Rows of its window: the answer up to the end of its current block (a position left
-        masked in an earlier block, where the model sampled MASK itself, competes again as in
-        the official loop, whose mask and top-k span the whole sequence)."""
+        """Rows of its window: the answer up to the end of its current block (module
+        docstring)."""
         return (self.block + 1) * shape.block_length
 
 
@@ -111,11 +100,9 @@ row the values are the same (every operation is per row), the peak a quarter."""
 
 def sample_window(logits: torch.Tensor, temperature: float, generator: torch.Generator | None,
                   entropy: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """One item's window logits [n, V] -> (x0 LongTensor [n], probability of x0 float64 [n],
-    entropy float64 [n] or None), the official sampling: argmax at temperature 0, else
-    ``argmax(exp(logits) / (-log u) ** temperature)`` with u [n, V] float64 drawn from
-    ``generator`` (on its device) in one draw; the probability is the official ``softmax`` in
-    float64. Computed SAMPLE_CHUNK rows at a time."""
+    """One item's window logits [n, V] -> (x0 [n], p(x0) float64 [n], entropy float64 [n] or
+    None), sampled the official way (module docstring) with u [n, V] drawn in one draw from
+    ``generator``, SAMPLE_CHUNK rows at a time."""
     u = None
     if temperature != 0:
         where = generator.device if generator is not None else logits.device
@@ -146,12 +133,10 @@ def decode_answers(model: LLaDAModel, rows: Sequence[Sequence[int]], starts: Seq
                    generators: Sequence[torch.Generator | None], mask_id: int,
                    end_id: int | None, callback: Callable[[dict[str, Any]], None] | None = None,
                    in_flight: int | None = None) -> AnswerRun:
-    """Decode the answers of B rows (module docstring). ``rows[i]``: item i's tokens (prompt,
-    image, BOA, ``shape.length`` MASK, EOA); ``starts[i]``: its first answer token;
-    ``generators[i]``: item i's noise; ``end_id``: the end-of-answer token (None: no stop).
-    ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``); an exception it raises (a
-    host's interrupt) ends the run. ``in_flight``: items in one pass at most (None: all), the
-    first unfinished ones in order; the rest wait and join as answers finish."""
+    """Decode the answers of B rows (module docstring): ``rows[i]`` item i's tokens (prompt,
+    image, BOA, ``shape.length`` MASK, EOA), its answer from ``starts[i]``; ``end_id`` None: no
+    stop. ``callback(record)`` after every pass (``ANSWER_RECORD_KEYS``; what it raises ends
+    the run); ``in_flight`` (None: all) items per pass, the rest joining as answers finish."""
     if in_flight is not None and in_flight < 1:
         raise ValueError(f"in_flight must be >= 1 or None (got {in_flight})")
     device = model.compute_device()
@@ -234,10 +219,9 @@ def _step(rule: AnswerRule, seq: torch.Tensor, moving: list[_Item], logits: list
 
 def _advance(moving: list[_Item], rule: AnswerRule, shape: AnswerShape, after: torch.Tensor,
              counts: list[int], end_id: int | None, mask_id: int) -> None:
-    """Move each item of the pass on: its step, its block, done. Reads the device only when a
-    decision needs it (module docstring: the host syncs). A rule without fixed steps leaves a
-    block when nothing in the window is masked, or after ``block_length`` steps (a model that
-    keeps sampling MASK cannot hold it forever)."""
+    """Move each item of the pass on (step, block, done), reading the device only when a
+    decision needs it (module docstring). A rule without fixed steps leaves a block when its
+    window is decoded or after ``block_length`` steps (a model sampling MASK cannot stall)."""
     counted = rule.fixed_steps and not rule.stop  # the official count: known on the host
     for it in moving:
         it.step += 1

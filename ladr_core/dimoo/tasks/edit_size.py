@@ -1,14 +1,12 @@
 """The official size of an image to edit: a 512 px-area bucket (Lumina-DiMOO image-to-image).
 
-The official script (`inference/inference_i2i.py`) sizes every input image before encoding it:
-it lists the crop sizes of at most (512 / 32)^2 = 256 patches of 32 px with a side ratio of at
-most 4 (`generate_crop_size_list`), picks the one whose aspect ratio is closest to the image's
-(`var_center_crop`), scales the image to cover it (halving with a box filter while twice as
-large, then bicubic) and crops it. The model was trained on such images, so an edit of a
-1024 px photo as it is runs four times the tokens on a size it has not seen.
-
-Here: the same bucket list and choice; resampling in torch (area halving, antialiased bicubic),
-close to but not bit-equal with PIL's; the crop is centred where the official one is random.
+The official `inference/inference_i2i.py` lists the crop sizes of at most (512 / 32)^2 patches
+of 32 px with a side ratio of at most 4 (`generate_crop_size_list`), picks the one closest to
+the image's aspect ratio (`var_center_crop`), scales the image to cover it and crops it. The
+model was trained on such images, so a 1024 px photo edited as it is runs four times the
+tokens at a size it has not seen. Here: the same buckets and choice; torch resampling (area
+halving, antialiased bicubic) close to, not bit-equal with, PIL's; a centred crop (the
+official one is random).
 """
 
 from __future__ import annotations
@@ -51,9 +49,8 @@ def pick_bucket(width: int, height: int, sizes: list[tuple[int, int]] | None = N
 
 def official_edit_size(image: torch.Tensor, sizes: list[tuple[int, int]] | None = None
                        ) -> torch.Tensor:
-    """IMAGE float [B, H, W, 3] in [0, 1] -> [B, h, w, 3] at its official bucket (see above;
-    ``sizes``: other buckets, e.g. understanding's 1024 px area). An image already at a bucket
-    size is returned as it is."""
+    """IMAGE [B, H, W, 3] -> [B, h, w, 3] at its official bucket (module docstring; ``sizes``:
+    other buckets, e.g. understanding's 1024 px area), as it is when already there."""
     _, h, w, _ = image.shape
     cw, ch = pick_bucket(w, h, sizes)
     if (w, h) == (cw, ch):
@@ -74,9 +71,7 @@ EDIT_SIZES = ("official", "as is")
 
 
 def sized_for_edit(image: torch.Tensor, name: str, size: str) -> tuple[torch.Tensor, str]:
-    """An IMAGE at its editing size (``size`` "official": its 512 px-area bucket; "as is":
-    unchanged) and a note ("; image 1024x768 -> 576x448 (official 512 px area)") when that
-    changed it."""
+    """An IMAGE at its editing ``size`` (EDIT_SIZES) and a note when that changed it."""
     if size == "as is":
         return image, ""
     sized = official_edit_size(image)

@@ -4,28 +4,25 @@ Official behaviour (``utils/prompt_utils.generate_image_to_image_prompt``,
 ``inference/inference_i2i.py``, ``generators/image_to_image_generator.generate_i2i``):
 
 * the edit type picks a system prompt and the user text (the instruction, or a fixed text);
-* the reference image enters as ``[BOI] + h rows of (w codes + NEWLINE) + [EOI]`` inserted
-  before the LAST token of the tokenized prompt;
+  the reference image enters as ``[BOI] + h rows of (w codes + NEWLINE) + [EOI]`` before the
+  LAST token of the tokenized prompt;
 * three rows per item, each followed by the image part to generate (prompt.ImageLayout):
-  cond = prompt with the image, text-uncond = ``<uncondition>`` prompt with the image,
-  image-uncond = the prompt alone;
-* guidance ``cond + cfg * (cond - text_uncond) + image_cfg * (cond - image_uncond)`` (official
-  text 2.5, image 4.0); both 0 runs the cond row only;
-* the output has the reference image's size; in a style transfer (official
-  ``image_ref_transfer``) the image to transform enters first, the style image second, the
-  output has the STYLE image's size, the text-uncond row keeps both images and the image-uncond
-  row has neither;
-* ``multi_view_<view>``: the multi-view system prompt and the fixed text "Generate the <view>
-  view based on the provided front view.", the view being the edit type's last ``_`` word
-  (the official code lists no views: ``MULTI_VIEWS`` are the pack's, the sides a front view
-  leaves unseen); the image is the front view; otherwise an ordinary edit;
+  cond (prompt with the image), text-uncond (``<uncondition>`` prompt with the image),
+  image-uncond (the prompt alone); guidance ``cond + cfg * (cond - text_uncond) + image_cfg *
+  (cond - image_uncond)`` (official 2.5 and 4.0; both 0 runs the cond row only);
+* the output has the reference image's size; in a style transfer (``image_ref_transfer``) the
+  image to transform enters first, the style image second, the output has the STYLE image's
+  size, the text-uncond row keeps both images and the image-uncond row neither;
+* ``multi_view_<view>``: the multi-view system prompt, the fixed text "Generate the <view>
+  view based on the provided front view." and the front view as the image (the official code
+  lists no views: ``MULTI_VIEWS`` are the pack's, the sides a front view leaves unseen);
 * ``multiturn`` (official ``edit_multiturn_<i>``): turn i is an ``edit`` with the i-th
-  instruction (one a line here) of the image the turn before made, decoded (the official
-  script's PNG, 8 bits a channel) and encoded again; no history enters the prompt, only that
-  image and that instruction (``split_turns``; the pipeline runs the turns).
+  instruction (one a line) of the image the turn before made, decoded to 8 bits a channel (the
+  official PNG) and encoded again; no history enters the prompt (``split_turns``; the
+  pipeline runs the turns).
 
 The pipeline sizes the images first (edit_size.official_edit_size). ``pred`` and ``dense_*``:
-web/docs/LADR_DiMOOEdit/en.md (what the official code's ``<map>_pred`` / ``<map>_dense`` select).
+web/docs/LADR_DiMOOEdit/en.md.
 """
 
 from __future__ import annotations
@@ -141,9 +138,8 @@ def build_edit_batch(encode: Encode, ids: DiMOOIds, instructions: Sequence[str],
 @dataclass(frozen=True)
 class EditPlan:
     """A checked edit: one instruction per item; ``image`` [1 or B, H, W, 3] the reference whose
-    codes the rows carry and whose grid is generated (style transfer: the style image, with the
-    image to transform in ``first``); the codes come later, from the VQ (``edit_denoiser``).
-    ``later``: a multi-turn edit's next turns, one instruction per item each."""
+    grid is generated (style transfer: the style image, the image to transform in ``first``),
+    encoded later (``edit_denoiser``); ``later``: a multi-turn edit's next turns."""
 
     instructions: list[str]
     image: torch.Tensor
@@ -155,10 +151,6 @@ class EditPlan:
     later: tuple[list[str], ...] = ()
 
     @property
-    def width_height(self) -> tuple[int, int]:
-        return self.layout.w, self.layout.h
-
-    @property
     def texts(self) -> set[str]:
         """Every instruction of every turn."""
         return {t for turn in (self.instructions, *self.later) for t in turn}
@@ -167,9 +159,8 @@ class EditPlan:
 def plan_edit(encode: Encode, vq_factor: int, context_length: int, prompts: list[str],
               image: object, edit_type: object, batch_size: int, style: object = None,
               note: str = "") -> EditPlan:
-    """Check an edit once: B = len(prompts) * batch_size items, item i edits image i (one image
-    may serve every item). The output grid is the image's (style transfer: the ``style``
-    image's); the longest row must fit the model's context (``context_length`` tokens)."""
+    """Check an edit once: B = len(prompts) * batch_size items, item i editing image i (or the
+    one image); the longest row must fit the model's context."""
     from ..denoise.prompt import check_image_size
     from .pictures import check_image
 

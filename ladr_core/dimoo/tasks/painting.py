@@ -1,26 +1,20 @@
 """Inpainting and outpainting: image + mask -> known tokens for the sampler, and paste-back.
 
-Official behaviour (Alpha-VLLM/Lumina-DiMOO ``inference/inference_t2i.py --painting_mode`` and
-``utils/image_utils.encode_img_with_paint``), which this module implements for any mask:
-
-* the whole image is VQ-encoded (``vq.encode_images``: [0, 1] pixels, no normalisation);
-* the pixel mask (1 = regenerate) is averaged over each token's patch
-  (``F.interpolate(mode="area")``) and a token is regenerated when its coverage is strictly
-  above 0.5 (``PaintOptions.threshold``), then optionally dilated on the token grid by a
-  (2k + 1)-square max-pool (``PaintOptions.grow``; the official ``dilate_latent_k``, default 0);
-* the prompt holds the known codes with MASK at the tokens to regenerate, and the official
-  ``generate_image`` runs its schedule over that MASK count: ``ladr_core.sampling``'s ``known``.
-
-The official script builds only a centred rectangle; here any mask works, for a batch of
-images, and the decode can take the original pixels back (``paste_original``; the options:
-web/docs/LADR_PaintCanvas/en.md).
+Official behaviour (Lumina-DiMOO ``inference/inference_t2i.py --painting_mode``,
+``utils/image_utils.encode_img_with_paint``), here for any mask and a batch of images: the whole
+image is VQ-encoded ([0, 1] pixels); the pixel mask (1 = regenerate) is averaged over each
+token's patch (``F.interpolate(mode="area")``), a token is regenerated when its coverage is
+strictly above ``PaintOptions.threshold`` (0.5), then optionally dilated by ``grow`` tokens
+(the official ``dilate_latent_k``, default 0); the prompt holds the known codes with MASK on
+the region, and the schedule runs over that MASK count (``ladr_core.sampling``'s ``known``).
+The official script builds only a centred rectangle. The decode can take the original pixels
+back (``paste_original``; options: web/docs/LADR_PaintCanvas/en.md).
 
 Image to image (``denoise`` < 1, ladr_core.strength): without a mask the whole picture is the
-region (paste-back off: every token may change); inside the region the share the official
-schedule still has masked at the start step is re-masked at random (``PaintPlan.from_step``)
-and the rest of the region starts as the picture's own codes. From tokens (``plan_tokens``: a
-sampler's own codes, no picture) the same plan starts from those codes: no VQ encoding, no
-paste-back, so equal codes give equal runs.
+region, paste-back off; the share of the region the official schedule still has masked at
+the start step is re-masked at random (``PaintPlan.from_step``), the rest starts as the
+picture's own codes. ``plan_tokens`` starts from a sampler's own codes instead (no VQ
+encoding, no paste-back, so equal codes give equal runs).
 """
 
 from __future__ import annotations
@@ -49,13 +43,9 @@ def _real(value: object) -> bool:
 class PaintOptions:
     """How a pixel mask becomes tokens and how the result is finished.
 
-    threshold: a token is regenerated when the mask covers more than this share of its patch
-    (official 0.5, strict ``>``); in [0, 1). grow: dilate the token mask by this many tokens
-    (official ``dilate_latent_k``). paste: take the original pixels back outside the regenerated
-    tokens; feather: px of linear blend outside them (0 = a hard edge on the token grid; None =
-    half a token: 8 px for Lumina-DiMOO, 2 px for DiMOO-nano). fit: an image whose sides are
-    not multiples of the VQ factor is refused ("exact", naming the nearest sizes), centre
-    cropped ("crop") or resized ("resize") together with its mask (``pictures.fit_image``)."""
+    threshold and grow: module docstring. paste: take the original pixels back outside the
+    region, blended over ``feather`` px (None: half a token). fit: an off-grid image is refused
+    ("exact"), centre cropped or resized with its mask (``pictures.fit_image``)."""
 
     threshold: float = 0.5
     grow: int = 0
@@ -81,11 +71,8 @@ class PaintOptions:
 
 def token_mask(mask: torch.Tensor, vq_factor: int, threshold: float = 0.5, grow: int = 0
                ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Pixel mask [B, H, W] -> (tokens to regenerate BoolTensor [B, h*w], coverage [B, h*w]).
-
-    Official ``encode_img_with_paint``: coverage = the mask's mean over each token's patch
-    (``F.interpolate(mode="area")``), regenerate where coverage > threshold, then dilate by
-    ``grow`` tokens (max-pool of side 2 * grow + 1)."""
+    """Pixel mask [B, H, W] -> (tokens to regenerate BoolTensor [B, h*w], coverage [B, h*w]),
+    the official rule (module docstring)."""
     b, hh, ww = mask.shape
     h, w = hh // vq_factor, ww // vq_factor
     coverage = F.interpolate(mask[:, None], size=(h, w), mode="area")
@@ -100,12 +87,10 @@ def paste_original(generated: torch.Tensor, original: torch.Tensor, region: torc
     """The generated pixels on the regenerated tokens, the original pixels elsewhere, blended
     over ``feather`` px OUTSIDE the regenerated region.
 
-    generated / original: float [B, H, W, 3]; region: BoolTensor [B, h*w] (regenerated tokens).
-    The weight of the generated pixel is 1 on the region and (feather + 1 - k) / (feather + 1)
-    at k px (chessboard distance) outside it, 0 beyond; feather 0 = a hard edge on the token
-    grid. The ramp lies on the known side, where the decode shows the known tokens' own
-    content: what lies under the mask (the object being replaced, Pad Image for Outpainting's
-    grey) never bleeds into the result."""
+    The generated pixel's weight is 1 on the region, (feather + 1 - k) / (feather + 1) at k px
+    (chessboard) outside it. The ramp lies on the known side, where the decode shows the known
+    tokens' content, so what lies under the mask (Pad Image for Outpainting's grey) never
+    bleeds in."""
     b, hh, ww, _ = generated.shape
     f = hh // grid[0]
     m = region.view(b, 1, *grid).to(generated.device, torch.float32)
@@ -123,15 +108,11 @@ def paste_original(generated: torch.Tensor, original: torch.Tensor, region: torc
 
 @dataclass(frozen=True)
 class PaintPlan:
-    """One painting run, checked: per item (pairs of image + mask, each repeated ``batch_size``
-    times) the original pixels ``images`` [B, H, W, 3], the tokens to regenerate ``region``
-    [B, N] and the prompt; ``source`` [P, H, W, 3] the distinct images to encode (P = 1 or the
-    pairs; None when the run starts from tokens, ``plan_tokens``: ``images`` is then a black
-    placeholder that only sets the size); a note for items with nothing to regenerate (or a
-    fitted image). ``codes`` [B, N]: the images' VQ codes, set by ``with_codes`` once the VQ has
-    encoded ``source`` (or the given tokens).
-    ``denoise``: the strength inside the region (1 = all of it masked); ``generate`` [B, N]:
-    the tokens masked at the start, set by ``from_step`` (None = the whole region)."""
+    """One painting run, checked, per item (each image + mask pair repeated ``batch_size``
+    times): pixels ``images`` [B, H, W, 3], ``region`` [B, N] and the prompt; ``source``
+    [P, H, W, 3] the distinct images to encode (None from tokens: ``images`` then only sets the
+    size); ``codes`` [B, N] set by ``with_codes``; ``generate`` [B, N] the tokens masked at the
+    start, set by ``from_step`` (None: the whole region)."""
 
     images: torch.Tensor
     region: torch.Tensor
@@ -166,9 +147,7 @@ class PaintPlan:
         return self if self.source is None else self.with_codes(encode_image(self.source))
 
     def from_step(self, start: int, steps: int, generators: list[torch.Generator]) -> PaintPlan:
-        """The plan started at step ``start`` of T = ``steps``: in each item's region the
-        ``remask_count`` share drawn at random with its own CPU generator is masked, the rest
-        of the region starts as the picture's codes (strength.remask_positions)."""
+        """The plan started at step ``start`` of T = ``steps`` (ladr_core.strength)."""
         counts = [remask_count(int(c), start, steps) for c in self.region.sum(dim=1).tolist()]
         return replace(self, generate=remask_positions(self.region, counts, generators))
 
@@ -254,12 +233,10 @@ def plan_painting(prompts: list[str], image: object, mask: object,
     """Check the image and mask once, fit them to the VQ grid (``options.fit``) and choose the
     tokens to regenerate; the VQ encoding comes later (``PaintPlan.with_codes``).
 
-    Batches: B images and B or 1 masks (or 1 image and B masks) make B pairs; prompts are one
-    for all pairs or one per pair; each pair runs ``batch_size`` items (seed + i as usual).
-    ``fit_fix``: what an off-grid image's message tells the user to do. ``mask`` None: the
-    whole picture (image to image; paste-back off; at ``denoise`` 1.0 the image only sets the
-    size, and the note says so). ``denoise`` is checked with the run's schedule
-    (``StepSchedule``), once, before any work."""
+    B images and B or 1 masks (or 1 image and B masks) make B pairs, with one prompt for all
+    or one per pair, each running ``batch_size`` items. ``fit_fix``: the off-grid message's
+    fix. ``mask`` None: image to image (module docstring). ``denoise`` is checked with the
+    run's ``StepSchedule``."""
     options = PaintOptions() if options is None else options
     if not isinstance(options, PaintOptions):
         raise InputError("options", f"is a {type(options).__name__}",
@@ -295,11 +272,8 @@ TOKENS_NOTE = ("denoise 1.0 redraws the whole picture: the tokens only set the s
 
 def plan_tokens(prompts: list[str], tokens: object, grid: tuple[int, int], codebook: int,
                 vq_factor: int, batch_size: int, denoise: float = 1.0) -> PaintPlan:
-    """Image to image from image tokens (a sampler's own codes) instead of a picture: the whole
-    grid is the region, the codes are ``tokens`` (B or 1 rows, paired with the prompts as
-    ``plan_painting`` pairs images) and no VQ encoding or paste-back happens, so a run equals
-    the picture route on a picture whose encoding is these codes. At ``denoise`` 1.0 the tokens
-    only set the size (``denoise``: checked with the run's schedule)."""
+    """Image to image from image tokens (B or 1 rows, paired with the prompts as
+    ``plan_painting`` pairs images): the whole grid is the region (module docstring)."""
     codes = check_tokens(tokens, grid, codebook)
     pairs = _pairs(codes.shape[0], 1, prompts)
     codes = _spread(codes, pairs, batch_size)

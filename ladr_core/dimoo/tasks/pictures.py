@@ -1,11 +1,10 @@
 """Pictures, masks and image tokens handed in by a user or a host, checked once and fitted to
-the VQ grid: every task that takes an image (painting, editing, understanding, the VQ encoder)
-checks it here, so an image gets the same message wherever it goes in.
+the VQ grid, here for every task, so an image gets the same message wherever it goes in.
 
 An IMAGE is float [B, H, W, 3] in [0, 1] (ComfyUI's), a MASK float [B, H, W] in [0, 1]
-(1 = regenerate), image tokens an integer tensor [B, h*w] of codes in [0, K). The pack's one size
-rule: H and W multiples of the VQ factor (one token per factor x factor px), else a message
-naming the nearest sizes, or ``fit_image``'s crop / resize.
+(1 = regenerate), image tokens an integer tensor [B, h*w] of codes in [0, K). H and W must be
+multiples of the VQ factor (the pack's one size rule), else a message naming the nearest
+sizes, or ``fit_image``'s crop / resize.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ MASK_RANGE_FIX = ("clamp or threshold it to [0, 1] (ComfyUI: Threshold Mask; a b
 def check_image(image: object, vq_factor: int, name: str = "image",
                 on_grid: bool = True, fix: str = "crop or resize the image to a valid size"
                 ) -> torch.Tensor:
-    """A ComfyUI IMAGE: float [B, H, W, 3] (or [H, W, 3]) in [0, 1], H and W multiples of the VQ
-    factor (the pack's one size rule, with the nearest valid sizes; ``on_grid=False``: any size,
-    for an image about to be fitted; ``fix``: what the size message tells the user to do).
-    Returns float32 [B, H, W, 3]. InputError naming ``name`` otherwise."""
+    """A ComfyUI IMAGE (module docstring; [H, W, 3] accepted) as float32 [B, H, W, 3], else an
+    InputError naming ``name``. ``on_grid=False``: any size, for an image to be fitted."""
     if not isinstance(image, torch.Tensor) or not image.is_floating_point():
         raise InputError(name, f"is a {type(image).__name__}, not an image",
                          "give a float tensor [B, H, W, 3] in [0, 1] (a ComfyUI IMAGE)")
@@ -58,9 +55,8 @@ def check_image(image: object, vq_factor: int, name: str = "image",
 
 
 def check_mask(mask: object, image: torch.Tensor, name: str = "mask") -> torch.Tensor:
-    """A ComfyUI MASK for ``image`` [B, H, W, 3]: float [B', H, W] (or [H, W]) in [0, 1],
-    1 = regenerate, the image's pixel size, B' = B or 1 (or B = 1: one image, several masks).
-    Returns float32 [B', H, W]. InputError naming ``name`` otherwise."""
+    """A ComfyUI MASK for ``image`` as float32 [B', H, W] (B' = B or 1, or several masks for
+    one image), else an InputError naming ``name``."""
     if not isinstance(mask, torch.Tensor) or mask.is_complex():
         raise InputError(name, f"is a {type(mask).__name__}, not a mask",
                          "give a tensor [B, H, W] in [0, 1] (a ComfyUI MASK, 1 = regenerate)")
@@ -111,10 +107,8 @@ def fit_image(image: torch.Tensor, vq_factor: int, mode: str = "exact") -> torch
 def fit_painting(image: object, mask: object, vq_factor: int, fit: str = "exact",
                  image_name: str = "image", fix: str = FIT_FIX
                  ) -> tuple[torch.Tensor, torch.Tensor, str]:
-    """Check an image and its mask, and fit both to the VQ grid the same way (``fit_image``:
-    the same crop window, or the same resize; a resized mask stays in [0, 1]). Values and sizes
-    are checked on the inputs as given, so a message names the sizes the user sees. Returns
-    (image [B, H, W, 3], masks [B', H, W], a note saying what was fitted, or "")."""
+    """Check an image and its mask as given (a message names the sizes the user sees) and fit
+    both the same way (``fit_image``): (image, masks, a note saying what was fitted, or "")."""
     image = check_image(image, vq_factor, image_name, on_grid=fit == "exact", fix=fix)
     masks = check_mask(mask, image)
     h, w = image.shape[1:3]

@@ -1,13 +1,8 @@
 """The live preview true where the picture is known: a base under the colour-table preview
-(docs/ARCHITECTURE.md section 7). The table's colours are cheap but a token's decoded look
-depends on its neighbours, so where the picture is known the preview uses it instead:
-
-* inpainting / outpainting (``painting_base``): the tokens that are not regenerated are drawn
-  with the input's own pixels (area-pooled to the preview's p x p per token), the pixels the
-  decode pastes back (``PaintPlan.finish``), from the run's own plan;
-* editing (``edit_base``): tokens still masked show the reference image faded half-way to the
-  mask grey instead of flat grey.
-
+(docs/ARCHITECTURE.md section 7), whose cheap colours ignore a token's neighbours:
+inpainting / outpainting (``painting_base``) draws the tokens not regenerated with the input's
+own pixels (area-pooled per token: the pixels the decode pastes back); editing (``edit_base``)
+shows the reference faded half-way to grey under the tokens still masked.
 ``PreviewBase.apply`` runs per step on the preview's device: a ``torch.where`` over [H, W, 3].
 """
 
@@ -47,13 +42,10 @@ def _cells(bits: torch.Tensor, grid: tuple[int, int], p: int) -> torch.Tensor:
 
 @dataclass
 class PreviewBase:
-    """Pictures under the preview of a run's images.
-
-    pixels: float [P, h*f, w*f, 3], one per distinct picture (pooled to the preview's p x p
-    per token once, at the first step, on the preview's device); known: bool [Q, h*w] tokens
-    drawn with ``pixels`` (None: none); faded: masked tokens show ``pixels`` faded to grey
-    (editing) instead of flat grey; per_item: images per picture (a sampler's batch_size:
-    image i shows picture i // per_item, or the only one)."""
+    """Pictures under the preview of a run's images: pixels [P, h*f, w*f, 3] (pooled once, on
+    the preview's device), ``known`` [Q, h*w] the tokens drawn with them, ``faded``: masked
+    tokens show them faded (editing) instead of flat grey; image i shows picture i // per_item.
+    """
 
     pixels: torch.Tensor
     grid: tuple[int, int]

@@ -34,12 +34,8 @@ MAX_PASSES = 4
 
 @dataclass(frozen=True)
 class SelfScoreConfig:
-    """How the self-score re-masks and which component it reports (module docstring).
-
-    passes: denoiser calls per image, 1..4. block: side of the re-masked token squares (>= 1).
-    fraction: share of the image's blocks re-masked in each pass, in (0, 1] (the passes' blocks
-    are disjoint while passes * fraction <= 1). kind: one of KINDS, reported as ``score``.
-    """
+    """How the self-score re-masks (``block_masks``) and which component (``kind``) it
+    reports as ``score``; ``passes``: denoiser calls per image."""
 
     passes: int = 2
     block: int = 2
@@ -65,11 +61,9 @@ class SelfScoreConfig:
 class SelfScore:
     """Per-image self-scores, float32 [B] each (CPU), plus what they cost.
 
-    ``score`` is ``getattr(self, config.kind)``. Without guidance (cfg 0) there is no uncond
-    row: ``uncond`` and ``adherence`` are NaN and ``guided`` equals ``cond``. Cost: ``calls``
-    packed passes made (one per chunk, each holding ``passes`` copies of its images), i.e.
-    ``config.passes`` passes per image; ``token_forwards`` real tokens pushed through the
-    transformer.
+    Without guidance (cfg 0) there is no uncond row: ``uncond`` and ``adherence`` are NaN,
+    ``guided`` equals ``cond``. ``calls``: packed passes (one per chunk); ``token_forwards``:
+    real tokens pushed through the transformer.
     """
 
     score: torch.Tensor
@@ -91,13 +85,10 @@ class SelfScore:
 
 def block_masks(grid: tuple[int, int], config: SelfScoreConfig,
                 generator: torch.Generator) -> torch.Tensor:
-    """Re-mask pattern of ONE image: BoolTensor [passes, h * w] (row-major over ``grid``).
-
-    The grid is tiled into ``block`` x ``block`` squares from a random offset in [0, block)^2
-    (edge squares may be cut), the squares are shuffled, and pass p masks squares
-    ``[p * k, (p + 1) * k)`` of the shuffled order (cyclically), k = max(1, round(fraction *
-    squares)). Every pass masks at least one token.
-    """
+    """Re-mask pattern of ONE image, BoolTensor [passes, h * w]: the grid tiled into
+    ``block``-sided squares from a random offset (edge squares cut), shuffled; pass p masks
+    squares [p * k, (p + 1) * k) cyclically, k = max(1, round(fraction * squares)), so the
+    passes are disjoint while passes * fraction <= 1."""
     h, w = grid
     s = config.block
     oy, ox = (int(v) for v in torch.randint(0, s, (2,), generator=generator))
@@ -123,13 +114,9 @@ def _per_row_means(values: torch.Tensor, row: torch.Tensor, n_rows: int) -> torc
 
 def _chunk_scores(denoiser: object, tokens: torch.Tensor, masked: torch.Tensor
                   ) -> dict[str, torch.Tensor]:
-    """Sums over re-masked positions per copy: {component: float64 [R]} and "count" [R].
-
-    tokens / masked: [R, N] (R copies = the denoiser's batch). One packed full pass. The
-    per-position values (log-probabilities, hits) are float32 on the logits' device and come
-    to the host in one transfer; the float64 sums per copy are made there (no float64 on the
-    device; float32 -> float64 is exact, so the sums are those of the device's values).
-    """
+    """Sums over re-masked positions per copy [R]: {component: float64} and "count", from one
+    packed full pass. The float32 per-position values come to the host in one transfer and are
+    summed there in float64 (exact widening; no float64 on the device)."""
     cond, uncond_or_none = denoiser.masked_logits(tokens, masked)  # type: ignore[attr-defined]
     cfg = denoiser.cfg  # type: ignore[attr-defined]
     r = tokens.shape[0]
@@ -155,12 +142,9 @@ def score_tokens(make_denoiser: Callable[[list[str]], object], tokens: torch.Ten
                  prompts: Sequence[str], grid: tuple[int, int],
                  generators: Sequence[torch.Generator],
                  config: SelfScoreConfig = SelfScoreConfig(), chunk: int = 8) -> SelfScore:
-    """Self-scores of images given as final tokens (module docstring).
-
-    make_denoiser(prompts) -> a DiMOODenoiser for exactly those prompts (one item each, with
-    the run's size and CFG); tokens: LongTensor [B, h * w] in [0, K); prompts: B strings;
-    generators: B CPU generators, image i's blocks are drawn from generators[i].
-    """
+    """Self-scores of B images given as final tokens [B, h * w] (module docstring).
+    make_denoiser(prompts): a DiMOODenoiser for exactly those prompts, with the run's size and
+    CFG; image i's blocks are drawn from generators[i] (CPU)."""
     b, n = tokens.shape
     if len(prompts) != b:
         raise ValueError(f"self-score: {len(prompts)} prompts for {b} images; give one prompt "

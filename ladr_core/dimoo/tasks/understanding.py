@@ -2,27 +2,21 @@
 and its run (``DiMOOPipeline.understand``; the decoding loop: answering.py).
 
 Official behaviour (``utils/prompt_utils.generate_multimodal_understanding_prompt``,
-``inference/inference_mmu.py``):
-
-* text ``<system>{UNDERSTAND_SYSTEM}</system><user>{question}</user>``, tokenized;
-* the image is center-cropped to the crop size of about 1024 x 1024 px in area (multiples of
-  32 px, aspect ratio at most 4) closest to its shape (``generate_crop_size_list((1024 // 32)
-  ** 2, 32)`` + ``var_center_crop``), VQ-encoded and laid out as ``[BOI] + h rows of (w codes +
-  NEWLINE) + [EOI]`` (``encode_img_with_breaks``), inserted before the LAST token of the
-  tokenized text (as in editing);
-* then ``[BOA] + gen_length MASK + [EOA]``; the answer starts at the first MASK.
-
-``inference_mmu.py`` passes the already laid-out image through ``add_break_line`` a second
-time, which keeps only its first h*w tokens and puts a NEWLINE after every w of them (the end of
-the image and EOI are cut off). The official training item processor and the official
-VLMEvalKit wrapper (``VLMEvalKit/vlmeval/vlm/lumina_dimmo/model.py``, whose benchmark figures the
-report quotes) lay the image out once; we follow them.
+``inference/inference_mmu.py``): the text ``<system>{UNDERSTAND_SYSTEM}</system><user>
+{question}</user>``, tokenized; the image center-cropped to the crop size of about 1024 x 1024
+px in area (multiples of 32 px, aspect ratio at most 4) closest to its shape
+(``generate_crop_size_list``, ``var_center_crop``), VQ-encoded and laid out as ``[BOI] + h rows
+of (w codes + NEWLINE) + [EOI]``, inserted before the text's LAST token (as in editing); then
+``[BOA] + gen_length MASK + [EOA]``, the answer starting at the first MASK.
+``inference_mmu.py`` passes the laid-out image through ``add_break_line`` a second time (keeping
+its first h*w tokens with a NEWLINE after every w, cutting the image's end and EOI); the
+official training item processor and VLMEvalKit wrapper (whose benchmark figures the report
+quotes) lay it out once, and so do we.
 
 Sizes: ``size="official"`` crops every image to the crop size of ``default_size`` px in area
-(1024 on the official checkpoint, multiples of twice the VQ factor, as 32 = 2 x 16) closest to
-its shape; ``"as is"`` keeps an image on the token grid. The longest row (question, image,
-answer) must fit the model's context; an image too large is refused with the largest size
-that fits.
+(1024 on the official checkpoint; multiples of twice the VQ factor) closest to its shape;
+``"as is"`` keeps an image on the token grid. The longest row must fit the model's context; an
+image too large is refused with the largest size that fits.
 """
 
 from __future__ import annotations
@@ -100,11 +94,9 @@ class UnderstandJob:
 
 @dataclass
 class AnswerResult:
-    """``text[i]``: item i's answer (special tokens dropped, cut at the end-of-answer token);
-    ``tokens[i]``: its answer tokens (LongTensor, CPU: the blocks it decoded); ``nfe[i]``: the
-    forward passes it took (the official order without a stop: ``steps``); ``seconds``: the
-    whole run; ``passes``: packed passes (items share them); ``steps``: the official steps of
-    a full answer; ``rule``: the rule's name; ``questions[i]``: what item i asked."""
+    """Per item i: ``text[i]`` (special tokens dropped, cut at the end-of-answer token),
+    ``tokens[i]`` (CPU, the blocks it decoded), ``nfe[i]`` its forward passes, ``questions[i]``;
+    ``passes``: packed passes (items share them); ``steps``: a full answer's official steps."""
 
     text: list[str]
     tokens: list[torch.Tensor]
@@ -157,10 +149,8 @@ def _multiple_of(name: str, value: int, unit: int, of: str) -> None:
 
 
 def answer_shape(length: object, block: object, steps: object) -> AnswerShape:
-    """The checked answer length, block length and steps (official: 1024, 256, 128). None:
-    block = min(256, length), steps = 1 per 8 tokens per block (at least one). The length must
-    be a positive multiple of the block length and the steps of the block count (the official
-    code asserts both): refused with the nearest valid values, never rounded."""
+    """The checked answer length, block length and steps (official 1024, 256, 128; defaults
+    as ``understand_job``): refused with the nearest valid values, never rounded."""
     length = _count("max_answer", length, DEFAULT_LENGTH)
     block = _count("block_length", block, min(DEFAULT_BLOCK, length))
     _multiple_of("max_answer", length, block, "block_length")
@@ -203,9 +193,7 @@ def plan_understanding(encode: Encode, vq_factor: int, context_length: int, defa
                        block_length: object = None, steps: object = None,
                        rule: object = "official", temperature: object = 0.0,
                        size: object = "official") -> UnderstandJob:
-    """Check a request once (before any weight is touched); InputError naming the input.
-    ``max_answer`` None: the official 1024 tokens, or the most whole blocks the context holds
-    beside the question and the image."""
+    """Check a request once, before any weight is touched (``understand_job``)."""
     questions = check_question(question)
     images, note = sized_images(image, vq_factor, default_size, size)
     image_of = pair_items(images.shape[0], questions)
@@ -244,9 +232,8 @@ def run_understanding(model: LLaDAModel, encode: Encode, decode: Callable[[list[
                       end_id: int | None,
                       callback: Callable[[dict[str, Any]], None] | None = None,
                       in_flight: int | None = None) -> AnswerResult:
-    """Encode the images, build the rows, decode every answer (answering.decode_answers,
-    ``in_flight`` of them at once, None: all) and its text. ``generators[i]``: item i's noise;
-    ``decode``: token ids -> text (special tokens dropped)."""
+    """Encode the images, build the rows, decode every answer (answering.decode_answers) and
+    its text (``decode``: ids -> text, special tokens dropped)."""
     start = time.perf_counter()
     codes = encode_image(job.images)
     rows, starts = [], []

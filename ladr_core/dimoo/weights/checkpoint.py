@@ -74,11 +74,9 @@ def _stored_fp8(shard: Path, key: str, tensor: torch.Tensor, target: _Target) ->
 
 def _read_shard(shard: Path, expected: dict[str, torch.Size], names: list[str] | None,
                 target: _Target, out: dict[str, torch.Tensor], origin: dict[str, Path]) -> list[str]:
-    """Read one shard into ``out`` (converted per tensor); return the unexpected names.
-
-    Tensors converted to fp8 are read through their own short-lived handle, so the bf16 pages
-    are released after each layer (peak = the result + one tensor); the rest stay zero-copy.
-    """
+    """Read one shard into ``out`` (converted per tensor); return the unexpected names. A
+    tensor converted to fp8 is read through its own short-lived handle, so its bf16 pages are
+    released after each layer (peak: the result + one tensor)."""
     handle = open_shard(shard)
     unexpected: list[str] = []
     with handle:
@@ -143,12 +141,8 @@ def _build(config: LLaDAConfig, state: dict[str, torch.Tensor], operations: Any,
 def read_safetensors(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
                      device: torch.device, weight_dtype: str | None = None,
                      fp8_scale: str = "channel", operations: Any = None) -> LLaDAModel:
-    """The official folder reader (the official and fp8 formats, weights/formats/):
-    meta-device model + per-tensor converted safetensors weights (strict key check).
-
-    ``weight_dtype`` (an fp8 load choice) converts block linears to fp8 while reading, one
-    layer at a time; a folder saved in fp8 loads as stored. ``operations``: see ``LLaDAModel``.
-    """
+    """The folder reader of the official and fp8 formats (module docstring; strict key check):
+    ``weight_dtype``, an fp8 load choice, converts block linears while reading."""
     target = _Target(dtype, device, formats.check_load_choice(weight_dtype), fp8_scale)
     if fp8_scale not in fp8.SCALE_KINDS:
         raise ValueError(f"fp8_scale {fp8_scale!r} is not one of {list(fp8.SCALE_KINDS)}")
@@ -175,12 +169,8 @@ def read_safetensors(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
 def load_transformer(folder: Path, config: LLaDAConfig, dtype: torch.dtype,
                      device: torch.device, weight_dtype: str | None = None,
                      fp8_scale: str = "channel", operations: Any = None) -> LLaDAModel:
-    """The transformer of a checkpoint folder, read by the weight format its files are in
-    (weights/formats/: the official layout, fp8, ComfyUI's quantized format, ...).
-
-    ``weight_dtype``: a load choice (formats.load_choices()) or None / "default" (as stored);
-    ``operations``: see ``LLaDAModel``.
-    """
+    """The transformer of a checkpoint, read by the weight format its files are in
+    (weights/formats/); ``weight_dtype``: a load choice or None / "default" (as stored)."""
     fmt = formats.stored_format(Path(folder))
     request = formats.LoadRequest(device, dtype, device, weight_dtype, fp8_scale, operations)
     return fmt.reader(request)(Path(folder), config, request)  # type: ignore[attr-defined]
@@ -243,14 +233,10 @@ def load_checkpoint(path: str | Path, device: str | torch.device = "cpu",
                     dtype: torch.dtype | str = torch.bfloat16, weight_dtype: str | None = None,
                     fp8_scale: str = "channel", operations: Any = None,
                     weights_device: str | torch.device | None = None) -> LoadedCheckpoint:
-    """Load transformer, tokenizer and VQ-VAE of a checkpoint (an official Lumina-DiMOO folder,
-    or a folder or file in another registered weight format: weights/formats/), through the
-    format its files are stored in.
-
-    ``dtype``: compute dtype (and storage of everything not quantized); ``weight_dtype``: see
-    ``load_transformer``; ``weights_device`` (default ``device``): where the transformer's
-    weights are put (the CPU for block streaming, ``offload.stream_blocks``).
-    """
+    """Load transformer, tokenizer and VQ-VAE of a checkpoint in any registered weight format
+    (``load_transformer``). ``dtype``: the compute dtype (and storage of what is not
+    quantized); ``weights_device`` (default ``device``): where the transformer's weights go
+    (the CPU for ``offload.stream_blocks``)."""
     folder = Path(path).expanduser()
     dtype = resolve_dtype(dtype)
     device = resolve_device(device)

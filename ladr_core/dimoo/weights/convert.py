@@ -3,11 +3,10 @@ streamed tensor by tensor into a new folder in the official layout (``convert_fo
 ``Conversion``: the pack's fp8 or ComfyUI's quantized format), and the writing of shards, index
 and support files that ``ladr_core.dimoo.save_dimoo`` uses too.
 
-Folders keep the official layout (config.json with an informative ``ladr_weight_dtype``,
-tokenizer files, ``vqvae/``, ``model-0000k-of-0000n.safetensors`` + index) and are written
-tensor by tensor from the memory-mapped source (peak memory: about one tensor beyond what is
-being written), into a hidden staging folder renamed to the target at the end (staging.py): a
-conversion that dies half-way never leaves a folder that loads.
+The layout: config.json (with an informative ``ladr_weight_dtype``), tokenizer files,
+``vqvae/``, ``model-0000k-of-0000n.safetensors`` + index, written from the memory-mapped
+source (peak: about one tensor beyond what is written) into a hidden staging folder renamed
+at the end (staging.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""What every reader of a checkpoint shares: the errors, config.json, the shard index and its
-tensors, dtype and device names (the tokenizer: tokenizer.py; the VQ files: vqfiles.py).
-
-Used by the official folder reader (checkpoint.py), ComfyUI's quantized format (quant_load.py),
-GGUF (gguf.py, gguf_write.py), the converter (``ladr_core.dimoo.save``) and the fp8 input
-ranges (``ladr_core.dimoo.input_ranges``). Nothing here runs code from the folder: pickle
-weights are refused and ``trust_remote_code`` is never used.
+"""What every reader of a checkpoint shares (checkpoint.py, quant_load.py, gguf.py, the converter
+and the input ranges): the errors, config.json, the shard index and its tensors, dtype and
+device names (the tokenizer: tokenizer.py; the VQ files: vqfiles.py). Nothing here runs code
+from the folder: pickle weights are refused and ``trust_remote_code`` is never used.
 """
 
 from __future__ import annotations

@@ -1,36 +1,30 @@
 """fp8 weight storage for the transformer blocks: scaled float8 linears computed in bf16/fp16/fp32.
 
-A block linear ``W [out, in]`` (``q_proj k_proj v_proj attn_out ff_proj up_proj ff_out`` of every
-block, bias-less, as in Lumina-DiMOO) is stored as ``weight`` = ``W / scale[:, None]`` rounded to
-float8 and a float32 buffer ``weight_scale [out]`` (the state-dict key next to ``weight``):
+A block linear ``W [out, in]`` (the seven bias-less linears of every block, as in
+Lumina-DiMOO) is stored as ``weight`` = ``W / scale[:, None]`` rounded to float8 and a float32
+buffer ``weight_scale [out]``: `scale="channel"` (default) `scale[o] = max|W[o, :]| / fp8_max`,
+`scale="tensor"` one `max|W| / fp8_max` repeated over the rows.
 
-* `scale="channel"` (default): `scale[o] = max|W[o, :]| / fp8_max` (per output channel);
-* `scale="tensor"`: one `max|W| / fp8_max` repeated over the rows (per tensor, same layout).
-
-At use the weight is cast to the input's dtype (the host's `Linear` does it: ComfyUI's
-`manual_cast`, or `CastLinear` here). In bf16 and fp32 the output is multiplied by
-`weight_scale`: `x @ (W8 * s[:, None]).T == (x @ W8.T) * s`. The product `y * s` is computed in
-float32 (the float32 scale is never rounded to the compute dtype) and rounded once to `y`'s
-dtype, in place: relative error <= u against `y * s` (u = 2**-8 in bf16) where rounding the
-scale first gave up to 2u + u**2. In fp16 the scale is folded into the cast weight first
-(`W8 * s` in float32, rounded once to fp16, in place on the cast copy): `W8 = W / s` is 10**3 to
-10**4 times `W` at a real checkpoint's scales (about 2e-4), so `x @ W8.T` passes fp16's 65504 on
-real activations (tests/kit/magnitudes.py) where the layer's output does not. A weight a host
-left on another device goes through the host's cast with the fold as the first of its
-`weight_function`s (ComfyUI's `cast_bias_weight`: its streams, and LoRA patches see the real
-weight). A host that leaves the layer on another device (ComfyUI lowvram)
-gets a copy of the scale on the compute device, made once and kept until the buffer changes,
-instead of a blocking copy from pageable memory in every call. The embedding, the norms and the output head stay
-in the compute dtype; a linear with a bias stays in the compute dtype too (DiMOO has none).
+At use the weight is cast to the input's dtype (the host's `Linear`: ComfyUI's `manual_cast`,
+or `CastLinear` here). In bf16 and fp32 the output is multiplied by `weight_scale`
+(`x @ (W8 * s[:, None]).T == (x @ W8.T) * s`) in float32, rounded once to `y`'s dtype in
+place: relative error <= u (2**-8 in bf16), where rounding the scale first gave up to 2u + u**2.
+In fp16 the scale is folded into the cast weight first (in float32, rounded once): `W8 = W / s`
+is 10**3 to 10**4 times `W` at real scales, so `x @ W8.T` passes fp16's 65504 on real
+activations (tests/kit/magnitudes.py) where the layer's output does not. A weight the host left
+on another device goes through the host's cast with the fold as its first `weight_function`
+(ComfyUI's `cast_bias_weight`: its streams, and LoRA patches see the real weight), and the scale
+is copied to the compute device once and kept until the buffer changes (no blocking copy per
+call). The embedding, norms, output head and any linear with a bias stay in the compute dtype.
 Measured quality on the nano model: docs/reports/FP8.md.
 
-Loading (``load_dimoo(..., weight_dtype="fp8_e4m3fn" | "fp8_e5m2", fp8_scale="channel" |
-"tensor")``) converts per tensor while reading; a folder saved in fp8 (``save_dimoo``; its
-config.json gains ``ladr_weight_dtype``) loads as stored. Errors, raised before anything is
-assigned: an unknown weight dtype or scale kind is a ValueError listing the choices; fp8 the
-torch or device cannot hold a RuntimeError naming the dtype, the torch version and the device;
-a missing, mis-shaped, non-positive or orphan scale a CheckpointError naming the shard; a
-folder in one fp8 format asked for the other a ValueError.
+Loading (``load_dimoo(..., weight_dtype="fp8_e4m3fn" | "fp8_e5m2", fp8_scale=...)``) converts
+per tensor while reading; a folder saved in fp8 (``save_dimoo``; config.json gains
+``ladr_weight_dtype``) loads as stored. Errors, before anything is assigned: an unknown weight
+dtype or scale kind (ValueError listing the choices); fp8 the torch or device cannot hold
+(RuntimeError naming dtype, torch version and device); a missing, mis-shaped, non-positive or
+orphan scale (CheckpointError naming the shard); a folder in one fp8 format asked for the
+other (ValueError).
 """
 
 from __future__ import annotations
@@ -64,10 +58,9 @@ def fp8_torch_dtype(name: str) -> torch.dtype:
 
 def round_trip_problem(storage: torch.dtype, device: torch.device, compute: torch.dtype
                        ) -> Exception | bool | None:
-    """Can ``device`` hold weights stored as ``storage`` and computed in ``compute``? None when
-    it can; the exception of a failed store-and-cast probe; False when the round trip gives
-    wrong values. The one device probe of every 8-bit storage format (this module's fp8 and
-    ComfyUI's quantized format, quant_load.py)."""
+    """The one device probe of every 8-bit storage format: None when ``device`` holds
+    ``storage`` computed in ``compute``, else the store-and-cast probe's exception, or False
+    for wrong values."""
     try:
         probe = torch.ones(2, device=device, dtype=compute).to(storage)
         ok = bool(torch.equal(probe.to(compute).cpu(), torch.ones(2, dtype=compute)))
@@ -138,10 +131,9 @@ def _scale_on(layer: nn.Module, device: torch.device) -> torch.Tensor:
 
 
 def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
-    """``weight`` (the fp8 weight cast to the compute dtype, on the compute device) times the
-    float32 ``weight_scale [out]``: each product computed in float32 and rounded once, in place
-    on the cast copy (a copy is made where the cast could have returned the stored tensor
-    itself: same dtype and device; decided without ``data_ptr``, which torch.compile cannot
+    """The cast fp8 ``weight`` times the float32 ``weight_scale [out]``, each product in
+    float32 rounded once, in place on the cast copy (copied first where the cast may have
+    returned the stored tensor; decided without ``data_ptr``, which torch.compile cannot
     trace)."""
     if weight.dtype == layer.weight.dtype and weight.device == layer.weight.device:
         weight = weight.clone()
@@ -149,9 +141,7 @@ def _fold(layer: nn.Module, weight: torch.Tensor) -> torch.Tensor:
 
 
 def _folded_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
-    """``x @ (weight * scale[:, None]).T`` with the scale folded into the weight BEFORE the
-    product: float16 holds the layer's real output but not ``x @ weight.T`` (the fp8 weight is
-    W / scale, 10**3 to 10**4 times W)."""
+    """``x @ (weight * scale[:, None]).T``, the scale folded in first (fp16: module docstring)."""
     if layer.weight.device == x.device:
         return F.linear(x, _fold(layer, layer.weight.to(x.dtype)))
     return _host_cast_forward(layer, base, x)
@@ -159,9 +149,8 @@ def _folded_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
 
 def _host_cast_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
     """``_folded_forward`` of a weight a host left on another device: through the host's cast
-    at use when its class applies ``weight_function`` after the cast (ComfyUI's
-    ``CastWeightBiasOp``: its low-VRAM streams, and its LoRA patches then see the real weight),
-    the fold first; with any other host the weight is copied over here."""
+    with the fold as first ``weight_function`` (ComfyUI's ``CastWeightBiasOp``; module
+    docstring), else the weight copied over here."""
     functions = layer.__dict__.get("weight_function")
     hooks = functions if functions is not None else getattr(layer, "weight_function", None)
     if not isinstance(hooks, list):
@@ -177,13 +166,9 @@ def _host_cast_forward(layer: Any, base: type, x: torch.Tensor) -> torch.Tensor:
 
 
 def scaled_linear_class(base: type) -> type:
-    """Subclass of a cast-at-use ``Linear`` class adding ``weight_scale`` and the output scaling.
-
-    ``torch.nn.Linear`` (which cannot multiply an fp8 weight) is replaced by ``CastLinear``. A
-    weight on the input's device is cast here; one left on another device (a host's offloaded
-    layer, e.g. ComfyUI lowvram) goes through the base class's cast-at-use forward. bf16 / fp32:
-    the scale multiplies the output; fp16: it is folded into the weight first (_folded_forward).
-    """
+    """Subclass of a cast-at-use ``Linear`` class (``torch.nn.Linear``, which cannot multiply
+    an fp8 weight, becomes ``CastLinear``) adding ``weight_scale`` and the scaling (module
+    docstring); a weight left on another device goes through ``_host_cast_forward``."""
     base = CastLinear if base is nn.Linear else base
     if base not in _SCALED:
         def __init__(self: Any, in_features: int, out_features: int, bias: bool = False,
@@ -241,11 +226,9 @@ def use_fp8_linears(model: nn.Module) -> list[str]:
 
 def scale_problem(state: dict[str, torch.Tensor], fp8_keys: set[str],
                   model_state: dict[str, torch.Tensor]) -> tuple[str, str] | None:
-    """First (key, reason) making the fp8 weights and their scales disagree, else None.
-
-    Every fp8 weight needs ``<key>_scale`` float [out], finite and > 0; a scale needs an fp8
-    weight; an fp8 weight must belong to a bias-less block linear.
-    """
+    """First (key, reason) making the fp8 weights and their scales disagree, else None: every
+    fp8 weight of a bias-less block linear has a finite positive ``<key>_scale`` float [out],
+    and every scale an fp8 weight."""
     for key in sorted(fp8_keys):
         skey = key + "_scale"
         if skey not in model_state:

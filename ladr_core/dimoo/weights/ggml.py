@@ -1,28 +1,23 @@
 """GGML block formats in torch: quantize on conversion, dequantize per layer at use.
 
-The byte layouts are GGML's (llama.cpp ``ggml-common.h``, read through the ``gguf`` package's
-reference dequantizers, which the tests compare against bit for bit). A row of ``n`` weights is
-``n / block`` blocks laid end to end; every function here works on a uint8 tensor ``[rows,
-row_bytes]`` and a float tensor ``[rows, n]``:
+Byte layouts are GGML's (llama.cpp ``ggml-common.h``; the tests compare with the ``gguf``
+package's reference dequantizers bit for bit). A row of ``n`` weights is ``n / block`` blocks
+end to end; functions here take a uint8 ``[rows, row_bytes]`` and a float ``[rows, n]``:
 
-* `Q8_0` (block 32, 34 bytes = 8.5 bits/weight): fp16 `d`, 32 x int8 `q`; `w = d q`.
-* `Q4_K` (super-block 256, 144 bytes = 4.5 bits/weight): fp16 `d`, fp16 `dmin`, 12 bytes of
-  eight 6-bit sub-block scales `sc` and mins `m`, 128 bytes of 4-bit `q`;
-  `w = d sc_j q - dmin m_j` over eight sub-blocks `j` of 32.
-* `Q5_K` (256, 176 bytes = 5.5 bits/weight): as Q4_K plus a fifth bit per weight in 32 `qh`
-  bytes (`q` in 0..31).
-* `Q6_K` (256, 210 bytes = 6.5625 bits/weight): 128 bytes low nibbles, 64 bytes high 2 bits,
-  16 int8 scales (one per 16 weights), fp16 `d`; `w = d s_g (q - 32)`.
+* `Q8_0` (block 32, 34 bytes): fp16 `d`, 32 x int8 `q`; `w = d q`.
+* `Q4_K` (super-block 256, 144 bytes): fp16 `d` and `dmin`, 12 bytes of eight 6-bit sub-block
+  scales `sc` and mins `m`, 128 bytes of 4-bit `q`; `w = d sc_j q - dmin m_j` per sub-block.
+* `Q5_K` (256, 176 bytes): Q4_K plus a fifth bit per weight in 32 `qh` bytes.
+* `Q6_K` (256, 210 bytes): 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales (one
+  per 16 weights), fp16 `d`; `w = d s_g (q - 32)`.
 
-The quantizers are this project's own: Q8_0 rounds to nearest (as GGML does); the K formats take
-the sub-block range (min clamped to <= 0) and then refit scale and min by least squares on the
-chosen codes once, before the 6-bit scale codes are fixed. Dequantization is exact: it is the
-format's definition, rounded once to the requested dtype. Q8_0 into float16 is computed in
-float16 (`d` is fp16 and `q` int8, so the product is the exact one rounded once, the values of
-the float32 route without its 4 bytes per weight); every other type and dtype goes through
-float32, kept on purpose: bf16 cannot hold the fp16 scales exactly and the K formats take
-several operations, each of which would round in a 16-bit dtype. A GGUF layer (gguf.py)
-dequantizes its whole matrix per call, as ComfyUI-GGUF does: the cost of keeping no float copy.
+The quantizers are the project's own: Q8_0 rounds to nearest (as GGML); the K formats take the
+sub-block range (min clamped <= 0) and refit scale and min by least squares on the chosen codes
+once, before the 6-bit scale codes are fixed. Dequantization is the format's definition,
+rounded once to the requested dtype: Q8_0 into float16 directly (fp16 `d` times int8 `q`, exact
+before the rounding), everything else through float32 (bf16 cannot hold the fp16 scales and
+the K formats take several operations). A GGUF layer (gguf.py) dequantizes its whole matrix per
+call, as ComfyUI-GGUF does: the price of keeping no float copy.
 """
 
 from __future__ import annotations
@@ -124,10 +119,8 @@ _DEQ = {"Q8_0": _deq_q8_0, "Q4_K": lambda b, dt: _deq_k(b, False),
 
 def dequantize(data: torch.Tensor, name: str, n: int, dtype: torch.dtype = torch.float32
                ) -> torch.Tensor:
-    """uint8 ``[rows, row_bytes]`` of type ``name`` -> ``[rows, n]`` in ``dtype``.
-
-    F32 / F16 / BF16 data (stored as bytes) is reinterpreted, the block types are decoded.
-    """
+    """uint8 ``[rows, row_bytes]`` of type ``name`` -> ``[rows, n]`` in ``dtype`` (float types
+    reinterpreted, block types decoded)."""
     rows = data.shape[0]
     if name in ("F32", "F16", "BF16"):
         view = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[name]
@@ -222,10 +215,8 @@ _QUANT = {"Q8_0": _q8_0, "Q4_K": lambda x: _q_k(x, False), "Q5_K": lambda x: _q_
 
 
 def quantize(weight: torch.Tensor, name: str) -> torch.Tensor:
-    """Float ``[rows, n]`` -> uint8 ``[rows, row_bytes(name, n)]`` in GGML type ``name``.
-
-    Computed in float32 on ``weight``'s device; F32 / F16 / BF16 store the values as bytes.
-    """
+    """Float ``[rows, n]`` -> uint8 ``[rows, row_bytes(name, n)]`` in GGML type ``name``,
+    computed in float32 on ``weight``'s device."""
     rows, n = weight.shape
     if name in ("F32", "F16", "BF16"):
         dt = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}[name]

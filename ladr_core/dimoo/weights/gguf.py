@@ -1,24 +1,19 @@
 """Lumina-DiMOO stored as one GGUF file: read, check, and run with per-layer dequantization.
 
-File layout (written by gguf_write.py; read with the `gguf` package):
-
-* `general.architecture` = `lumina-dimoo`; `lumina-dimoo.config_json` (config.json),
-  `lumina-dimoo.tokenizer_json` (tokenizer.json), `lumina-dimoo.vqvae_config_json`,
-  `lumina-dimoo.recipe` (Q8_0, Q5_K_M, Q4_K_M);
-* transformer tensors under the official names without `model.transformer.` (`wte.weight`,
-  `blocks.{i}.q_proj.weight`, `ln_f.weight`, `ff_out.weight`) in the GGML types of
-  ggml.py; a block linear whose rows are not a whole number of 256-weight super-blocks (the
-  nano model's 128-wide rows) is stored as `[numel / 256, 256]` and reshaped here;
-* the VQ-VAE's tensors under `vq.` in float (F32 / F16 / BF16 as in the source).
+File layout (written by gguf_write.py; read with the `gguf` package): `general.architecture`
+= `lumina-dimoo` with `lumina-dimoo.config_json`, `.tokenizer_json`, `.vqvae_config_json` and
+`.recipe` (Q8_0, Q5_K_M, Q4_K_M); the transformer tensors under the official names without
+`model.transformer.` in the GGML types of ggml.py (a block linear whose rows are not whole
+256-weight super-blocks, as nano's 128-wide rows, stored as `[numel / 256, 256]`); the VQ-VAE's
+tensors under `vq.` in their float dtype.
 
 Every tensor name, type and shape is checked against config.json before any layer is built.
-Linear and embedding layers keep their GGML bytes (uint8 `weight` `[rows, row_bytes]`) and
-dequantize at use: a linear its whole matrix in the input's dtype (for a 16-bit dtype
-`DEQUANT_ROWS` rows at a time, so the float32 values the block formats decode through are one
-chunk's), the embedding only the rows it looks up, the output head its rows in chunks of
-`HEAD_CHUNK` (model/transformer.py). The classes derive from the `operations` the host passes
-(ComfyUI: `comfy.ops.manual_cast`), so ModelPatcher can leave any of them in RAM; a weight
-left on another device is moved as bytes at use, never cast.
+Linear and embedding layers keep their GGML bytes (uint8 `[rows, row_bytes]`) and dequantize
+at use: a linear its whole matrix (for a 16-bit dtype `DEQUANT_ROWS` rows at a time), the
+embedding the rows it looks up, the output head `HEAD_CHUNK` rows at a time
+(model/transformer.py). The classes derive from the host's `operations` (ComfyUI:
+`comfy.ops.manual_cast`), so ModelPatcher can leave any of them in RAM; a weight left on
+another device is moved as bytes at use, never cast.
 """
 
 from __future__ import annotations
@@ -41,6 +36,7 @@ from .files import (
     check_vq_config,
     parse_config,
 )
+from .formats import parameter_shapes
 from .tokenizer import check_tokenizer
 
 __all__ = ["ARCH", "KEYS", "gguf_ops", "load_gguf_checkpoint", "read_gguf", "GGUFFile",
@@ -298,9 +294,7 @@ def _check_scales(f: GGUFFile, name: str, raw: torch.Tensor) -> torch.Tensor:
 
 def _transformer_state(f: GGUFFile, config: LLaDAConfig, device: torch.device
                        ) -> dict[str, torch.Tensor]:
-    with torch.device("meta"):
-        expected = {k: list(v.shape) for k, v in LLaDAModel(config, init_std=None)
-                    .state_dict().items()}
+    expected = {k: list(v) for k, v in parameter_shapes(config).items()}
     names = {TRANSFORMER_PREFIX + k: k for k in f.tensors if not k.startswith("vq.")}
     missing = sorted(k for k in expected if k not in names)
     unexpected = sorted(v for k, v in names.items() if k not in expected)

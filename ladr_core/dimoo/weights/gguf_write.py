@@ -1,20 +1,16 @@
 """Write an official Lumina-DiMOO folder as one GGUF file (layout: gguf.py), tensor by tensor.
 
-Recipes (GGML types per tensor; the "_M" mixes follow llama.cpp's convention of giving the
-attention value and MLP output projections of some layers more bits):
+Recipes (GGML types per tensor; "_M" gives some layers' attention value and MLP output more
+bits, as llama.cpp does): `Q8_0` every matrix Q8_0; `Q5_K_M` / `Q4_K_M` block linears and the
+embedding Q5_K / Q4_K, but `v_proj` and `ff_out` of the first and last eighth of the blocks
+and every third in between Q6_K, the output head Q6_K. Norms are F32; the VQ-VAE keeps its
+float dtype. A matrix whose rows are not whole blocks of its type falls back to 256-weight
+super-blocks over the flattened matrix when its size allows (nano's 128-wide rows), else Q8_0
+or F16.
 
-* `Q8_0`: every matrix Q8_0.
-* `Q5_K_M` / `Q4_K_M`: block linears Q5_K / Q4_K, except `v_proj` and `ff_out` of the
-  "more bits" layers (the first and last eighth of the blocks and every third in between),
-  which are Q6_K; the embedding Q5_K / Q4_K; the output head Q6_K.
-* Norms are F32; the VQ-VAE keeps its float dtype. A matrix whose rows are not a whole number
-  of the type's blocks falls back: a block linear to 256-weight super-blocks laid over the
-  flattened matrix (when its size allows, e.g. nano's 128-wide rows), otherwise Q8_0 (rows of
-  32) or F16.
-
-The header (all tensor infos) is written first; then each tensor is read from the memory-mapped
-source, quantized on `device` and written, so peak memory is about one tensor. The file is
-written under a hidden name and renamed at the end (staging.py).
+The header is written first, then each tensor is read from the memory-mapped source,
+quantized on `device` and written (peak: about one tensor), under a hidden name renamed at
+the end (staging.py).
 """
 
 from __future__ import annotations

@@ -1,43 +1,31 @@
 """ComfyUI's quantized checkpoint format (comfy/quant_ops.py, QUANTIZATION.md of ComfyUI 0.33).
 
-A quantized layer `L` (one of the seven block linears) is stored as
+A quantized layer `L` (one of the seven block linears) is stored as `L.weight`
+(`float8_e4m3fn` / `float8_e5m2` / `int8` [out, in]); `L.weight_scale` (float32,
+`W ~= weight * weight_scale`: a scalar for fp8, as `TensorCoreFP8Layout` and `torch._scaled_mm`
+take; `[out, 1]` or a scalar for int8, as comfy-kitchen's `int8_linear` takes); and for fp8
+an optional `L.input_scale` (float32 scalar; absent: 1, clipping at 448). Every shard's
+metadata holds `_quantization_metadata` = JSON `{"format_version": "1.0", "layers": {L:
+{"format": F}}}`, which ComfyUI turns into per-layer `L.comfy_quant` tensors
+(`comfy.utils.convert_old_quants`) for `comfy.ops.mixed_precision_ops`; this loader builds the
+same state dict, so ComfyUI's classes load it and `QuantLinear` runs it without ComfyUI.
 
-* `L.weight`: `float8_e4m3fn` / `float8_e5m2` / `int8` [out, in];
-* `L.weight_scale`: float32, `W ~= weight * weight_scale`: a scalar for fp8 (the per-tensor
-  scale ComfyUI's `TensorCoreFP8Layout` and `torch._scaled_mm` take); for int8 `[out, 1]`
-  (one scale per output channel, which comfy-kitchen's `TensorWiseINT8Layout` and its
-  `int8_linear` accept) or a scalar;
-* `L.input_scale` (fp8 only, optional): float32 scalar; the fast path quantizes the layer's
-  input as `clamp(x / input_scale, -max, max)` to fp8 (absent: scale 1, clipping at 448);
+`QuantLinear` computes what ComfyUI computes on the same device:
 
-and every shard's safetensors metadata holds `_quantization_metadata` = JSON `{"format_version":
-"1.0", "layers": {L: {"format": F}}}`. ComfyUI turns that into per-layer `L.comfy_quant`
-tensors (uint8 JSON, `comfy.utils.convert_old_quants`) that `comfy.ops.mixed_precision_ops`
-consumes; this loader builds the same state dict, so ComfyUI's classes load it directly and
-`QuantLinear` (below) runs it without ComfyUI.
-
-Arithmetic of `QuantLinear` (what ComfyUI computes on the same device):
-
-* fp8 on a GPU with fp8 matmuls (CUDA capability >= 8.9, ComfyUI's `supports_fp8_compute`):
+* fp8 with fp8 matmuls (CUDA capability >= 8.9, ComfyUI's `supports_fp8_compute`):
   `y = e4m3(x / s_x) @ weight.T * s_x * s_w` through `torch._scaled_mm` (W8A8); elsewhere
-  the weight is dequantized and the input stays as is (W8A16), as ComfyUI's emulated fp8 does:
-  `weight.to(x.dtype) * weight_scale` with the float32 scale as ComfyUI passes it (torch
-  applies a 0-dim scale at float32 precision on the CPU; a CUDA kernel casts a device scale to
-  `x`'s dtype first, in ComfyUI too).
-  `quantize_input` (True / False / None = by device) overrides the choice; with True and no
-  fp8 matmul the W8A8 product is computed exactly from the same fp8 values in float32.
-  The activations are `float8_e4m3fn` for both weight formats: `_scaled_mm` (cuBLASLt)
-  refuses e5m2 x e5m2 but takes an e5m2 weight with e4m3 inputs, and e4m3 keeps one more
-  mantissa bit. `s_x` is `input_scale` for e4m3 weights (absent: 1, clipping at 448); for
-  e5m2 weights the stored `input_scale` (calibrated amax / 57344, e5m2's max) times
-  57344 / 448 = 128, i.e. the calibrated amax / 448 that an e4m3 layer stores, and, absent,
-  `max|x| / 448` of each call (computed on the device, no sync), so an uncalibrated e5m2
-  layer clips nothing as its e5m2 inputs did not.
-* int8: every row of `x` is quantized on the fly (`s_x = max|x_row| / 127`) and
-  `y = (x8 @ weight.T) * s_x * s_w` with `torch._int_mm` (W8A8, comfy-kitchen's
-  `int8_linear`), on every device; fewer than 17 rows (CUDA's `_int_mm` refuses them) are
-  padded with zero rows, and where the kernel refuses the shapes or the device the int32 sums
-  are computed exactly through float32 matmuls over chunks of `K` (`_int8_matmul`).
+  W8A16 as ComfyUI's emulated fp8, `weight.to(x.dtype) * weight_scale` with the float32 scale
+  (torch applies a 0-dim scale at float32 on the CPU; a CUDA kernel casts it to `x`'s dtype
+  first, in ComfyUI too). `quantize_input` (True / False / None = by device) overrides; True
+  without fp8 matmuls computes the W8A8 product exactly in float32. Activations are e4m3 for
+  both weight formats (`_scaled_mm` refuses e5m2 x e5m2; e4m3 keeps one more mantissa bit), so
+  an e5m2 layer's `s_x` is its stored `input_scale` (amax / 57344) times 128 = amax / 448, and
+  absent, `max|x| / 448` per call (on the device, no sync): it clips nothing, as before.
+* int8: each row of `x` is quantized on the fly (`s_x = max|x_row| / 127`),
+  `y = (x8 @ weight.T) * s_x * s_w` with `torch._int_mm` (W8A8, comfy-kitchen's `int8_linear`);
+  fewer than 17 rows (CUDA's `_int_mm` refuses them) are padded with zeros, and where the
+  kernel refuses the shapes or device the int32 sums are computed exactly through float32
+  matmuls over chunks of `K` (`_int8_matmul`).
 """
 
 from __future__ import annotations
@@ -90,12 +78,10 @@ def quantize_layer(weight: torch.Tensor, fmt: str, input_amax: float | None = No
                    ) -> dict[str, torch.Tensor]:
     """A float weight [out, in] -> {"weight", "weight_scale"[, "input_scale"]} in ``fmt``.
 
-    fp8: ``weight_scale = max|W| / fp8_max`` (scalar); ``input_amax`` (the largest input seen
-    in calibration, already including any margin) gives ``input_scale = input_amax / fp8_max``.
-    int8: ``weight_scale = max|W_row| / 127`` as ``[out, 1]`` (``scale="channel"``) or
-    ``max|W| / 127`` (``"tensor"``), weights rounded to nearest. Zero scales become 1.
-    ``weight_amax``: max|W| of the whole matrix when ``weight`` holds only some of its rows (a
-    converter working in row chunks), for the per-tensor scales.
+    fp8: ``weight_scale = max|W| / fp8_max``, ``input_scale = input_amax / fp8_max`` (the
+    calibrated amax, margin included). int8: ``max|W_row| / 127`` as [out, 1] ("channel") or
+    ``max|W| / 127`` ("tensor"), rounded to nearest. Zero scales become 1. ``weight_amax``:
+    the whole matrix's max|W| when ``weight`` is a chunk of its rows.
     """
     dtype = storage_dtype(fmt)
     w = weight.float()
@@ -186,13 +172,9 @@ def _scaled_mm(xq: torch.Tensor, w: torch.Tensor, s_x: torch.Tensor, s_w: torch.
 
 
 class QuantLinear(nn.Module):
-    """Linear layer of a ComfyUI-format folder outside ComfyUI (format: the module
-    docstring).
-
-    Like ComfyUI's ``MixedPrecisionOps.Linear``, it learns its format from the ``comfy_quant``
-    entry of the state dict; without one it is a plain linear in the stored dtype, cast to the
-    input's dtype at use. Weights left on another device are moved at use.
-    """
+    """Linear layer of a ComfyUI-format folder outside ComfyUI (module docstring). Like
+    ``MixedPrecisionOps.Linear`` it learns its format from the state dict's ``comfy_quant``;
+    without one, a plain linear cast to the input's dtype at use."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device: Any = None, dtype: Any = None) -> None:

@@ -1,14 +1,11 @@
 """Load a folder saved in ComfyUI's quantized format (quant.py) into an ``LLaDAModel``.
 
-Every shard's header is read first: each layer named in `_quantization_metadata` must use a
-format this loader runs (quant.COMFY_FORMATS) and be a block linear; each quantized weight must
-be stored in its format's dtype with a finite, positive `weight_scale` of an accepted shape
-(and, for fp8, an optional scalar `input_scale`); nothing else may be present. Only then are
-the tensors read and the model built, so a bad folder is refused whole, naming the file.
-
-`operations` None builds `quant.QuantOps` (the pack's own layers); inside ComfyUI the host
-passes `comfy.ops.mixed_precision_ops(...)`, whose `Linear` reads the same `comfy_quant`
-entries this loader adds, so ComfyUI's fast fp8 / int8 matmuls and `--fast` flags apply.
+Every shard's header is checked first (each layer of `_quantization_metadata` a block linear in
+a format this loader runs, stored in its dtype with a finite, positive `weight_scale` of an
+accepted shape and for fp8 an optional scalar `input_scale`; nothing else present), so a bad
+folder is refused whole, naming the file, before a tensor is read. `operations` None builds
+`quant.QuantOps`; inside ComfyUI the host passes `comfy.ops.mixed_precision_ops(...)`, whose
+`Linear` reads the same `comfy_quant` entries, so ComfyUI's fast fp8 / int8 matmuls apply.
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from ..model.config import LLaDAConfig
 from ..model.transformer import LLaDAModel
 from . import fp8, quant
 from .files import CheckpointError, get_tensor, open_shard, shard_files
+from .formats import parameter_shapes
 
 __all__ = ["quantized_layers", "is_quantized_folder", "load_quantized_transformer", "check_format_support"]
 
@@ -177,8 +175,7 @@ def load_quantized_transformer(folder: Path, config: LLaDAConfig, dtype: torch.d
     layers = quantized_layers(folder)
     for fmt in sorted({f for f, _ in layers.values()} & set(quant.COMFY_FORMATS)):
         check_format_support(fmt, device, dtype, folder)
-    with torch.device("meta"):
-        expected = {k: v.shape for k, v in LLaDAModel(config, init_std=None).state_dict().items()}
+    expected = parameter_shapes(config)
     origin = _validate(folder, layers, expected)
     state = _read(origin, layers, dtype, device)
     with torch.device("meta"):

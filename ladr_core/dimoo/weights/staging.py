@@ -1,13 +1,12 @@
 """Write converted models so that a half-written result is never taken for a valid one.
 
-* ``staged_folder(out)``: the files go to a hidden sibling ``.<name>.incomplete-<pid>`` that
-  holds ``INCOMPLETE_MARKER`` until the end; on success the marker is removed and the folder
-  renamed to ``out`` (one ``os.replace``); on an exception the sibling is deleted. A process that
-  is killed leaves only the hidden sibling, which the loader refuses (``check_complete``) and
-  the loader node does not list.
-* ``staged_file(out)``: the same for one file (a GGUF), renamed at the end.
-* ``write_safetensors``: a safetensors file written tensor by tensor from a producer, so the
-  output never has to be held in memory (header first: the sizes are known in advance).
+* ``staged_folder(out)``: files go to a hidden sibling ``.<name>.incomplete-<pid>`` holding
+  ``INCOMPLETE_MARKER`` until the end, then renamed to ``out`` (one ``os.replace``), or deleted
+  on an exception; a killed process leaves the hidden sibling, which the loader refuses
+  (``check_complete``) and the loader node does not list.
+* ``staged_file(out)``: the same for one file (a GGUF).
+* ``write_safetensors``: a safetensors file written tensor by tensor from a producer (header
+  first), never held in memory.
 """
 
 from __future__ import annotations
@@ -99,11 +98,8 @@ def nbytes(shape: Sequence[int], dtype: torch.dtype) -> int:
 def write_safetensors(path: Path, entries: Sequence[tuple[str, torch.dtype, Sequence[int]]],
                       produce: Callable[[str], torch.Tensor],
                       metadata: dict[str, str] | None = None) -> int:
-    """Write ``entries`` (name, dtype, shape) in order, asking ``produce(name)`` for each tensor
-    just before its bytes are written; returns the bytes of tensor data written.
-
-    ValueError when a produced tensor's dtype or shape differs from its entry.
-    """
+    """Write ``entries`` (name, dtype, shape) in order, asking ``produce(name)`` for each just
+    before its bytes (ValueError when it differs from its entry); returns the data bytes."""
     header: dict[str, object] = {"__metadata__": dict(metadata or {})}
     offset = 0
     for name, dtype, shape in entries:

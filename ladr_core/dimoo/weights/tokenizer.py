@@ -1,19 +1,13 @@
 """The checkpoint's tokenizer, read the ways the official code can read it, never running code
 from the folder.
 
-The official scripts call ``AutoTokenizer.from_pretrained(checkpoint)``, which takes
-``tokenizer.json`` (the fast tokenizer) when present, else the tokenizer files of the class
-``tokenizer_config.json`` names (``vocab.json`` + ``merges.txt``, ``tokenizer.model``, ...).
-Routes, in order:
-
+The official ``AutoTokenizer.from_pretrained(checkpoint)`` takes ``tokenizer.json`` when
+present, else the files of the class ``tokenizer_config.json`` names. Routes, in order:
 1. ``tokenizer.json`` through ``tokenizers.Tokenizer`` (what the fast class wraps);
 2. else, or when it cannot be parsed, transformers' ``AutoTokenizer`` with
-   ``trust_remote_code=False`` and ``local_files_only=True`` (a class of transformers itself,
-   never one from the folder's ``.py`` files), wrapped as ``HFTokenizer``.
-
-Both give ``tokenizer(text)["input_ids"]``, the official prompt ids (special tokens added by the
-tokenizer's own rules). ``<uncondition>`` is tokenized like any text: the official code builds
-the unconditional prompt as text and never uses an id for it.
+   ``trust_remote_code=False`` and ``local_files_only=True``, wrapped as ``HFTokenizer``.
+Both give ``tokenizer(text)["input_ids"]``, the official prompt ids. ``<uncondition>`` is
+tokenized like any text: the official code never uses an id for it.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """Which files of ``vqvae/`` hold the VQ-VAE's weights, and reading them.
 
-The official scripts call diffusers' ``VQModel.from_pretrained(checkpoint, subfolder="vqvae")``,
-which reads, as safetensors, ``diffusion_pytorch_model.safetensors``, its sharded form (an
-index ``diffusion_pytorch_model.safetensors.index.json`` naming the shards) and the variants
-(``diffusion_pytorch_model.fp16.safetensors``, ``...safetensors.index.fp16.json``). The same
-names with the stem ``model`` (how other tools save a module) are read too. Pickle weights
-(``diffusion_pytorch_model.bin``) are refused with the command that converts them.
+As diffusers' ``VQModel.from_pretrained(checkpoint, subfolder="vqvae")`` in the official
+scripts: ``diffusion_pytorch_model.safetensors``, its sharded form (with its
+``.safetensors.index.json``) and the ``fp16`` variants; the same names with the stem ``model``
+too. Pickle weights (``diffusion_pytorch_model.bin``) are refused with the command that
+converts them.
 """
 
 from __future__ import annotations

@@ -1,24 +1,16 @@
-"""Weight formats as objects: one registered ``WeightFormat`` per format, found as the strategies
-are (ladr_core/registry.py): each module of this package holds one format class decorated with
-``@register_format``, imported with pkgutil the first time a format is looked up (no list).
-
-A format says which files it recognises (``recognises``; ``suffix`` for a one-file format), how
-it loads them (``load``), which conversions the loader offers while loading (``load_choices``:
-Load DiMOO Model's ``weight_dtype`` widget), which ``--weight-dtype`` names
-``python -m ladr_core.dimoo.save`` writes in it (``save_choices``, ``save``), how much memory its
-transformer weights take (``weight_bytes``) and which ComfyUI layer classes run it
-(``operations``). ``load_checkpoint``, ``load_transformer``, the save command, Load DiMOO Model
-and the calibration command ask this registry and never name a format.
+"""Weight formats as objects: one ``WeightFormat`` per module of this package, decorated with
+``@register_format`` and found with pkgutil at the first lookup, as the strategies are
+(ladr_core/registry.py). A format says which files it recognises, how it loads them, which
+conversions the loader offers (``load_choices``: Load DiMOO Model's ``weight_dtype``), which
+``--weight-dtype`` names ``python -m ladr_core.dimoo.save`` writes (``save_choices``), its
+weights' memory (``weight_bytes``, what the doctor and the loader's refusal report; a test
+holds it to a load's) and which ComfyUI layer classes run it (``operations``); the loader, the
+save command and the calibration ask this registry and never name a format.
 
 Built in: ``official`` (the folder as stored, the fallback reader), ``fp8`` (the pack's fp8),
-``comfy`` (ComfyUI's quantized folders), ``gguf`` (one ``.gguf`` file). ``weight_bytes`` is what
-``python -m ladr_core.doctor`` and the loader's refusal report for a folder as stored and with
-each conversion (tests/dimoo/test_weight_formats.py holds it to what a load holds).
-
-Adding a format: one module here with one decorated class, plus its tests; nothing else names
-it. This one (tests/dimoo/test_weight_formats.py runs it: the loader then offers
-``fp8_e4m3fn_tensor`` and loads through it) offers the pack's fp8 with one scale per matrix
-while loading::
+``comfy`` (ComfyUI's quantized folders), ``gguf`` (one ``.gguf`` file). Adding a format is one
+module here and its tests. This one (tests/dimoo/test_weight_formats.py runs it) offers the
+pack's fp8 with one scale per matrix while loading::
 
     from dataclasses import replace
     from typing import ClassVar
@@ -65,7 +57,7 @@ from ...model.config import LLaDAConfig
 from ...model.transformer import LLaDAModel
 
 __all__ = ["DEFAULT", "LoadRequest", "SaveOptions", "WeightFormat", "check_load_choice",
-           "file_suffixes", "format_names", "load_choices", "load_format", "parameter_shapes",
+           "file_suffixes", "load_choices", "load_format", "parameter_shapes",
            "register_format", "save_choices", "save_format", "stored_format",
            "unregister_format", "weight_formats"]
 
@@ -76,9 +68,8 @@ _REGISTRY: dict[str, WeightFormat] = {}
 
 @dataclass(frozen=True)
 class LoadRequest:
-    """What the caller of ``load_checkpoint`` asked for: the compute ``dtype`` on ``device``,
-    the transformer's weights on ``weights_at``, ``weight_dtype`` (a load choice, None =
-    as stored), the pack fp8's ``fp8_scale`` kind and the host's layer classes."""
+    """What the caller of ``load_checkpoint`` asked for (its arguments; the transformer's
+    weights go to ``weights_at``)."""
 
     device: torch.device
     dtype: torch.dtype
@@ -90,10 +81,8 @@ class LoadRequest:
 
 @dataclass(frozen=True)
 class SaveOptions:
-    """How ``save`` writes: ``dtype`` for what is not quantized, the pack fp8's and ComfyUI
-    int8's scale kinds, the ``device`` converting, and ``input_amax`` (None: no input scales)
-    a callable measuring the ComfyUI fp8 layers' input ranges, called only by a format that
-    writes them."""
+    """How ``save`` writes; ``input_amax`` (None: no input scales) measures the ComfyUI fp8
+    layers' input ranges, called only by a format that writes them."""
 
     dtype: torch.dtype = torch.bfloat16
     fp8_scale: str = "channel"
@@ -194,10 +183,6 @@ def weight_formats() -> list[WeightFormat]:
     """The registered formats, by rank then name."""
     _load_builtins()
     return sorted(_REGISTRY.values(), key=lambda f: (f.rank, f.name))
-
-
-def format_names() -> list[str]:
-    return [f.name for f in weight_formats()]
 
 
 def load_choices() -> list[str]:
