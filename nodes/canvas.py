@@ -95,9 +95,8 @@ def range_error(name: str, value: object) -> InputError | None:
 
 CANVAS_ID = "LADR_Canvas"
 _NOTED: dict[tuple, tuple | None] = {}
-"""(canvas node id, width, height) of a prompt ComfyUI is about to validate -> the grids of the
-models its sampler is connected to (``connected_grids`` items), or None where two prompts noted
-for the same key disagreed; taken by that canvas's ``validate_inputs`` (``note_prompt``)."""
+"""(canvas node id, width, height) -> the grids ``note_prompt`` noted for that canvas's
+``validate_inputs`` (None where two prompts disagreed)."""
 _NOTED_MAX = 256  # entries a prompt never validated (a canvas that feeds no output) leave
 
 

@@ -7,25 +7,20 @@ contract like the step record's: added, never renamed.
   phase (str)      exploration | structure | refinement | n/a   (of the shown image)
   strategy (str)   ladr | baseline | prophet             nfe (int, denoiser calls so far)
   masked_pct (float, % of the shown image still masked)  rescued / unmasked (int, this step)
-  progress (float) in [0, 1]: (images finished + each image in flight's t_eff =
-                   gamma^-1(masked share of what it generates)) / images, after the step
-                   (cosine schedule, the one generate() uses); monotone, 1.0 at the end;
-                   a multi-turn edit's turns share it: (turn - 1 + that) / turns
+  progress (float) in [0, 1]: (images finished + each image in flight's gamma^-1(masked
+                   share), cosine) / images; monotone, 1.0 at the end; a multi-turn
+                   edit's turns share it: (turn - 1 + that) / turns
   turn / turns (int) 1-based turn of a multi-turn edit and their count (1 / 1 otherwise)
   grid [h, w]      token grid; bitmaps below are h*w bits, row-major, MSB first, base64
   rescued_bits     tokens rescued by LADR this step      masked_bits   tokens still masked
   image (int)      1-based index of the shown image (the first in flight; a rolling batch
                    moves on as images finish)           images (int) in the whole run
   images_done (int) images finished before this step
-  done (bool)      True on the final event, which adds `stats` (see `stats_dict`), the run's
-                   map (`RunMap.fields`: rescued_run_bits, decode_order_b64) and
-                   finished_at (float, Unix seconds); the sampler also returns that event as
-                   its UI output "ladr_step_map", so ComfyUI's history, a cached run's
-                   "executed" message and a workflow tab keep it, with "preview" (the last
-                   preview saved in ComfyUI's temp folder, also the node's UI image)
+  done (bool)      True on the final event, which adds `stats` (`stats_dict`), the run's map
+                   (`RunMap.fields`) and finished_at (Unix seconds); the sampler also returns
+                   it as its UI output "ladr_step_map" (handles.step_map_ui) with "preview"
 
-The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
-Progress); the event carries no picture.
+The image travels through ONE channel, ComfyUI's progress-bar preview; the event carries none.
 """
 
 from __future__ import annotations

@@ -187,14 +187,12 @@ def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = N
 
 
 def free_memory(device: torch.device) -> int | None:
-    """Free bytes on `device` for new work: ComfyUI's own figure inside the host (it counts
-    what it can still evict), else CUDA's; None for a CPU."""
+    """Free bytes on a CUDA `device` for new work: ComfyUI's own figure inside the host (it
+    counts what it can still evict), else CUDA's; None for any other device."""
+    if device.type != "cuda":
+        return None
     mm = _comfy_module("comfy.model_management")
-    if mm is not None and device.type != "cpu":
-        return int(mm.get_free_memory(device))
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    return None
+    return int(mm.get_free_memory(device) if mm is not None else torch.cuda.mem_get_info(device)[0])
 
 
 def load_to_device(patchers: Patchers | None, memory_required: int = 0,

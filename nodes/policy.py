@@ -142,14 +142,6 @@ def build_strategy(preset: str, fields: PolicyFields) -> LADR:
     return LADR(build_policy(preset, fields))
 
 
-def build_prophet(threshold_early: float, threshold_middle: float, threshold_late: float,
-                  middle_start: float, late_start: float) -> Prophet:
-    """Prophet Policy widgets -> Prophet(ProphetPolicy) (validated)."""
-    return Prophet(ProphetPolicy(
-        thresholds=(float(threshold_early), float(threshold_middle), float(threshold_late)),
-        progress_bounds=(float(middle_start), float(late_start))))
-
-
 def checked(node: str, build: Callable[[], object]) -> object:
     """`build()` with the core's message prefixed by the node's name: combinations of widgets
     are checked at run time, one message naming the field (nodes/validate.py rule 3)."""
@@ -342,8 +334,9 @@ class ProphetPolicyNode(io.ComfyNode):
             "threshold_early": threshold_early, "threshold_middle": threshold_middle,
             "threshold_late": threshold_late, "middle_start": middle_start,
             "late_start": late_start})  # NaN named by its widget, not the policy's field
-        return io.NodeOutput(checked("Prophet Policy", lambda: build_prophet(
-            threshold_early, threshold_middle, threshold_late, middle_start, late_start)))
+        return io.NodeOutput(checked("Prophet Policy", lambda: Prophet(ProphetPolicy(
+            thresholds=(float(threshold_early), float(threshold_middle), float(threshold_late)),
+            progress_bounds=(float(middle_start), float(late_start))))))
 
 
 def describe(strategy: Strategy) -> str:

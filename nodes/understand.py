@@ -62,25 +62,14 @@ def make_callback(progress: host.Progress) -> Callable[[dict], None]:
     return on_forward
 
 
-def answers_in_flight(pipe: Any, job: Any) -> int:
-    """Answers in one pass: the library's choice with the host's count of free memory."""
-    device = pipe.device
-    free = host.free_memory(device) if device.type == "cuda" else None
-    return pipe.answers_in_flight(job, free)
-
-
-def chosen_rule(rule: str, answer_rule: object) -> object:
-    """The connected answer_rule socket's object, else the `rule` widget's name."""
+def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, rule: str,
+           max_answer: int, temperature: float, seed: int, size: str,
+           answer_rule: object = None) -> tuple[str, str]:
+    """(the answers, one line per image; the stats line); the library's InputError becomes one
+    message on this node's input. A connected `answer_rule` is used instead of `rule`."""
     check_socket("answer_rule", answer_rule, ladr_core.AnswerRule, "answer rule",
                  "DiMOO Answer Rule")
-    return rule if answer_rule is None else answer_rule
-
-
-def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
-           rule: str | object, max_answer: int, temperature: float, seed: int,
-           size: str) -> tuple[str, str]:
-    """(the answers, one line per image; the stats line); the library's InputError becomes one
-    message on this node's input."""
+    rule = rule if answer_rule is None else answer_rule
     check_numbers(node, {"temperature": temperature})  # before the model's own checks
     if max_answer < AUTO_LENGTH:
         raise input_error(node, "max_answer", f"is {max_answer}",
@@ -98,7 +87,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
                                            f"; or {err.fix}")
         raise node_error(node, err, fixes=fixes) from None
     host.load_to_device(model.patcher, pipe.understand_memory(job, 1))
-    flying = answers_in_flight(pipe, job)
+    flying = pipe.answers_in_flight(job, host.free_memory(pipe.device))
     progress = host.Progress.start(PROGRESS_TOTAL)
     with threads.torch_threads():
         res = pipe.run_understand(job, seed=seed, callback=make_callback(progress),
@@ -182,10 +171,9 @@ class DiMOOCaption(io.ComfyNode):
     def execute(cls, model: DiMOOModel, image: torch.Tensor, rule: str, max_answer: int,
                 temperature: float, seed: int, size: str,
                 answer_rule: object = None) -> io.NodeOutput:
-        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION,
-                                     rule=chosen_rule(rule, answer_rule),
+        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION, rule=rule,
                                      max_answer=max_answer, temperature=temperature,
-                                     seed=seed, size=size))
+                                     seed=seed, size=size, answer_rule=answer_rule))
 
 
 @register_node(menu=160)
@@ -220,7 +208,6 @@ class DiMOOAsk(io.ComfyNode):
     def execute(cls, model: DiMOOModel, image: torch.Tensor, question: str, rule: str,
                 max_answer: int, temperature: float, seed: int, size: str,
                 answer_rule: object = None) -> io.NodeOutput:
-        return io.NodeOutput(*answer(ASK, model, image, question,
-                                     rule=chosen_rule(rule, answer_rule),
+        return io.NodeOutput(*answer(ASK, model, image, question, rule=rule,
                                      max_answer=max_answer, temperature=temperature,
-                                     seed=seed, size=size))
+                                     seed=seed, size=size, answer_rule=answer_rule))
