@@ -19,10 +19,11 @@ import logging
 import os
 import shutil
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
@@ -153,8 +154,6 @@ def model_operations(fp8: bool = False, comfy_quant: bool = False, gguf: bool = 
     if ops is None:
         return None
     if comfy_quant:
-        from types import SimpleNamespace
-
         mm = _comfy_module("comfy.model_management")
         config = SimpleNamespace(quant_config={"mixed_ops": True})  # comfy.utils' own marker
         return ops.pick_operations(None, compute_dtype, load_device=mm.get_torch_device(),
@@ -269,27 +268,27 @@ def save_temp_image(pil: Any, prefix: str = "ladr_preview") -> dict | None:
     paths = _comfy_module("folder_paths")
     if paths is None:
         return None
-    import uuid  # noqa: PLC0415
-
     name = f"{prefix}_{uuid.uuid4().hex[:12]}.png"
     pil.save(os.path.join(paths.get_temp_directory(), name), "PNG", compress_level=1)
     return {"filename": name, "subfolder": "", "type": "temp"}
 
 
+def _server() -> Any | None:
+    """ComfyUI's ``PromptServer.instance``, None without a server (the lab, tests)."""
+    srv = _comfy_module("server")
+    return getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+
+
 def send_event(event: str, payload: dict) -> None:
     """`PromptServer.instance.send_sync(event, payload, sid)` to the client that queued the run."""
-    srv = _comfy_module("server")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
-    if instance is None:
-        return
-    instance.send_sync(event, payload, getattr(instance, "client_id", None))
+    if (instance := _server()) is not None:
+        instance.send_sync(event, payload, getattr(instance, "client_id", None))
 
 
 def add_prompt_handler(handler: Callable[[Any], Any]) -> bool:
     """``PromptServer.instance.add_on_prompt_handler``: ComfyUI hands `handler` each /prompt
     request's JSON before validating it and uses what it returns. False without a server."""
-    srv = _comfy_module("server")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    instance = _server()
     if instance is None or not hasattr(instance, "add_on_prompt_handler"):
         return False
     instance.add_on_prompt_handler(handler)
@@ -305,8 +304,7 @@ def serve_help_in_every_language(pages: Path = HELP_PAGES) -> list[str]:
     .../docs/<node>.md. This answers the second with the English page, so a frontend in another
     language shows it instead of "Help not found". Registered (before the static routes) for
     each name ComfyUI serves the pack's web folder under; returns those names."""
-    srv, nodes = _comfy_module("server"), _comfy_module("nodes")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    instance, nodes = _server(), _comfy_module("nodes")
     if instance is None or nodes is None:
         return []
     from aiohttp import web  # noqa: PLC0415
