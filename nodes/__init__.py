@@ -59,8 +59,7 @@ def _import_node_modules() -> None:
 
 
 def node_classes() -> list[type]:
-    """All node classes, in menu order; two under one `node_id` are refused (ComfyUI would keep
-    one)."""
+    """All node classes, in menu order; two under one `node_id` are refused (ComfyUI keeps one)."""
     _import_node_modules()
     classes = [_REGISTERED[menu] for menu in sorted(_REGISTERED)]
     seen: dict[str, type] = {}

@@ -22,8 +22,7 @@ __all__ = ["AUTO", "GPU_IN_FLIGHT", "MAX_IN_FLIGHT", "in_flight"]
 
 def in_flight(value: int, pipe: DiMOOPipeline, images: int, width: int, height: int,
               cache: MLCacheConfig | None) -> int:
-    """The images to keep in flight: `value`, or for AUTO the library's choice with the host's
-    free memory; never more than `images`."""
+    """`value`, or for AUTO the library's choice with the host's free memory; at most `images`."""
     if value != AUTO:
         return max(1, min(int(value), images))
     return images_in_flight(pipe.device, images,

@@ -69,8 +69,7 @@ def image_tensor(pil: Any) -> torch.Tensor:
 
 
 def check_size(model: DiMOOModel, prompts: list[str], size: int) -> None:
-    """``size`` (0 = default) on the model's token grid and within its context with these
-    prompts, checked before anything runs."""
+    """``size`` (0 = default) on the model's grid and within its context, before anything runs."""
     if size == 0:
         return
     pipe = model.pipe

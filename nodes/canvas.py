@@ -101,8 +101,7 @@ _NOTED_MAX = 256  # entries a prompt never validated (a canvas that feeds no out
 
 
 def _size_key(value: object) -> int | None:
-    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a value
-    no int holds (ComfyUI refuses those itself)."""
+    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a non-int."""
     try:
         return None if isinstance(value, list) else int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):

@@ -14,8 +14,7 @@ def _is_link(value: object) -> bool:
 
 
 def _model_name(prompt: dict, node: dict) -> str | None:
-    """The model_name of the Load DiMOO Model that feeds ``node``'s model input, or None (no
-    model input, a model_name fed by a link, a node that makes its own model)."""
+    """The model_name of the Load DiMOO Model feeding ``node``'s model input, or None."""
     seen: set[str] = set()
     while node.get("class_type") != LOADER:
         link = node.get("inputs", {}).get("model")

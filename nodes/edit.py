@@ -67,8 +67,7 @@ def prepare_job(model: DiMOOModel, image: torch.Tensor, instruction: str, edit_t
 
 
 def edit_rule(strategy: str, policy: Strategy | None, rule: SamplingRule | None) -> SamplingRule:
-    """The `rule` socket's, else the `strategy` widget with the `policy` socket (workflows saved
-    before the socket)."""
+    """The `rule` socket's, else (workflows saved before it) `strategy` with the `policy` socket."""
     check_socket("rule", rule, SamplingRule, "sampling rule", "DiMOO Sampling Rule")
     if rule is None:
         return build_rule(strategy, policy, node=NODE)

@@ -47,8 +47,7 @@ def pack_bits(mask: torch.Tensor) -> str:
 
 
 def rgb8(image: torch.Tensor) -> torch.Tensor:
-    """Float [H, W, 3] in [0, 1] -> uint8 [H, W, 3] on the tensor's device (so only bytes
-    cross to the CPU)."""
+    """Float [H, W, 3] in [0, 1] -> uint8 on the same device (only bytes cross to the CPU)."""
     return image.detach().clamp(0, 1).mul(255).round().to(torch.uint8)
 
 
@@ -142,8 +141,7 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
 
 
 def stats_dict(result: Any, strategy: str, planned: StepSchedule = run_stats.PLANNED) -> dict:
-    """GenerationResult -> the numbers the sampler reports, with `planned`'s official cost
-    (nodes/run_stats.py)."""
+    """GenerationResult -> the sampler's numbers, with `planned`'s official cost (run_stats)."""
     full = int(getattr(result, "token_forwards_full", 0) or 0)
     items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)

@@ -32,8 +32,7 @@ _CACHE: dict[tuple, DiMOOModel] = {}
 
 
 def root_choice(root: str) -> str:
-    """The choice of a checkpoint placed straight into the model folder ``root`` (its files,
-    config.json included, in models/lumina_dimoo/ itself rather than a sub-folder)."""
+    """The choice of a checkpoint placed straight into model folder ``root``, not a sub-folder."""
     return f"{os.path.basename(os.path.normpath(root))}/ (the folder itself)"
 
 

@@ -29,8 +29,7 @@ contract; a saved workflow naming one now runs its steps."""
 
 
 def node_schedule(node: str, steps: int, denoise: float = 1.0) -> StepSchedule:
-    """A node's steps and denoise widgets -> the run's schedule, checked once (one error on the
-    input: a hand-edited workflow, a linked value)."""
+    """A node's steps and denoise widgets -> the run's schedule, checked once, on its input."""
     try:
         return StepSchedule(steps, denoise)
     except InputError as err:

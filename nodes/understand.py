@@ -52,8 +52,7 @@ def stats_line(res: Any) -> str:
 
 
 def make_callback(progress: host.Progress) -> Callable[[dict], None]:
-    """After each forward: the interrupt check (a BaseException: nothing catches it) and the
-    progress bar."""
+    """After each forward: the interrupt check (a BaseException: never caught), the bar."""
 
     def on_forward(record: dict) -> None:
         host.check_interrupt()
