@@ -1,12 +1,8 @@
 """ComfyUI V3 nodes of the pack: a thin adapter over `ladr_core` (docs/CONVENTIONS.md, "Thin V3 nodes").
 
-A node joins the pack where it is written, with no list to edit: its class carries
-`@register_node(menu=<position>)`, and `node_classes()` imports every module of this package
-(the first time it is called, from `comfy_entrypoint`) and returns the registered classes in
-menu order. So importing `nodes` imports no node module. `nodes.host` is the only module
-touching ComfyUI. The names code outside the pack may use (the lab's graph runner and studies)
-are `__all__`, each imported from its module on first use (docs/CONVENTIONS.md, "Public
-names").
+A node joins the pack with no list to edit: its class carries `@register_node(menu=<position>)`
+and `node_classes()` imports every module of this package on its first call (importing `nodes`
+imports none). `__all__`: the names the lab uses, each imported from its module on first use.
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ _EXPORTS = by_module({
     ".edit": "DiMOOEdit",
     ".policy": "LADRPolicyNode PolicyFields build_strategy",
     ".rules": "AUTO RuleFields build_rule",
-    ".run": "make_callback node_schedule schedule_note",
+    ".run": "make_callback",
     ".decode": "decode_tokens",
     ".understand": "CAPTION_QUESTION one_line",
 })
@@ -40,10 +36,8 @@ _REGISTERED: dict[int, type] = {}
 
 
 def register_node(menu: int) -> Callable[[type], type]:
-    """Class decorator: the node is one of the pack's, shown at menu position `menu` (an int;
-    the shipped nodes use multiples of 10, so a new one fits between two). A position another
-    class already holds is refused (ValueError naming both); the same class registered again
-    (a module reloaded) takes its place back."""
+    """Class decorator: one of the pack's nodes, at menu position `menu` (multiples of 10 so far).
+    A position another class holds is refused; the same class again (a reload) takes it back."""
 
     def add(cls: type) -> type:
         held = _REGISTERED.get(menu)
@@ -65,8 +59,7 @@ def _import_node_modules() -> None:
 
 
 def node_classes() -> list[type]:
-    """All node classes, in menu order. Their `node_id`s are stable forever; two classes under
-    one `node_id` are refused (ValueError naming both), since ComfyUI would keep only one."""
+    """All node classes, in menu order; two under one `node_id` are refused (ComfyUI keeps one)."""
     _import_node_modules()
     classes = [_REGISTERED[menu] for menu in sorted(_REGISTERED)]
     seen: dict[str, type] = {}

@@ -1,11 +1,7 @@
 """DiMOO Answer Rule node -> the LADR_ANSWER_RULE socket: how DiMOO Caption and DiMOO Ask decode
-an answer's tokens, as one AnswerRule object (ladr_core/dimoo/tasks/answer_rules.py), the way
-DiMOO Sampling Rule hands the sampler a strategy object.
-
-The `rule` choices are the registered answer rules (`answer_rule_classes`, so a rule registered
-with ``@answer_rule`` appears with no edit here); a numeric widget reaches a rule that has a field
-of its name (`reads`), -1 keeps the rule's own default. A value the rule refuses is one message
-naming the widget, from the rule's own check.
+an answer, as one AnswerRule object (ladr_core/dimoo/tasks/answer_rules.py). The choices are the
+registered rules; a numeric widget reaches a rule with a field of its name (`reads`), -1 keeps
+the rule's default.
 """
 
 from __future__ import annotations
@@ -38,8 +34,8 @@ def reads(name: str) -> list[str]:
 
 
 def build_answer_rule(name: str, stop: bool, numbers: dict[str, float]) -> AnswerRule:
-    """Rule `name` with `stop` and the widgets it reads (AUTO: its default); ValueError
-    "<node>: <widget> ..." for a choice not registered or a value the rule refuses."""
+    """Rule `name` with `stop` and the widgets it reads; a bad choice or a value the rule refuses
+    is one ValueError "<node>: <widget> ..."."""
     classes = answer_rule_classes()
     if name not in classes:
         raise ValueError(f"{NODE}: rule {name!r} is not one of {list(classes)}")

@@ -1,12 +1,7 @@
-"""How many images the sampler and edit nodes keep in flight (their `max_batch` input, 0 =
-automatic).
-
-A prompt list longer than that runs as a rolling batch: each finished image makes room for the
-next prompt (ladr_core.sample's `max_batch`). The choice trades speed and memory: in float32
-on a CPU every image is the same whatever the number; on a GPU the pass's size changes which
-kernels run, so an image may differ in a near tie (docs/ARCHITECTURE.md section 3). The automatic choice is the library's own
-(`ladr_core.dimoo.images_in_flight`: 4 on a CPU, what the GPU's free memory holds up to 8), fed
-with ComfyUI's count of free memory, so a node and a Python call choose alike.
+"""How many images the sampler nodes keep in flight (`max_batch`, 0 = automatic); more roll in
+as images finish (ladr_core.sample's `max_batch`). It trades speed for memory: images are the
+same in float32 on a CPU, on a GPU nearly always (docs/ARCHITECTURE.md section 3). The automatic
+choice is the library's (`images_in_flight`) fed with ComfyUI's count of free memory.
 """
 
 from __future__ import annotations
@@ -27,11 +22,9 @@ __all__ = ["AUTO", "GPU_IN_FLIGHT", "MAX_IN_FLIGHT", "in_flight"]
 
 def in_flight(value: int, pipe: DiMOOPipeline, images: int, width: int, height: int,
               cache: MLCacheConfig | None) -> int:
-    """The images to keep in flight: `value`, or for AUTO the library's choice with the host's
-    free memory; never more than `images`."""
+    """`value`, or for AUTO the library's choice with the host's free memory; at most `images`."""
     if value != AUTO:
         return max(1, min(int(value), images))
-    device = pipe.device
-    free = host.free_memory(device) if device.type == "cuda" else None
-    return images_in_flight(device, images, pipe.image_bytes(width, height, cache is not None),
-                            free)
+    return images_in_flight(pipe.device, images,
+                            pipe.image_bytes(width, height, cache is not None),
+                            host.free_memory(pipe.device))

@@ -1,7 +1,6 @@
-"""ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`): the official
-Lumina-DiMOO Max-Logit Cache (ladr_core/dimoo/denoise/cache.py); its fields and presets:
-web/docs/LADR_MLCacheOptions/en.md. `preset` is the last input, so workflows saved before it load
-unchanged as "custom"; under a preset web/ladr_policy.js greys the fields and shows its values.
+"""ML-Cache Options node -> LADR_MLCACHE socket (`ladr_core.MLCacheConfig`): Lumina-DiMOO's
+Max-Logit Cache (ladr_core/dimoo/denoise/cache.py). `preset` is the last input, so workflows saved
+before it load as "custom"; under a preset web/ladr_policy.js greys the fields.
 """
 
 from __future__ import annotations
@@ -80,9 +79,7 @@ class MLCacheOptions(io.ComfyNode):
             outputs=[io.Custom(CACHE_TYPE).Output("cache", tooltip="ML-Cache options.")],
         )
 
-    # No validate_inputs: the schema's min/max are the whole check, and ComfyUI attaches each
-    # range error once, to its own input (nodes/validate.py). NaN and other values that pass
-    # the ranges are refused by MLCacheConfig in execute, naming the input.
+    # No validate_inputs: the schema's ranges, then MLCacheConfig's own check (nodes/validate.py).
 
     @classmethod
     def execute(cls, cache_ratio: float, warmup_ratio: float, refresh_interval: int,

@@ -1,11 +1,9 @@
-"""LADR Calibrate node: which setting is cheapest on the connected checkpoint without losing
-quality by the model's own self-score (ladr_core.calibrate), as a policy for the sampler; what it
-runs, outputs and saves: web/docs/LADR_Calibrate/en.md.
+"""LADR Calibrate node: the cheapest setting on the connected checkpoint that keeps quality by
+the model's own self-score (ladr_core.calibrate), as a policy (web/docs/LADR_Calibrate/en.md).
 
-A node of its own, not a `calibrated` preset on LADR Policy: a calibration belongs to a
-checkpoint (its file is keyed to the weights' fingerprint), the policy node has no model input,
-and a run takes minutes (progress bar, Cancel, a report to look at). Files go beside the
-checkpoint, or under `ladr_calibration/` in the system's temporary folder when that is read-only.
+A node of its own, not a preset on LADR Policy: a calibration belongs to a checkpoint (keyed to
+the weights' fingerprint), the policy node has no model input, and a run takes minutes. Files
+go beside the checkpoint, or under the system's temporary folder when that is read-only.
 """
 
 from __future__ import annotations
@@ -58,23 +56,9 @@ def calibration_path(folder: Path) -> Path:
     return Path(tempfile.gettempdir()) / "ladr_calibration" / f"{key}.json"
 
 
-def wanted_conditions(model: DiMOOModel, prompts: list[str], seeds: int, size: int,
-                      steps: int) -> dict[str, Any]:
-    """The stored conditions a reusable calibration must have."""
-    pipe = model.pipe
-    return {"prompt_texts": prompts, "seeds": seeds, "size": size or pipe.default_size,
-            "steps": steps}
-
-
 def _matches(report: dict[str, Any], wanted: dict[str, Any]) -> bool:
     got = report.get("conditions") or {}
     return all(got.get(k) == v for k, v in wanted.items())
-
-
-def resolve_prompts(folder: Path, prompts: str) -> list[str]:
-    """The prompts widget (one per line; empty = the checkpoint's list, else the built-in)."""
-    lines = [p.strip() for p in prompts.splitlines() if p.strip()]
-    return lines or default_prompts(folder)[0]
 
 
 def image_tensor(pil: Any) -> torch.Tensor:
@@ -85,8 +69,7 @@ def image_tensor(pil: Any) -> torch.Tensor:
 
 
 def check_size(model: DiMOOModel, prompts: list[str], size: int) -> None:
-    """``size`` (0 = the checkpoint's default) on the model's token grid and within its context
-    with these prompts, checked before anything runs (the library's own size rule)."""
+    """``size`` (0 = default) on the model's grid and within its context, before anything runs."""
     if size == 0:
         return
     pipe = model.pipe
@@ -104,15 +87,16 @@ def check_size(model: DiMOOModel, prompts: list[str], size: int) -> None:
 
 def load_or_run(model: DiMOOModel, mode: str, prompts: str, seeds: int, size: int, steps: int,
                 budget_minutes: float, batch: int) -> tuple[Any, Any, str, Any]:
-    """(strategy, plot IMAGE, report text, contact sheet IMAGE) for the node (module
-    docstring)."""
+    """(strategy, plot IMAGE, report text, contact sheet IMAGE) for the node."""
     if mode not in MODES:
         raise input_error(NODE, "mode", f"is {mode!r}", f"use one of {MODES}")
     folder = checkpoint_folder(model)
     path = calibration_path(folder)
-    texts = resolve_prompts(folder, prompts)
+    # one prompt a line; empty: the checkpoint's list, else the built-in one
+    texts = [p.strip() for p in prompts.splitlines() if p.strip()] or default_prompts(folder)[0]
     check_size(model, texts, size)
-    wanted = wanted_conditions(model, texts, seeds, size, steps)
+    wanted = {"prompt_texts": texts, "seeds": seeds, "size": size or model.pipe.default_size,
+              "steps": steps}  # the conditions a stored calibration must have to be reused
     note = ""
     if mode != "run":
         try:
@@ -170,8 +154,7 @@ def _plot(report: dict[str, Any]) -> torch.Tensor:
 
 
 def _sheet(report: dict[str, Any]) -> torch.Tensor:
-    """The report's contact sheet as IMAGE; when there is none (it could not be written, or a
-    calibration saved without one), a card saying why and what to do."""
+    """The report's contact sheet as IMAGE, or a card saying why there is none."""
     from PIL import Image, ImageDraw
 
     path = report.get("sheet")

@@ -1,9 +1,7 @@
 """DiMOO Canvas, DiMOO Paint Canvas and DiMOO Token Canvas nodes -> the LADR_CANVAS socket
-(nodes/handles.Canvas): what DiMOO Sampler paints on, the way KSampler takes a LATENT from Empty
-Latent Image, from VAE Encode with a noise mask, or from another KSampler (inputs:
-web/docs/<node_id>/en.md). `prepare_job` turns a
-canvas and the prompts into the library's checked request (``pipe.prepare_text`` /
-``prepare_paint`` / ``prepare_tokens``) before the model loads.
+(nodes/handles.Canvas): what DiMOO Sampler paints on, as KSampler takes a LATENT from Empty Latent
+Image, VAE Encode with a noise mask, or another KSampler. `prepare_job` turns a canvas and the
+prompts into the library's checked request before the model loads.
 """
 
 from __future__ import annotations
@@ -42,9 +40,8 @@ def resolve_size(value: int) -> int | None:
 
 
 def model_grids() -> dict[str, int]:
-    """Pixels per token side of each model the pack knows, for messages given before one is
-    connected: the official Lumina-DiMOO's 16 px grid and the shipped nano's VQ factor (read
-    from its own config)."""
+    """Pixels per token side of each model the pack knows (Lumina-DiMOO's 16, the nano's own),
+    for messages given before one is connected."""
     grids = {"Lumina-DiMOO 8B": SIZE_STEP}
     if nano := nano_vq_factor():
         grids["dimoo-nano"] = nano
@@ -52,9 +49,8 @@ def model_grids() -> dict[str, int]:
 
 
 def connected_grids(prompt: object, node_id: object) -> dict[str, int]:
-    """The checkpoints a canvas's sampler is connected to (read from the prompt about to run,
-    nodes/connected.py) whose token grid is known without loading them -> pixels per token side
-    ({"dimoo-nano": 4}); empty when none is known."""
+    """The checkpoints a canvas's sampler is connected to in the prompt (nodes/connected.py) whose
+    grid is known without loading them -> pixels per token side ({"dimoo-nano": 4})."""
     grids = {}
     for name in connected_models(prompt, node_id):
         if (grid := model_grid(name)) is not None:
@@ -63,11 +59,9 @@ def connected_grids(prompt: object, node_id: object) -> dict[str, int]:
 
 
 def grid_error(name: str, value: object, grids: dict[str, int] | None = None) -> InputError | None:
-    """A width / height widget value off the token grid of the connected model (`grids`,
-    ``connected_grids``), named with that grid and its nearest valid sizes; with no connected
-    model known, one on no known model's grid (not a multiple of their common divisor), named
-    with every grid. None when the size is drawn (SIZE_AUTO, or fed by a link: None). The
-    pipeline checks the model's own grid again when the sampler runs (ladr_core.dimoo.denoise.prompt.size_error)."""
+    """A width / height off the connected models' token grid (`grids`), or with none known, on no
+    known model's grid, with the nearest valid sizes; None for SIZE_AUTO or a link. The
+    pipeline checks the model's own grid again when the sampler runs."""
     if not isinstance(value, int) or isinstance(value, bool) or value == SIZE_AUTO:
         return None
     for label, g in (grids or {}).items():
@@ -88,9 +82,8 @@ def grid_error(name: str, value: object, grids: dict[str, int] | None = None) ->
 
 
 def range_error(name: str, value: object) -> InputError | None:
-    """A width / height outside 0..SIZE_MAX (a workflow file or an API prompt: the widget
-    clamps), in the words of ComfyUI's own range check, which it skips for the inputs a
-    ``validate_inputs`` names (nodes/validate.py)."""
+    """A width / height outside 0..SIZE_MAX (a workflow file, an API prompt) in the words of
+    ComfyUI's range check, which it skips for inputs a ``validate_inputs`` names."""
     if not isinstance(value, int) or isinstance(value, bool) or SIZE_AUTO <= value <= SIZE_MAX:
         return None
     if value > SIZE_MAX:
@@ -102,15 +95,13 @@ def range_error(name: str, value: object) -> InputError | None:
 
 CANVAS_ID = "LADR_Canvas"
 _NOTED: dict[tuple, tuple | None] = {}
-"""(canvas node id, width, height) of a prompt ComfyUI is about to validate -> the grids of the
-models its sampler is connected to (``connected_grids`` items), or None where two prompts noted
-for the same key disagreed; taken by that canvas's ``validate_inputs`` (``note_prompt``)."""
+"""(canvas node id, width, height) -> the grids ``note_prompt`` noted for that canvas's
+``validate_inputs`` (None where two prompts disagreed)."""
 _NOTED_MAX = 256  # entries a prompt never validated (a canvas that feeds no output) leave
 
 
 def _size_key(value: object) -> int | None:
-    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a value
-    no int holds (ComfyUI refuses those itself: infinity, NaN, a word)."""
+    """A size as ComfyUI's validation hands it on (``int(value)``); None for a link or a non-int."""
     try:
         return None if isinstance(value, list) else int(value)  # type: ignore[arg-type]
     except (TypeError, ValueError, OverflowError):
@@ -118,13 +109,10 @@ def _size_key(value: object) -> int | None:
 
 
 def note_prompt(request: object) -> object:
-    """ComfyUI's on-prompt hook (``host.add_prompt_handler``): for each DiMOO Canvas of the
-    prompt about to be validated, note the grids of the models its sampler is connected to,
-    for its ``validate_inputs``, which ComfyUI calls without the prompt (its hidden PROMPT is
-    empty there). Two prompts with the same canvas id and size but other models, posted at
-    once, note nothing usable: their validation falls back to "on no model's grid" and the
-    canvas's execution checks the connected grid (before the model loads). Returns `request`
-    unchanged."""
+    """ComfyUI's on-prompt hook: for each DiMOO Canvas of the prompt about to be validated, note
+    the grids of its sampler's models for its ``validate_inputs``, which ComfyUI calls without
+    the prompt. Two prompts that disagree on a key note nothing (validation then falls back to
+    "on no model's grid"; execute checks the connected grid). Returns `request` unchanged."""
     prompt = request.get("prompt") if isinstance(request, dict) else None
     if not isinstance(prompt, dict):
         return request
@@ -141,8 +129,7 @@ def note_prompt(request: object) -> object:
 
 
 def noted_grids(node_id: object, width: object, height: object) -> dict[str, int] | None:
-    """The grids ``note_prompt`` noted for this canvas and size (taken: each is used once),
-    or None when none was (no hook, a link, two prompts that disagreed)."""
+    """The grids ``note_prompt`` noted for this canvas and size (each taken once), or None."""
     entry = _NOTED.pop((str(node_id), _size_key(width), _size_key(height)), None)
     return None if entry is None else dict(entry)
 
@@ -151,12 +138,9 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
                 negative_prompt: str | None, cfg: float | None, node: str,
                 names: dict[str, str] | None = None,
                 fit_fix: str = FIT_FIX, denoise: float = 1.0) -> TextJob | PaintJob:
-    """The request, checked once by the library before the model loads: text to image at the
-    canvas's size, or inpaint / outpaint of its picture (no mask: the whole picture, image to
-    image) at the strength `denoise`, or of its tokens. A text canvas has no picture: denoise
-    < 1 is refused.
-    Every message starts with `node` and names its input (`names`: the library's argument ->
-    that input)."""
+    """The request, checked once by the library before the model loads: text to image (denoise
+    < 1 refused: no picture), or a redraw of the canvas's picture or tokens at `denoise`. Each
+    message starts with `node` and names its input (`names`: library argument -> input)."""
     try:
         if canvas.tokens is not None:
             return pipe.prepare_tokens(prompts, canvas.tokens.tokens, canvas.tokens.width,
@@ -177,9 +161,8 @@ def prepare_job(pipe: DiMOOPipeline, prompts: list[str], canvas: Canvas, *,
 
 
 def size_inputs() -> list:
-    """width and height (DiMOO Canvas and the legacy sampler). The schema's step is 16 px, a
-    size every model draws; on the canvas the web extension (web/ladr_canvas_grid.js) moves it
-    to the connected model's own grid, so every size that model draws can be typed."""
+    """width and height (DiMOO Canvas, the legacy sampler), stepping 16 px, a size every model
+    draws; web/ladr_canvas_grid.js moves the canvas's step to the connected model's grid."""
     steps = ("The widget steps on the connected model's token grid (dimoo-nano: 4 px, one "
              "token per 4 x 4 px; Lumina-DiMOO 8B: 16 px; 16 px while none is connected).")
     return [
@@ -219,12 +202,10 @@ class CanvasNode(io.ComfyNode):
 
     @classmethod
     def validate_inputs(cls, width: object = ABSENT, height: object = ABSENT) -> bool | str:
-        """At /prompt, before anything runs: a size out of range or off the token grid of the
-        connected model (noted from the prompt by ``note_prompt``; without a note, off every
-        model's grid), one message naming the input that is wrong. ComfyUI attaches it to
-        width AND height (both named here) and skips its own range check for them, hence
-        ``range_error``; the pack's web extension keeps the message on the input it names
-        (web/ladr_input_errors.js). A linked size (None here) is checked by ``execute``."""
+        """At /prompt: a size out of range or off the connected model's grid (``note_prompt``;
+        without a note, off every model's), one message naming the input. ComfyUI attaches it
+        to both inputs named here (web/ladr_input_errors.js keeps it on the one it names) and
+        skips its own range check for them, hence ``range_error``. A link is left to execute."""
         grids = noted_grids(getattr(cls.hidden, "unique_id", None), width, height)
         for name, value in (("width", width), ("height", height)):
             if (err := range_error(name, value) or grid_error(name, value, grids)) is not None:
@@ -233,12 +214,9 @@ class CanvasNode(io.ComfyNode):
 
     @classmethod
     async def execute(cls, width: int, height: int, batch_size: int) -> io.NodeOutput:
-        """The backstop of ``validate_inputs`` (a size fed by a link, a prompt validated without
-        the on-prompt note): a size off the connected model's token grid is refused here, once,
-        naming its input. Async, because ComfyUI runs a ready async node before the other ready
-        ones (comfy_execution/graph.py, ux_friendly_pick_node), so a canvas whose sizes are
-        widgets runs before Load DiMOO Model; one fed by a link waits for its source, which
-        ComfyUI may run after the load (tests/host/test_comfyui_integration.py)."""
+        """The backstop of ``validate_inputs`` (a linked size, no on-prompt note). Async: ComfyUI
+        runs a ready async node first (comfy_execution/graph.py, ux_friendly_pick_node), so a
+        canvas with widget sizes refuses a bad one before Load DiMOO Model loads."""
         hidden = cls.hidden
         grids = connected_grids(getattr(hidden, "prompt", None), getattr(hidden, "unique_id", None))
         for name, value in (("width", width), ("height", height)):

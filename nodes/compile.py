@@ -1,8 +1,7 @@
 """Compile DiMOO: opt-in `torch.compile` of the transformer (LADR_DIMOO_MODEL in -> out).
 
-Like ComfyUI's own TorchCompileModel: nothing is compiled until the sampler runs; the first
-run with a new shape (prompt lengths, size, cache on/off) pays the compile once (logged with its
-time), later queue runs reuse it. The loaded model stays eager for workflows that skip this node.
+Like ComfyUI's TorchCompileModel: the first run of each new shape pays the compile (logged),
+later runs reuse it; the loaded model stays eager for workflows that skip this node.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""Which checkpoint a node's output reaches, read from the API prompt ComfyUI is about to run
-(``io.Hidden.prompt``), before any node has run: DiMOO Canvas checks its size on the token grid
-of the model its sampler is connected to, before Load DiMOO Model loads it (nodes/canvas.py).
-
-A link in the prompt is ``[source node id, output index]``; a node's model comes through its
-``model`` input, from Load DiMOO Model or through a node that passes a model on (Compile DiMOO).
+"""Which checkpoint a node's output reaches, read from the API prompt ComfyUI is about to run,
+before any node has run (DiMOO Canvas's grid check, nodes/canvas.py). A link is ``[source node
+id, output index]``; a model comes through a ``model`` input from Load DiMOO Model, possibly
+through a node that passes it on (Compile DiMOO).
 """
 
 from __future__ import annotations
@@ -16,8 +14,7 @@ def _is_link(value: object) -> bool:
 
 
 def _model_name(prompt: dict, node: dict) -> str | None:
-    """The model_name of the Load DiMOO Model that feeds ``node``'s model input, or None (no
-    model input, a model_name fed by a link, a node that makes its own model)."""
+    """The model_name of the Load DiMOO Model feeding ``node``'s model input, or None."""
     seen: set[str] = set()
     while node.get("class_type") != LOADER:
         link = node.get("inputs", {}).get("model")

@@ -15,9 +15,7 @@ KEY_PARTS = ("checkpoint", "checkpoint", "dtype", "device", "weight_dtype")
 
 
 def key_mismatch(tokens: DiMOOTokens, model: DiMOOModel) -> str:
-    """What differs between the model that made ``tokens`` and ``model``, and the fix:
-    another checkpoint (another codebook) or only the loader's dtype / device / weight_dtype
-    (the same codebook, loaded another way)."""
+    """How the model that made ``tokens`` differs from ``model`` (codebook or settings), and the fix."""
     made = "were encoded (DiMOO VQ Encode)" if "encoded" in tokens.stats else "were sampled"
     mine, theirs = tuple(model.key), tuple(tokens.model_key)
     if len(mine) < 2 or len(theirs) < 2 or mine[:2] != theirs[:2]:

@@ -1,8 +1,6 @@
-"""DiMOO Edit node: reference image + instruction -> edited image tokens (image-to-image).
-
-The official Lumina-DiMOO editing path (ladr_core/dimoo/tasks/editing.py): the edit type's prompt
-template, the reference image's tokens in the prompt, text and image guidance. Any strategy
-runs it through the same sampler loop; progress, previews and stats as the DiMOO Sampler.
+"""DiMOO Edit node: reference image + instruction -> edited image tokens, the official
+Lumina-DiMOO editing path (ladr_core/dimoo/tasks/editing.py) under any strategy, with the
+sampler's progress, previews and stats (nodes/run.py).
 """
 
 from __future__ import annotations
@@ -18,13 +16,12 @@ from .handles import (
     MODEL_TYPE,
     POLICY_TYPE,
     RULE_TYPE,
-    TOKENS_TYPE,
     DiMOOModel,
     SamplingRule,
 )
 from .rules import STRATEGIES, build_rule
 from .run import generate_tokens, node_schedule
-from .sampler import SEED_MAX, check_cache
+from .sampler import SEED_MAX, check_cache, token_outputs
 from .validate import check_socket, input_error, node_error
 
 io, _ = host.v3()
@@ -39,10 +36,8 @@ NAMES = {"style": "style_image"}  # the library's argument -> this node's input
 def prepare_job(model: DiMOOModel, image: torch.Tensor, instruction: str, edit_type: str,
                 cfg: float, image_cfg: float, cache: MLCacheConfig | None,
                 style_image: torch.Tensor | None = None, size: str = OFFICIAL_SIZE) -> EditJob:
-    """The edit, checked once by the library (``pipe.prepare_edit``: the model's ability to
-    edit, from its own config; the edit type; the images' values, sizes and batches; the
-    instruction) before anything loads, one message per mistake on its input. The library
-    applies the official editing size, as from Python."""
+    """The edit, checked once by ``pipe.prepare_edit`` before anything loads (one message per
+    mistake, on its input); the graph-only mistakes (size, style_image) here."""
     if size not in SIZE_CHOICE:
         raise input_error(NODE, "size", f"{size!r} is not a size choice",
                           f"use one of {', '.join(SIZES)}")
@@ -72,8 +67,7 @@ def prepare_job(model: DiMOOModel, image: torch.Tensor, instruction: str, edit_t
 
 
 def edit_rule(strategy: str, policy: Strategy | None, rule: SamplingRule | None) -> SamplingRule:
-    """The rule to run: the `rule` socket's (DiMOO Sampling Rule, as DiMOO Sampler takes it),
-    else the `strategy` widget with the `policy` socket (workflows saved before the socket)."""
+    """The `rule` socket's, else (workflows saved before it) `strategy` with the `policy` socket."""
     check_socket("rule", rule, SamplingRule, "sampling rule", "DiMOO Sampling Rule")
     if rule is None:
         return build_rule(strategy, policy, node=NODE)
@@ -85,8 +79,7 @@ def edit_rule(strategy: str, policy: Strategy | None, rule: SamplingRule | None)
 
 
 def _batch(image: object) -> int:
-    """An IMAGE's batch size (anything but an image batch counts 1: the library's check refuses
-    it, naming the input)."""
+    """An IMAGE's batch size (anything else counts 1: the library refuses it, naming it)."""
     return int(image.shape[0]) if isinstance(image, torch.Tensor) and image.dim() == 4 else 1
 
 
@@ -111,10 +104,7 @@ class DiMOOEdit(io.ComfyNode):
             "area, its shape kept); the output has that size. The built-in nano model cannot "
             "edit.",
             inputs=_inputs(),
-            outputs=[
-                io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
-                io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
-            ],
+            outputs=token_outputs(),
             hidden=[io.Hidden.unique_id],
         )
 

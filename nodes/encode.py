@@ -1,9 +1,5 @@
-"""DiMOO VQ Encode node: IMAGE [B, H, W, 3] -> image tokens (the official VQ encoding).
-
-What the sampler keeps of a known region is these codes: VQ Encode -> VQ Decode shows the VQ's
-reconstruction of an image (what inpainting without paste-back keeps). The image must be on the
-VQ grid (multiples of the VQ factor), or be fitted: crop (centre) or resize (to the nearest
-valid sizes).
+"""DiMOO VQ Encode node: IMAGE [B, H, W, 3] -> image tokens (the official VQ encoding): VQ
+Encode -> VQ Decode shows what inpainting without paste-back keeps of a known region.
 """
 
 from __future__ import annotations
@@ -34,8 +30,7 @@ def encode_image(model: DiMOOModel, image: object, fit: str = "exact") -> DiMOOT
         image = check_image(image, factor, "image", fix="set fit to crop or resize")
     except ValueError as exc:
         raise ValueError(f"{NODE}: {exc}") from None
-    # images are encoded one at a time; the encoder mirrors the decoder's widths, so one
-    # image's decode memory bounds what it needs beyond the weights
+    # one image at a time; the encoder mirrors the decoder, so one decode's memory bounds it
     host.load_to_device(model.patcher, pipe.decode_bytes(image.shape[2], image.shape[1]),
                         vq_only=True)
     with torch.inference_mode(), threads.torch_threads():

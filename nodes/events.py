@@ -7,25 +7,20 @@ contract like the step record's: added, never renamed.
   phase (str)      exploration | structure | refinement | n/a   (of the shown image)
   strategy (str)   ladr | baseline | prophet             nfe (int, denoiser calls so far)
   masked_pct (float, % of the shown image still masked)  rescued / unmasked (int, this step)
-  progress (float) in [0, 1]: (images finished + each image in flight's t_eff =
-                   gamma^-1(masked share of what it generates)) / images, after the step
-                   (cosine schedule, the one generate() uses); monotone, 1.0 at the end;
-                   a multi-turn edit's turns share it: (turn - 1 + that) / turns
+  progress (float) in [0, 1]: (images finished + each image in flight's gamma^-1(masked
+                   share), cosine) / images; monotone, 1.0 at the end; a multi-turn
+                   edit's turns share it: (turn - 1 + that) / turns
   turn / turns (int) 1-based turn of a multi-turn edit and their count (1 / 1 otherwise)
   grid [h, w]      token grid; bitmaps below are h*w bits, row-major, MSB first, base64
   rescued_bits     tokens rescued by LADR this step      masked_bits   tokens still masked
   image (int)      1-based index of the shown image (the first in flight; a rolling batch
                    moves on as images finish)           images (int) in the whole run
   images_done (int) images finished before this step
-  done (bool)      True on the final event, which adds `stats` (see `stats_dict`), the run's
-                   map (`RunMap.fields`: rescued_run_bits, decode_order_b64) and
-                   finished_at (float, Unix seconds); the sampler also returns that event as
-                   its UI output "ladr_step_map", so ComfyUI's history, a cached run's
-                   "executed" message and a workflow tab keep it, with "preview" (the last
-                   preview saved in ComfyUI's temp folder, also the node's UI image)
+  done (bool)      True on the final event, which adds `stats` (`stats_dict`), the run's map
+                   (`RunMap.fields`) and finished_at (Unix seconds); the sampler also returns
+                   it as its UI output "ladr_step_map" (handles.step_map_ui) with "preview"
 
-The image itself travels through ONE channel, ComfyUI's progress-bar preview (nodes/host.py
-Progress); the event carries no picture.
+The image travels through ONE channel, ComfyUI's progress-bar preview; the event carries none.
 """
 
 from __future__ import annotations
@@ -52,40 +47,26 @@ def pack_bits(mask: torch.Tensor) -> str:
 
 
 def rgb8(image: torch.Tensor) -> torch.Tensor:
-    """Float [H, W, 3] in [0, 1] -> uint8 [H, W, 3] on the tensor's device (so only bytes
-    cross to the CPU)."""
+    """Float [H, W, 3] in [0, 1] -> uint8 on the same device (only bytes cross to the CPU)."""
     return image.detach().clamp(0, 1).mul(255).round().to(torch.uint8)
 
 
-def to_pil(image: torch.Tensor, max_side: int | None = None) -> Any:
-    """Float [H, W, 3] in [0, 1] -> PIL RGB image (optionally shrunk to `max_side`)."""
+def to_pil(image: torch.Tensor) -> Any:
+    """Float [H, W, 3] in [0, 1] -> PIL RGB image."""
     from PIL import Image  # noqa: PLC0415 - pillow only when a preview is drawn
 
-    return shrink(Image.fromarray(rgb8(image).cpu().numpy(), "RGB"), max_side)
-
-
-def shrink(pil: Any, max_side: int | None) -> Any:
-    """Nearest-neighbour downscale so the longer side is <= max_side (token cells stay sharp)."""
-    if max_side is None or max(pil.size) <= max_side:
-        return pil
-    from PIL import Image  # noqa: PLC0415
-
-    scale = max_side / max(pil.size)
-    size = (max(1, round(pil.width * scale)), max(1, round(pil.height * scale)))
-    return pil.resize(size, Image.NEAREST)
+    return Image.fromarray(rgb8(image).cpu().numpy(), "RGB")
 
 
 def shown_slot(record: dict) -> int:
-    """The slot whose image the preview and the widget show: the first slot holding an image
-    (slot 0 = image 0 in a plain batch; in a rolling batch the first image still in flight)."""
+    """The slot the preview and the widget show: the first holding an image (in flight)."""
     return next((s for s, item in enumerate(record.get("items", [0])) if item >= 0), 0)
 
 
 def _step_bytes(record: dict, image: torch.Tensor | None) -> list[torch.Tensor]:
-    """What a step's event (and preview) needs, as flat uint8 tensors on the record's device:
-    the preview's RGB bytes [h, w, 3] (when given), the shown slot's masked / rescued /
-    unmasked rows [N] each, then every slot's masked count and count to generate and the shown
-    slot's phase as int32 bytes."""
+    """Flat uint8 tensors on the record's device: the preview's RGB bytes (if given), the shown
+    slot's masked / rescued / unmasked rows [N], then as int32 bytes every slot's masked count
+    and count to generate and the shown slot's phase."""
     masked_all = record["masked"]
     s = shown_slot(record)
     total = record.get("total")
@@ -102,13 +83,9 @@ def _step_bytes(record: dict, image: torch.Tensor | None) -> list[torch.Tensor]:
 
 def step_update(record: dict, node_id: str | None,
                 image: torch.Tensor | None) -> tuple[dict, Any]:
-    """(payload, PIL preview or None) for one step, from ONE device -> host transfer.
-
-    image: the step's preview, float [h, w, 3] in [0, 1] on the record's device (None: payload
-    only). The preview's uint8 conversion runs on the device, so only bytes cross, together
-    with the masks and counts: one host sync per step for the widget and the progress-bar
-    preview together, whatever the device.
-    """
+    """(payload, PIL preview or None) for one step. `image`: the preview, float [h, w, 3] in
+    [0, 1] on the record's device, made uint8 there so that only bytes cross with the masks and
+    counts: ONE host sync per step for the widget and the preview together."""
     parts = _step_bytes(record, image)
     flat = torch.cat(parts).cpu()
     pieces = list(flat.split([t.numel() for t in parts]))
@@ -121,8 +98,7 @@ def step_update(record: dict, node_id: str | None,
 
 
 def step_payload(record: dict, node_id: str | None) -> dict:
-    """Step record (ARCHITECTURE.md Sec. 1) -> JSON payload (module docstring), in one
-    transfer (``step_update`` without a preview)."""
+    """Step record -> JSON payload (module docstring): ``step_update`` without a preview."""
     return step_update(record, node_id, None)[0]
 
 
@@ -165,9 +141,7 @@ def _payload(record: dict, node_id: str | None, pieces: list[torch.Tensor]) -> d
 
 
 def stats_dict(result: Any, strategy: str, planned: StepSchedule = run_stats.PLANNED) -> dict:
-    """GenerationResult (ARCHITECTURE.md Sec. 2) -> the numbers the sampler reports; planned:
-    the schedule the run was given (nodes/run_stats.py adds the official sampler's passes for
-    the same job)."""
+    """GenerationResult -> the sampler's numbers, with `planned`'s official cost (run_stats)."""
     full = int(getattr(result, "token_forwards_full", 0) or 0)
     items = list(getattr(result, "item_nfe", None) or [])
     used = int(getattr(result, "token_forwards", 0) or 0)
@@ -200,10 +174,9 @@ def unpack_bits(b64: str, n: int) -> np.ndarray:
 
 
 class RunMap:
-    """The shown image's run as the step map's final frame draws it (web/ladr_preview_draw.js
-    ``trackRun``, the same rule): the tokens LADR's rescue decoded during the run, and the step
-    at which each was first seen decoded (0: never). A payload at step 1, or on another grid,
-    starts a new run."""
+    """The shown image's run as the step map's final frame draws it (``trackRun`` of
+    web/ladr_preview_draw.js): the tokens rescued, and the step each was first seen decoded
+    (0: never). A payload at step 1, or on another grid, starts a new run."""
 
     def __init__(self) -> None:
         self.rescued = np.zeros(0, dtype=bool)
@@ -229,8 +202,7 @@ class RunMap:
 
 def final_payload(node_id: str | None, stats: dict, last: dict | None,
                   run_map: RunMap | None = None) -> dict:
-    """The last event: the final step's payload (if any) with `done`, the stats, the run's map
-    and when it finished."""
+    """The last event: the final step's payload (if any), `done`, stats, run map, finish time."""
     out = dict(last) if last else {"node": None if node_id is None else str(node_id)}
     out.update({"done": True, "stats": stats, "finished_at": round(time.time(), 3),
                 **(run_map.fields() if run_map is not None else {})})

@@ -2,8 +2,7 @@
 
 Socket type names are part of saved workflows and must never change:
   LADR_DIMOO_MODEL  -> DiMOOModel      (Load DiMOO Model -> Sampler / VQ Decode)
-  LADR_POLICY       -> a ladr_core Strategy: LADR(policy, steps) from LADR Policy (a preset
-                       brings its T), Prophet(policy) from Prophet Policy
+  LADR_POLICY       -> a ladr_core Strategy: LADR(policy) or Prophet(policy) (the policy nodes)
   LADR_MLCACHE      -> ladr_core.MLCacheConfig
   LADR_TOKENS       -> DiMOOTokens     (Sampler -> VQ Decode)
   LADR_PAINT        -> ladr_core.dimoo.PaintOptions (LADR Paint Options -> legacy Sampler)
@@ -35,11 +34,8 @@ ANSWER_RULE_TYPE = "LADR_ANSWER_RULE"
 
 @dataclass(frozen=True, eq=False)
 class DiMOOModel:
-    """A loaded DiMOO pipeline (transformer + tokenizer + VQ) and its ComfyUI memory wrapper.
-
-    `key` identifies the loader inputs (checkpoint folder, dtype, device); tokens remember it so
-    VQ Decode can refuse tokens sampled by another checkpoint (different codebook).
-    """
+    """A loaded DiMOO pipeline and its ComfyUI memory wrapper. `key` identifies the loader
+    inputs (nodes/loader.py); tokens remember it, so VQ Decode refuses another codebook's."""
 
     pipe: DiMOOPipeline
     key: tuple
@@ -49,10 +45,8 @@ class DiMOOModel:
 
 @dataclass(frozen=True, eq=False)
 class DiMOOTokens:
-    """Sampled image tokens: `tokens` LongTensor [B, h*w] on CPU, row-major over `grid` (h, w).
-
-    `paint`: the PaintPlan of an inpaint / outpaint run (original pixels, regenerated tokens,
-    paste-back options) that VQ Decode applies after decoding; None for text-to-image."""
+    """Image tokens: LongTensor [B, h*w] on CPU, row-major over `grid` (h, w); `paint`: the
+    PaintPlan VQ Decode applies after decoding (None for text to image)."""
 
     tokens: torch.Tensor
     grid: tuple[int, int]
@@ -65,9 +59,8 @@ class DiMOOTokens:
 
 
 def step_map_ui(tokens: DiMOOTokens) -> dict | None:
-    """A sampler node's UI output: its run's final step-map event, which ComfyUI keeps in its
-    history, sends again for a cached run and a workflow tab restores (web/ladr_preview.js),
-    and its last preview as the node's image (the event's "preview": a temp file)."""
+    """A sampler node's UI output: the run's final step-map event (ComfyUI keeps it in its
+    history and resends it for a cached run: web/ladr_preview.js) and the last preview."""
     if tokens.step_map is None:
         return None
     shown = tokens.step_map.get("preview")
@@ -76,9 +69,8 @@ def step_map_ui(tokens: DiMOOTokens) -> dict | None:
 
 @dataclass(frozen=True)
 class SamplingRule:
-    """Which tokens each step commits: the strategy object, built once by DiMOO Sampling Rule
-    (a name becomes an object there, never again), and what the stats line says of the choice
-    (a connected policy of another kind, not used). T is settled by the run (nodes/run.py)."""
+    """Which tokens each step commits: the strategy object DiMOO Sampling Rule built, and the
+    stats line's note on the choice (a connected policy not used)."""
 
     strategy: Strategy
     note: str = ""
@@ -86,10 +78,9 @@ class SamplingRule:
 
 @dataclass(frozen=True, eq=False)
 class Canvas:
-    """What the sampler paints on: a size (0 = the checkpoint's default) and a batch for text
-    to image (DiMOO Canvas), or a picture (IMAGE [B, H, W, 3]) with its MASK ([B, H, W],
-    1 = regenerate) and paint options for inpainting / outpainting (DiMOO Paint Canvas), or
-    image tokens to redraw (DiMOO Token Canvas)."""
+    """What the sampler paints on: a size (0 = default) and batch (DiMOO Canvas), a picture
+    IMAGE [B, H, W, 3] with its MASK [B, H, W] (1 = regenerate) and paint options (DiMOO Paint
+    Canvas), or image tokens to redraw (DiMOO Token Canvas)."""
 
     width: int = 0
     height: int = 0

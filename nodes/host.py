@@ -5,17 +5,12 @@ function, so importing this module probes nothing. Without ComfyUI's runtime (`c
 imported) each device, memory, progress and event function falls back to CPU / a no-op, which
 is what lets the nodes' classmethods run under pytest.
 
-V3 API version: `comfy_api.v0_0_2`, pinned: the newest numbered API ComfyUI 0.33 ships
-(`comfy_api/version_list.py`: latest, 0.0.2, 0.0.1). Today it re-exports the same `io` and
-`ComfyExtension` as `comfy_api.latest`, but unlike `latest` (documented as moving) a numbered
+V3 API version: `comfy_api.v0_0_2`, pinned: the newest numbered API of ComfyUI 0.33. It
+re-exports what `comfy_api.latest` does, but unlike `latest` (documented as moving) a numbered
 version is kept as an adapter when the API evolves, so saved workflows keep their schema.
 
-Memory: the loader builds the transformer from `model_operations(fp8)` (`comfy.ops.manual_cast`
-for fp8 weights, else `disable_weight_init`); `wrap_for_memory(transformer, vq)` gives two
-ModelPatchers (`Patchers`); `load_to_device(patchers, memory_required)` loads the VQ whole, then
-the transformer without forcing a full load (partial loading, `--lowvram`, `--novram`,
-`--reserve-vram`), keeping `memory_required` free (the sampler and DiMOO Edit pass
-`pipe.run_memory` for their job); `load_to_device(..., vq_only=True)` before decoding.
+Memory: the transformer is built from `model_operations`, wrapped with the VQ in two
+ModelPatchers (`wrap_for_memory`) and loaded by `load_to_device` before each run.
 """
 
 from __future__ import annotations
@@ -24,10 +19,11 @@ import logging
 import os
 import shutil
 import sys
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import torch
@@ -47,11 +43,8 @@ def _comfy_module(name: str) -> ModuleType | None:
 
 
 def v3() -> tuple[Any, type]:
-    """(io module, ComfyExtension base) of ComfyUI's pinned V3 API, `comfy_api.v0_0_2`.
-
-    The one import of the API version. Outside ComfyUI the nodes cannot be declared (use
-    `ladr_core` from Python instead); the unit tests install a strict stand-in under that
-    name (tests/kit/comfy_stand_in.py)."""
+    """(io module, ComfyExtension base) of the pinned V3 API: the one import of its version.
+    The unit tests install a strict stand-in under that name (tests/kit/comfy_stand_in.py)."""
     try:
         from comfy_api.v0_0_2 import ComfyExtension, io  # noqa: PLC0415
     except ImportError as exc:
@@ -77,11 +70,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
 def pick_dtype(choice: str, device: torch.device) -> torch.dtype:
-    """`auto`: bf16 where the device computes it well, else fp32 (CPU matmuls in fp16 are slow).
-
-    Inside ComfyUI `auto` follows `should_use_bf16` for the device (and its `--fp32-unet`-style
-    flags through `unet_dtype`).
-    """
+    """`auto`: bf16 where the device computes it well, else fp32 (CPU matmuls in fp16 are slow);
+    inside ComfyUI its `unet_dtype` for the device (and its `--fp32-unet`-style flags)."""
     if choice not in DTYPES and choice != "auto":
         raise ValueError(f"dtype: {choice!r} is not one of auto, bf16, fp16, fp32")
     mm = _comfy_module("comfy.model_management")
@@ -121,10 +111,8 @@ EXAMPLE_INPUTS = Path(__file__).resolve().parents[1] / "example_workflows" / "in
 
 
 def install_example_inputs(source: Path = EXAMPLE_INPUTS) -> list[str]:
-    """Copy the example workflows' input images into ComfyUI's input/ folder, so the templates
-    run as opened. A file of that name already there is never replaced (the user's own, or an
-    edited copy); a folder we cannot write is a warning, not a failed load. Returns the names
-    copied."""
+    """Copy the example workflows' input images into ComfyUI's input/ folder (templates run as
+    opened); never replaces a file there, warns when it cannot write. Returns the names copied."""
     fp = _comfy_module("folder_paths")
     if fp is None or not source.is_dir():
         return []
@@ -156,25 +144,16 @@ def model_folder_paths() -> list[str]:
 # ---------------------------------------------------------------- memory management
 def model_operations(fp8: bool = False, comfy_quant: bool = False, gguf: bool = False,
                      compute_dtype: torch.dtype | None = None) -> Any | None:
-    """ComfyUI's layer classes for the transformer (None without the host = the core's own).
-
-    * ``comfy_quant`` (a folder in ComfyUI's quantized format): what ComfyUI picks for its own
-      quantized checkpoints, ``comfy.ops.pick_operations(..., model_config)`` with
-      ``quant_config`` set, i.e. ``mixed_precision_ops`` with the formats this device cannot
-      compute natively marked emulated; its fast fp8 / int8 matmuls and ``--fast`` flags apply.
-    * fp8 weights (the pack's per-channel format) and GGUF bytes: ``comfy.ops.manual_cast``
-      (weights cast or dequantized at use; the core derives its GGUF / scaled classes from it).
-    * otherwise ``disable_weight_init``.
-
-    All carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM and bring them over
-    at use when VRAM is short (partial loading, --lowvram, --novram, --reserve-vram).
-    """
+    """ComfyUI's layer classes for the transformer (None without the host = the core's own):
+    ComfyUI's quantized format gets what ComfyUI picks for its own quantized checkpoints
+    (``pick_operations`` with ``quant_config``: its fast fp8 / int8 matmuls, ``--fast``); fp8
+    and GGUF weights ``manual_cast`` (cast or dequantized at use); else ``disable_weight_init``.
+    All carry ``comfy_cast_weights``, so ModelPatcher can leave layers in RAM when VRAM is short
+    (partial loading, --lowvram, --novram, --reserve-vram)."""
     ops = _comfy_module("comfy.ops")
     if ops is None:
         return None
     if comfy_quant:
-        from types import SimpleNamespace
-
         mm = _comfy_module("comfy.model_management")
         config = SimpleNamespace(quant_config={"mixed_ops": True})  # comfy.utils' own marker
         return ops.pick_operations(None, compute_dtype, load_device=mm.get_torch_device(),
@@ -193,10 +172,7 @@ class Patchers:
 
 def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = None
                     ) -> Patchers | None:
-    """Wrap the weights in ComfyUI's ModelPatcher so `load_models_gpu` can place/evict them.
-
-    The patcher keeps ``transformer.device`` (where inputs go) at its load/offload device.
-    """
+    """The weights in ComfyUI's ModelPatchers, so `load_models_gpu` can place / evict them."""
     mp = _comfy_module("comfy.model_patcher")
     if mp is None:
         return None
@@ -210,25 +186,19 @@ def wrap_for_memory(transformer: torch.nn.Module, vq: torch.nn.Module | None = N
 
 
 def free_memory(device: torch.device) -> int | None:
-    """Free bytes on `device` for new work: ComfyUI's own figure inside the host (it counts
-    what it can still evict), else CUDA's; None for a CPU."""
+    """Free bytes on a CUDA `device` for new work: ComfyUI's own figure inside the host (it
+    counts what it can still evict), else CUDA's; None for any other device."""
+    if device.type != "cuda":
+        return None
     mm = _comfy_module("comfy.model_management")
-    if mm is not None and device.type != "cpu":
-        return int(mm.get_free_memory(device))
-    if device.type == "cuda":
-        return int(torch.cuda.mem_get_info(device)[0])
-    return None
+    return int(mm.get_free_memory(device) if mm is not None else torch.cuda.mem_get_info(device)[0])
 
 
 def load_to_device(patchers: Patchers | None, memory_required: int = 0,
                    vq_only: bool = False) -> None:
-    """Ask ComfyUI to load the weights (freeing other models if needed) before running.
-
-    The VQ is loaded whole first; then the transformer, partially when memory is short (no
-    forced full load), with the VQ kept loaded. ``memory_required``: the bytes the run needs
-    beyond the weights (``pipe.run_memory``; ``pipe.decode_bytes`` for a decode), which
-    ComfyUI keeps free, offloading weights if it must. ``vq_only``: just the VQ (decoding).
-    """
+    """Ask ComfyUI to load the weights before a run, freeing other models if needed: the VQ
+    whole, then (unless ``vq_only``) the transformer, partially when memory is short, keeping
+    ``memory_required`` bytes free for the run (``pipe.run_memory`` / ``pipe.decode_bytes``)."""
     mm = _comfy_module("comfy.model_management")
     if mm is None or patchers is None:
         return
@@ -293,34 +263,32 @@ class Progress:
 
 
 def save_temp_image(pil: Any, prefix: str = "ladr_preview") -> dict | None:
-    """Write a PIL image into ComfyUI's temp folder as PNG; the UI output entry that shows it
-    on a node ({"filename", "subfolder", "type": "temp"}), or None outside ComfyUI. ComfyUI
-    empties that folder when it starts."""
+    """A PIL image saved as PNG in ComfyUI's temp folder -> the UI output entry showing it on a
+    node ({"filename", "subfolder", "type": "temp"}); None outside ComfyUI."""
     paths = _comfy_module("folder_paths")
     if paths is None:
         return None
-    import uuid  # noqa: PLC0415
-
     name = f"{prefix}_{uuid.uuid4().hex[:12]}.png"
     pil.save(os.path.join(paths.get_temp_directory(), name), "PNG", compress_level=1)
     return {"filename": name, "subfolder": "", "type": "temp"}
 
 
+def _server() -> Any | None:
+    """ComfyUI's ``PromptServer.instance``, None without a server (the lab, tests)."""
+    srv = _comfy_module("server")
+    return getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+
+
 def send_event(event: str, payload: dict) -> None:
     """`PromptServer.instance.send_sync(event, payload, sid)` to the client that queued the run."""
-    srv = _comfy_module("server")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
-    if instance is None:
-        return
-    instance.send_sync(event, payload, getattr(instance, "client_id", None))
+    if (instance := _server()) is not None:
+        instance.send_sync(event, payload, getattr(instance, "client_id", None))
 
 
 def add_prompt_handler(handler: Callable[[Any], Any]) -> bool:
-    """``PromptServer.instance.add_on_prompt_handler(handler)``: ComfyUI hands it each /prompt
-    request's JSON before validating it (and uses what it returns; it logs an exception and
-    goes on). False when there is no server (the lab, tests without ComfyUI)."""
-    srv = _comfy_module("server")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    """``PromptServer.instance.add_on_prompt_handler``: ComfyUI hands `handler` each /prompt
+    request's JSON before validating it and uses what it returns. False without a server."""
+    instance = _server()
     if instance is None or not hasattr(instance, "add_on_prompt_handler"):
         return False
     instance.add_on_prompt_handler(handler)
@@ -332,14 +300,11 @@ HELP_PAGES = Path(__file__).resolve().parents[1] / "web" / "docs"
 
 
 def serve_help_in_every_language(pages: Path = HELP_PAGES) -> list[str]:
-    """Frontend 1.49.6 asks for a node's help at /extensions/<pack>/docs/<node>/<locale>.md,
-    then at .../docs/<node>.md. The pages are English, at the first address for `en`; this
-    answers the second with them, so a frontend in another language shows the English page
-    (one 404 for its own language first) instead of "Help not found". Registered for each name
-    ComfyUI serves this pack's web folder under (before its static routes, so this one
-    answers). Returns those names."""
-    srv, nodes = _comfy_module("server"), _comfy_module("nodes")
-    instance = getattr(getattr(srv, "PromptServer", None), "instance", None) if srv else None
+    """Frontend 1.49.6 asks for a node's help at .../docs/<node>/<locale>.md, then at
+    .../docs/<node>.md. This answers the second with the English page, so a frontend in another
+    language shows it instead of "Help not found". Registered (before the static routes) for
+    each name ComfyUI serves the pack's web folder under; returns those names."""
+    instance, nodes = _server(), _comfy_module("nodes")
     if instance is None or nodes is None:
         return []
     from aiohttp import web  # noqa: PLC0415

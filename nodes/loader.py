@@ -1,12 +1,7 @@
 """Load DiMOO Model: a checkpoint folder (official layout) or a GGUF file -> LADR_DIMOO_MODEL
-(inputs and formats: web/docs/LADR_LoadDiMOOModel/en.md; memory: nodes/host.py).
-
-Choices: the sub-folders holding a `config.json` of every `lumina_dimoo` model folder ComfyUI
-knows (or that folder itself when a checkpoint was placed straight into it), the `.gguf` files
-there and one folder down, and the built-in checkpoints (BUILT_IN); hidden entries, `vqvae/` and
-unfinished conversions are not listed. A refused folder's error carries the report of
-`python -m ladr_core.doctor` (ladr_core.diagnose). The loaded pipeline is cached across queue
-runs, keyed on (path, its mtime, dtype, device[, weight_dtype]); changing an input reloads.
+(web/docs/LADR_LoadDiMOOModel/en.md). A refused folder's error carries the report of
+`python -m ladr_core.doctor`. The loaded pipeline is cached across queue runs, keyed on (path,
+its mtime, dtype, device[, weight_dtype]); changing an input reloads.
 """
 
 from __future__ import annotations
@@ -37,12 +32,12 @@ _CACHE: dict[tuple, DiMOOModel] = {}
 
 
 def root_choice(root: str) -> str:
-    """The choice of a checkpoint placed straight into the model folder ``root`` (its files,
-    config.json included, in models/lumina_dimoo/ itself rather than a sub-folder)."""
+    """The choice of a checkpoint placed straight into model folder ``root``, not a sub-folder."""
     return f"{os.path.basename(os.path.normpath(root))}/ (the folder itself)"
 
 
 def _is_checkpoint(path: str) -> bool:
+    """A folder with a config.json whose conversion finished."""
     return os.path.isfile(os.path.join(path, "config.json")) and \
         not os.path.exists(os.path.join(path, INCOMPLETE_MARKER))
 
@@ -59,15 +54,12 @@ def _listed(root: str, name: str) -> str | None:
         return None  # hidden (a converter's staging folder or file), or a checkpoint's VQ
     if _one_file(name) and os.path.isfile(path):
         return name
-    if os.path.isfile(os.path.join(path, "config.json")):
-        return None if os.path.exists(os.path.join(path, INCOMPLETE_MARKER)) else name
-    return None
+    return name if _is_checkpoint(path) else None
 
 
 def model_choices() -> list[str]:
-    """[the built-in models] + sorted checkpoint folders (with a config.json) and the files of the
-    one-file weight formats, GGUF (in a model folder or one sub-folder down, as
-    ``sub/name.gguf``)."""
+    """[the built-in models] + sorted checkpoints of every model folder: the folder itself,
+    its checkpoint sub-folders and one-file weights (GGUF; also one folder down: sub/x.gguf)."""
     found: set[str] = set()
     for root in host.model_folder_paths():
         if not os.path.isdir(root):
@@ -126,10 +118,8 @@ def resolve_model_path(model_name: str) -> str:
 
 
 def model_grid(model_name: object) -> int | None:
-    """Pixels per token side of the checkpoint ``model_name`` names, read from its VQ config
-    without loading it (``ladr_core.vq_factor_of``): what the canvas checks a size against
-    before the model loads, and the step of its size widgets (``grid_table``); None when it is
-    not known so (a GGUF file, a name not installed)."""
+    """Pixels per token side of checkpoint ``model_name``, from its VQ config without loading it;
+    None when not known so (a GGUF file, a name not installed)."""
     try:
         path = resolve_model_path(model_name)  # type: ignore[arg-type]
     except ValueError:
@@ -138,8 +128,7 @@ def model_grid(model_name: object) -> int | None:
 
 
 def grid_table() -> dict[str, int]:
-    """For the web extension (the schema's ``ladr_grids`` on model_name): each listed choice
-    whose grid is known -> its pixels per token side (nodes/canvas.py, web/ladr_canvas_grid.js)."""
+    """For web/ladr_canvas_grid.js: each listed choice whose grid is known -> its grid."""
     return {name: grid for name in model_choices() if (grid := model_grid(name)) is not None}
 
 
@@ -158,9 +147,7 @@ def load_model(model_name: str, dtype: str, weight_dtype: str = "default") -> Di
     if cached is not None:
         return cached
     _CACHE.clear()  # one DiMOO at a time: drop the old one before loading the next
-    # Load onto the offload device; ComfyUI's load_models_gpu (host.load_to_device) moves the
-    # weights to `device` before each run (partially when VRAM is short), after freeing memory
-    # held by other models. Layers are built from ComfyUI's operations so that works.
+    # Loaded onto the offload device: host.load_to_device moves the weights before each run.
     kind = stored.operations(weight_dtype)  # which of ComfyUI's layer classes run it
     ops = host.model_operations(**({kind: True} if kind else {}), compute_dtype=torch_dtype)
     try:
@@ -187,22 +174,14 @@ def _remember(pipe: object, key: tuple, model_name: str) -> DiMOOModel:
 
 def load_pipeline(path: str, device: object, dtype: object, weight_dtype: str | None = None,
                   operations: object = None) -> object:
-    """`ladr_core.load_dimoo` (ARCHITECTURE.md Sec. 2); one seam for tests to substitute.
-    ``weight_dtype`` None: as stored; ``operations`` None: torch.nn (outside ComfyUI)."""
+    """`ladr_core.load_dimoo`: one seam for tests to substitute."""
     return ladr_core.load_dimoo(path, device=device, dtype=dtype, weight_dtype=weight_dtype,
                                 operations=operations)
 
 
 def one_file_formats() -> dict[str, str]:
-    """For the web extension's missing-checkpoint notice: each one-file weight format's file
-    ending -> what it is called ({".gguf": "GGUF file"})."""
+    """For the web extension's missing-checkpoint notice: {".gguf": "GGUF file", ...}."""
     return {f.suffix: f.label for f in formats.weight_formats() if f.suffix}
-
-
-def weight_dtype_choices() -> list[str]:
-    """The weight_dtype widget: "default" (as stored) and every registered format's conversions
-    while loading (ladr_core.dimoo.weights.formats), read when the schema is built."""
-    return formats.load_choices()
 
 
 def weight_dtype_tooltip() -> str:
@@ -244,7 +223,7 @@ class LoadDiMOOModel(io.ComfyNode):
                     "fp32 on CPU.",
                 ),
                 io.Combo.Input(
-                    "weight_dtype", options=weight_dtype_choices(), default="default",
+                    "weight_dtype", options=formats.load_choices(), default="default",
                     optional=True, tooltip=weight_dtype_tooltip(),
                 ),
             ],
@@ -253,8 +232,7 @@ class LoadDiMOOModel(io.ComfyNode):
 
     @classmethod
     def validate_inputs(cls, model_name: object = ABSENT) -> bool | str:
-        """Only `model_name` is named, so its error shows once, on it; dtype is a COMBO the
-        schema checks itself (nodes/validate.py)."""
+        """Names only `model_name`, so its error shows once, on it (nodes/validate.py)."""
         if model_name is ABSENT:  # not in the prompt: ComfyUI reports it missing
             return True
         try:

@@ -1,8 +1,6 @@
-"""Inpainting / outpainting on the nodes' side: the paint option widgets (-> `ladr_core.dimoo.
-PaintOptions`, shown by DiMOO Paint Canvas and by the deprecated LADR Paint Options node that the
-legacy sampler's `paint` input takes) and the checks of an `image` + `mask` pair that only the
-graph gets wrong, in execute before the model loads (nodes/validate.py rule 3); their values and
-sizes are the library's (``prepare_paint``, ladr_core/dimoo/tasks/painting.py).
+"""Inpainting / outpainting on the nodes' side: the paint option widgets (-> PaintOptions; DiMOO
+Paint Canvas and the deprecated LADR Paint Options node) and the checks of an `image` + `mask` pair
+that only the graph gets wrong; their values and sizes are the library's (``prepare_paint``).
 """
 
 from __future__ import annotations
@@ -36,10 +34,8 @@ def build_options(mask_threshold: float, mask_grow: int, paste_back: bool,
 
 def painting(image: Any, mask: Any, paint: Any, node: str = NODE,
              unpainted_fix: str = "disconnect image and mask") -> bool:
-    """Whether the sampler inpaints / outpaints: its image and mask are both connected (neither
-    = text to image). What only the graph can get wrong is refused here, naming the input and
-    the fix: one of the two connected, Load Image's empty 64x64 mask, a stale paint socket. The
-    image's and mask's values and sizes are checked once, by the library (prepare_paint)."""
+    """Whether the sampler paints: image and mask both connected (neither: text to image). Only
+    one of them, Load Image's empty 64x64 mask or a stale paint socket is refused here."""
     check_socket("paint", paint, PaintOptions, "paint options", "LADR Paint Options")
     if image is None and mask is None:
         return False
@@ -118,8 +114,6 @@ class PaintOptionsNode(io.ComfyNode):
             outputs=[io.Custom(PAINT_TYPE).Output("paint", tooltip="-> DiMOO Sampler (LADR, legacy)'s "
                                                     "paint.")],
         )
-
-    # No validate_inputs: the schema's ranges are the whole check (nodes/validate.py rule 1).
 
     @classmethod
     def execute(cls, mask_threshold: float, mask_grow: int, paste_back: bool,

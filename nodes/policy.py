@@ -1,13 +1,11 @@
 """LADR Policy and Prophet Policy nodes -> the LADR_POLICY socket, which carries a strategy object.
 
-LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`; it runs the sampler's steps) or,
-with `custom`, every field of `LADRPolicy` by hand; the fields, presets and what the web extension
-(web/ladr_policy.js) greys out or hides are described in web/docs/LADR_Policy/en.md. Prophet Policy:
-Prophet's early-commit thresholds. Invalid values fail with the core's own message, naming the
-field. Input names are those of saved workflows and never change: the three adaptive widgets
-were appended after `seen_only`, optional, and ComfyUI's DynamicCombo was not used for the
-preset because it renames the nested inputs (`preset.tau_structure`), which would break every
-saved workflow. The expert fields (`EXPERT_FIELDS`) are V3 `advanced=True` inputs.
+LADR Policy: a preset (`ladr_core.strategies.policy.PRESETS`) or, with `custom`, every field of
+`LADRPolicy` by hand (web/docs/LADR_Policy/en.md; web/ladr_policy.js greys out or hides fields).
+Prophet Policy: Prophet's early-commit thresholds. Invalid values fail with the core's message,
+naming the field. Input names never change: the adaptive widgets were appended, optional, and
+ComfyUI's DynamicCombo was not used for the preset because it renames the nested inputs
+(`preset.tau_structure`), which would break every saved workflow.
 """
 
 from __future__ import annotations
@@ -43,8 +41,6 @@ io, _ = host.v3()
 # Stable option names (saved in workflows): the first four, then the other presets (sorted).
 PRESET_OPTIONS = ["paper", "delayed", "off", "custom",
                   *sorted(k for k in PRESETS if k not in ("paper", "delayed", "off"))]
-OPTIONAL_FIELDS = ("selection", "rescue_token", "seen_only",  # added later: may be absent
-                   "adaptive", "pace", "anchor_quantile")
 
 _D = LADRPolicy()
 _A = AdaptiveRescue()
@@ -91,8 +87,7 @@ def preset_table() -> dict[str, dict[str, object]]:
 
 @dataclass(frozen=True)
 class PolicyFields:
-    """LADR Policy's field widgets, typed once (defaults: the paper's policy; the widgets
-    appended after `delayed` are optional, so a workflow saved without them gets these)."""
+    """LADR Policy's field widgets, typed once (those after `delayed` are optional: defaults)."""
 
     exploration_end: float
     refinement_start: float
@@ -114,9 +109,8 @@ class PolicyFields:
     anchor_quantile: float = _A.anchor_quantile
 
     def policy(self) -> LADRPolicy:
-        """The LADRPolicy these fields describe (validated by LADRPolicy itself). With
-        `adaptive` on, tau, alpha and delayed are not read (the node hides them; their defaults
-        go into the policy), so a value typed there earlier cannot block the run."""
+        """The LADRPolicy these fields describe (it validates itself). With `adaptive` on, the
+        hidden tau, alpha and delayed take their defaults: a value typed there cannot block."""
         f = self
         rescue = None
         if bool(f.adaptive):
@@ -148,21 +142,9 @@ def build_strategy(preset: str, fields: PolicyFields) -> LADR:
     return LADR(build_policy(preset, fields))
 
 
-def build_prophet(threshold_early: float, threshold_middle: float, threshold_late: float,
-                  middle_start: float, late_start: float) -> Prophet:
-    """Prophet Policy widgets -> Prophet(ProphetPolicy) (validated)."""
-    return Prophet(ProphetPolicy(
-        thresholds=(float(threshold_early), float(threshold_middle), float(threshold_late)),
-        progress_bounds=(float(middle_start), float(late_start))))
-
-
 def checked(node: str, build: Callable[[], object]) -> object:
-    """`build()` with the core's message prefixed by the node's name.
-
-    Combinations of widgets (phase bounds in order, tau -1 or in [0, 1], a choice a newer
-    version dropped) are checked here, at run time, and fail with ONE message naming the field:
-    ComfyUI would show a validate_inputs message once on every widget (nodes/validate.py).
-    """
+    """`build()` with the core's message prefixed by the node's name: combinations of widgets
+    are checked at run time, one message naming the field (nodes/validate.py rule 3)."""
     try:
         return build()
     except (ValueError, KeyError, TypeError) as exc:
@@ -171,10 +153,8 @@ def checked(node: str, build: Callable[[], object]) -> object:
 
 EXPERT_FIELDS = ("kernel_size", "metric", "candidates", "selection", "rescue_token",
                  "seen_only", "pace", "anchor_quantile")
-"""The expert widgets (the paper's ablations and the adaptive rescue's tuning), marked
-``advanced=True`` the ComfyUI V3 way (comfy_api ``Input(advanced=...)``): frontend 1.49.6 lists
-them apart in the Parameters panel (the node shows them like the others; its help page says so,
-tests/docs/test_help_pages.py). Their order and values in saved workflows are unchanged."""
+"""The expert widgets (the paper's ablations, the adaptive rescue's tuning): V3 ``advanced=True``
+inputs, listed apart in frontend 1.49.6's Parameters panel; saved workflows are unchanged."""
 
 
 def _float(name: str, default: float, tip: str, lo: float = 0.0, optional: bool = False) -> object:
@@ -304,8 +284,6 @@ class LADRPolicyNode(io.ComfyNode):
                 selection: str = _D.selection, rescue_token: str = _D.rescue_token,
                 seen_only: bool = _D.seen_only, adaptive: bool = False, pace: float = _A.pace,
                 anchor_quantile: float = _A.anchor_quantile) -> io.NodeOutput:
-        """Every field widget by name (those appended after `delayed` default as a workflow
-        saved without them needs); they become one PolicyFields."""
         fields = PolicyFields(exploration_end, refinement_start, tau_exploration, tau_structure,
                               tau_refinement, alpha_exploration, alpha_structure,
                               alpha_refinement, kernel_size, metric, candidates, delayed,
@@ -356,8 +334,9 @@ class ProphetPolicyNode(io.ComfyNode):
             "threshold_early": threshold_early, "threshold_middle": threshold_middle,
             "threshold_late": threshold_late, "middle_start": middle_start,
             "late_start": late_start})  # NaN named by its widget, not the policy's field
-        return io.NodeOutput(checked("Prophet Policy", lambda: build_prophet(
-            threshold_early, threshold_middle, threshold_late, middle_start, late_start)))
+        return io.NodeOutput(checked("Prophet Policy", lambda: Prophet(ProphetPolicy(
+            thresholds=(float(threshold_early), float(threshold_middle), float(threshold_late)),
+            progress_bounds=(float(middle_start), float(late_start))))))
 
 
 def describe(strategy: Strategy) -> str:

@@ -10,19 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ladr_core.dimoo import PreviewBase
-
 from . import events
 
 if TYPE_CHECKING:
     from ladr_core import DiMOOPipeline, GenerationResult
-    from ladr_core.dimoo import EditJob, PaintJob, TextJob
 
 DISPLAY_MIN = 256
 DISPLAY_MAX = 512
 
-__all__ = ["DISPLAY_MAX", "DISPLAY_MIN", "base_for_job", "final_image", "final_pil",
-           "for_display"]
+__all__ = ["DISPLAY_MAX", "DISPLAY_MIN", "final_image", "final_pil", "for_display"]
 
 
 def for_display(pil: Any) -> Any:
@@ -39,12 +35,6 @@ def for_display(pil: Any) -> Any:
     if factor <= 1:
         return pil
     return pil.resize((pil.width * factor, pil.height * factor), Image.NEAREST)
-
-
-def base_for_job(job: TextJob | PaintJob | EditJob) -> PreviewBase | None:
-    """The known pixels under a run's previews (the job's own ``preview_base``: a painting's
-    kept area, an edit's faded image; None for text to image)."""
-    return job.preview_base()
 
 
 def final_image(pipe: DiMOOPipeline, result: GenerationResult, item: int) -> torch.Tensor:

@@ -1,11 +1,8 @@
 """DiMOO Sampling Rule node -> the LADR_RULE socket: which tokens each step commits, as one
-strategy object (nodes/handles.SamplingRule), the way ComfyUI's KSamplerSelect feeds
-SamplerCustomAdvanced. A strategy name becomes an object here, once per run.
-
-What each strategy reads (ladr, prophet: the `policy` socket; the `RULES`: the tau / gamma / token
-widgets that are fields of their strategy, `applies`) is described in
-web/docs/LADR_SamplingRule/en.md; the web extension (web/ladr_rules.js) greys out the others. `AUTO`
-(-1) keeps the tuned value; a rule runs the sampler's steps (the official sampler's price).
+strategy object (nodes/handles.SamplingRule), the way KSamplerSelect feeds SamplerCustomAdvanced.
+A strategy name becomes an object here, once per run. ladr and prophet read the `policy` socket,
+the `RULES` the tau / gamma / token widgets that are fields of theirs (`applies`; web/ladr_rules.js
+greys out the others); `AUTO` (-1) keeps the tuned value.
 """
 
 from __future__ import annotations
@@ -31,8 +28,8 @@ WIDGETS = ("tau", "gamma", "token")
 
 
 def applies(name: str) -> list[str]:
-    """The rule widgets strategy `name` reads: its own fields among WIDGETS, and tau where it
-    has an LADR policy (its threshold in every phase); none for OWN_SETTINGS."""
+    """The rule widgets strategy `name` reads: its fields among WIDGETS, and tau where it has
+    an LADR policy (its threshold in every phase)."""
     if name not in RULES:
         return []
     own = {f.name for f in fields(resolve_strategy(name))}
@@ -55,8 +52,8 @@ class RuleFields:
     token: str = "sample"
 
     def strategy(self, name: str, node: str = NODE) -> Strategy:
-        """Strategy `name` with the widgets it reads; a value the strategy refuses is one
-        ValueError "<node>: <widget> ...", with the strategy's own range."""
+        """Strategy `name` with the widgets it reads; a refused value is one ValueError
+        "<node>: <widget> ..." with the strategy's own range."""
         out = resolve_strategy(name)
         read = applies(name)
         for widget in read:
@@ -85,10 +82,9 @@ def _tooltip(widget: str, text: str) -> str:
 
 def build_rule(name: str, policy: Strategy | None, fields: RuleFields | None = None,
                node: str = NODE) -> SamplingRule:
-    """The strategy widget, the policy socket and the rule widgets -> the rule to run: the
-    connected policy when it is of the chosen kind (LADR Policy with ladr, Prophet Policy with
-    prophet), else the chosen strategy with the rule widgets it reads (defaults otherwise), and
-    a note when a connected policy is not used."""
+    """The strategy widget, policy socket and rule widgets -> the rule: the connected policy when
+    of the chosen kind, else the chosen strategy with the widgets it reads (and a note that a
+    connected policy was not used)."""
     if name not in STRATEGIES:
         raise ValueError(f"strategy: {name!r} is not one of {STRATEGIES}")
     if fields is not None:  # NaN in a widget the strategy does not read, too
@@ -121,8 +117,7 @@ def policy_input() -> object:
 
 
 def rule_inputs(optional: bool = True) -> list:
-    """The rule widgets (optional on the legacy sampler, where they were appended: saved
-    workflows get AUTO)."""
+    """The rule widgets (optional on the legacy sampler, where they were appended)."""
     return [
         io.Float.Input("tau", default=AUTO, min=AUTO, max=1.0, step=0.01, optional=optional,
                        tooltip=_tooltip("tau", "Threshold. threshold rules: the top-1 "
@@ -159,8 +154,7 @@ class SamplingRuleNode(io.ComfyNode):
             outputs=[io.Custom(RULE_TYPE).Output("rule", tooltip="-> DiMOO Sampler's rule.")],
         )
 
-    # No validate_inputs: the schema's ranges are the whole check; a value a strategy refuses
-    # is one message from its own check, naming the widget (RuleFields.strategy).
+    # No validate_inputs: the schema's ranges, then the strategy's own check (RuleFields).
 
     @classmethod
     def execute(cls, strategy: str, tau: float, gamma: float, token: str,

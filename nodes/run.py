@@ -1,11 +1,8 @@
-"""The one run routine of the sampler nodes (DiMOO Sampler, its legacy twin, DiMOO Edit): a checked
-job -> image tokens + stats, with the host's memory load, progress bar, previews and events
-(what each step shows: docs/ARCHITECTURE.md section 7). The bar advances by the payload's
-`progress` = gamma^-1(masked share) after each step of the slowest item: monotone, 1.0 exactly
-when the run ends, so an LADR run that stops at step 16 of T = 128 still fills it step by step.
-
-The schedule (steps and denoise: one `StepSchedule` from the node's widgets) is the price: no
-preset or rule overrules it.
+"""The one run routine of DiMOO Sampler, its legacy twin and DiMOO Edit: a checked job -> image
+tokens + stats, with the host's memory load, progress bar, previews and events (docs/ARCHITECTURE.md
+section 7). The bar follows the payload's `progress` (gamma^-1 of the masked share: monotone, 1.0
+when the run ends, even when LADR stops at step 16 of 128). The schedule (steps and denoise, one
+`StepSchedule`) is the price: no preset or rule overrules it.
 """
 
 from __future__ import annotations
@@ -13,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ladr_core import LADR, PRESETS, DiMOOPipeline, InputError, StepSchedule, Strategy
-from ladr_core.dimoo import EditJob, MLCacheConfig, PaintJob, TextJob
+from ladr_core.dimoo import EditJob, MLCacheConfig, PaintJob, PreviewBase, TextJob
 
 from . import batching, events, host, threads
 from . import preview as preview_module
@@ -32,8 +29,7 @@ contract; a saved workflow naming one now runs its steps."""
 
 
 def node_schedule(node: str, steps: int, denoise: float = 1.0) -> StepSchedule:
-    """The run's schedule from a node's steps and denoise widgets, checked once: a bad value
-    (a saved workflow edited by hand, a linked input) is one error on that input."""
+    """A node's steps and denoise widgets -> the run's schedule, checked once, on its input."""
     try:
         return StepSchedule(steps, denoise)
     except InputError as err:
@@ -51,11 +47,10 @@ def schedule_note(strategy: Strategy, steps: StepSchedule) -> str:
 
 
 def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progress,
-                  sink: list[dict], base: object | None = None,
+                  sink: list[dict], base: PreviewBase | None = None,
                   run_map: events.RunMap | None = None) -> Callable[[dict], None]:
-    """Step record -> interrupt check, progress-bar preview, "ladr.step" event (kept in sink,
-    and followed by run_map). base: a PreviewBase (known pixels under the preview,
-    nodes/preview.py), or None."""
+    """Step record -> interrupt check, progress-bar preview (over `base`'s known pixels, if
+    any), "ladr.step" event (kept in sink, followed by run_map)."""
 
     def on_step(record: dict) -> None:
         host.check_interrupt()  # InterruptProcessingException is a BaseException: let it fly
@@ -80,10 +75,8 @@ def make_callback(pipe: DiMOOPipeline, node_id: str | None, progress: host.Progr
 def load_and_run(model: DiMOOModel, job: Job, node_id: str | None, *, rule: SamplingRule,
                  steps: StepSchedule, temperature: float, seed: int, cache: MLCacheConfig | None,
                  max_batch: int = batching.AUTO) -> tuple[DiMOOTokens, dict, str]:
-    """Host-aware run of a checked job: memory load (the images asked for, or one: the
-    automatic choice then fills what is free after loading), images in flight (max_batch,
-    batching.AUTO: from the device and its free memory; the rest roll in), then
-    `generate_tokens`."""
+    """Memory load (for the images asked for, or one: AUTO then fills what is free after
+    loading), the images in flight (nodes/batching.py), then `generate_tokens`."""
     pipe = model.pipe
     wanted = 1 if max_batch == batching.AUTO else min(max_batch, len(job.items))
     host.load_to_device(model.patcher, pipe.run_memory(job, wanted, cache))
@@ -96,10 +89,8 @@ def load_and_run(model: DiMOOModel, job: Job, node_id: str | None, *, rule: Samp
 def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: SamplingRule,
                     steps: StepSchedule, temperature: float, seed: int, cache: MLCacheConfig | None,
                     max_batch: int) -> tuple[DiMOOTokens, dict, str]:
-    """``pipe.run(job)`` without decoding (VQ Decode is its own node), with the host's progress
-    bar and previews (the job's known pixels under them), the per-step and final events:
-    (tokens, stats, note: the rule's and the schedule's). The last preview is the real decode of the image
-    the previews showed."""
+    """``pipe.run(job)`` without decoding (VQ Decode's job) with progress, previews and events ->
+    (tokens, stats, the rule's and the schedule's note). The last preview is a real decode."""
     pipe, strategy = model.pipe, rule.strategy
     note = schedule_note(strategy, steps)
     progress = host.Progress.start(PROGRESS_TOTAL)
@@ -108,8 +99,7 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
     with threads.torch_threads():
         res = pipe.run(job, steps=steps, temperature=temperature, seed=seed, strategy=strategy,
                        cache=cache, callback=make_callback(pipe, node_id, progress, last,
-                                                           preview_module.base_for_job(job),
-                                                           run_map),
+                                                           job.preview_base(), run_map),
                        decode=False, max_batch=max_batch)
         shown = int(last[0]["image"]) - 1 if last else 0
         final = preview_module.final_pil(pipe, res, shown)

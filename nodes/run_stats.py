@@ -1,10 +1,8 @@
-"""The sampler's and DiMOO Edit's stats line (docs/ARCHITECTURE.md section 7): steps run of the
-steps planned, forward passes against the official sampler's at the same steps over the tokens
-this job generates (``ladr_core.official_cost.official_passes``: what the same `steps` cost with
-the official sampler, the price no rule exceeds) and, with an ML-Cache, the share of
-tokens it recomputed; image to image at a denoise strength d < 1 counts against the official
-sampler started at the same strength. ``work_fields`` adds the numbers to the stats dict (keys added, never
-renamed: saved analyses read them); ``stats_text`` writes the line the STRING output carries.
+"""The sampler's and DiMOO Edit's stats line (docs/ARCHITECTURE.md section 7): steps run of those
+planned, forward passes against the official sampler's on the same schedule, strength and tokens
+(``ladr_core.official_passes``: the price no rule exceeds) and the ML-Cache's share recomputed.
+``work_fields`` adds the numbers to the stats dict (keys added, never renamed: saved analyses
+read them); ``stats_text`` writes the line of the STRING output.
 """
 
 from __future__ import annotations
@@ -18,8 +16,7 @@ PLANNED = StepSchedule()  # a result reported without its schedule: DiMOO's 64 s
 
 
 def tokens_generated(result: Any) -> list[int]:
-    """Tokens each image of a GenerationResult generated: its regenerated tokens when painting
-    (``result.paint.region``), else every token of its grid."""
+    """Tokens each image generated: its painted region's, else its whole grid's."""
     plan = getattr(result, "paint", None)
     if plan is not None:
         return [int(v) for v in plan.region.sum(dim=1).tolist()]
@@ -28,10 +25,8 @@ def tokens_generated(result: Any) -> list[int]:
 
 
 def work_fields(result: Any, planned: StepSchedule = PLANNED) -> dict:
-    """images, steps_planned (T; at a denoise d < 1 the steps the run plans, round(T * d), with
-    schedule_steps = T and denoise = d), tokens_per_image, painting, official_steps (T) and
-    official_nfe_per_image (the official sampler's passes for the same images on the same
-    schedule and strength, mean)."""
+    """images, steps_planned (T, or round(T * d) at a denoise d < 1, with schedule_steps and
+    denoise), tokens_per_image, painting, official_steps and official_nfe_per_image (mean)."""
     counts = tokens_generated(result)
     turns = int(getattr(result, "turns", 1))  # a multi-turn edit: the official runs, one a turn
     official = [turns * official_passes(n, planned) for n in counts]
@@ -72,8 +67,7 @@ def _versus(used: float, official: float) -> str:
 
 def _passes(stats: dict) -> str:
     """"13 forward passes vs 36 for the official sampler (64 steps, 36 tokens to regenerate):
-    2.8x fewer", per image for a batch, against the official sampler at the run's own steps;
-    the comparison is left out for the official sampler itself."""
+    2.8x fewer" (per image for a batch; no comparison for the official sampler itself)."""
     images = int(stats.get("images", 1))
     used = float(stats["nfe_per_image"])
     shown = _num(used)
@@ -98,9 +92,7 @@ def _passes(stats: dict) -> str:
 
 
 def stats_text(stats: dict) -> str:
-    """One line for the STRING output (e.g. a Preview-as-Text node), for example
-    "ladr: done after 13 of 64 planned steps · 13 forward passes vs 36 for the official
-    sampler (64 steps, 36 tokens to regenerate): 2.8x fewer · 1.74 s"."""
+    """The STRING output's line: "ladr: done after 13 of 64 planned steps · <_passes> · 1.74 s"."""
     planned = stats.get("steps_planned")
     steps = int(stats["steps"])
     if stats.get("tokens_per_image", 1) == 0:

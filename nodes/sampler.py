@@ -1,11 +1,9 @@
 """DiMOO Sampler node: prompt -> image tokens with LADR (or another sampling rule) + stats.
 
-Composed the ComfyUI way: the sampling rule comes through one socket (`rule`, from DiMOO
-Sampling Rule, nodes/rules.py; none = LADR with the paper's policy), the canvas through another
-(`canvas`, from DiMOO Canvas or DiMOO Paint Canvas, nodes/canvas.py; none = one image at the
-checkpoint's default size). `sample` is the node's whole run, shared with the legacy sampler
-(nodes/sampler_legacy.py), which builds the same rule and canvas from its own widgets; the run
-itself (T, progress, previews, events) is nodes/run.py.
+Composed the ComfyUI way: the sampling rule comes through one socket (`rule`, nodes/rules.py;
+none = LADR with the paper's policy), the canvas through another (`canvas`, nodes/canvas.py;
+none = one image at the default size). `sample` is the node's whole run, shared with the legacy
+sampler (nodes/sampler_legacy.py); the run itself is nodes/run.py.
 """
 
 from __future__ import annotations
@@ -43,11 +41,8 @@ CANVAS_NAMES["options"] = "canvas's paint options"
 
 
 def split_prompts(prompt: str, one_per_line: bool) -> tuple[list[str], int]:
-    """The prompt widget -> (prompt list, empty lines skipped): one prompt per non-empty line
-    when `one_per_line` (an empty line between prompts is skipped, and the stats line says
-    so; it is not a prompt and not an error).
-
-    ValueError when no prompt is left: an empty prompt is refused in both modes."""
+    """The prompt widget -> (prompts, empty lines skipped): with `one_per_line` one prompt per
+    non-empty line (the stats line counts the skipped ones). An empty prompt is refused."""
     if not prompt.strip():
         raise ValueError(f"{NODE}: {EMPTY_PROMPT}")
     if not one_per_line:
@@ -77,10 +72,9 @@ def sample(model: DiMOOModel, node_id: str | None, *, prompt: str, negative_prom
            seed: int, one_prompt_per_line: bool, cache: MLCacheConfig | None, max_batch: int,
            names: dict[str, str] = CANVAS_NAMES, fit_fix: str = FIT_FIX, note: str = "",
            denoise: float = 1.0) -> tuple[DiMOOTokens, str]:
-    """A sampler node's run: the prompts, the request checked once by the library
-    (`canvas.prepare_job`, `names`: its arguments -> the node's inputs; `denoise`: the
-    strength a picture is redrawn at), then `run.load_and_run`: (tokens, the stats line with
-    every note; `note`: the node's own, before the run's)."""
+    """A sampler node's run: the request checked once (`canvas.prepare_job`; `names`: library
+    arguments -> the node's inputs), then `run.load_and_run` -> (tokens, the stats line with
+    every note, the node's own `note` first)."""
     plan = run.node_schedule(NODE, steps, denoise)
     prompts, skipped = split_prompts(prompt, one_prompt_per_line)
     made = canvas.tokens.model_key[:2] if canvas.tokens is not None else model.key[:2]
@@ -116,10 +110,7 @@ class DiMOOSampler(io.ComfyNode):
             "confident frontier tokens early, ~4x fewer steps; the live preview shows them) "
             "comes from DiMOO Sampling Rule, the size or picture from a canvas node.",
             inputs=sampler_inputs(),
-            outputs=[
-                io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
-                io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
-            ],
+            outputs=token_outputs(),
             hidden=[io.Hidden.unique_id],
             # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
             has_intermediate_output=True,
@@ -150,8 +141,7 @@ class DiMOOSampler(io.ComfyNode):
 
 
 def _nano_cfg_hint() -> str:
-    """'; the built-in dimoo-nano was tuned for X[, dimoo-emoji for Y]' (a model whose config
-    does not say is left out; empty if neither does)."""
+    """'; the built-in dimoo-nano was tuned for X[, dimoo-emoji for Y]' (those that say)."""
     tuned = [(name, value) for name, value in (("dimoo-nano", ladr_core.nano_default_cfg()),
                                                ("dimoo-emoji", ladr_core.emoji_default_cfg()))
              if value is not None]
@@ -188,6 +178,12 @@ def run_inputs(steps_tip: str) -> list:
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,
                      tooltip="Random seed; batch item i uses seed + i."),
     ]
+
+
+def token_outputs() -> list:
+    """tokens and stats (the sampler nodes and DiMOO Edit)."""
+    return [io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
+            io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved.")]
 
 
 def lines_input() -> object:

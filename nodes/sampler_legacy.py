@@ -1,10 +1,9 @@
 """DiMOO Sampler (legacy): the sampler as workflows saved before 2026-11 have it (node_id
 `LADR_DiMOOSampler`, deprecated: it loads and runs, and is not offered for new graphs).
 
-A thin adapter: from its own widgets (strategy, policy, tau / gamma / token; width, height,
-batch_size, image, mask, paint) it builds the same SamplingRule and Canvas that DiMOO Sampling
-Rule and DiMOO (Paint) Canvas output and runs the same routine (nodes/sampler.sample), so a saved
-workflow samples what it sampled before. Input names, order and messages are those it shipped with.
+A thin adapter: from its own widgets it builds the SamplingRule and Canvas that DiMOO Sampling
+Rule and DiMOO (Paint) Canvas output and runs nodes/sampler.sample, so a saved workflow samples
+what it sampled before. Input names, order and messages are those it shipped with.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from ladr_core.dimoo import PaintOptions
 from . import batching, register_node, rules
 from . import paint as paint_module
 from .canvas import SIZE_AUTO, batch_input, size_inputs
-from .handles import MODEL_TYPE, PAINT_TYPE, TOKENS_TYPE, Canvas, DiMOOModel, step_map_ui
+from .handles import MODEL_TYPE, PAINT_TYPE, Canvas, DiMOOModel, step_map_ui
 from .host import v3
 from .sampler import (
     EMPTY_PROMPT,
@@ -28,6 +27,7 @@ from .sampler import (
     prompt_inputs,
     run_inputs,
     sample,
+    token_outputs,
 )
 
 io, _ = v3()
@@ -52,10 +52,7 @@ class LegacyDiMOOSampler(io.ComfyNode):
             description="Legacy DiMOO Sampler of saved workflows: runs as before. New graphs "
             "use DiMOO Sampler with DiMOO Sampling Rule and DiMOO Canvas.",
             inputs=legacy_inputs(),
-            outputs=[
-                io.Custom(TOKENS_TYPE).Output("tokens", tooltip="Image tokens -> VQ Decode."),
-                io.String.Output("stats", tooltip="Steps run, NFE, seconds, forwards saved."),
-            ],
+            outputs=token_outputs(),
             hidden=[io.Hidden.unique_id],
             # its UI output (the step map, handles.step_map_ui) is sent again for a cached run
             has_intermediate_output=True,
@@ -63,9 +60,8 @@ class LegacyDiMOOSampler(io.ComfyNode):
 
     @classmethod
     def validate_inputs(cls, prompt: str | None = None) -> bool | str:
-        """An empty prompt, before anything runs. Only `prompt` is named, so ComfyUI attaches
-        the message to it alone; width / height keep the host's range check on each input, and
-        the run checks them on the connected model's grid (nodes/validate.py)."""
+        """An empty prompt, named alone (width / height keep the host's range check, and the run
+        checks them on the model's grid: nodes/validate.py)."""
         if isinstance(prompt, str) and not prompt.strip():
             return EMPTY_PROMPT
         return True
@@ -95,8 +91,7 @@ class LegacyDiMOOSampler(io.ComfyNode):
 
 def legacy_canvas(width: int, height: int, batch_size: int, image: torch.Tensor | None,
                   mask: torch.Tensor | None, options: PaintOptions | None) -> Canvas:
-    """The canvas the widgets describe: text to image at width x height, or (image and mask
-    both connected: paint.painting's checks) the picture to inpaint / outpaint."""
+    """Text to image at width x height, or with image and mask both connected, their canvas."""
     if paint_module.painting(image, mask, options):
         return Canvas(batch_size=batch_size, image=image, mask=mask, paint=options)
     return Canvas(width=width, height=height, batch_size=batch_size)

@@ -1,11 +1,9 @@
 """``LADR_NUM_THREADS``: torch's intra-op thread count while the pack samples and decodes.
 
-torch uses one thread per core by default. On a CPU whose cores are busy with other work those
-threads wait for each other at every small matmul, and the tiny DiMOO-nano forward gets slower
-with more of them (lab/benchmarks/thread_count.py; figures in docs/THREADS.md). Setting
-``LADR_NUM_THREADS=1`` (or any n >= 1) makes the sampler and the VQ decode run with n threads
-and restores the previous count afterwards, so other nodes keep ComfyUI's setting. Unset or
-empty: torch's own setting is left alone.
+On a CPU busy with other work torch's one thread per core wait for each other at every small
+matmul, and the tiny DiMOO-nano forward gets slower with more of them (docs/THREADS.md).
+``LADR_NUM_THREADS=n`` runs the pack's work with n threads and restores the count afterwards, so
+other nodes keep ComfyUI's setting; unset or empty leaves torch alone.
 """
 
 from __future__ import annotations

@@ -1,17 +1,10 @@
 """DiMOO Caption and DiMOO Ask: IMAGE (+ a question) -> text, Lumina-DiMOO's understanding path.
 
-The nodes hold no decoding: ``pipe.prepare_understand`` checks the request (the checkpoint's
-ability to answer, the image and its size, the question, the rule's name, the answer length)
-before any weight moves, and ``pipe.understand`` runs the official block-wise answer loop under
-the chosen rule (ladr_core/dimoo/understand.py). Here: ComfyUI's types in and out, the rule
-list from the core's registry, the host's memory load, progress bar and interrupt, and the
-library's InputError as one message on the node's input.
-
-An IMAGE batch gets one answer per image, joined as lines in batch order (line breaks inside an
-answer become spaces): the text feeds DiMOO Sampler's prompt with one_prompt_per_line, and a
-Preview Any shows it as it is. The answers run as a rolling batch: as many in flight as the
-memory left after loading holds (the images' rule, nodes/batching.py), the rest joining as
-answers finish.
+The nodes hold no decoding: ``pipe.prepare_understand`` checks the request before any weight
+moves and ``pipe.run_understand`` runs the official block-wise answer loop under the chosen rule
+(ladr_core/dimoo/understand.py). An IMAGE batch gets one answer per image, one line each in batch
+order (so the text feeds DiMOO Sampler's prompt with one_prompt_per_line), run as a rolling batch
+of what the memory left after loading holds.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ io, _ = host.v3()
 
 CAPTION, ASK = "DiMOO Caption", "DiMOO Ask"
 CAPTION_QUESTION = "Describe the image."
-"""What DiMOO Caption asks (the question the built-in nano that answers was taught to caption
-with: lab/nano/questions.py)."""
+"""What DiMOO Caption asks (the nano that answers was taught to caption with it)."""
 EMPTY_QUESTION = "question is empty: write what to ask about the image"
 AUTO_LENGTH = 0  # max_answer widget: the official 1024 tokens, or what the context holds
 PROGRESS_TOTAL = 1000  # progress-bar units: thousandths of the record's `progress`
@@ -60,8 +52,7 @@ def stats_line(res: Any) -> str:
 
 
 def make_callback(progress: host.Progress) -> Callable[[dict], None]:
-    """After each forward: the interrupt check (ComfyUI's InterruptProcessingException is a
-    BaseException: nothing here catches it) and the progress bar."""
+    """After each forward: the interrupt check (a BaseException: never caught), the bar."""
 
     def on_forward(record: dict) -> None:
         host.check_interrupt()
@@ -70,29 +61,14 @@ def make_callback(progress: host.Progress) -> Callable[[dict], None]:
     return on_forward
 
 
-def answers_in_flight(pipe: Any, job: Any) -> int:
-    """Answers in one pass: the library's choice (``pipe.answers_in_flight``) with the host's
-    count of the memory left free after loading the weights for one answer; the rest roll in
-    as answers finish (each the same as alone)."""
-    device = pipe.device
-    free = host.free_memory(device) if device.type == "cuda" else None
-    return pipe.answers_in_flight(job, free)
-
-
-def chosen_rule(rule: str, answer_rule: object) -> object:
-    """The rule to run: the connected answer_rule socket's object (DiMOO Answer Rule), else the
-    `rule` widget's name (workflows saved before the socket existed run as they did)."""
+def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *, rule: str,
+           max_answer: int, temperature: float, seed: int, size: str,
+           answer_rule: object = None) -> tuple[str, str]:
+    """(the answers, one line per image; the stats line); the library's InputError becomes one
+    message on this node's input. A connected `answer_rule` is used instead of `rule`."""
     check_socket("answer_rule", answer_rule, ladr_core.AnswerRule, "answer rule",
                  "DiMOO Answer Rule")
-    return rule if answer_rule is None else answer_rule
-
-
-def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
-           rule: str | object, max_answer: int, temperature: float, seed: int,
-           size: str) -> tuple[str, str]:
-    """(the answers, one line per image; the stats line). The library checks the request
-    before any weight moves; its InputError becomes one message on this node's input.
-    ``rule``: a rule name or an AnswerRule object (``chosen_rule``)."""
+    rule = rule if answer_rule is None else answer_rule
     check_numbers(node, {"temperature": temperature})  # before the model's own checks
     if max_answer < AUTO_LENGTH:
         raise input_error(node, "max_answer", f"is {max_answer}",
@@ -110,7 +86,7 @@ def answer(node: str, model: DiMOOModel, image: torch.Tensor, question: str, *,
                                            f"; or {err.fix}")
         raise node_error(node, err, fixes=fixes) from None
     host.load_to_device(model.patcher, pipe.understand_memory(job, 1))
-    flying = answers_in_flight(pipe, job)
+    flying = pipe.answers_in_flight(job, host.free_memory(pipe.device))
     progress = host.Progress.start(PROGRESS_TOTAL)
     with threads.torch_threads():
         res = pipe.run_understand(job, seed=seed, callback=make_callback(progress),
@@ -132,8 +108,7 @@ def image_input() -> object:
 
 
 def answer_rule_input() -> object:
-    """The typed rule socket, appended last and optional: saved workflows keep their widgets'
-    order and run their `rule` widget's choice."""
+    """Appended last and optional: saved workflows run their `rule` widget's choice."""
     return io.Custom(ANSWER_RULE_TYPE).Input(
         "answer_rule", optional=True, tooltip="Optional DiMOO Answer Rule: the rule with its "
         "settings (tau, gamma, stop). Connected, it is used instead of the rule widget.")
@@ -195,10 +170,9 @@ class DiMOOCaption(io.ComfyNode):
     def execute(cls, model: DiMOOModel, image: torch.Tensor, rule: str, max_answer: int,
                 temperature: float, seed: int, size: str,
                 answer_rule: object = None) -> io.NodeOutput:
-        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION,
-                                     rule=chosen_rule(rule, answer_rule),
+        return io.NodeOutput(*answer(CAPTION, model, image, CAPTION_QUESTION, rule=rule,
                                      max_answer=max_answer, temperature=temperature,
-                                     seed=seed, size=size))
+                                     seed=seed, size=size, answer_rule=answer_rule))
 
 
 @register_node(menu=160)
@@ -233,7 +207,6 @@ class DiMOOAsk(io.ComfyNode):
     def execute(cls, model: DiMOOModel, image: torch.Tensor, question: str, rule: str,
                 max_answer: int, temperature: float, seed: int, size: str,
                 answer_rule: object = None) -> io.NodeOutput:
-        return io.NodeOutput(*answer(ASK, model, image, question,
-                                     rule=chosen_rule(rule, answer_rule),
+        return io.NodeOutput(*answer(ASK, model, image, question, rule=rule,
                                      max_answer=max_answer, temperature=temperature,
-                                     seed=seed, size=size))
+                                     seed=seed, size=size, answer_rule=answer_rule))

@@ -6,11 +6,9 @@ runs the schema's own checks (``min``/``max``, a COMBO's options) only for input
 there. So a node that wants one message on the wrong widget:
 
 1. leaves ranges and choices to the schema (``min``, ``max``, ``options``);
-2. names at most ONE input in ``validate_inputs`` and checks only that there, always: a check
-   spanning two widgets there would put its message on both, the valid one too. One
-   exception: DiMOO Canvas names width and height, so that a size off the connected model's
-   grid is refused at /prompt (nodes/canvas.py); its message names the input that is wrong,
-   and the pack's web extension keeps it on that input alone (web/ladr_input_errors.js);
+2. names at most ONE input in ``validate_inputs``: a check spanning two widgets there would put
+   its message on both. One exception: DiMOO Canvas names width and height (nodes/canvas.py);
+   web/ladr_input_errors.js keeps its message on the input it names;
 3. checks what spans several inputs, or needs the loaded model, in ``execute``: a ``ValueError``
    there is one message naming the input (``input_error``), shown once by the host.
 
@@ -19,8 +17,7 @@ A workflow file can hold what no widget can: ``validate_inputs`` arguments defau
 arrives as None), and ``check_numbers`` refuses NaN, which passes the host's ``min``/``max``
 (every comparison with it is false), in float widgets a node's settings may not read.
 
-``attached_inputs`` says which inputs a node's ``validate_inputs`` failure lands on (the test of
-rule 2 for every node of the pack).
+``attached_inputs`` says which inputs a ``validate_inputs`` failure lands on (rule 2's test).
 """
 
 from __future__ import annotations
@@ -63,9 +60,8 @@ def check_numbers(node: str, values: dict[str, object]) -> None:
 
 def node_error(node: str, err: InputError, names: dict[str, str] | None = None,
                fixes: dict[str, str] | None = None) -> ValueError:
-    """A library InputError as the node's one message: ``"<node>: <input> <problem>; <fix>"``.
-    ``names`` maps the library's argument to the node's input where they differ
-    (``options`` -> ``paint``); ``fixes`` gives a node input its own fix (a widget to set)."""
+    """A library InputError as the node's one message: ``"<node>: <input> <problem>; <fix>"``,
+    ``names``: library argument -> node input where they differ; ``fixes``: a node's own fix."""
     name = (names or {}).get(err.name, err.name)
     fix = (fixes or {}).get(name, err.fix)
     gap = "" if err.problem.startswith("=") else " "
@@ -75,8 +71,7 @@ def node_error(node: str, err: InputError, names: dict[str, str] | None = None,
 def check_socket(name: str, value: object, kind: type | tuple[type, ...], what: str,
                  source: str) -> None:
     """A socket's value (None: not connected) is of this version's `kind`, or one ValueError
-    naming the input: a workflow kept from another pack version, or a node of one still loaded,
-    hands over objects of classes this version does not know."""
+    naming the input (another pack version's node or workflow hands over other classes)."""
     if value is None or isinstance(value, kind):
         return
     got = f"{type(value).__module__}.{type(value).__name__}"
