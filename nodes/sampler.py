@@ -132,8 +132,9 @@ class DiMOOSampler(io.ComfyNode):
         check_socket("canvas", canvas, Canvas, "canvas", "DiMOO Canvas (or DiMOO Paint Canvas)")
         check_cache(cache)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
+        rule = rule or SamplingRule(resolve_strategy(DEFAULT_STRATEGY), default=True)
         tokens, text = sample(model, node_id, prompt=prompt, negative_prompt=negative_prompt,
-                              rule=rule or SamplingRule(resolve_strategy(DEFAULT_STRATEGY)), canvas=canvas or Canvas(),
+                              rule=rule, canvas=canvas or Canvas(),
                               steps=steps, cfg=cfg, temperature=temperature, seed=seed,
                               one_prompt_per_line=one_prompt_per_line, cache=cache,
                               max_batch=max_batch, denoise=denoise)
