@@ -31,7 +31,7 @@ _EXPORTS = by_module({
     ".strategies.halton": "Halton",
     ".strategies.halton_ladr": "HaltonLADR",
     ".strategies.ladr_global": "LADRGlobal",
-    ".registry": "resolve_strategy register_strategy strategy_names preset_names strategy_class",
+    ".registry": "DEFAULT_STRATEGY resolve_strategy register_strategy strategy_names preset_names strategy_class",
     # LADR's policy as data
     ".strategies.policy": "LADRPolicy AdaptiveRescue ADAPTIVE_REPLACES PACE_RANGE Preset PRESETS "
                           "PHASE_NAMES NO_TAU METRICS CANDIDATES SELECTIONS RESCUE_TOKENS "

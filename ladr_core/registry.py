@@ -27,6 +27,12 @@ from .step import Strategy
 
 _REGISTRY: dict[str, type[Strategy]] = {}
 
+DEFAULT_STRATEGY = "ladr-global"
+"""The rule run when none is named (sample, generate / paint / edit, the nodes): the one rule
+never shown worse than the official sampler at the same forwards on either built-in model, at
+any `steps` of README's quality-per-forward table. The paper's policy (`ladr`) is tuned for the
+8B model and lost on both."""
+
 
 def register_strategy(cls: type[Strategy]) -> type[Strategy]:
     """Class decorator: make `cls` selectable by `cls.name` (its defaults: `cls()`); a second
@@ -98,5 +104,5 @@ def resolve_strategy(spec: str | Strategy) -> Strategy:
                      f"LADR preset name {list(preset_names())}; got {spec!r}")
 
 
-__all__ = ["preset_names", "register_strategy", "resolve_strategy", "strategy_class",
+__all__ = ["DEFAULT_STRATEGY", "preset_names", "register_strategy", "resolve_strategy", "strategy_class",
            "strategy_names", "unregister_strategy"]

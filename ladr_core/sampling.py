@@ -27,6 +27,7 @@ import torch
 from .devices import index, to_device
 from .graphs import StepGraph, step_graph
 from .noise import StepNoise, draw_item_noise
+from .registry import DEFAULT_STRATEGY
 from .schedules import Schedule, StepSchedule
 from .slots import Slots
 from .stats import item_rows, item_stats, masked_first, stack_rows, to_positions
@@ -302,7 +303,7 @@ def sample(
     denoise: Callable[..., torch.Tensor],
     shape: Sequence[int],
     steps: int | StepSchedule | None = None,
-    strategy: str | Strategy = "ladr",
+    strategy: str | Strategy = DEFAULT_STRATEGY,
     temperature: float = 1.0,
     generator: torch.Generator | Sequence[torch.Generator] | None = None,
     callback: Callable[[dict[str, Any]], None] | None = None,

@@ -157,7 +157,7 @@ def _inputs() -> list:
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,
                      tooltip="Random seed; batch item i uses seed + i."),
-        io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
+        io.Combo.Input("strategy", options=STRATEGIES, default=STRATEGIES[0],
                        tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
                        "official cosine schedule. prophet: early-commit comparison. Not used "
                        "when rule is connected."),

@@ -70,10 +70,12 @@ def step_map_ui(tokens: DiMOOTokens) -> dict | None:
 @dataclass(frozen=True)
 class SamplingRule:
     """Which tokens each step commits: the strategy object DiMOO Sampling Rule built, and the
-    stats line's note on the choice (a connected policy not used)."""
+    stats line's note on the choice (a connected policy not used); `default`: the sampler's own
+    rule, no Sampling Rule connected (no note on a T it brought before the cost contract)."""
 
     strategy: Strategy
     note: str = ""
+    default: bool = False
 
 
 @dataclass(frozen=True, eq=False)

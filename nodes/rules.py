@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from ladr_core import RESCUE_TOKENS, Strategy, resolve_strategy, strategy_names
+from ladr_core import DEFAULT_STRATEGY, RESCUE_TOKENS, Strategy, resolve_strategy, strategy_names
 
 from . import host, register_node
 from .handles import POLICY_TYPE, RULE_TYPE, SamplingRule
@@ -21,7 +21,7 @@ io, _ = host.v3()
 OWN_SETTINGS = ("baseline", "ladr", "prophet")
 """Strategies set elsewhere: the sampler's steps, LADR Policy, Prophet Policy."""
 RULES = [n for n in strategy_names() if n not in OWN_SETTINGS]
-STRATEGIES = ["ladr", *(n for n in strategy_names() if n != "ladr")]  # widget order: ladr first
+STRATEGIES = [DEFAULT_STRATEGY, *(n for n in strategy_names() if n != DEFAULT_STRATEGY)]  # default first
 NODE = "DiMOO Sampling Rule"
 AUTO = -1.0
 WIDGETS = ("tau", "gamma", "token")
@@ -102,11 +102,12 @@ def build_rule(name: str, policy: Strategy | None, fields: RuleFields | None = N
 
 def strategy_input() -> object:
     """The strategy widget, with the table the web extension greys the rule widgets by."""
-    return io.Combo.Input("strategy", options=STRATEGIES, default="ladr",
-                          tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
-                          "official cosine schedule. prophet: early-commit comparison. "
-                          "threshold, entropy, halton, threshold-frontier, halton-ladr, "
-                          "ladr-global: training-free rules, set by tau, gamma and token.",
+    return io.Combo.Input("strategy", options=STRATEGIES, default=DEFAULT_STRATEGY,
+                          tooltip="ladr-global (default): LADR's rescue over every masked token. "
+                          "ladr: LADR with its policy (the paper's: tuned for the 8B model). "
+                          "baseline: the official cosine schedule. prophet: early-commit "
+                          "comparison. threshold, entropy, halton, threshold-frontier, "
+                          "halton-ladr: training-free rules, set by tau, gamma and token.",
                           extra_dict={"ladr_rules": applies_table()})
 
 

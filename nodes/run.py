@@ -92,7 +92,7 @@ def generate_tokens(model: DiMOOModel, node_id: str | None, job: Job, *, rule: S
     """``pipe.run(job)`` without decoding (VQ Decode's job) with progress, previews and events ->
     (tokens, stats, the rule's and the schedule's note). The last preview is a real decode."""
     pipe, strategy = model.pipe, rule.strategy
-    note = schedule_note(strategy, steps)
+    note = "" if rule.default else schedule_note(strategy, steps)
     progress = host.Progress.start(PROGRESS_TOTAL)
     last: list[dict] = []
     run_map = events.RunMap()

@@ -1,7 +1,7 @@
 """DiMOO Sampler node: prompt -> image tokens with LADR (or another sampling rule) + stats.
 
 Composed the ComfyUI way: the sampling rule comes through one socket (`rule`, nodes/rules.py;
-none = LADR with the paper's policy), the canvas through another (`canvas`, nodes/canvas.py;
+none = ladr_core.DEFAULT_STRATEGY), the canvas through another (`canvas`, nodes/canvas.py;
 none = one image at the default size). `sample` is the node's whole run, shared with the legacy
 sampler (nodes/sampler_legacy.py); the run itself is nodes/run.py.
 """
@@ -9,7 +9,7 @@ sampler (nodes/sampler_legacy.py); the run itself is nodes/run.py.
 from __future__ import annotations
 
 import ladr_core
-from ladr_core import DEFAULT_STEPS, LADR, MAX_STEPS, MLCacheConfig
+from ladr_core import DEFAULT_STEPS, DEFAULT_STRATEGY, MAX_STEPS, MLCacheConfig, resolve_strategy
 
 from . import batching, events, register_node, run
 from .canvas import FIT_FIX, IMG2IMG, VARIATIONS, prepare_job
@@ -106,8 +106,8 @@ class DiMOOSampler(io.ComfyNode):
             category="LADR",
             search_aliases=["lumina", "dimoo", "ladr", "text to image", "masked diffusion",
                             "ksampler"],
-            description="Samples DiMOO image tokens. The rule (default: LADR, which rescues "
-            "confident frontier tokens early, ~4x fewer steps; the live preview shows them) "
+            description="Samples DiMOO image tokens. The rule (default: ladr-global, LADR's rescue "
+            "of confident masked tokens, fewer forward passes; the live preview shows them) "
             "comes from DiMOO Sampling Rule, the size or picture from a canvas node.",
             inputs=sampler_inputs(),
             outputs=token_outputs(),
@@ -132,8 +132,9 @@ class DiMOOSampler(io.ComfyNode):
         check_socket("canvas", canvas, Canvas, "canvas", "DiMOO Canvas (or DiMOO Paint Canvas)")
         check_cache(cache)
         node_id = getattr(cls.hidden, "unique_id", None) if cls.hidden else None
+        rule = rule or SamplingRule(resolve_strategy(DEFAULT_STRATEGY), default=True)
         tokens, text = sample(model, node_id, prompt=prompt, negative_prompt=negative_prompt,
-                              rule=rule or SamplingRule(LADR()), canvas=canvas or Canvas(),
+                              rule=rule, canvas=canvas or Canvas(),
                               steps=steps, cfg=cfg, temperature=temperature, seed=seed,
                               one_prompt_per_line=one_prompt_per_line, cache=cache,
                               max_batch=max_batch, denoise=denoise)
@@ -216,7 +217,7 @@ def sampler_inputs() -> list:
         max_batch_input(optional=False),
         io.Custom(RULE_TYPE).Input("rule", optional=True,
                                    tooltip="Optional DiMOO Sampling Rule: the strategy and its "
-                                   "settings (default: LADR with the paper's policy)."),
+                                   f"settings (default: {DEFAULT_STRATEGY})."),
         io.Custom(CANVAS_TYPE).Input("canvas", optional=True,
                                      tooltip="Optional DiMOO Canvas (size, batch) or DiMOO Paint "
                                      "Canvas (a picture and its mask to inpaint / outpaint, "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from ..registry import resolve_strategy
+from ..registry import DEFAULT_STRATEGY, resolve_strategy
 from ..schedules import StepSchedule
 from ..step import Strategy
 from . import jobs, runs
@@ -282,7 +282,7 @@ class DiMOOPipeline:
     def generate(self, prompt: str | Sequence[str], negative_prompt: str | None = None,
                  width: int | None = None, height: int | None = None, steps: int | None = None,
                  cfg: float | None = None, temperature: float = 1.0, seed: int = 0,
-                 strategy: str | Strategy = "ladr", cache: MLCacheConfig | None = None,
+                 strategy: str | Strategy = DEFAULT_STRATEGY, cache: MLCacheConfig | None = None,
                  callback: Callback | None = None, batch_size: int = 1, decode: bool = True,
                  max_batch: int | None = None, self_score: SelfScoreConfig | None = None,
                  image: Any = None, denoise: float = 1.0, tokens: Any = None) -> GenerationResult:
@@ -306,7 +306,7 @@ class DiMOOPipeline:
     def paint(self, prompt: str | Sequence[str], image: Any, mask: Any,
               options: PaintOptions | None = None, negative_prompt: str | None = None,
               steps: int | None = None, cfg: float | None = None, temperature: float = 1.0,
-              seed: int = 0, strategy: str | Strategy = "ladr",
+              seed: int = 0, strategy: str | Strategy = DEFAULT_STRATEGY,
               cache: MLCacheConfig | None = None, callback: Callback | None = None,
               batch_size: int = 1, decode: bool = True, max_batch: int | None = None,
               denoise: float = 1.0) -> GenerationResult:
@@ -322,7 +322,7 @@ class DiMOOPipeline:
     def edit(self, instruction: str | Sequence[str], image: Any, edit_type: str = "edit",
              style: Any = None, size: str = "official", cfg: float | None = None,
              image_cfg: float | None = None, steps: int | None = None, temperature: float = 1.0,
-             seed: int = 0, strategy: str | Strategy = "ladr", callback: Callback | None = None,
+             seed: int = 0, strategy: str | Strategy = DEFAULT_STRATEGY, callback: Callback | None = None,
              batch_size: int = 1, decode: bool = True,
              max_batch: int | None = None) -> GenerationResult:
         """Edit an image by instruction (the official image-to-image path): ``prepare_edit``

@@ -14,7 +14,7 @@ import pytest
 import torch
 from support.nodes import SAMPLER_DEFAULTS, policy_fields
 
-from ladr_core import LADR, StepSchedule, Strategy, resolve_strategy
+from ladr_core import DEFAULT_STRATEGY, LADR, StepSchedule, Strategy, resolve_strategy
 from nodes import node_classes
 from nodes.canvas import CanvasNode, PaintCanvasNode
 from nodes.handles import Canvas, SamplingRule
@@ -102,19 +102,22 @@ def test_painting_through_the_paint_canvas_equals_the_legacy_image_mask_and_pain
     mask = torch.zeros(1, 48, 48)
     mask[:, 8:28, 12:36] = 1.0
     options = PaintOptionsNode.execute(**PAINT).args[0]
-    before, _ = legacy(fake_model, image=image, mask=mask, paint=options)
+    before, _ = legacy(fake_model, image=image, mask=mask, paint=options,
+                       strategy=DEFAULT_STRATEGY)
     canvas = PaintCanvasNode.execute(image=image, mask=mask, batch_size=1, **PAINT).args[0]
     after, _ = new(fake_model, canvas=canvas)
     assert torch.equal(before.tokens, after.tokens) and after.paint is not None
 
 
-def test_without_rule_or_canvas_ladr_draws_one_image_at_the_default_size(fake_model, sent,
-                                                                         seen) -> None:
+def test_without_rule_or_canvas_the_default_rule_draws_one_image_at_the_default_size(
+        fake_model, sent, seen) -> None:
+    """No rule connected: the default strategy at the node's steps, with no note about a T it
+    brought before the cost contract (that note is for a rule a workflow chose)."""
     tokens, text = new(fake_model)
-    assert seen[-1]["strategy"] == LADR()
+    assert seen[-1]["strategy"] == resolve_strategy(DEFAULT_STRATEGY)
     assert seen[-1]["steps"] == StepSchedule(SAMPLER_DEFAULTS["steps"])
     assert tokens.tokens.shape == (1, 144) and (tokens.width, tokens.height) == (48, 48)
-    assert text.startswith("ladr: ")
+    assert text.startswith(f"{DEFAULT_STRATEGY}: ") and "no longer" not in text
 
 
 def test_the_rule_object_runs_as_built_at_the_nodes_steps(fake_model, sent, seen) -> None:
