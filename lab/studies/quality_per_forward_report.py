@@ -235,14 +235,42 @@ def summary(doc: dict[str, Any]) -> str:
             + (", ".join(idle) or "none") + ".")
 
 
+LABEL = {"ladr": "`ladr`, the paper's policy", "nano": "LADR Policy `nano`",
+         "adaptive": "LADR Policy `adaptive`"}
+MARK = {"better": "▲", "worse": "▼", "no difference detected": "=", "pending": ""}
+
+
+def verdict_table(doc: dict[str, Any]) -> str:
+    """README's table: for each LADR rule and each `steps` of the grid, on each testbed (nano ·
+    emoji), the mean forwards per image and the verdict against the official sampler at the
+    same forwards (▲ better, = no difference detected, ▼ worse; "..": not complete yet)."""
+    beds, steps = list(doc["meta"]["testbeds"]), doc["meta"]["steps"]
+    done = {(r["model"], r["rule"], r["steps"]): r for r in doc["rows"] if r["grid"]}
+
+    def one(bed: str, rule: str, s: int) -> str:
+        r = done.get((bed, rule, s))
+        return ".." if r is None else \
+            f"{r['forwards_mean']:.1f} {MARK[_verdict(r['vs_same_forwards'])]}"
+
+    lines = [f"| rule ({' · '.join(beds)}) | " + " | ".join(f"`steps` {s}" for s in steps)
+             + " |", "|---|" + "---|" * len(steps)]
+    for rule in doc["meta"]["rules"]:
+        if rule != "baseline":
+            lines.append(f"| {LABEL.get(rule, f'`{rule}`')} | " + " | ".join(
+                " · ".join(one(bed, rule, s) for bed in beds) for s in steps) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def readme_block(doc: dict[str, Any]) -> str:
     shown = any(r["grid"] for r in doc["rows"])
-    head = ("**Quality per forward on both built-in models** (every rule at `steps` 8-64, paired "
-            "with the official sampler at 64 steps and at the same forwards; source: "
-            "`lab/results/quality_per_forward.json`, table: "
-            "[QUALITY_PER_FORWARD.md](docs/reports/QUALITY_PER_FORWARD.md)). ")
     pic = "![quality per forward](lab/results/quality_per_forward.png) " if shown else ""
-    return pic + head + summary(doc) + "\n"
+    return (pic + "**Quality per forward on both built-in models**: each LADR rule at each "
+            "`steps`, its forward passes per image and its score against the official sampler "
+            "run at the same forwards on the same prompts and seeds (paired 95 % interval: ▲ "
+            "better, = no difference detected, ▼ worse; ..: not run on every test prompt yet), "
+            "each cell nano · emoji. Source: `lab/results/quality_per_forward.json` (commits, machine, both "
+            "intervals: [QUALITY_PER_FORWARD.md](docs/reports/QUALITY_PER_FORWARD.md)).\n\n"
+            + verdict_table(doc))
 
 
 def cost(doc: dict[str, Any]) -> str:
@@ -283,7 +311,7 @@ def write_docs(doc: dict[str, Any]) -> None:
                       f"{doc.get('product_same_at_every_commit')}.\n\n"
                       + "".join(f"- {b}: {t['prompts']}, item i seed {t['seed0']} + i, cfg "
                                 f"{t['cfg']}\n" for b, t in doc["meta"]["testbeds"].items())
-                      + "\n" + cost(doc) + table(doc)
+                      + "\n" + verdict_table(doc) + "\n" + cost(doc) + table(doc)
                       + "\n" + summary(doc) + "\n")
     text = README.read_text(encoding="utf-8")
     new, n = re.subn(BLOCK, lambda m: m.group(1) + readme_block(doc) + m.group(3), text,

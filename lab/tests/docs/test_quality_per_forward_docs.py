@@ -45,7 +45,7 @@ def test_readme_shows_the_block_made_from_the_file() -> None:
 
 def test_the_report_page_is_made_from_the_file() -> None:
     page = R.REPORT.read_text(encoding="utf-8")
-    assert R.table(DOC) in page and R.summary(DOC) in page
+    assert R.table(DOC) in page and R.summary(DOC) in page and R.verdict_table(DOC) in page
 
 
 def test_the_figure_is_drawn_from_the_file(tmp_path) -> None:
