@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from ladr_core import InputError, MLCacheConfig, Strategy
+from ladr_core import DEFAULT_STRATEGY, InputError, MLCacheConfig, Strategy
 from ladr_core.dimoo import DEFAULT_EDIT_CFG, DEFAULT_IMAGE_CFG, EDIT_TYPES, EditJob, check_job
 
 from . import events, host, register_node
@@ -157,10 +157,10 @@ def _inputs() -> list:
                        tooltip="Sampling temperature; 0 = greedy (deterministic, no noise)."),
         io.Int.Input("seed", default=0, min=0, max=SEED_MAX, control_after_generate=True,
                      tooltip="Random seed; batch item i uses seed + i."),
-        io.Combo.Input("strategy", options=STRATEGIES, default=STRATEGIES[0],
-                       tooltip="ladr: locality-aware dynamic rescue (fast). baseline: the "
-                       "official cosine schedule. prophet: early-commit comparison. Not used "
-                       "when rule is connected."),
+        io.Combo.Input("strategy", options=STRATEGIES, default=DEFAULT_STRATEGY,
+                       tooltip=f"{DEFAULT_STRATEGY} (default), ladr (with the policy), baseline "
+                       "(the official cosine schedule), prophet or another rule of DiMOO "
+                       "Sampling Rule. Not used when rule is connected."),
         io.Custom(POLICY_TYPE).Input("policy", optional=True,
                                      tooltip="Optional LADR Policy or Prophet Policy (without "
                                      "rule; with rule, connect it to the DiMOO Sampling Rule)."),
