@@ -237,7 +237,7 @@ def summary(doc: dict[str, Any]) -> str:
 
 LABEL = {"ladr": "`ladr`, the paper's policy", "nano": "LADR Policy `nano`",
          "adaptive": "LADR Policy `adaptive`"}
-MARK = {"better": "▲", "worse": "▼", "no difference detected": "=", "pending": ""}
+MARK = {"better": "▲", "worse": "▼", "no difference detected": "=", "pending": ".."}
 
 
 def verdict_table(doc: dict[str, Any]) -> str:
